@@ -1,0 +1,1 @@
+"""Benchmarks (``invoke bench --what ...``): ratios measured in one run, never asserted in tests."""

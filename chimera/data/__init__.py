@@ -1,0 +1,1 @@
+"""Data stage: pcap ingest, flows, tokens, the normalized dataset, adapters and the generator."""

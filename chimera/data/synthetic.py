@@ -1,0 +1,319 @@
+"""Synthetic labelled traffic shaped like PeerRush, CICIoT2022 and ISCXVPN2016.
+
+Each class is a parametric flow process: protocol mix, server ports, flow
+length, payload-size mixtures per direction, inter-arrival timing with bursts,
+TCP handshakes (SYN with options: 60-byte IP packets) and teardowns. Attacks
+(port scan, SYN flood with option-less 40-byte SYNs from spoofed sources, UDP
+DoS) are injectable as extra classes, and drift knobs change sizes and timing
+over the capture (and the flow arrival rate over a compressed day) for the
+stability runs. Everything is drawn from one seeded generator: the same
+arguments give byte-identical pcaps.
+
+This is not the real data: it exists so that every stage runs without the
+(large, licensed) datasets, and its shape is documented here, not tuned to
+reproduce any number of the paper.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from chimera.data.dataset import CaptureSpec, write_dataset
+from chimera.data.pcapwrite import write_pcap
+from chimera.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+TCP, UDP = 6, 17
+FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
+
+
+@dataclass(frozen=True)
+class ClassShape:
+    """How flows of one class look. Sizes are payload bytes; times in ms."""
+
+    name: str
+    tcp: float                               # share of flows over TCP
+    ports: tuple[int, ...]                   # server ports
+    pkts_median: float                       # packets per flow (log-normal)
+    pkts_sigma: float
+    fwd_sizes: tuple[tuple[float, float, float], ...]  # (weight, mean, std) payload mixture client->server
+    bwd_sizes: tuple[tuple[float, float, float], ...]
+    bwd_share: float                         # share of data packets server->client
+    iat_ms: float                            # median inter-arrival (log-normal)
+    iat_sigma: float = 1.0
+    burst: float = 0.2                       # chance a packet follows the previous within 50-500 µs
+    rst_close: float = 0.1                   # chance a TCP flow ends with RST instead of FIN
+
+
+def _m(*parts: tuple[float, float, float]) -> tuple[tuple[float, float, float], ...]:
+    return tuple(parts)
+
+
+PROFILES: dict[str, list[ClassShape]] = {
+    # CICIoT2022-like: states of smart-home devices (boot, idle, streaming, voice, camera)
+    "ciciot": [
+        ClassShape("POWER", 0.55, (53, 123, 443, 1900, 8080), 8, 0.8, _m((0.6, 40, 15), (0.4, 300, 120)),
+                   _m((0.7, 80, 40), (0.3, 600, 300)), 0.5, 30, 1.2, 0.3, 0.2),
+        ClassShape("IDLE", 0.7, (443, 4070, 8883), 6, 0.5, _m((1.0, 60, 20),), _m((1.0, 50, 20),), 0.45, 900, 0.6,
+                   0.05, 0.05),
+        ClassShape("AUDIO_STREAM", 0.9, (443, 4070), 120, 0.6, _m((1.0, 0, 1),), _m((0.8, 1380, 60), (0.2, 400, 200)),
+                   0.8, 20, 0.7, 0.35, 0.05),
+        ClassShape("VOICE_COMMAND", 0.85, (443,), 40, 0.5, _m((0.7, 640, 120), (0.3, 90, 30)),
+                   _m((0.6, 180, 80), (0.4, 900, 300)), 0.4, 12, 0.9, 0.5, 0.1),
+        ClassShape("CAMERA", 0.25, (554, 8554, 443), 150, 0.5, _m((0.85, 1200, 150), (0.15, 300, 100)),
+                   _m((1.0, 60, 10),), 0.08, 33, 0.3, 0.15, 0.1),
+    ],
+    # PeerRush-like: P2P applications
+    "peerrush": [
+        ClassShape("eMule", 0.6, (4662, 4672), 30, 1.0, _m((0.5, 100, 40), (0.5, 1300, 100)),
+                   _m((0.5, 120, 50), (0.5, 1300, 100)), 0.5, 60, 1.5, 0.3, 0.2),
+        ClassShape("uTorrent", 0.5, (6881, 51413), 40, 1.1, _m((0.6, 70, 20), (0.4, 1400, 40)),
+                   _m((0.3, 70, 20), (0.7, 1400, 40)), 0.6, 25, 1.3, 0.4, 0.3),
+        ClassShape("Vuze", 0.55, (6880, 49001), 35, 1.0, _m((0.5, 90, 30), (0.5, 1200, 150)),
+                   _m((0.4, 90, 30), (0.6, 1250, 150)), 0.55, 40, 1.4, 0.35, 0.25),
+        ClassShape("Frostwire", 0.7, (6346, 6347), 25, 0.9, _m((0.7, 300, 150), (0.3, 1000, 200)),
+                   _m((0.5, 200, 100), (0.5, 1100, 200)), 0.5, 80, 1.2, 0.2, 0.15),
+        ClassShape("Skype", 0.3, (443, 33033), 60, 0.8, _m((1.0, 140, 40),), _m((1.0, 140, 40),), 0.5, 20, 0.5,
+                   0.1, 0.05),
+    ],
+    # ISCXVPN2016-like: application types, each plain and through a VPN (filled in below)
+    "iscxvpn": [
+        ClassShape("chat", 0.9, (443, 5222), 20, 0.8, _m((1.0, 120, 60),), _m((1.0, 150, 80),), 0.5, 800, 1.2, 0.1,
+                   0.05),
+        ClassShape("email", 1.0, (993, 465, 587), 30, 0.7, _m((0.6, 80, 30), (0.4, 900, 400)),
+                   _m((0.7, 200, 100), (0.3, 1200, 200)), 0.5, 50, 1.0, 0.3, 0.05),
+        ClassShape("file", 1.0, (22, 21, 990), 200, 0.6, _m((0.5, 60, 10), (0.5, 1400, 40)),
+                   _m((0.5, 60, 10), (0.5, 1400, 40)), 0.5, 2, 0.8, 0.6, 0.05),
+        ClassShape("streaming", 0.8, (443, 1935), 300, 0.5, _m((1.0, 80, 30),), _m((0.9, 1380, 50), (0.1, 500, 200)),
+                   0.85, 8, 0.9, 0.5, 0.05),
+        ClassShape("voip", 0.1, (3478, 16384), 250, 0.4, _m((1.0, 172, 8),), _m((1.0, 172, 8),), 0.5, 20, 0.15,
+                   0.02, 0.05),
+    ],
+}
+
+ATTACKS = ("SCAN", "SYN_FLOOD", "UDP_DOS")
+VPN_PORT = 1194
+VPN_OVERHEAD = 41
+
+
+def profile_classes(profile: str, attacks: tuple[str, ...] = ()) -> list[str]:
+    """Class names the generator writes for a profile, in label-index order."""
+    if profile not in PROFILES:
+        raise ConfigError(f"unknown synthetic profile {profile!r}", f"choose one of {sorted(PROFILES)}")
+    bad = [a for a in attacks if a not in ATTACKS]
+    if bad:
+        raise ConfigError(f"unknown attack(s) {bad}", f"choose from {list(ATTACKS)}")
+    names = [c.name for c in PROFILES[profile]]
+    if profile == "iscxvpn":
+        names = [f"{n}" for n in names] + [f"vpn_{n}" for n in names]
+    return names + list(attacks)
+
+
+@dataclass
+class SyntheticSpec:
+    """Generator knobs. ``drift`` scales sizes/timing linearly up to (1+drift) by the end;
+    ``diurnal`` modulates flow arrivals with one compressed day over ``duration_s``."""
+
+    profile: str = "ciciot"
+    flows: int = 2000
+    seed: int = 1
+    duration_s: float = 120.0
+    attacks: tuple[str, ...] = ()
+    attack_share: float = 0.05
+    drift: float = 0.0
+    diurnal: float = 0.0
+    max_packets_per_flow: int = 400
+    class_weights: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class _Pkts:
+    ts: list[np.ndarray] = field(default_factory=list)
+    fwd: list[np.ndarray] = field(default_factory=list)   # bool: client->server
+    size: list[np.ndarray] = field(default_factory=list)  # payload bytes
+    flags: list[np.ndarray] = field(default_factory=list)
+    flow: list[np.ndarray] = field(default_factory=list)
+
+
+def _mixture(rng: np.random.Generator, mix: tuple[tuple[float, float, float], ...], n: int, scale: float) -> np.ndarray:
+    w = np.array([m[0] for m in mix])
+    comp = rng.choice(len(mix), size=n, p=w / w.sum())
+    mean = np.array([m[1] for m in mix])[comp] * scale
+    std = np.array([m[2] for m in mix])[comp] * scale
+    return np.clip(np.rint(rng.normal(mean, std)), 0, 1400).astype(np.int64)
+
+
+class _Builder:
+    def __init__(self, spec: SyntheticSpec) -> None:
+        self.spec = spec
+        self.rng = np.random.default_rng(spec.seed)
+        self.p = _Pkts()
+        self.endpoints: list[tuple[int, int, int, int, int]] = []  # client ip, sport, server ip, dport, proto
+        self.labels: list[int] = []
+        self.servers = (0x0A640000 + self.rng.integers(1, 4000, size=64)).astype(np.int64)  # 10.100.x.y
+
+    def _start_time(self) -> float:
+        s, rng = self.spec, self.rng
+        while True:  # rejection sampling of a diurnal arrival density
+            t = rng.uniform(0, s.duration_s)
+            if rng.uniform() <= 1 - s.diurnal * 0.5 * (1 + np.cos(2 * np.pi * t / s.duration_s)):
+                return t
+
+    def _client(self) -> int:
+        return int(0xC0A80000 + self.rng.integers(2, 65000))  # 192.168.x.y
+
+    def _add(self, label: int, ep: tuple[int, int, int, int, int], t: np.ndarray, fwd: np.ndarray,
+             size: np.ndarray, flags: np.ndarray) -> None:
+        fid = len(self.endpoints)
+        self.endpoints.append(ep)
+        self.labels.append(label)
+        self.p.ts.append(t)
+        self.p.fwd.append(fwd)
+        self.p.size.append(size)
+        self.p.flags.append(flags)
+        self.p.flow.append(np.full(t.shape[0], fid, np.int64))
+
+    def normal_flow(self, label: int, c: ClassShape, vpn: bool) -> None:
+        s, rng = self.spec, self.rng
+        t0 = self._start_time()
+        drift = 1.0 + s.drift * t0 / s.duration_s
+        tcp = rng.uniform() < c.tcp
+        n = int(np.clip(rng.lognormal(np.log(c.pkts_median), c.pkts_sigma), 2, s.max_packets_per_flow))
+        iat = rng.lognormal(np.log(c.iat_ms * drift), c.iat_sigma, size=n) * 1e-3
+        burst = rng.uniform(size=n) < c.burst
+        iat[burst] = rng.uniform(50e-6, 500e-6, size=int(burst.sum()))
+        fwd = rng.uniform(size=n) >= c.bwd_share
+        size = np.where(fwd, _mixture(rng, c.fwd_sizes, n, drift), _mixture(rng, c.bwd_sizes, n, drift))
+        flags = np.where(size > 0, PSH | ACK, ACK) if tcp else np.zeros(n, np.int64)
+        if tcp:  # handshake and teardown
+            hs_iat = rng.uniform(0.2e-3, 30e-3, size=3)
+            iat = np.r_[0.0, hs_iat[:2], iat]
+            fwd = np.r_[True, False, True, fwd]
+            size = np.r_[-1, -1, 0, size]  # -1: SYN/SYN-ACK carry 20 option bytes, no payload
+            flags = np.r_[SYN, SYN | ACK, ACK, flags]
+            if rng.uniform() < c.rst_close:
+                iat, fwd, size, flags = np.r_[iat, 1e-3], np.r_[fwd, rng.uniform() < 0.5], np.r_[size, 0], np.r_[flags, RST | ACK]
+            else:
+                iat = np.r_[iat, rng.uniform(1e-3, 50e-3, size=3)]
+                fwd = np.r_[fwd, True, False, True]
+                size, flags = np.r_[size, 0, 0, 0], np.r_[flags, FIN | ACK, FIN | ACK, ACK]
+        else:
+            iat[0] = 0.0
+        t = t0 + np.cumsum(iat)
+        dport = int(rng.choice(c.ports))
+        proto = TCP if tcp else UDP
+        if vpn:  # everything rides one UDP tunnel to the VPN server: sizes grow, ports hide the app
+            proto, dport, flags = UDP, VPN_PORT, np.zeros_like(flags)
+            size = np.maximum(size, 0) + VPN_OVERHEAD + (rng.integers(0, 16, size=size.shape) if c.tcp else 0)
+        ep = (self._client(), int(rng.integers(32768, 61000)), int(rng.choice(self.servers)), dport, proto)
+        self._add(label, ep, t, fwd, size, flags)
+
+    def attack_flows(self, label: int, kind: str, budget: int) -> int:
+        """Adds attack flows; returns how many flows were made."""
+        s, rng = self.spec, self.rng
+        victim = int(rng.choice(self.servers))
+        made = 0
+        if kind == "SCAN":  # one scanner probing many ports: 2-packet flows (SYN, RST-ACK)
+            scanner, t = self._client(), self._start_time()
+            for _ in range(budget):
+                t += rng.exponential(2e-3)
+                ep = (scanner, int(rng.integers(40000, 60000)), victim, int(rng.integers(1, 10000)), TCP)
+                self._add(label, ep, np.array([t, t + rng.uniform(50e-6, 1e-3)]), np.array([True, False]),
+                          np.array([0, 0]), np.array([SYN, RST | ACK]))
+                made += 1
+        elif kind == "SYN_FLOOD":  # spoofed single SYNs without options: 40-byte IP packets
+            t = self._start_time()
+            for _ in range(budget):
+                t += rng.exponential(0.5e-3)
+                ep = (int(rng.integers(0x0B000000, 0xDF000000)), int(rng.integers(1024, 65535)), victim, 80, TCP)
+                self._add(label, ep, np.array([t]), np.array([True]), np.array([-2]), np.array([SYN]))
+                made += 1
+        elif kind == "UDP_DOS":  # a few sources blasting fixed-size datagrams
+            for _ in range(max(1, budget)):
+                n = int(rng.integers(50, 200))
+                t = self._start_time() + np.cumsum(rng.exponential(0.3e-3, size=n))
+                ep = (self._client(), int(rng.integers(1024, 65535)), victim, int(rng.choice((53, 123, 80))), UDP)
+                self._add(label, ep, t, np.ones(n, bool), np.full(n, 1200), np.zeros(n, np.int64))
+                made += 1
+        return made
+
+
+def _frames(b: _Builder, order: np.ndarray, flow: np.ndarray, fwd: np.ndarray, size: np.ndarray,
+            flags: np.ndarray) -> list[bytes]:
+    """Ethernet/IPv4/TCP|UDP frames with valid IPv4 header checksums."""
+    rng = np.random.default_rng(b.spec.seed + 1)
+    ttls = rng.choice((64, 128, 255), size=len(b.endpoints))
+    out = []
+    ident = 0
+    for i in order:
+        f = int(flow[i])
+        cip, cport, sip, sport_srv, proto = b.endpoints[f]
+        if fwd[i]:
+            src, sp, dst, dp = cip, cport, sip, sport_srv
+        else:
+            src, sp, dst, dp = sip, sport_srv, cip, cport
+        sz = int(size[i])
+        if proto == TCP:
+            opt = {-1: 20, -2: 0}.get(sz, 12)   # SYN: MSS/SACK/TS/WS; flood SYN: none; else timestamps
+            payload = max(sz, 0)
+            l4 = struct.pack("!HHIIBBHHH", sp, dp, 1000 + ident, 0, ((20 + opt) // 4) << 4, int(flags[i]),
+                             65535, 0, 0) + bytes(opt) + bytes(payload)
+        else:
+            payload = max(sz, 0)
+            l4 = struct.pack("!HHHH", sp, dp, 8 + payload, 0) + bytes(payload)
+        total = 20 + len(l4)
+        hdr = bytearray(struct.pack("!BBHHHBBHII", 0x45, 0, total, ident & 0xFFFF, 0x4000,
+                                    int(ttls[f]) if fwd[i] else 64, proto, 0, src, dst))
+        csum = sum(struct.unpack("!10H", hdr))
+        csum = (csum & 0xFFFF) + (csum >> 16)
+        csum = (csum & 0xFFFF) + (csum >> 16)
+        hdr[10:12] = struct.pack("!H", ~csum & 0xFFFF)
+        mac_c, mac_s = bytes.fromhex("02000a000001"), bytes.fromhex("02000a000002")
+        eth = (mac_s + mac_c if fwd[i] else mac_c + mac_s) + b"\x08\x00"
+        out.append(eth + bytes(hdr) + l4)
+        ident += 1
+    return out
+
+
+def generate(spec: SyntheticSpec, out_dir: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+    """Generate a labelled synthetic dataset (normalized format) into ``out_dir``."""
+    if spec.flows < 10:
+        raise ConfigError(f"flows={spec.flows} is too few", "ask for at least 10 flows")
+    classes = profile_classes(spec.profile, tuple(spec.attacks))
+    shapes = PROFILES[spec.profile]
+    b = _Builder(spec)
+    n_attack_total = int(round(spec.flows * spec.attack_share)) if spec.attacks else 0
+    n_normal = spec.flows - n_attack_total
+    normal_names = classes[: len(classes) - len(spec.attacks)]
+    w = np.array([spec.class_weights.get(n, 1.0) for n in normal_names], float)
+    picks = b.rng.choice(len(normal_names), size=n_normal, p=w / w.sum())
+    for label in tqdm(picks, desc=f"synthetic {spec.profile}", unit="flow", leave=False):
+        vpn = spec.profile == "iscxvpn" and label >= len(shapes)
+        b.normal_flow(int(label), shapes[int(label) % len(shapes)], vpn)
+    for k, kind in enumerate(spec.attacks):
+        budget = n_attack_total // len(spec.attacks)
+        b.attack_flows(len(normal_names) + k, kind, budget if kind != "UDP_DOS" else max(1, budget // 20))
+    ts = np.concatenate(b.p.ts)
+    flow = np.concatenate(b.p.flow)
+    order = np.argsort(ts, kind="stable")
+    ts_ns = np.rint(ts[order] * 1e9).astype(np.int64) + 1_700_000_000 * 10**9
+    frames = _frames(b, order, flow, np.concatenate(b.p.fwd), np.concatenate(b.p.size), np.concatenate(b.p.flags))
+    labels = np.asarray(b.labels, np.int16)[flow[order]]
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = Path(tmp) / "synthetic.pcap"
+        write_pcap(raw, frames, ts_ns)
+        meta = {"generator": {"profile": spec.profile, "flows": len(b.endpoints), "seed": spec.seed,
+                              "duration_s": spec.duration_s, "attacks": list(spec.attacks),
+                              "attack_share": spec.attack_share, "drift": spec.drift, "diurnal": spec.diurnal}}
+        return write_dataset(out_dir, [CaptureSpec(raw, packet_labels=labels)], classes,
+                             name=f"synthetic-{spec.profile}", source="synthetic", seed=spec.seed, extra=meta,
+                             overwrite=overwrite)

@@ -1,0 +1,82 @@
+"""The Partition stage: one small integer token per packet.
+
+These functions are the single definition of token features. Training calls
+them on offline flows; the reference pipeline calls them on its flow-slot
+state; the eBPF C and the P4 program implement the same arithmetic (shifts and
+comparisons only, no division) and are tested against them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from chimera.data.flows import Flows
+from chimera.data.pcap import PacketTable, ParseStatus
+
+#: Inter-arrival buckets: 0 = first packet of a flow, then 1 + bit length of
+#: (iat_ns >> IAT_SHIFT), capped, so bucket b >= 2 covers [2^(b-2), 2^(b-1)) µs-ish.
+IAT_SHIFT = 10
+IAT_BUCKETS = 16
+#: Tokens carry the 8 TCP flag bits; protocol classes below.
+PROTO_OTHER, PROTO_TCP, PROTO_UDP, PROTO_ICMP = 0, 1, 2, 3
+PROTO_CLASSES = 4
+
+
+def bit_length(x: np.ndarray) -> np.ndarray:
+    """Bit length of non-negative int64 values, by comparisons (as the dataplane does it)."""
+    x = np.asarray(x, np.int64)
+    out = np.zeros(x.shape, np.int64)
+    v = x.copy()
+    for shift in (32, 16, 8, 4, 2, 1):
+        big = v >= (np.int64(1) << shift)
+        out += np.where(big, shift, 0)
+        v = np.where(big, v >> shift, v)
+    return out + (v > 0)
+
+
+def iat_bucket(iat_ns: np.ndarray) -> np.ndarray:
+    """Log bucket of an inter-arrival time; negative (first packet) -> 0."""
+    iat_ns = np.asarray(iat_ns, np.int64)
+    b = 1 + np.minimum(bit_length(np.maximum(iat_ns, 0) >> IAT_SHIFT), IAT_BUCKETS - 2)
+    return np.where(iat_ns < 0, 0, b).astype(np.uint8)
+
+
+def proto_class(proto: np.ndarray) -> np.ndarray:
+    """IP protocol number -> small class id used by the Map and global tables."""
+    proto = np.asarray(proto)
+    return np.select([proto == 6, proto == 17, proto == 1], [PROTO_TCP, PROTO_UDP, PROTO_ICMP],
+                     PROTO_OTHER).astype(np.uint8)
+
+
+@dataclass
+class Tokens:
+    """Per-packet token features (only rows of dataplane-eligible packets are meaningful)."""
+
+    ip_len: np.ndarray      # uint16
+    iat_bucket: np.ndarray  # uint8
+    direction: np.ndarray   # uint8
+    tcp_flags: np.ndarray   # uint8
+    proto: np.ndarray       # uint8 (IP protocol number)
+
+    def matrix(self) -> np.ndarray:
+        """Float feature matrix used for clustering: log length, iat bucket, dir, flags bits, proto."""
+        flags = ((self.tcp_flags[:, None] >> np.arange(6)) & 1).astype(np.float64)
+        pc = proto_class(self.proto)
+        onehot = np.eye(PROTO_CLASSES)[pc]
+        return np.column_stack([np.log2(np.maximum(self.ip_len, 1).astype(np.float64)),
+                                self.iat_bucket.astype(np.float64) / 2.0,
+                                self.direction.astype(np.float64), flags, onehot * 2.0])
+
+
+def dataplane_eligible(table: PacketTable) -> np.ndarray:
+    """Packets the switch pipeline classifies: untagged-or-not IPv4, parsed, not a fragment."""
+    return (table.status == ParseStatus.OK) & (table.ip_version == 4)
+
+
+def tokenize(table: PacketTable, flows: Flows) -> Tokens:
+    """Token features of every packet from offline flow state."""
+    return Tokens(ip_len=table.ip_len.copy(), iat_bucket=iat_bucket(flows.iat_ns),
+                  direction=flows.direction.copy(), tcp_flags=table.tcp_flags.copy(),
+                  proto=table.proto.copy())

@@ -1,0 +1,44 @@
+"""Error types that carry the problem and the fix.
+
+Library code raises these; only the CLI/tasks turn them into exit codes. Every
+message names what went wrong (file, field, value) and what to do about it.
+"""
+
+from __future__ import annotations
+
+
+class ChimeraError(Exception):
+    """Base class: ``problem`` says what is wrong, ``fix`` what to do."""
+
+    def __init__(self, problem: str, fix: str = "") -> None:
+        self.problem = problem
+        self.fix = fix
+        super().__init__(f"{problem}" + (f"\n  fix: {fix}" if fix else ""))
+
+
+class PcapError(ChimeraError):
+    """A capture file cannot be read (missing, empty, corrupt, unknown link type)."""
+
+
+class DatasetError(ChimeraError):
+    """A dataset directory or labels file cannot be turned into a dataset."""
+
+
+class ConfigError(ChimeraError):
+    """An experiment/model/rule configuration is invalid."""
+
+
+class BudgetError(ChimeraError):
+    """A compiled model breaks one of the dataplane budgets of the paper."""
+
+    def __init__(self, budget: str, value: float, limit: float, fix: str) -> None:
+        self.budget, self.value, self.limit = budget, value, limit
+        super().__init__(f"budget '{budget}' exceeded: {value:g} > limit {limit:g}", fix)
+
+
+class ToolMissingError(ChimeraError):
+    """A required external tool (clang, bpftool, tcpreplay, simple_switch_grpc...) is absent."""
+
+
+class TargetError(ChimeraError):
+    """A dataplane target failed to build, load or run."""

@@ -1,0 +1,128 @@
+"""Invoke tasks: thin wrappers over the chimera package. ``invoke --list`` shows them.
+
+Tasks choose exit codes; the library raises ChimeraError with the problem and
+the fix, which is printed without a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from invoke import Collection, Context, Exit, task
+
+ROOT = Path(__file__).resolve().parent
+VENV_PY = ROOT / ".venv" / "bin" / "python"
+SYSTEM_PACKAGES = [
+    "mininet", "tcpreplay", "tcpdump", "clang", "llvm", "libbpf-dev", "libbpf1", "bpftool", "iproute2",
+    "ethtool", "python3-venv", "python3-pip", "gcc", "libc6-dev",
+]
+
+
+def _logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s", datefmt="%H:%M:%S")
+
+
+def cli(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn ChimeraError into a clean message and exit code 2."""
+
+    @functools.wraps(fn)
+    def wrapper(c: Context, *args: Any, **kwargs: Any) -> Any:
+        _logging(bool(kwargs.get("verbose", False)))
+        from chimera.errors import ChimeraError
+        try:
+            return fn(c, *args, **kwargs)
+        except ChimeraError as e:
+            raise Exit(f"error: {e}", code=2) from None
+        except KeyboardInterrupt:
+            raise Exit("interrupted", code=130) from None
+
+    return wrapper
+
+
+@task
+def setup(c: Context) -> None:
+    """Install system packages (apt) and the project into .venv; idempotent (needs root)."""
+    missing = [p for p in SYSTEM_PACKAGES
+               if subprocess.run(["dpkg", "-s", p], capture_output=True).returncode != 0]
+    if missing:
+        if os.geteuid() != 0:
+            raise Exit(f"setup: system packages missing ({' '.join(missing)}); run as root: sudo scripts/bootstrap")
+        c.run("apt-get update -q", pty=False)
+        c.run("DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends " + " ".join(missing))
+    py = str(VENV_PY if VENV_PY.exists() else sys.executable)
+    c.run(f"{py} -m pip install -q --disable-pip-version-check -e '{ROOT}[test]'")
+    c.run(f"{py} -c 'import mininet.net, torch, numba; print(\"setup ok: torch\", torch.__version__)'")
+
+
+@task(help={"profile": "ciciot | peerrush | iscxvpn", "flows": "number of flows", "seed": "random seed",
+            "out": "output directory (default data/<profile>-<flows>-s<seed>)",
+            "attacks": "comma list of SCAN,SYN_FLOOD,UDP_DOS", "drift": "size/timing drift by the end",
+            "adapter": "normalize a real dataset instead: ciciot2022 | iscxvpn2016 | peerrush | folders",
+            "src": "directory of the real dataset (with --adapter)", "overwrite": "replace an existing output"})
+@cli
+def dataset(c: Context, profile: str = "ciciot", flows: int = 2000, seed: int = 1, out: str = "",
+            attacks: str = "", drift: float = 0.0, duration: float = 120.0, adapter: str = "", src: str = "",
+            overwrite: bool = False, verbose: bool = False) -> None:
+    """Generate a synthetic dataset, or normalize a real one (--adapter/--src)."""
+    if adapter:
+        from chimera.data.adapters import normalize
+        if not src:
+            raise Exit("dataset: --adapter needs --src DIR (the unpacked dataset)", code=2)
+        path = normalize(adapter, src, out or f"data/{adapter}", seed=seed, overwrite=overwrite)
+    else:
+        from chimera.data.synthetic import SyntheticSpec, generate
+        spec = SyntheticSpec(profile=profile, flows=flows, seed=seed, duration_s=duration, drift=drift,
+                             attacks=tuple(a for a in attacks.split(",") if a))
+        path = generate(spec, out or f"data/{profile}-{flows}-s{seed}", overwrite=overwrite)
+    logging.getLogger("tasks").info("dataset written: %s", path)
+
+
+@task(help={"what": "ingest | reference | install | switch", "pcap": "capture to benchmark (ingest)"})
+@cli
+def bench(c: Context, what: str = "ingest", pcap: str = "", verbose: bool = False) -> None:
+    """Benchmarks; each prints its measured rates and ratios."""
+    log = logging.getLogger("bench")
+    if what == "ingest":
+        from chimera.bench.ingest import run
+        if not pcap:
+            from chimera.data.synthetic import SyntheticSpec, generate
+            path = Path("data/bench-ingest")
+            if not (path / "packets.pcap").exists():
+                generate(SyntheticSpec(profile="iscxvpn", flows=3000, seed=7), path, overwrite=True)
+            pcap = str(path / "packets.pcap")
+        r = run(Path(pcap))
+        log.info("ingest %s: %d packets; ours %.2f M pkt/s, dpkt %.3f M pkt/s, ratio %.1fx",
+                 pcap, r["packets"], r["ours_pps"] / 1e6, r["dpkt_pps"] / 1e6, r["ratio"])
+    else:
+        from chimera.bench import dispatch
+        dispatch(what)
+
+
+@task(help={"k": "pytest -k expression", "x": "stop at first failure"})
+def test(c: Context, k: str = "", x: bool = False) -> None:
+    """Run the test suite (tests needing root/BMv2 skip with a reason where absent)."""
+    py = str(VENV_PY if VENV_PY.exists() else sys.executable)
+    args = ["-m", "pytest", "-ra", "-q"] + (["-k", k] if k else []) + (["-x"] if x else [])
+    r = subprocess.run([py, *args], cwd=ROOT)
+    if r.returncode == 5:
+        raise Exit("no tests were collected", code=1)
+    if r.returncode != 0:
+        raise Exit(code=r.returncode)
+
+
+@task
+def clean(c: Context) -> None:
+    """Remove build outputs and caches (keeps results/ and data/)."""
+    for p in ("build", ".pytest_cache", ".hypothesis"):
+        shutil.rmtree(ROOT / p, ignore_errors=True)
+
+
+ns = Collection(setup, dataset, bench, test, clean)

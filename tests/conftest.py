@@ -1,0 +1,33 @@
+"""Shared fixtures: the real CICIoT2022 sample and small synthetic datasets (built once per session)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = Path(os.environ.get("CHIMERA_SAMPLE", ROOT.parent / "shared" / "datasets" / "ciciot2022-sonos"))
+
+
+@pytest.fixture(scope="session")
+def sample_dir() -> Path:
+    if not SAMPLE.is_dir():
+        pytest.skip(f"real CICIoT2022 sample not found at {SAMPLE} (set CHIMERA_SAMPLE to its path)")
+    return SAMPLE
+
+
+@pytest.fixture(scope="session")
+def synth_small(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from chimera.data.synthetic import SyntheticSpec, generate
+    out = tmp_path_factory.mktemp("ds") / "ciciot-small"
+    return generate(SyntheticSpec(profile="ciciot", flows=300, seed=3, duration_s=30,
+                                  attacks=("SCAN", "SYN_FLOOD"), attack_share=0.1,
+                                  max_packets_per_flow=60), out)
+
+
+@pytest.fixture(scope="session")
+def cic_sample(tmp_path_factory: pytest.TempPathFactory, sample_dir: Path) -> Path:
+    from chimera.data.adapters import normalize
+    return normalize("ciciot2022", sample_dir, tmp_path_factory.mktemp("ds") / "cic")

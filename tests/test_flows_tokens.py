@@ -1,0 +1,64 @@
+"""Flows, splits and tokens against straightforward re-implementations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chimera.data.dataset import load_dataset
+from chimera.data.flows import split_flows
+from chimera.data.tokens import bit_length, iat_bucket
+
+
+def test_flows_match_naive_dict(synth_small: Path) -> None:
+    ds = load_dataset(synth_small)
+    t, f = ds.table, ds.flows
+    seen: dict[tuple, int] = {}
+    first_dir: dict[int, tuple] = {}
+    last_ts: dict[int, int] = {}
+    count: dict[int, int] = {}
+    for i in range(len(t)):
+        a = (bytes(t.src[i]), int(t.sport[i]))
+        b = (bytes(t.dst[i]), int(t.dport[i]))
+        key = (int(t.capture[i]), int(t.proto[i])) + tuple(sorted([a, b]))
+        fid = seen.setdefault(key, len(seen))
+        assert f.flow_id[i] == fid
+        first_dir.setdefault(fid, a)
+        assert f.direction[i] == (0 if first_dir[fid] == a else 1)
+        assert f.pkt_index[i] == count.get(fid, 0)
+        assert f.iat_ns[i] == (int(t.ts_ns[i]) - last_ts[fid] if fid in last_ts else -1)
+        count[fid] = count.get(fid, 0) + 1
+        last_ts[fid] = int(t.ts_ns[i])
+    assert f.n_flows == len(seen)
+
+
+def test_split_invariants(synth_small: Path) -> None:
+    ds = load_dataset(synth_small)
+    lab = ds.flow_labels()
+    s1, s2 = split_flows(lab, 5), split_flows(lab, 5)
+    assert np.array_equal(s1, s2)
+    assert not np.array_equal(s1, split_flows(lab, 6))
+    frac = np.bincount(s1, minlength=3) / s1.size
+    assert abs(frac[0] - 0.75) < 0.05 and abs(frac[1] - 0.10) < 0.05 and abs(frac[2] - 0.15) < 0.05
+    for y in np.unique(lab):  # stratified: every class (with >= 3 flows) in every split
+        if (lab == y).sum() >= 3:
+            assert set(s1[lab == y]) == {0, 1, 2}
+    # a flow's packets all carry the flow's split
+    ps = ds.packet_split()
+    ok = ds.flows.flow_id >= 0
+    assert np.array_equal(ps[ok], ds.flow_split()[ds.flows.flow_id[ok]])
+
+
+@given(st.integers(min_value=0, max_value=2**62))
+def test_bit_length(x: int) -> None:
+    assert int(bit_length(np.array([x]))[0]) == x.bit_length()
+
+
+@settings(max_examples=300)
+@given(st.integers(min_value=-5, max_value=2**40))
+def test_iat_bucket_definition(iat: int) -> None:
+    expected = 0 if iat < 0 else 1 + min((iat >> 10).bit_length(), 14)
+    assert int(iat_bucket(np.array([iat]))[0]) == expected

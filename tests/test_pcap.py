@@ -1,0 +1,185 @@
+"""Ingest: compared field by field with dpkt (an independent reader), and every bad input."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import dpkt
+import numpy as np
+import pytest
+from scapy.layers.inet import ICMP, IP, TCP, UDP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import ARP, CookedLinux, Dot1Q, Ether
+from scapy.utils import PcapNgWriter, wrpcap
+
+from chimera.data.pcap import ParseStatus, read_pcap
+from chimera.errors import PcapError
+
+
+def dpkt_fields(path: Path) -> list[tuple]:
+    """(ts_ns, caplen, ip_len, proto, src, dst, sport, dport, flags) via dpkt; None for non-IPv4."""
+    out = []
+    with open(path, "rb") as fh:
+        rd = dpkt.pcap.UniversalReader(fh)
+        for ts, buf in rd:
+            eth = dpkt.ethernet.Ethernet(buf)
+            ip = eth.data
+            if not isinstance(ip, dpkt.ip.IP):
+                out.append(None)
+                continue
+            l4 = ip.data
+            sp = dp = fl = 0
+            if isinstance(l4, (dpkt.tcp.TCP, dpkt.udp.UDP)):
+                sp, dp = l4.sport, l4.dport
+                fl = l4.flags if isinstance(l4, dpkt.tcp.TCP) else 0
+            out.append((len(buf), ip.len, ip.p, int.from_bytes(ip.src, "big"),
+                        int.from_bytes(ip.dst, "big"), sp, dp, fl))
+    return out
+
+
+def ours(path: Path) -> list[tuple]:
+    t = read_pcap(path)
+    return [None if t.ip_version[i] != 4 else
+            (int(t.caplen[i]), int(t.ip_len[i]), int(t.proto[i]), int(t.src4[i]), int(t.dst4[i]),
+             int(t.sport[i]), int(t.dport[i]), int(t.tcp_flags[i])) for i in range(len(t))]
+
+
+def test_real_sample_matches_dpkt(sample_dir: Path) -> None:
+    files = sorted(sample_dir.rglob("*.pcap"))
+    assert len(files) == 15
+    for f in files:
+        assert ours(f) == dpkt_fields(f), f
+
+
+def test_synthetic_matches_dpkt_and_timestamps(synth_small: Path) -> None:
+    f = synth_small / "packets.pcap"
+    assert ours(f) == dpkt_fields(f)
+    t = read_pcap(f)
+    with open(f, "rb") as fh:
+        rd = dpkt.pcap.Reader(fh)
+        ts = [int(x * 10**9) for x, _ in rd]  # dpkt gives exact Decimals for ns pcaps
+    assert t.ts_ns.tolist() == ts
+
+
+MIXED = [
+    Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / TCP(sport=1234, dport=80, flags="S"),
+    Ether() / IP(src="10.0.0.2", dst="10.0.0.1") / UDP(sport=53, dport=5353) / (b"x" * 30),
+    Ether() / ARP(),
+    Ether() / IPv6(src="fe80::1", dst="fe80::2") / UDP(sport=546, dport=547),
+    Ether() / IP(src="10.0.0.1", dst="10.0.0.3", flags="MF", frag=0) / UDP() / (b"y" * 100),
+    Ether() / IP(src="10.0.0.1", dst="10.0.0.3", frag=10) / (b"z" * 40),
+    Ether() / Dot1Q(vlan=7) / IP(src="10.0.0.9", dst="10.0.0.8") / TCP(sport=1, dport=2, flags="PA"),
+    Ether() / IP(src="10.0.0.1", dst="10.0.0.4") / ICMP(),
+    Ether() / IP(src="10.0.0.1", dst="10.0.0.5") / TCP(sport=7, dport=8) / (b"j" * 8000),  # jumbo
+]
+
+
+def test_mixed_frames_statuses(tmp_path: Path) -> None:
+    p = tmp_path / "mixed.pcap"
+    wrpcap(str(p), MIXED)
+    t = read_pcap(p)
+    S = ParseStatus
+    assert list(t.status) == [S.OK, S.OK, S.NON_IP, S.OK, S.FRAGMENT, S.FRAGMENT, S.OK, S.OK, S.OK]
+    assert t.ip_version.tolist() == [4, 4, 0, 6, 4, 4, 4, 4, 4]
+    assert t.tcp_flags[0] == 0x02 and t.tcp_flags[6] == 0x18
+    assert bool(t.vlan[6]) and t.sport[6] == 1 and t.ethertype[6] == 0x0800
+    assert t.sport[3] == 546 and t.dport[3] == 547 and t.proto[3] == 17
+    assert t.sport[4] == 0  # a fragment has no ports for us
+    assert t.ip_len[8] == 20 + 20 + 8000 and t.caplen[8] == 14 + 8040
+
+
+def test_pcapng_matches_pcap(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.pcap", tmp_path / "b.pcapng"
+    pkts = [p.copy() for p in MIXED]
+    for i, p in enumerate(pkts):
+        p.time = 1_700_000_000 + i  # whole seconds: both formats store them exactly
+    wrpcap(str(a), pkts)
+    w = PcapNgWriter(str(b))
+    for pkt in pkts:
+        w.write(pkt)
+    w.close()
+    ta, tb = read_pcap(a), read_pcap(b)
+    for col in ("status", "ip_len", "proto", "sport", "dport", "tcp_flags", "src4", "caplen"):
+        assert np.array_equal(getattr(ta, col), getattr(tb, col)), col
+    assert np.array_equal(ta.ts_ns, tb.ts_ns)
+
+
+def _write_dpkt(path: Path, frames: list[bytes], linktype: int) -> None:
+    with open(path, "wb") as fh:
+        w = dpkt.pcap.Writer(fh, linktype=linktype)
+        for i, f in enumerate(frames):
+            w.writepkt(f, ts=1.0 + i)
+
+
+def test_linux_cooked_and_raw_ip(tmp_path: Path) -> None:
+    ip = IP(src="1.2.3.4", dst="5.6.7.8") / TCP(sport=10, dport=20, flags="SA")
+    sll = bytes(CookedLinux(proto=0x0800) / ip)
+    _write_dpkt(tmp_path / "sll.pcap", [sll], 113)
+    _write_dpkt(tmp_path / "raw.pcap", [bytes(ip)], 101)
+    sll2 = struct.pack("!HHIHBB8s", 0x0800, 0, 2, 1, 0, 6, b"\0" * 8) + bytes(ip)
+    _write_dpkt(tmp_path / "sll2.pcap", [sll2], 276)
+    for name in ("sll", "raw", "sll2"):
+        t = read_pcap(tmp_path / f"{name}.pcap")
+        assert t.status[0] == ParseStatus.OK, name
+        assert (t.sport[0], t.dport[0], t.tcp_flags[0], t.src4[0]) == (10, 20, 0x12, 0x01020304), name
+
+
+def test_big_endian_and_microsecond_headers(tmp_path: Path) -> None:
+    frame = bytes(Ether() / IP() / UDP(sport=5, dport=6))
+    be = tmp_path / "be.pcap"
+    with open(be, "wb") as fh:
+        fh.write(struct.pack(">IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        fh.write(struct.pack(">IIII", 100, 250, len(frame), len(frame)) + frame)
+    t = read_pcap(be)
+    assert t.ts_ns[0] == 100 * 10**9 + 250_000 and t.sport[0] == 5
+
+
+def test_truncated_tail_is_counted_not_fatal(sample_dir: Path, tmp_path: Path) -> None:
+    src = sorted(sample_dir.rglob("*.pcap"))[0]
+    data = src.read_bytes()
+    p = tmp_path / "cut.pcap"
+    p.write_bytes(data[: len(data) - 37])
+    t, full = read_pcap(p), read_pcap(src)
+    assert len(t) == len(full) - 1 and t.truncated_records == 1
+
+
+def test_truncated_headers_inside_frames(tmp_path: Path) -> None:
+    pkts = [Ether() / IP() / TCP(), Ether() / IP() / UDP()]
+    p = tmp_path / "snap.pcap"
+    with open(p, "wb") as fh:
+        w = dpkt.pcap.Writer(fh)
+        for pk in pkts:
+            w.writepkt(bytes(pk)[:14 + 20 + 6], ts=1.0)  # snapped inside the L4 header
+        w.writepkt(bytes(Ether() / IP())[:20], ts=2.0)   # inside the IP header
+        w.writepkt(b"", ts=3.0)                           # zero-length frame
+    t = read_pcap(p)
+    assert t.status.tolist() == [ParseStatus.TRUNCATED] * 3 + [ParseStatus.EMPTY]
+
+
+@pytest.mark.parametrize("content, match", [
+    (b"", "empty file"),
+    (b"hello world, not a capture file at all", "not a pcap or pcapng"),
+    (struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 147), "unsupported link type 147"),
+    (struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1) + struct.pack("<IIII", 1, 0, 10**7, 10**7),
+     "corrupt record header"),
+])
+def test_bad_files_name_file_and_problem(tmp_path: Path, content: bytes, match: str) -> None:
+    p = tmp_path / "bad.pcap"
+    p.write_bytes(content)
+    with pytest.raises(PcapError, match=match) as ei:
+        read_pcap(p)
+    assert str(p) in str(ei.value) and "fix:" in str(ei.value)
+
+
+def test_wrong_path_and_directory(tmp_path: Path) -> None:
+    with pytest.raises(PcapError, match="no such file"):
+        read_pcap(tmp_path / "nope.pcap")
+    with pytest.raises(PcapError, match="is a directory"):
+        read_pcap(tmp_path)
+
+
+def test_header_only_file_is_empty_table(tmp_path: Path) -> None:
+    p = tmp_path / "hdr.pcap"
+    p.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+    assert len(read_pcap(p)) == 0
