@@ -106,6 +106,23 @@ def bench(c: Context, what: str = "ingest", pcap: str = "", verbose: bool = Fals
         dispatch(what)
 
 
+@task(help={"name": "experiment (experiments/<name>.yaml) or a path to a YAML file",
+            "target": "auto | reference | ebpf | bmv2 (default: the experiment's, auto = ebpf when possible)",
+            "dataset": "use this dataset instead: a normalized dataset or a raw dataset directory",
+            "adapter": "adapter for a raw --dataset directory (ciciot2022, iscxvpn2016, peerrush, folders)",
+            "results": "results root directory"})
+@cli
+def run_experiment(c: Context, name: str = "quickstart", target: str = "", dataset: str = "",
+                   adapter: str = "ciciot2022", results: str = "results", verbose: bool = False) -> None:
+    """Run an experiment end to end; results land in results/<name>/<run-id>/."""
+    from chimera.experiments.config import load_experiment
+    from chimera.experiments.runner import run_experiment as run
+    overrides = {"dataset": {"path": dataset, "adapter": adapter, "synthetic": None}} if dataset else None
+    cfg = load_experiment(name, overrides)
+    out = run(cfg, target=target or None, results_root=results, experiment_file=name)
+    logging.getLogger("tasks").info("report: %s", out / "report.md")
+
+
 @task(help={"k": "pytest -k expression", "x": "stop at first failure"})
 def test(c: Context, k: str = "", x: bool = False) -> None:
     """Run the test suite (tests needing root/BMv2 skip with a reason where absent)."""
@@ -125,4 +142,4 @@ def clean(c: Context) -> None:
         shutil.rmtree(ROOT / p, ignore_errors=True)
 
 
-ns = Collection(setup, dataset, bench, test, clean)
+ns = Collection(setup, dataset, run_experiment, bench, test, clean)

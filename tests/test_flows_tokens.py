@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from chimera.data.dataset import load_dataset
 from chimera.data.flows import split_flows
-from chimera.data.tokens import bit_length, iat_bucket
+from chimera.data.tokens import bit_length, iat_bucket_of
 
 
 def test_flows_match_naive_dict(synth_small: Path) -> None:
@@ -58,7 +58,11 @@ def test_bit_length(x: int) -> None:
 
 
 @settings(max_examples=300)
-@given(st.integers(min_value=-5, max_value=2**40))
-def test_iat_bucket_definition(iat: int) -> None:
-    expected = 0 if iat < 0 else 1 + min((iat >> 10).bit_length(), 14)
-    assert int(iat_bucket(np.array([iat]))[0]) == expected
+@given(st.integers(min_value=0, max_value=2**62), st.integers(min_value=-1, max_value=2**40))
+def test_iat_bucket_definition(ts: int, iat: int) -> None:
+    if iat < 0:
+        expected = 0
+    else:
+        units = ((ts >> 10) - ((ts - iat) >> 10)) % 2**32
+        expected = 1 + min(units.bit_length(), 14)
+    assert int(iat_bucket_of(np.array([ts]), np.array([iat]))[0]) == expected

@@ -15,10 +15,13 @@ import numpy as np
 from chimera.data.flows import Flows
 from chimera.data.pcap import PacketTable, ParseStatus
 
-#: Inter-arrival buckets: 0 = first packet of a flow, then 1 + bit length of
-#: (iat_ns >> IAT_SHIFT), capped, so bucket b >= 2 covers [2^(b-2), 2^(b-1)) µs-ish.
+#: Inter-arrival buckets. Flow state keeps a 32-bit timestamp in units of
+#: 2**IAT_SHIFT ns (~1 µs, wrapping every ~73 min); the inter-arrival in those
+#: units is (now >> IAT_SHIFT) - (last >> IAT_SHIFT) modulo 2**32, and the bucket
+#: is 0 for a flow's first packet, else 1 + bit_length(units), capped at 15.
 IAT_SHIFT = 10
 IAT_BUCKETS = 16
+TS_UNIT_MASK = 0xFFFFFFFF
 #: Tokens carry the 8 TCP flag bits; protocol classes below.
 PROTO_OTHER, PROTO_TCP, PROTO_UDP, PROTO_ICMP = 0, 1, 2, 3
 PROTO_CLASSES = 4
@@ -36,11 +39,23 @@ def bit_length(x: np.ndarray) -> np.ndarray:
     return out + (v > 0)
 
 
-def iat_bucket(iat_ns: np.ndarray) -> np.ndarray:
-    """Log bucket of an inter-arrival time; negative (first packet) -> 0."""
+def ts_units(ts_ns: np.ndarray) -> np.ndarray:
+    """The 32-bit per-flow timestamp the dataplane stores."""
+    return (np.asarray(ts_ns, np.int64) >> IAT_SHIFT) & TS_UNIT_MASK
+
+
+def iat_bucket(units: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Log bucket of an inter-arrival given in ts units; 0 for first packets."""
+    b = 1 + np.minimum(bit_length(np.asarray(units, np.int64) & TS_UNIT_MASK), IAT_BUCKETS - 2)
+    return np.where(first, 0, b).astype(np.uint8)
+
+
+def iat_bucket_of(ts_ns: np.ndarray, iat_ns: np.ndarray) -> np.ndarray:
+    """Bucket from a packet's timestamp and its offline inter-arrival (-1 = first packet)."""
     iat_ns = np.asarray(iat_ns, np.int64)
-    b = 1 + np.minimum(bit_length(np.maximum(iat_ns, 0) >> IAT_SHIFT), IAT_BUCKETS - 2)
-    return np.where(iat_ns < 0, 0, b).astype(np.uint8)
+    first = iat_ns < 0
+    prev = np.asarray(ts_ns, np.int64) - np.maximum(iat_ns, 0)
+    return iat_bucket((ts_units(ts_ns) - ts_units(prev)) & TS_UNIT_MASK, first)
 
 
 def proto_class(proto: np.ndarray) -> np.ndarray:
@@ -77,6 +92,6 @@ def dataplane_eligible(table: PacketTable) -> np.ndarray:
 
 def tokenize(table: PacketTable, flows: Flows) -> Tokens:
     """Token features of every packet from offline flow state."""
-    return Tokens(ip_len=table.ip_len.copy(), iat_bucket=iat_bucket(flows.iat_ns),
+    return Tokens(ip_len=table.ip_len.copy(), iat_bucket=iat_bucket_of(table.ts_ns, flows.iat_ns),
                   direction=flows.direction.copy(), tcp_flags=table.tcp_flags.copy(),
                   proto=table.proto.copy())

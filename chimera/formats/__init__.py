@@ -1,0 +1,1 @@
+"""Formats shared by every target: the verdict header (the table artifact lives in chimera.compile.artifact)."""

@@ -1,0 +1,60 @@
+"""Model configuration (validated at load: unknown keys and variant names are errors)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Attention = Literal["prf", "rff", "softmax"]
+Keys = Literal["hybrid", "local", "global", "dense"]
+Aggregation = Literal["batch", "incremental"]
+
+
+class ModelConfig(BaseModel):
+    """Linearized-attention classifier over centroid tokens.
+
+    attention: prf = positive random features (Performer, default), rff =
+    random Fourier features, softmax = exact softmax kernel (control-plane
+    only). keys: hybrid = local window + global tokens (default), local,
+    global, dense = the whole flow prefix (control-plane only). aggregation:
+    batch = re-sum the window per packet (table lookups), incremental = running
+    S_t/Z_t accumulators per flow (m x d_v registers).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    centroids: int = Field(32, ge=2, le=256)
+    window: int = Field(8, ge=1, le=64)
+    d_model: int = Field(16, ge=2, le=256)
+    d_k: int = Field(8, ge=1, le=128)
+    d_v: int = Field(8, ge=1, le=128)
+    features: int = Field(16, ge=2, le=512, description="m, random features")
+    n_global: int = Field(4, ge=0, le=64, description="global tokens per protocol class")
+    attention: Attention = "prf"
+    keys: Keys = "hybrid"
+    aggregation: Aggregation = "batch"
+    epochs: int = Field(6, ge=1, le=500)
+    batch_size: int = Field(2048, ge=16)
+    lr: float = Field(0.02, gt=0)
+    class_weight_power: float = Field(0.5, ge=0, le=1, description="0 = none, 1 = inverse frequency")
+
+    @field_validator("window")
+    @classmethod
+    def _pow2(cls, v: int) -> int:
+        if v & (v - 1):
+            raise ValueError(f"window must be a power of two (the ring index is a mask), got {v}")
+        return v
+
+    @property
+    def software_only(self) -> bool:
+        """Configurations a switch cannot run: evaluated by the software classifier (marked †)."""
+        return self.attention == "softmax" or self.keys == "dense"
+
+    @property
+    def uses_window(self) -> bool:
+        return self.keys in ("hybrid", "local", "dense")
+
+    @property
+    def uses_global(self) -> bool:
+        return self.keys in ("hybrid", "global") and self.n_global > 0

@@ -1,0 +1,119 @@
+"""The results layout: ``results/<experiment>/<run-id>/``, written atomically.
+
+    manifest.json   git commit, config, seeds, tool and package versions, dataset and artifact hashes, timings
+    config.yaml     the resolved experiment configuration
+    *.csv           tidy tables (one row per packet / flow / class / metric)
+    figures/        PNG and PDF
+    artifacts/      compiled table artifacts and the constants header
+    report.md       the human-readable report
+
+A run is built in ``results/<experiment>/.<run-id>.partial`` and renamed when
+complete. A failed run is moved to ``results/<experiment>/.failed/<run-id>``
+(kept for debugging, never mistaken for a result); finished runs are never
+overwritten: a run id that exists gets a numeric suffix.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+PACKAGES = ("numpy", "pandas", "torch", "numba", "scikit-learn", "scapy", "dpkt", "seaborn", "matplotlib",
+            "pydantic", "invoke")
+TOOLS = {"clang": ["clang", "--version"], "bpftool": ["bpftool", "version"], "tcpreplay": ["tcpreplay", "-V"],
+         "p4c-bm2-ss": ["p4c-bm2-ss", "--version"], "simple_switch_grpc": ["simple_switch_grpc", "--version"],
+         "mininet": ["mn", "--version"]}
+
+
+def _first_line(cmd: list[str]) -> str | None:
+    if not shutil.which(cmd[0]):
+        return None
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    out = (r.stdout or r.stderr).strip().splitlines()
+    return out[0] if out else ""
+
+
+def environment() -> dict[str, Any]:
+    """Versions of everything that can change a result."""
+    pk = {}
+    for p in PACKAGES:
+        try:
+            pk[p] = metadata.version(p)
+        except metadata.PackageNotFoundError:
+            pk[p] = None
+    return {"python": sys.version.split()[0], "platform": platform.platform(), "kernel": platform.release(),
+            "packages": pk, "tools": {k: _first_line(v) for k, v in TOOLS.items()}}
+
+
+def git_state(root: Path) -> dict[str, Any]:
+    def run(*a: str) -> str | None:
+        try:
+            r = subprocess.run(["git", *a], cwd=root, capture_output=True, text=True, timeout=10)
+            return r.stdout.strip() if r.returncode == 0 else None
+        except OSError:
+            return None
+    return {"commit": run("rev-parse", "HEAD"), "dirty": bool(run("status", "--porcelain"))}
+
+
+class RunDir:
+    """Context manager that owns one run directory and finishes it atomically."""
+
+    def __init__(self, results_root: str | os.PathLike[str], experiment: str, target: str) -> None:
+        stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        self.exp_dir = Path(results_root) / experiment
+        self.exp_dir.mkdir(parents=True, exist_ok=True)
+        base = f"{stamp}-{target}"
+        rid, i = base, 1
+        while (self.exp_dir / rid).exists() or (self.exp_dir / f".{rid}.partial").exists():
+            i += 1
+            rid = f"{base}-{i}"
+        self.run_id = rid
+        self.path = self.exp_dir / f".{rid}.partial"
+        self.final = self.exp_dir / rid
+        self.manifest: dict[str, Any] = {"experiment": experiment, "run_id": rid, "target": target,
+                                         "started": dt.datetime.now().isoformat(timespec="seconds")}
+
+    def __enter__(self) -> "RunDir":
+        self.path.mkdir()
+        (self.path / "figures").mkdir()
+        (self.path / "artifacts").mkdir()
+        return self
+
+    def write_json(self, name: str, obj: Any) -> Path:
+        p = self.path / name
+        p.write_text(json.dumps(obj, indent=2, default=str))
+        return p
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.manifest["finished"] = dt.datetime.now().isoformat(timespec="seconds")
+        if et is None:
+            self.manifest["status"] = "complete"
+            self.write_json("manifest.json", self.manifest)
+            os.replace(self.path, self.final)
+            log.info("results: %s", self.final)
+            return
+        self.manifest["status"] = "failed"
+        self.manifest["error"] = f"{et.__name__}: {ev}"
+        try:
+            self.write_json("manifest.json", self.manifest)
+            failed = self.exp_dir / ".failed"
+            failed.mkdir(exist_ok=True)
+            os.replace(self.path, failed / self.run_id)
+            log.error("run failed; partial output kept in %s", failed / self.run_id)
+        except OSError:
+            shutil.rmtree(self.path, ignore_errors=True)

@@ -1,0 +1,277 @@
+"""The rule file (YAML) and its compilation to ternary entries.
+
+    version: 1
+    hard:                     # signature -> forced label (the hard veto)
+      - name: syn_flood_no_options
+        label: SYN_FLOOD
+        match: {proto: tcp, tcp_flags: {set: [SYN], unset: [ACK]}, ip_len: 40}
+    soft:                     # groundings whose per-class weights are learned offline
+      - name: dns
+        match: {proto: udp, port: 53}
+
+Match fields (all optional; absent = wildcard): proto (tcp/udp/icmp or a
+number), sport, dport, port (either side), ip_len, tcp_flags, dir (0 = the way
+the flow's first packet went, 1 = reverse), flow_pkts (packets of the flow so
+far, this one included, saturating at 255). Values: an integer (exact),
+{value, mask} (ternary), {min, max} (range, expanded to ternary prefixes), and
+for tcp_flags {set: [...], unset: [...]} with SYN ACK FIN RST PSH URG ECE CWR.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numba
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from chimera.errors import ConfigError
+
+#: Rule key layout, shared with the dataplanes (field, width in bits).
+KEY_FIELDS: tuple[tuple[str, int], ...] = (
+    ("proto", 8), ("tcp_flags", 8), ("dir", 8), ("flow_pkts", 8), ("sport", 16), ("dport", 16), ("ip_len", 16),
+)
+FIELD_INDEX = {f: i for i, (f, _) in enumerate(KEY_FIELDS)}
+FIELD_WIDTH = dict(KEY_FIELDS)
+MATCH_FIELDS = set(FIELD_INDEX) | {"port"}
+PROTO_NAMES = {"tcp": 6, "udp": 17, "icmp": 1}
+TCP_FLAG_BITS = {"FIN": 0x01, "SYN": 0x02, "RST": 0x04, "PSH": 0x08, "ACK": 0x10, "URG": 0x20, "ECE": 0x40,
+                 "CWR": 0x80}
+FLOW_PKTS_SATURATION = 255
+
+
+class RuleSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    label: str | None = None
+    match: dict[str, Any]
+
+    @field_validator("match")
+    @classmethod
+    def _fields(cls, v: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(v) - MATCH_FIELDS)
+        if unknown:
+            raise ValueError(f"unknown match field(s) {unknown}; allowed: {sorted(MATCH_FIELDS)}")
+        return v
+
+
+class RuleFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    version: int = 1
+    hard: list[RuleSpec] = []
+    soft: list[RuleSpec] = []
+
+
+@dataclass(frozen=True)
+class TernaryEntry:
+    """One ternary entry over the rule key: (key & mask) == value for every field."""
+
+    value: tuple[int, ...]
+    mask: tuple[int, ...]
+
+
+def _range_to_prefixes(lo: int, hi: int, width: int) -> list[tuple[int, int]]:
+    """Minimal (value, mask) prefixes covering [lo, hi] (classic range expansion)."""
+    out = []
+    full = (1 << width) - 1
+    while lo <= hi:
+        size = lo & -lo if lo else 1 << width
+        while size > hi - lo + 1:
+            size >>= 1
+        out.append((lo, full & ~(size - 1)))
+        lo += size
+    return out
+
+
+def _field_alternatives(field: str, spec: Any, where: str) -> list[tuple[int, int]]:
+    width = FIELD_WIDTH[field]
+    full = (1 << width) - 1
+
+    def check(x: Any, what: str) -> int:
+        if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x <= full:
+            raise ConfigError(f"{where}: {field}.{what} = {x!r} is not an integer in [0, {full}]",
+                              f"give {field} as an integer, {{value, mask}} or {{min, max}}")
+        return x
+
+    if field == "proto" and isinstance(spec, str):
+        if spec.lower() not in PROTO_NAMES:
+            raise ConfigError(f"{where}: unknown protocol {spec!r}", f"use one of {sorted(PROTO_NAMES)} or a number")
+        return [(PROTO_NAMES[spec.lower()], full)]
+    if field == "dir" and isinstance(spec, str):
+        d = {"forward": 0, "reverse": 1}.get(spec)
+        if d is None:
+            raise ConfigError(f"{where}: dir {spec!r}", "use forward/reverse or 0/1")
+        return [(d, full)]
+    if isinstance(spec, int) and not isinstance(spec, bool):
+        return [(check(spec, "value"), full)]
+    if isinstance(spec, dict):
+        keys = set(spec)
+        if keys == {"value", "mask"}:
+            v, m = check(spec["value"], "value"), check(spec["mask"], "mask")
+            return [(v & m, m)]
+        if keys <= {"min", "max"} and keys:
+            lo, hi = check(spec.get("min", 0), "min"), check(spec.get("max", full), "max")
+            if lo > hi:
+                raise ConfigError(f"{where}: {field} min {lo} > max {hi}", "swap them")
+            return _range_to_prefixes(lo, hi, width)
+        if field == "tcp_flags" and keys <= {"set", "unset"} and keys:
+            try:
+                s = sum(TCP_FLAG_BITS[f] for f in spec.get("set", []))
+                u = sum(TCP_FLAG_BITS[f] for f in spec.get("unset", []))
+            except KeyError as e:
+                raise ConfigError(f"{where}: unknown TCP flag {e}", f"use {sorted(TCP_FLAG_BITS)}") from None
+            return [(s, s | u)]
+    raise ConfigError(f"{where}: cannot read {field}: {spec!r}",
+                      "use an integer, {value: V, mask: M}, {min: A, max: B}"
+                      + (" or {set: [...], unset: [...]}" if field == "tcp_flags" else ""))
+
+
+def compile_match(match: dict[str, Any], where: str) -> list[TernaryEntry]:
+    """Ternary entries whose union is the rule's match (cross product of field alternatives)."""
+    per_field: list[list[tuple[str, int, int]]] = []
+    for f, spec in match.items():
+        if f == "port":
+            alts = _field_alternatives("sport", spec, where)
+            per_field.append([("sport", v, m) for v, m in alts] + [("dport", v, m) for v, m in alts])
+        else:
+            per_field.append([(f, v, m) for v, m in _field_alternatives(f, spec, where)])
+    entries = []
+    for combo in itertools.product(*per_field) if per_field else [()]:
+        value = [0] * len(KEY_FIELDS)
+        mask = [0] * len(KEY_FIELDS)
+        ok = True
+        for f, v, m in combo:
+            i = FIELD_INDEX[f]
+            if mask[i] and (v & mask[i] & m) != (value[i] & m & mask[i]):
+                ok = False  # contradictory (e.g. port on both sides with different values)
+            value[i] |= v & m
+            mask[i] |= m
+        if ok:
+            entries.append(TernaryEntry(tuple(value), tuple(mask)))
+    return entries
+
+
+@dataclass
+class Rules:
+    """A parsed rule file plus where it came from."""
+
+    path: str
+    hard: list[RuleSpec]
+    soft: list[RuleSpec]
+
+    def hard_entries(self, classes: list[str]) -> tuple[list[tuple[TernaryEntry, int, int]], list[str]]:
+        """(entry, rule index, label index) in priority order, and the names of rules skipped
+        because their label is not a class of this dataset."""
+        out, skipped = [], []
+        for r_i, r in enumerate(self.hard):
+            if r.label not in classes:
+                skipped.append(r.name)
+                continue
+            for e in compile_match(r.match, f"{self.path}: hard rule '{r.name}'"):
+                out.append((e, r_i, classes.index(r.label)))
+        return out, skipped
+
+    def soft_entries(self) -> list[list[TernaryEntry]]:
+        return [compile_match(r.match, f"{self.path}: soft rule '{r.name}'") for r in self.soft]
+
+    def soft_table(self) -> np.ndarray:
+        """[E, 15] int64: value[7], mask[7], soft rule index (the artifact's soft_entries)."""
+        rows = [[*e.value, *e.mask, r] for r, ents in enumerate(self.soft_entries()) for e in ents]
+        return np.asarray(rows, np.int64).reshape(-1, 2 * len(KEY_FIELDS) + 1)
+
+
+def load_rules(path: str | Path) -> Rules:
+    """Parse and validate a rule file; errors name the file, the rule and the field."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{p}: rule file not found", "check the experiment's 'rules:' path")
+    try:
+        raw = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{p}: YAML syntax error{at}: {getattr(e, 'problem', e)}", "fix the YAML") from None
+    try:
+        rf = RuleFile.model_validate(raw or {})
+    except ValidationError as e:
+        errs = "; ".join(f"{'.'.join(str(x) for x in er['loc'])}: {er['msg']}" for er in e.errors())
+        raise ConfigError(f"{p}: invalid rule file: {errs}",
+                          "see chimera/rules/spec.py for the format (fields: version, hard, soft)") from None
+    for r in rf.hard:
+        if not r.label:
+            raise ConfigError(f"{p}: hard rule '{r.name}' has no label", "hard rules force a label: add 'label:'")
+    for r in rf.soft:
+        if r.label:
+            raise ConfigError(f"{p}: soft rule '{r.name}' has a label",
+                              "soft rules get learned per-class weights; remove 'label:' or make it hard")
+    names = [r.name for r in rf.hard + rf.soft]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ConfigError(f"{p}: duplicate rule names {dup}", "give every rule a unique name")
+    rules = Rules(str(p), rf.hard, rf.soft)
+    rules.hard_entries([r.label for r in rf.hard if r.label])  # compile once to surface field errors now
+    rules.soft_entries()
+    return rules
+
+
+def rule_keys(proto: np.ndarray, tcp_flags: np.ndarray, direction: np.ndarray, flow_pkts: np.ndarray,
+              sport: np.ndarray, dport: np.ndarray, ip_len: np.ndarray) -> np.ndarray:
+    """[N, 7] int64 rule keys (flow_pkts saturates at 255, as in the dataplane)."""
+    return np.column_stack([proto, tcp_flags, direction, np.minimum(flow_pkts, FLOW_PKTS_SATURATION),
+                            sport, dport, ip_len]).astype(np.int64)
+
+
+@numba.njit(cache=True)
+def _first_match(keys, values, masks):  # pragma: no cover - jitted
+    n, e, f = keys.shape[0], values.shape[0], keys.shape[1]
+    out = np.full(n, -1, np.int64)
+    for i in range(n):
+        for j in range(e):
+            ok = True
+            for k in range(f):
+                if (keys[i, k] & masks[j, k]) != values[j, k]:
+                    ok = False
+                    break
+            if ok:
+                out[i] = j
+                break
+    return out
+
+
+def first_match(keys: np.ndarray, values: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """Index of the first entry (priority order) matching each key, -1 if none."""
+    if values.shape[0] == 0:
+        return np.full(keys.shape[0], -1, np.int64)
+    return _first_match(np.ascontiguousarray(keys, np.int64), np.ascontiguousarray(values, np.int64),
+                        np.ascontiguousarray(masks, np.int64))
+
+
+@numba.njit(cache=True)
+def _soft_fires(keys, values, masks, rule_of, n_rules):  # pragma: no cover - jitted
+    n, e, f = keys.shape[0], values.shape[0], keys.shape[1]
+    out = np.zeros((n, n_rules), np.bool_)
+    for i in range(n):
+        for j in range(e):
+            r = rule_of[j]
+            if out[i, r]:
+                continue
+            ok = True
+            for k in range(f):
+                if (keys[i, k] & masks[j, k]) != values[j, k]:
+                    ok = False
+                    break
+            if ok:
+                out[i, r] = True
+    return out
+
+
+def soft_fires(keys: np.ndarray, values: np.ndarray, masks: np.ndarray, rule_of: np.ndarray,
+               n_rules: int) -> np.ndarray:
+    """[N, R] bool: soft rule r fires when any of its entries matches."""
+    return _soft_fires(np.ascontiguousarray(keys, np.int64), np.ascontiguousarray(values, np.int64).reshape(-1, keys.shape[1]),
+                       np.ascontiguousarray(masks, np.int64).reshape(-1, keys.shape[1]),
+                       np.ascontiguousarray(rule_of, np.int64), n_rules)
