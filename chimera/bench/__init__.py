@@ -1,1 +1,18 @@
-"""Benchmarks (``invoke bench --what ...``): ratios measured in one run, never asserted in tests."""
+"""Benchmarks (``invoke bench --what ...``): rates and ratios measured in one run, never asserted in tests."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+
+from chimera.errors import ConfigError
+
+log = logging.getLogger(__name__)
+BENCHES = {"reference": "chimera.bench.reference", "install": "chimera.bench.install",
+           "switch": "chimera.bench.switch"}
+
+
+def dispatch(what: str) -> None:
+    if what not in BENCHES:
+        raise ConfigError(f"unknown benchmark {what!r}", f"choose one of: ingest, {', '.join(BENCHES)}")
+    importlib.import_module(BENCHES[what]).main()

@@ -215,7 +215,8 @@ def compile_model(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: C
                    "table_bits": int(sum(t["bits"] * t["copies"] for t in res_tables)),
                    "bounds": {n: int(v) for n, v, _ in acc}},
         provenance={"model": cfg.model_dump(), "compile": ccfg.model_dump(), "fusion": fusion.model_dump(),
-                    "beta_used": beta, "scales": {"k": scale_k, "u": scale_u, "w": scale_w, "nn": nn_scale},
+                    "beta_used": beta, "scales": {k: float(f"{v:.6g}") for k, v in
+                               {"k": scale_k, "u": scale_u, "w": scale_w, "nn": nn_scale}.items()},
                     "rules_file": rules.path, "skipped_hard_rules": skipped, **(provenance or {})},
         rule_names={"hard": [r.name for r in rules.hard], "soft": [r.name for r in rules.soft]},
     )

@@ -185,7 +185,22 @@ def _macro_f1(y: np.ndarray, p: np.ndarray, n: int) -> float:
 
 def train(cfg: ModelConfig, classes: list[str], mp: MapTables, train_ctx: Contexts, y_train: np.ndarray,
           val_ctx: Contexts | None, y_val: np.ndarray | None, seed: int) -> TrainedModel:
-    """Fit the classifier; keeps the epoch with the best validation macro-F1."""
+    """Fit the classifier; keeps the epoch with the best validation macro-F1.
+
+    Runs single-threaded: the model is tiny, and multi-threaded float reductions
+    are not bit-reproducible, which would make the compiled tables depend on
+    thread scheduling instead of only on the seed.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _train(cfg, classes, mp, train_ctx, y_train, val_ctx, y_val, seed)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(cfg: ModelConfig, classes: list[str], mp: MapTables, train_ctx: Contexts, y_train: np.ndarray,
+           val_ctx: Contexts | None, y_val: np.ndarray | None, seed: int) -> TrainedModel:
     torch.manual_seed(seed)
     n_cls = len(classes)
     g = select_global_tokens(train_ctx.q, train_ctx.pclass, cfg.n_global, cfg.centroids)

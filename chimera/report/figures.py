@@ -33,7 +33,8 @@ def ablation(df: pd.DataFrame, out: Path) -> list[Path]:
     ax.set_xlabel("packet-level macro F1")
     ax.set_ylabel("")
     ax.set_xlim(0, 1)
-    ax.legend(loc="lower right", fontsize=8)
+    if d["group"].astype(bool).any():
+        ax.legend(loc="lower right", fontsize=8)
     return _save(fig, out, "ablation_f1")
 
 

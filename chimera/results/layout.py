@@ -79,7 +79,8 @@ class RunDir:
         self.exp_dir.mkdir(parents=True, exist_ok=True)
         base = f"{stamp}-{target}"
         rid, i = base, 1
-        while (self.exp_dir / rid).exists() or (self.exp_dir / f".{rid}.partial").exists():
+        while any(p.exists() for p in (self.exp_dir / rid, self.exp_dir / f".{rid}.partial",
+                                         self.exp_dir / ".failed" / rid)):
             i += 1
             rid = f"{base}-{i}"
         self.run_id = rid

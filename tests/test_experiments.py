@@ -1,0 +1,148 @@
+"""Experiment configs, the runner end to end on the reference target, budgets, results layout."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from chimera.errors import BudgetError, ConfigError, DatasetError
+from chimera.experiments.config import available, load_experiment
+from chimera.experiments.runner import run_experiment
+
+TINY = {
+    "name": "tiny", "seed": 2,
+    "dataset": {"synthetic": {"profile": "ciciot", "flows": 160, "seed": 2, "duration_s": 20,
+                              "attacks": ["SYN_FLOOD"], "attack_share": 0.1, "max_packets_per_flow": 40}},
+    "model": {"centroids": 16, "window": 4, "epochs": 2},
+    "variants": [{"name": "Chimera"}, {"name": "Exact softmax", "model": {"attention": "softmax"}},
+                 {"name": "Incremental", "model": {"aggregation": "incremental"}}],
+}
+
+
+def tiny(tmp_path: Path, **over: object) -> Path:
+    cfg = json.loads(json.dumps(TINY))
+    cfg.update(over)
+    p = tmp_path / "tiny.yaml"
+    p.write_text(yaml.safe_dump(cfg))
+    return p
+
+
+def run(tmp_path: Path, path: Path, overrides: dict | None = None) -> Path:
+    cfg = load_experiment(str(path), overrides)
+    return run_experiment(cfg, target="reference", results_root=tmp_path / "results", data_root=tmp_path / "data")
+
+
+def test_shipped_experiments_validate() -> None:
+    assert {"quickstart", "ablation"} <= set(available())
+    for name in available():
+        load_experiment(name)
+
+
+def test_runner_writes_complete_results_deterministically(tmp_path: Path) -> None:
+    p = tiny(tmp_path)
+    a, b = run(tmp_path, p), run(tmp_path, p)
+    assert a != b and a.parent == b.parent  # a second run never overwrites the first
+    for d in (a, b):
+        for f in ("manifest.json", "config.yaml", "ablation.csv", "metrics.csv", "per_class.csv", "confusion.csv",
+                  "packets.csv.gz", "flows.csv", "report.md", "figures/confusion.png", "artifacts/chimera.json",
+                  "artifacts/chimera.h"):
+            assert (d / f).exists(), f
+    ta, tb = pd.read_csv(a / "ablation.csv"), pd.read_csv(b / "ablation.csv")
+    assert ta["macro_f1"].tolist() == tb["macro_f1"].tolist()
+    assert ta["artifact_sha256"].fillna("").tolist() == tb["artifact_sha256"].fillna("").tolist()
+    m = json.loads((a / "manifest.json").read_text())
+    assert m["status"] == "complete" and m["git"]["commit"] and m["environment"]["packages"]["torch"]
+    soft = ta.set_index("variant").loc["Exact softmax"]
+    assert bool(soft["software_only"]) and np.isnan(soft["bits_per_flow"])
+    chim = ta.set_index("variant").loc["Chimera"]
+    assert 0.5 < chim["float_int_agreement"] <= 1.0  # quantization loss is reported, not hidden
+    assert ta.set_index("variant").loc["Incremental", "bits_per_flow"] > chim["bits_per_flow"]
+    report = (a / "report.md").read_text()
+    assert "Exact softmax †" in report and "float_int_agreement" in report
+    assert not list((tmp_path / "results" / "tiny").glob(".*.partial"))
+
+
+def test_budget_violation_fails_cleanly_and_keeps_earlier_results(tmp_path: Path) -> None:
+    p = tiny(tmp_path)
+    good = run(tmp_path, p)
+    before = sorted(x.name for x in good.rglob("*"))
+    with pytest.raises(BudgetError, match=r"per-flow state bits.*> limit 32") as ei:
+        run(tmp_path, p, {"compile": {"budgets": {"per_flow_bits": 32}}})
+    assert "fix:" in str(ei.value)
+    with pytest.raises(BudgetError, match="table memory N_entries\\*b of 'map'"):
+        run(tmp_path, p, {"compile": {"budgets": {"table_bits": 10000}}})
+    assert sorted(x.name for x in good.rglob("*")) == before
+    failed = list((tmp_path / "results" / "tiny" / ".failed").iterdir())
+    assert len(failed) == 2
+    assert json.loads((failed[0] / "manifest.json").read_text())["status"] == "failed"
+    complete = [d for d in (tmp_path / "results" / "tiny").iterdir() if not d.name.startswith(".")]
+    assert complete == [good]
+
+
+@pytest.mark.parametrize("over, match", [
+    ({"model": {"attention": "cosine"}}, "attention: Input should be 'prf', 'rff' or 'softmax'"),
+    ({"model": {"window": 6}}, "window must be a power of two"),
+    ({"variants": [{"name": "x", "model": {"keys": "sparse"}}]}, "variant 'x'.*keys"),
+    ({"colour": "red"}, "colour: Extra inputs are not permitted"),
+    ({"compile": {"flow_slots": 1000}}, "flow_slots must be a power of two"),
+])
+def test_config_errors_name_the_field(tmp_path: Path, over: dict, match: str) -> None:
+    with pytest.raises(ConfigError, match=match) as ei:
+        load_experiment(str(tiny(tmp_path, **over)))
+    assert "tiny.yaml" in str(ei.value)
+
+
+def test_unknown_experiment_lists_available() -> None:
+    with pytest.raises(ConfigError, match="available: .*quickstart"):
+        load_experiment("no-such-experiment")
+
+
+def test_incremental_needs_prf(tmp_path: Path) -> None:
+    p = tiny(tmp_path, variants=[{"name": "bad", "model": {"aggregation": "incremental", "attention": "rff"}}])
+    with pytest.raises(ConfigError, match="incremental needs attention=prf"):
+        run(tmp_path, p)
+
+
+def test_one_class_dataset_is_rejected(tmp_path: Path, sample_dir: Path) -> None:
+    src = tmp_path / "raw"
+    for d in ("POWER", "LAN_STOP"):
+        shutil.copytree(sample_dir / d, src / d)
+    from chimera.data.adapters import normalize
+    ds = normalize("ciciot2022", src, tmp_path / "norm")
+    labels = np.load(ds / "labels.npy")
+    np.save(ds / "labels.npy", np.zeros_like(labels))  # everything one class
+    man = json.loads((ds / "manifest.json").read_text())
+    man["classes"] = ["ONLY"]
+    (ds / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(DatasetError, match="one class"):
+        run(tmp_path, tiny(tmp_path), {"dataset": {"path": str(ds), "synthetic": None}})
+
+
+def test_empty_split_is_rejected(tmp_path: Path) -> None:
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    from scapy.utils import wrpcap
+    src = tmp_path / "raw"
+    for k, cls in enumerate(("A", "B")):  # two flows per class: too few for a 75/10/15 split
+        (src / cls).mkdir(parents=True)
+        wrpcap(str(src / cls / "x.pcap"), [Ether() / IP(src=f"10.0.{k}.{f}", dst="10.9.9.9") / UDP(sport=1000 + i, dport=53)
+                                           for f in (1, 2) for i in range(1)])
+    with pytest.raises(DatasetError, match="split has no classifiable packets") as ei:
+        run(tmp_path, tiny(tmp_path), {"dataset": {"path": str(src), "synthetic": None}})
+    assert "more flows" in str(ei.value)
+
+
+def test_real_sample_through_dataset_override(tmp_path: Path, sample_dir: Path) -> None:
+    out = run(tmp_path, tiny(tmp_path, variants=[{"name": "Chimera"}]),
+              {"dataset": {"path": str(sample_dir), "synthetic": None}})
+    t = pd.read_csv(out / "ablation.csv")
+    assert t["macro_f1"].iloc[0] > 0.2
+    assert "far too small to reproduce" in (out / "report.md").read_text()
+    assert json.loads((out / "manifest.json").read_text())["dataset"]["classes"] == [
+        "ALEXA_PLAY", "ALEXA_STOP", "LAN_PLAY", "LAN_STOP", "POWER"]
