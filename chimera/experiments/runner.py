@@ -212,12 +212,27 @@ def run_experiment(cfg: ExperimentConfig, *, target: str | None = None, results_
         replay_table = ds.table.take(pp.replay_rows)
         pos_in_replay = np.searchsorted(pp.replay_rows, pp.test_rows)
         cache = Cache()
-        rows: list[dict[str, Any]] = []
-        per_class: list[pd.DataFrame] = []
-        confusions: dict[str, pd.DataFrame] = {}
-        packets: pd.DataFrame | None = None
-        y_test = pp.y(pp.test_rows)
         target_extra: dict[str, Any] = {}
+        try:
+            rows, per_class, confusions, packets = _run_variants(cfg, tgt, variants, pp, rules, W, fires, hard,
+                                                                 replay_table, pos_in_replay, cache, run, timings,
+                                                                 target_extra)
+        finally:
+            tgt.close()
+        _write_outputs(cfg, tgt, variants, ds, pp, rows, per_class, confusions, packets, run, timings)
+    return run.final
+
+
+def _run_variants(cfg, tgt, variants, pp, rules, W, fires, hard, replay_table, pos_in_replay, cache, run,
+                  timings, target_extra):  # type: ignore[no-untyped-def]
+    """Train/compile/run each variant; returns the per-variant rows and tables."""
+    ds = pp.ds
+    rows: list[dict[str, Any]] = []
+    per_class: list[pd.DataFrame] = []
+    confusions: dict[str, pd.DataFrame] = {}
+    packets: pd.DataFrame | None = None
+    y_test = pp.y(pp.test_rows)
+    if True:
         for v in tqdm(variants, desc=f"{cfg.name} variants", unit="variant"):
             t0 = time.perf_counter()
             log.info("[3/5 train] %s", v.name)
@@ -260,7 +275,7 @@ def run_experiment(cfg: ExperimentConfig, *, target: str | None = None, results_
                             "float_int_agreement": float(np.mean(pred == float_pred)),
                             "hard_vetoes": int(np.sum(flags & 0x01 > 0)), "evictions": res.evictions,
                             "unparsed": int(np.sum(verd.flags & 0x02 > 0)), "artifact_sha256": sha,
-                            **res.extra})
+                            **{k: x for k, x in res.extra.items() if not isinstance(x, dict)}})
                 target_extra[v.name] = res.extra
                 if packets is None:
                     packets = pd.DataFrame({"row": pp.test_rows, "flow": ds.flows.flow_id[pp.test_rows],
@@ -276,6 +291,12 @@ def run_experiment(cfg: ExperimentConfig, *, target: str | None = None, results_
             confusions[v.name] = cm.confusion(y_test, pred, ds.classes)
             log.info("[5/5 metrics] %s%s: macro-F1 %.4f (P %.4f, R %.4f)", v.name, " †" if v.software_only else "",
                      s["macro_f1"], s["macro_precision"], s["macro_recall"])
+    return rows, per_class, confusions, packets
+
+
+def _write_outputs(cfg, tgt, variants, ds, pp, rows, per_class, confusions, packets, run, timings):  # type: ignore[no-untyped-def]
+    """Tidy CSVs, figures, manifest fields and the report."""
+    if True:
         ablation = pd.DataFrame(rows)
         ablation.to_csv(run.path / "ablation.csv", index=False)
         metric_cols = ["macro_f1", "macro_precision", "macro_recall", "accuracy", "bits_per_flow", "table_entries",
@@ -296,4 +317,3 @@ def run_experiment(cfg: ExperimentConfig, *, target: str | None = None, results_
         run.manifest.update({"timings_s": timings, "variants": [v.model_dump(mode="json") for v in variants],
                              "figures": [str(p.relative_to(run.path)) for p in figs]})
         write_report(run.path / "report.md", cfg, ds, pp, ablation, pcs, tgt, run.manifest)
-    return run.final

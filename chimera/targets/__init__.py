@@ -35,6 +35,8 @@ class Target(Protocol):
 
     def describe(self) -> dict[str, Any]: ...
 
+    def close(self) -> None: ...
+
 
 class ReferenceTarget:
     """The bit-exact integer model, in-process (no root, no network)."""
@@ -47,6 +49,9 @@ class ReferenceTarget:
 
     def describe(self) -> dict[str, Any]:
         return {"target": "reference", "clock": "capture timestamps"}
+
+    def close(self) -> None:
+        """Nothing to tear down."""
 
 
 def ebpf_unavailable_reason() -> str | None:

@@ -1,0 +1,39 @@
+"""Build the eBPF object for one artifact (its constants header sizes every map)."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+from chimera.compile.artifact import Artifact
+from chimera.compile.header import render
+from chimera.errors import TargetError, ToolMissingError
+
+SOURCE = Path(__file__).with_name("chimera.bpf.c")
+CFLAGS = ["-g", "-O2", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu", "-Wall", "-Wno-unused-variable"]
+
+
+def build_object(art: Artifact, build_dir: Path) -> Path:
+    """Compile chimera.bpf.c against the artifact's header; cached by (source, header) hash."""
+    clang = shutil.which("clang")
+    if clang is None:
+        raise ToolMissingError("clang is not installed (needed to build the eBPF dataplane)",
+                               "apt-get install clang llvm libbpf-dev (scripts/bootstrap does it)")
+    header = render(art)
+    key = hashlib.sha256(SOURCE.read_bytes() + header.encode()).hexdigest()[:16]
+    out_dir = build_dir / f"ebpf-{key}"
+    obj = out_dir / "chimera.bpf.o"
+    if obj.exists():
+        return obj
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "chimera_constants.h").write_text(header)
+    r = subprocess.run([clang, *CFLAGS, f"-I{out_dir}", "-c", str(SOURCE), "-o", str(obj) + ".tmp"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise TargetError(f"clang failed to build the eBPF dataplane:\n{r.stderr[-3000:]}",
+                          "check that libbpf-dev provides <bpf/bpf_helpers.h>; the artifact may exceed the "
+                          "eBPF target's limits (named in the error)")
+    Path(str(obj) + ".tmp").rename(obj)
+    return obj

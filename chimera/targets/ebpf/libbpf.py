@@ -1,0 +1,202 @@
+"""Minimal ctypes binding of Debian's libbpf1 (1.1): open/load objects, maps, tc attach.
+
+Only what the loader needs; every failing call raises TargetError with
+errno's meaning and, for loads, the kernel verifier log.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import os
+from typing import Any
+
+from chimera.errors import TargetError, ToolMissingError
+
+BPF_TC_INGRESS = 1
+BPF_TC_EGRESS = 2
+BPF_ANY = 0
+CLONE_NEWNET = 0x40000000
+LOG_SIZE = 1 << 22
+
+
+class OpenOpts(ctypes.Structure):
+    _fields_ = [("sz", ctypes.c_size_t), ("object_name", ctypes.c_char_p), ("relaxed_maps", ctypes.c_bool),
+                ("pin_root_path", ctypes.c_char_p), ("_stub", ctypes.c_uint32), ("kconfig", ctypes.c_char_p),
+                ("btf_custom_path", ctypes.c_char_p), ("kernel_log_buf", ctypes.c_char_p),
+                ("kernel_log_size", ctypes.c_size_t), ("kernel_log_level", ctypes.c_uint32)]
+
+
+class TcHook(ctypes.Structure):
+    _fields_ = [("sz", ctypes.c_size_t), ("ifindex", ctypes.c_int), ("attach_point", ctypes.c_int),
+                ("parent", ctypes.c_uint32)]
+
+
+class TcOpts(ctypes.Structure):
+    _fields_ = [("sz", ctypes.c_size_t), ("prog_fd", ctypes.c_int), ("flags", ctypes.c_uint32),
+                ("prog_id", ctypes.c_uint32), ("handle", ctypes.c_uint32), ("priority", ctypes.c_uint32)]
+
+
+class BatchOpts(ctypes.Structure):
+    _fields_ = [("sz", ctypes.c_size_t), ("elem_flags", ctypes.c_uint64), ("flags", ctypes.c_uint64)]
+
+
+def _lib() -> ctypes.CDLL:
+    name = ctypes.util.find_library("bpf") or "libbpf.so.1"
+    try:
+        lib = ctypes.CDLL(name, use_errno=True)
+    except OSError:
+        raise ToolMissingError("libbpf (libbpf.so.1) is not installed",
+                               "apt-get install libbpf1 libbpf-dev (scripts/bootstrap does it)") from None
+    P, I, U32 = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32
+    sig = {
+        "bpf_object__open_file": (P, [ctypes.c_char_p, ctypes.POINTER(OpenOpts)]),
+        "bpf_object__load": (I, [P]),
+        "bpf_object__close": (None, [P]),
+        "bpf_object__find_program_by_name": (P, [P, ctypes.c_char_p]),
+        "bpf_object__find_map_by_name": (P, [P, ctypes.c_char_p]),
+        "bpf_program__fd": (I, [P]),
+        "bpf_map__fd": (I, [P]),
+        "bpf_map__value_size": (U32, [P]),
+        "bpf_map__max_entries": (U32, [P]),
+        "bpf_map_update_elem": (I, [I, P, P, ctypes.c_uint64]),
+        "bpf_map_lookup_elem": (I, [I, P, P]),
+        "bpf_map_update_batch": (I, [I, P, P, ctypes.POINTER(U32), ctypes.POINTER(BatchOpts)]),
+        "bpf_tc_hook_create": (I, [ctypes.POINTER(TcHook)]),
+        "bpf_tc_hook_destroy": (I, [ctypes.POINTER(TcHook)]),
+        "bpf_tc_attach": (I, [ctypes.POINTER(TcHook), ctypes.POINTER(TcOpts)]),
+        "bpf_tc_detach": (I, [ctypes.POINTER(TcHook), ctypes.POINTER(TcOpts)]),
+    }
+    for fn, (res, args) in sig.items():
+        f = getattr(lib, fn)
+        f.restype, f.argtypes = res, args
+    return lib
+
+
+_LIB: ctypes.CDLL | None = None
+
+
+def lib() -> ctypes.CDLL:
+    global _LIB  # the shared library handle is process-wide by nature (dlopen)
+    if _LIB is None:
+        _LIB = _lib()
+    return _LIB
+
+
+def check(rc: int, what: str) -> int:
+    if rc < 0:
+        e = -rc if rc != -1 else ctypes.get_errno()
+        raise TargetError(f"{what} failed: {errno.errorcode.get(e, e)} ({os.strerror(e)})",
+                          "run as root on a kernel with eBPF and tc clsact (CONFIG_NET_CLS_BPF)")
+    return rc
+
+
+class BpfObject:
+    """An opened and loaded BPF object file; closes (and unloads) on close()."""
+
+    def __init__(self, path: str) -> None:
+        self._log = ctypes.create_string_buffer(LOG_SIZE)
+        opts = OpenOpts(sz=ctypes.sizeof(OpenOpts), kernel_log_buf=ctypes.cast(self._log, ctypes.c_char_p),
+                        kernel_log_size=LOG_SIZE, kernel_log_level=0)
+        self._opts = opts
+        obj = lib().bpf_object__open_file(path.encode(), ctypes.byref(opts))
+        if not obj:
+            raise TargetError(f"{path}: libbpf could not open the object ({os.strerror(ctypes.get_errno())})",
+                              "rebuild it: invoke build --target ebpf")
+        self.obj = obj
+        rc = lib().bpf_object__load(obj)
+        if rc < 0:
+            log = self._log.value.decode(errors="replace")
+            lib().bpf_object__close(obj)
+            self.obj = None
+            tail = "\n".join(log.strip().splitlines()[-25:])
+            raise TargetError(f"the kernel rejected {path} ({os.strerror(-rc)}); verifier log tail:\n{tail}",
+                              "a verifier rejection is a bug in chimera.bpf.c for this configuration; "
+                              "report it with the artifact and this log")
+
+    def prog_fd(self, name: str) -> int:
+        p = lib().bpf_object__find_program_by_name(self.obj, name.encode())
+        if not p:
+            raise TargetError(f"no program '{name}' in the object", "rebuild the eBPF object")
+        return check(lib().bpf_program__fd(p), f"program fd of {name}")
+
+    def map(self, name: str) -> "BpfMap":
+        m = lib().bpf_object__find_map_by_name(self.obj, name.encode())
+        if not m:
+            raise TargetError(f"no map '{name}' in the object", "rebuild the eBPF object")
+        return BpfMap(name, check(lib().bpf_map__fd(m), f"map fd of {name}"), lib().bpf_map__value_size(m),
+                      lib().bpf_map__max_entries(m))
+
+    def close(self) -> None:
+        if self.obj:
+            lib().bpf_object__close(self.obj)
+            self.obj = None
+
+
+class BpfMap:
+    def __init__(self, name: str, fd: int, value_size: int, max_entries: int) -> None:
+        self.name, self.fd, self.value_size, self.max_entries = name, fd, value_size, max_entries
+
+    def update(self, key: int, value: bytes, key_size: int = 4) -> None:
+        k = ctypes.create_string_buffer(key.to_bytes(key_size, "little"), key_size)
+        v = ctypes.create_string_buffer(value, len(value))
+        check(lib().bpf_map_update_elem(self.fd, k, v, BPF_ANY), f"update of map {self.name}[{key}]")
+
+    def lookup(self, key: int, size: int | None = None) -> bytes:
+        k = ctypes.create_string_buffer(key.to_bytes(4, "little"), 4)
+        n = size or self.value_size
+        v = ctypes.create_string_buffer(n)
+        check(lib().bpf_map_lookup_elem(self.fd, k, v), f"lookup of map {self.name}[{key}]")
+        return v.raw
+
+    def update_batch(self, first_key: int, values: bytes) -> None:
+        """Write consecutive array entries [first_key, first_key + n) in one syscall."""
+        n = len(values) // self.value_size
+        if n == 0:
+            return
+        keys = (ctypes.c_uint32 * n)(*range(first_key, first_key + n))
+        buf = ctypes.create_string_buffer(values, len(values))
+        count = ctypes.c_uint32(n)
+        opts = BatchOpts(sz=ctypes.sizeof(BatchOpts))
+        check(lib().bpf_map_update_batch(self.fd, keys, buf, ctypes.byref(count), ctypes.byref(opts)),
+              f"batch update of map {self.name} ({n} entries)")
+
+
+class NetnsOf:
+    """Run a block inside the network namespace of a process (setns on this thread), then return."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._libc = ctypes.CDLL(None, use_errno=True)
+
+    def __enter__(self) -> "NetnsOf":
+        self._home = os.open("/proc/self/ns/net", os.O_RDONLY)
+        target = os.open(f"/proc/{self.pid}/ns/net", os.O_RDONLY)
+        try:
+            check(self._libc.setns(target, CLONE_NEWNET), f"setns into netns of pid {self.pid}")
+        finally:
+            os.close(target)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            check(self._libc.setns(self._home, CLONE_NEWNET), "setns back to the root netns")
+        finally:
+            os.close(self._home)
+
+
+def tc_attach(ifindex: int, prog_fd: int) -> None:
+    """Attach ``prog_fd`` to clsact ingress of ``ifindex`` (in the current netns)."""
+    hook = TcHook(sz=ctypes.sizeof(TcHook), ifindex=ifindex, attach_point=BPF_TC_INGRESS)
+    rc = lib().bpf_tc_hook_create(ctypes.byref(hook))
+    if rc < 0 and -rc != errno.EEXIST:
+        check(rc, f"tc clsact hook on ifindex {ifindex}")
+    opts = TcOpts(sz=ctypes.sizeof(TcOpts), prog_fd=prog_fd, handle=1, priority=1)
+    check(lib().bpf_tc_attach(ctypes.byref(hook), ctypes.byref(opts)), f"tc attach on ifindex {ifindex}")
+
+
+def tc_detach(ifindex: int) -> None:
+    """Remove the clsact qdisc tc_attach created (ingress|egress destroys the qdisc and its filters)."""
+    hook = TcHook(sz=ctypes.sizeof(TcHook), ifindex=ifindex, attach_point=BPF_TC_INGRESS | BPF_TC_EGRESS)
+    lib().bpf_tc_hook_destroy(ctypes.byref(hook))

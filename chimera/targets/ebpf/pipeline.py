@@ -1,0 +1,143 @@
+"""Load the eBPF pipeline, install an artifact's tables, flip versions, read registers.
+
+Model tables exist in two versions; ``install`` writes the inactive one with
+one batch update per table and then flips the ``active`` register in a single
+map write, so a packet sees either the old or the new tables, never a mix.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+import time
+from pathlib import Path
+
+import numpy as np
+
+from chimera.compile.artifact import Artifact
+from chimera.data.tokens import PROTO_CLASSES
+from chimera.errors import TargetError
+from chimera.model.tokenizer import len_bin
+from chimera.pipeline.reference import global_dense
+from chimera.targets.ebpf.libbpf import BpfObject, NetnsOf, tc_attach, tc_detach
+
+log = logging.getLogger(__name__)
+NV = 2
+COUNTERS = ("evictions", "new_flows", "parsed", "unparsed", "headroom_fail", "redirected")
+
+
+def flag_dense(art: Artifact) -> np.ndarray:
+    """The flag ternary table resolved for all 256 flag values (first match)."""
+    out = np.full(256, 0, np.uint8)
+    done = np.zeros(256, bool)
+    f = np.arange(256)
+    for v, m, c in art.flag_ternary.tolist():
+        hit = ~done & ((f & m) == v)
+        out[hit] = c
+        done |= hit
+    return out
+
+
+def _rule_rows(entries: np.ndarray, n_max: int, soft: bool) -> bytes:
+    """struct rule_entry { u16 value[7]; u16 mask[7]; u8 rule; u8 label; u8 pad[2]; } x n_max."""
+    dt = np.dtype([("value", "<u2", 7), ("mask", "<u2", 7), ("rule", "u1"), ("label", "u1"), ("pad", "u1", 2)])
+    a = np.zeros(n_max, dt)
+    n = len(entries)
+    if n:
+        a["value"][:n] = entries[:, :7]
+        a["mask"][:n] = entries[:, 7:14]
+        a["rule"][:n] = entries[:, 14]
+        if not soft:
+            a["label"][:n] = entries[:, 15]
+    return a.tobytes()
+
+
+def table_images(art: Artifact) -> dict[str, bytes]:
+    """Byte images of one version of every model table, laid out as the C structs."""
+    C, Y = art.c("NUM_CENTROIDS"), art.c("NUM_CLASSES")
+    if art.incremental is not None:
+        raise TargetError("the eBPF dataplane implements batch aggregation only",
+                          "run the incremental variant on --target reference (the ablation marks it)")
+    win = np.zeros(C * C, np.dtype([("k", "<u4"), ("p", "<i4", Y)]))
+    win["k"] = art.window_k.reshape(-1)
+    win["p"] = art.window_p.reshape(C * C, Y)
+    g, gz, hit = global_dense(art)
+    glob = np.zeros(C * PROTO_CLASSES, np.dtype([("hit", "<u4"), ("gz", "<u4"), ("g", "<i4", Y)]))
+    glob["hit"] = hit.reshape(-1)
+    glob["gz"] = gz.reshape(-1)
+    glob["g"] = g.reshape(-1, Y)
+    hmax, smax, rmax = max(art.c("HARD_ENTRIES"), 1), max(art.c("SOFT_ENTRIES"), 1), max(art.c("SOFT_RULES"), 1)
+    softw = np.zeros((rmax, Y), "<i4")
+    softw[: art.soft_weights.shape[0]] = art.soft_weights
+    params = struct.pack("<8I", art.c("ALPHA"), art.c("BETA"), art.c("LAMBDA_H"), art.c("MAP_VERSION"),
+                         art.c("HARD_ENTRIES"), art.c("SOFT_ENTRIES"), art.c("USE_WINDOW"), 0)
+    return {
+        "len_tbl": len_bin(np.arange(65536), art.len_lo).astype(np.uint8).tobytes(),
+        "flag_tbl": flag_dense(art).tobytes(),
+        "map_tbl": art.map.astype(np.uint8).tobytes(),
+        "win_tbl": win.tobytes(), "glob_tbl": glob.tobytes(),
+        "hard_tbl": _rule_rows(art.hard, hmax, False), "soft_tbl": _rule_rows(art.soft_entries, smax, True),
+        "softw_tbl": softw.tobytes(), "params_tbl": params,
+    }
+
+
+class EbpfPipeline:
+    """One loaded BPF object (built for one artifact's sizes)."""
+
+    def __init__(self, obj_path: Path) -> None:
+        self.obj = BpfObject(str(obj_path))
+        self.attached: list[tuple[int, int]] = []  # (netns pid, ifindex)
+        self.version: int | None = None
+
+    def install(self, art: Artifact) -> float:
+        """Write the inactive version and flip; returns seconds from first write to the flip."""
+        images = table_images(art)
+        act = self.obj.map("active")
+        cur = struct.unpack("<I", act.lookup(0))[0] & 1 if self.version is not None else 1
+        new = 1 - cur
+        t0 = time.perf_counter()
+        for name, img in images.items():
+            m = self.obj.map(name)
+            per = m.max_entries // NV
+            if len(img) != per * m.value_size:
+                raise TargetError(f"table {name}: image of {len(img)} bytes, map holds {per}x{m.value_size}",
+                                  "the eBPF object was built for another artifact; rebuild it")
+            m.update_batch(new * per, img)
+        act.update(0, struct.pack("<I", new))
+        dt = time.perf_counter() - t0
+        self.version = new
+        return dt
+
+    def attach(self, netns_pid: int, ports: list[tuple[str, str]], prog: str = "chimera_ingress") -> None:
+        """Attach to clsact ingress of each in-port and redirect it to its out-port (names in the netns)."""
+        fd = self.obj.prog_fd(prog)
+        pm = self.obj.map("ports")
+        with NetnsOf(netns_pid):
+            for i_name, o_name in ports:
+                try:
+                    i_idx, o_idx = socket.if_nametoindex(i_name), socket.if_nametoindex(o_name)
+                except OSError:
+                    raise TargetError(f"interface {i_name} or {o_name} not found in the switch namespace",
+                                      "the topology did not come up; see the log above") from None
+                pm.update(i_idx, struct.pack("<I", o_idx))
+                tc_attach(i_idx, fd)
+                self.attached.append((netns_pid, i_idx))
+
+    def counters(self) -> dict[str, int]:
+        m = self.obj.map("counters")
+        return {n: struct.unpack("<Q", m.lookup(i))[0] for i, n in enumerate(COUNTERS)}
+
+    def ema(self) -> np.ndarray:
+        return np.frombuffer(self.obj.map("ema").lookup(0), "<i8").copy()
+
+    def close(self) -> None:
+        """Detach from every port this object was attached to, then unload."""
+        for pid, idx in self.attached:
+            try:
+                with NetnsOf(pid):
+                    tc_detach(idx)
+            except (TargetError, OSError) as e:  # the namespace may already be gone: then so is the hook
+                log.debug("detach ifindex %d in netns of %d: %s", idx, pid, e)
+        self.attached.clear()
+        self.obj.close()

@@ -1,0 +1,162 @@
+"""The testbed topology h1 - s1 - h2 and its lifecycle.
+
+``Testbed`` is a context manager: it removes what a killed earlier run left
+behind (only processes recorded in its state file, verified by their command
+line), builds the network with Mininet (no OVS, no controller), records the
+node shells it created, and in ``finally`` stops exactly those. Never ``mn -c``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from mininet.link import Link
+from mininet.net import Mininet
+from mininet.node import Host
+from mininet.topo import Topo
+
+from chimera.testbed.nodes import SENDER_MTU, SWITCHED_MTU, TargetSwitch, offloads_off, quiet_host
+
+log = logging.getLogger(__name__)
+STATE_DIR = Path(os.environ.get("CHIMERA_STATE_DIR", "/run/chimera-testbed"))
+
+
+class ChimeraTopo(Topo):
+    """h1 (sender) - s1 (the pipeline) - h2 (collector)."""
+
+    def build(self) -> None:  # type: ignore[override]
+        h1, h2 = self.addHost("h1"), self.addHost("h2")
+        s1 = self.addSwitch("s1")
+        self.addLink(h1, s1, intfName1="h1-eth0", intfName2="s1-eth1")
+        self.addLink(h2, s1, intfName1="h2-eth0", intfName2="s1-eth2")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _netns_inode(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except OSError:
+        return None
+
+
+def _kill_netns(inode: int) -> int:
+    """Kill every process whose network namespace is ``inode`` (only ever one we created)."""
+    n = 0
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and _netns_inode(int(d.name)) == inode:
+            try:
+                os.kill(int(d.name), signal.SIGKILL)
+                n += 1
+            except ProcessLookupError:
+                pass
+    return n
+
+
+def cleanup_stale() -> int:
+    """Remove what earlier runs recorded but could not stop (their owner died). Returns processes killed."""
+    if not STATE_DIR.is_dir():
+        return 0
+    killed = 0
+    for f in STATE_DIR.glob("*.json"):
+        try:
+            st = json.loads(f.read_text())
+        except (OSError, json.JSONDecodeError):
+            f.unlink(missing_ok=True)
+            continue
+        if _alive(st.get("owner", -1)) and st.get("owner") != os.getpid():
+            continue  # a live run owns it
+        for node in st.get("nodes", []):
+            pid, name, ino = node["pid"], node["name"], node["netns"]
+            if _alive(pid) and f"mininet:{name}" in _cmdline(pid) and _netns_inode(pid) == ino:
+                killed += _kill_netns(ino)
+        log.warning("removed leftovers of an interrupted run (%s): %d processes", f.name, killed)
+        f.unlink(missing_ok=True)
+    return killed
+
+
+class Testbed:
+    """Owns one Mininet network for the duration of a ``with`` block."""
+
+    def __init__(self, switch_cls: type[TargetSwitch], build_dir: Path, run_dir: Path) -> None:
+        self.switch_cls, self.build_dir, self.run_dir = switch_cls, build_dir, run_dir
+        self.net: Mininet | None = None
+        self.state_file = STATE_DIR / f"{os.getpid()}.json"
+        self._old_term: Any = None
+
+    def __enter__(self) -> "Testbed":
+        cleanup_stale()
+        # SIGTERM (a nightly job's timeout) unwinds like Ctrl-C, so `finally` blocks run
+        self._old_term = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+        log.info("[testbed] building h1 - s1(%s) - h2", self.switch_cls.target)
+        self.net = Mininet(topo=ChimeraTopo(), switch=self.switch_cls, host=Host, link=Link, controller=None,
+                           autoSetMacs=True, build=False, waitConnected=False)
+        try:
+            self.net.build()
+            self._record()
+            for h in (self.h1, self.h2):
+                quiet_host(h)
+                offloads_off(h, h.defaultIntf().name)
+            self.h1.cmd(f"ip link set h1-eth0 mtu {SENDER_MTU}")
+            self.h2.cmd(f"ip link set h2-eth0 mtu {SWITCHED_MTU}")
+            self.net.start()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _record(self) -> None:
+        assert self.net is not None
+        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        nodes = [{"name": n.name, "pid": n.pid, "netns": _netns_inode(n.pid)} for n in self.net.hosts + self.net.switches]
+        self.state_file.write_text(json.dumps({"owner": os.getpid(), "started": time.time(), "nodes": nodes}))
+
+    @property
+    def h1(self) -> Any:
+        return self.net.get("h1")  # type: ignore[union-attr]
+
+    @property
+    def h2(self) -> Any:
+        return self.net.get("h2")  # type: ignore[union-attr]
+
+    @property
+    def s1(self) -> TargetSwitch:
+        return self.net.get("s1")  # type: ignore[union-attr,no-any-return]
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        try:
+            if self.net is not None:
+                log.info("[testbed] stopping (nodes, links and programs this run created)")
+                self.net.stop()
+                # processes a node started may outlive its shell: its namespace goes with them
+                st = json.loads(self.state_file.read_text()) if self.state_file.exists() else {"nodes": []}
+                for node in st["nodes"]:
+                    if node["netns"] and _alive(node["pid"]) and f"mininet:{node['name']}" in _cmdline(node["pid"]):
+                        _kill_netns(node["netns"])
+        finally:
+            self.state_file.unlink(missing_ok=True)
+            self.net = None
+            if self._old_term is not None:
+                signal.signal(signal.SIGTERM, self._old_term)
