@@ -48,6 +48,14 @@ def _alive(pid: int) -> bool:
         return True
 
 
+def _start_time(pid: int) -> int | None:
+    """Process start time (clock ticks since boot): with the pid, identifies a process uniquely."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _cmdline(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -62,11 +70,17 @@ def _netns_inode(pid: int) -> int | None:
         return None
 
 
+#: The only processes a run starts inside its namespaces (node shells, captures, replays, BMv2).
+OUR_PROCESSES = ("mininet:", "mnexec", "tcpdump", "tcpreplay", "simple_switch")
+
+
 def _kill_netns(inode: int) -> int:
-    """Kill every process whose network namespace is ``inode`` (only ever one we created)."""
+    """Kill our kinds of processes in network namespace ``inode`` (inode numbers are reused once freed,
+    so a process is killed only if its command line is one this testbed starts)."""
     n = 0
     for d in Path("/proc").iterdir():
-        if d.name.isdigit() and _netns_inode(int(d.name)) == inode:
+        if d.name.isdigit() and _netns_inode(int(d.name)) == inode and \
+                any(tok in _cmdline(int(d.name)) for tok in OUR_PROCESSES):
             try:
                 os.kill(int(d.name), signal.SIGKILL)
                 n += 1
@@ -76,23 +90,33 @@ def _kill_netns(inode: int) -> int:
 
 
 def cleanup_stale() -> int:
-    """Remove what earlier runs recorded but could not stop (their owner died). Returns processes killed."""
+    """Remove what earlier runs recorded but could not stop (their owner died). Returns processes killed.
+
+    Node shells exit by themselves when their owner dies (their stdin closes);
+    what can survive is a capture or replay still running in a node's
+    namespace, which keeps it (and its veths) alive. Those are killed, in the
+    namespaces a dead run recorded and no live run claims.
+    """
     if not STATE_DIR.is_dir():
         return 0
-    killed = 0
+    stale, live_ns = [], set()
     for f in STATE_DIR.glob("*.json"):
         try:
             st = json.loads(f.read_text())
         except (OSError, json.JSONDecodeError):
             f.unlink(missing_ok=True)
             continue
-        if _alive(st.get("owner", -1)) and st.get("owner") != os.getpid():
-            continue  # a live run owns it
-        for node in st.get("nodes", []):
-            pid, name, ino = node["pid"], node["name"], node["netns"]
-            if _alive(pid) and f"mininet:{name}" in _cmdline(pid) and _netns_inode(pid) == ino:
-                killed += _kill_netns(ino)
-        log.warning("removed leftovers of an interrupted run (%s): %d processes", f.name, killed)
+        owner = st.get("owner", -1)
+        if _alive(owner) and _start_time(owner) == st.get("owner_start"):
+            live_ns |= {n["netns"] for n in st.get("nodes", [])}  # a live run (this one included)
+        else:
+            stale.append((f, st))
+    killed = 0
+    for f, st in stale:
+        n = sum(_kill_netns(node["netns"]) for node in st.get("nodes", [])
+                if node.get("netns") and node["netns"] not in live_ns)
+        log.warning("removed leftovers of an interrupted run (%s): %d processes", f.name, n)
+        killed += n
         f.unlink(missing_ok=True)
     return killed
 
@@ -131,7 +155,8 @@ class Testbed:
         assert self.net is not None
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         nodes = [{"name": n.name, "pid": n.pid, "netns": _netns_inode(n.pid)} for n in self.net.hosts + self.net.switches]
-        self.state_file.write_text(json.dumps({"owner": os.getpid(), "started": time.time(), "nodes": nodes}))
+        self.state_file.write_text(json.dumps({"owner": os.getpid(), "owner_start": _start_time(os.getpid()),
+                                               "started": time.time(), "nodes": nodes}))
 
     @property
     def h1(self) -> Any:
@@ -148,15 +173,29 @@ class Testbed:
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         try:
             if self.net is not None:
-                log.info("[testbed] stopping (nodes, links and programs this run created)")
-                self.net.stop()
-                # processes a node started may outlive its shell: its namespace goes with them
                 st = json.loads(self.state_file.read_text()) if self.state_file.exists() else {"nodes": []}
+                shells_ok = all(_alive(n["pid"]) for n in st["nodes"])
+                if shells_ok:
+                    log.info("[testbed] stopping (nodes, links and programs this run created)")
+                    self.net.stop()
+                else:  # a node shell died (killed switch): Mininet would wait on it forever
+                    log.warning("[testbed] a node shell died; removing the run's namespaces directly")
+                    self._unload_quietly()
+                # processes a node started may outlive its shell: its namespace goes with them
                 for node in st["nodes"]:
-                    if node["netns"] and _alive(node["pid"]) and f"mininet:{node['name']}" in _cmdline(node["pid"]):
+                    if node["netns"]:
                         _kill_netns(node["netns"])
         finally:
             self.state_file.unlink(missing_ok=True)
             self.net = None
             if self._old_term is not None:
                 signal.signal(signal.SIGTERM, self._old_term)
+
+    def _unload_quietly(self) -> None:
+        for sw in self.net.switches if self.net is not None else []:
+            unload = getattr(sw, "unload", None)
+            if unload is not None:
+                try:
+                    unload()
+                except Exception as e:  # noqa: BLE001 - teardown must go on
+                    log.debug("unload %s: %s", sw.name, e)

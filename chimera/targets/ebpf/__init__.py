@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from chimera.compile.artifact import Artifact
-from chimera.data.pcap import PacketTable
+from chimera.data.pcap import PacketTable, read_pcap
 from chimera.data.pcapwrite import normalized_frames, write_pcap
 from chimera.errors import TargetError, ToolMissingError
 
@@ -61,7 +61,7 @@ class EbpfTarget:
         self.replay_cfg = cfg.replay if cfg is not None else ReplayConfig()
         self.build_dir = build_dir or Path(__file__).resolve().parents[3] / "build"
         self.testbed: Any = None
-        self._replay: tuple[int, Path, list[bytes]] | None = None
+        self._replay: tuple[Any, Path, list[bytes], PacketTable] | None = None
 
     def describe(self) -> dict[str, Any]:
         return {"target": "ebpf", "kernel": os.uname().release, "clock": "switch ingress (CLOCK_MONOTONIC)",
@@ -75,15 +75,17 @@ class EbpfTarget:
             tb.__enter__()
             self.testbed = tb
 
-    def _replay_pcap(self, table: PacketTable, run_dir: Path) -> tuple[Path, list[bytes]]:
-        if self._replay is None or self._replay[0] != len(table):
+    def _replay_pcap(self, table: PacketTable, run_dir: Path) -> tuple[Path, list[bytes], PacketTable]:
+        """The replay pcap (untagged Ethernet frames), its frames, and its own parse for the reference."""
+        key = (id(table), len(table))
+        if self._replay is None or self._replay[0] != key:
             frames = normalized_frames(table, np.arange(len(table)))
             d = run_dir / "replay"
             d.mkdir(exist_ok=True)
             path = d / "replay.pcap"
             write_pcap(path, frames, table.ts_ns)
-            self._replay = (len(table), path, frames)
-        return self._replay[1], self._replay[2]
+            self._replay = (key, path, frames, read_pcap(path))
+        return self._replay[1], self._replay[2], self._replay[3]
 
     def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str) -> Any:
         from chimera.pipeline.reference import run_reference
@@ -94,7 +96,7 @@ class EbpfTarget:
             raise TargetError("the eBPF dataplane implements batch aggregation only",
                               "run the incremental row on the reference target")
         self._ensure_testbed(run_dir)
-        pcap, frames = self._replay_pcap(table, run_dir)
+        pcap, frames, replayed = self._replay_pcap(table, run_dir)
         tb = self.testbed
         install_s = tb.s1.load(art)
         files = replay(tb.h1, tb.h2, pcap, self.replay_cfg, run_dir / "replay", slug)
@@ -103,7 +105,7 @@ class EbpfTarget:
         tb.s1.unload()
         # conformance: the reference on exactly what the switch classified, on the switch's clock
         rows = np.flatnonzero(got.received)
-        ref, _ = run_reference(art, table.take(rows), ts_ns=got.ts_in[rows])
+        ref, _ = run_reference(art, replayed.take(rows), ts_ns=got.ts_in[rows])
         mism = 0
         for f in ("label", "flags", "score", "rule_id", "centroid", "map_version"):
             mism_f = int(np.sum(getattr(ref, f) != getattr(got.verdicts, f)[rows]))
