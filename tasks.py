@@ -135,6 +135,43 @@ def test(c: Context, k: str = "", x: bool = False) -> None:
         raise Exit(code=r.returncode)
 
 
+@task(help={"target": "ebpf (bmv2 where BMv2 is installed)", "experiment": "experiment whose first variant is loaded"})
+@cli
+def topo(c: Context, target: str = "ebpf", experiment: str = "quickstart", verbose: bool = False) -> None:
+    """Bring up h1 - s1 - h2 with the pipeline loaded and open the Mininet CLI (needs root)."""
+    from mininet.cli import CLI
+
+    from chimera.bench.reference import build_artifact
+    from chimera.targets import select_target
+    from chimera.testbed.topology import Testbed
+    if target != "ebpf":
+        select_target(target)  # fails fast, naming what to install
+    from chimera.targets.ebpf import require_available
+    from chimera.testbed.nodes import EbpfSwitch
+    require_available()
+    art, _, _ = build_artifact(experiment)
+    with Testbed(EbpfSwitch, ROOT / "build", ROOT / "build") as tb:
+        tb.s1.load(art)
+        logging.getLogger("tasks").info("pipeline loaded; try: h1 ping -c1 h2, s1 tc filter show dev s1-eth1 ingress")
+        CLI(tb.net)
+
+
+@task(help={"target": "ebpf | bmv2", "experiment": "experiment whose first variant is compiled"})
+@cli
+def build(c: Context, target: str = "ebpf", experiment: str = "quickstart", verbose: bool = False) -> None:
+    """Compile the dataplane for an experiment's model (eBPF object, or chimera.p4 with p4c-bm2-ss)."""
+    from chimera.bench.reference import build_artifact
+    art, _, _ = build_artifact(experiment)
+    if target == "ebpf":
+        from chimera.targets.ebpf.build import build_object
+        logging.getLogger("tasks").info("eBPF object: %s", build_object(art, ROOT / "build"))
+    elif target == "bmv2":
+        from chimera.targets.bmv2 import compile_p4
+        logging.getLogger("tasks").info("BMv2 JSON: %s", compile_p4(art, ROOT / "build"))
+    else:
+        raise Exit(f"build: unknown target {target!r} (ebpf | bmv2)", code=2)
+
+
 @task
 def clean(c: Context) -> None:
     """Remove build outputs and caches (keeps results/ and data/)."""
@@ -142,4 +179,4 @@ def clean(c: Context) -> None:
         shutil.rmtree(ROOT / p, ignore_errors=True)
 
 
-ns = Collection(setup, dataset, run_experiment, bench, test, clean)
+ns = Collection(setup, dataset, run_experiment, topo, build, bench, test, clean)

@@ -18,9 +18,10 @@ from chimera.rules.weights import learn_soft_weights
 log = logging.getLogger(__name__)
 
 
-def build_artifact(name: str = "ablation", variant: int = 0, data_root: Path = Path("data")):
+def build_artifact(name: str = "ablation", variant: int = 0, data_root: Path = Path("data"),
+                   model: dict | None = None):
     """Train and compile one variant of an experiment; returns (artifact, dataset, prepared)."""
-    cfg = load_experiment(name)
+    cfg = load_experiment(name, {"model": model} if model else None)
     v = resolve_variants(cfg)[variant]
     ds = resolve_dataset(cfg.dataset, data_root)
     pp = prepare(ds, cfg.seed)

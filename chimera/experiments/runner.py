@@ -40,7 +40,7 @@ from chimera.report.markdown import write_report
 from chimera.results.layout import RunDir, environment, git_state
 from chimera.rules.spec import Rules, first_match, load_rules, rule_keys, soft_fires
 from chimera.rules.weights import learn_soft_weights
-from chimera.targets import Target, select_target
+from chimera.targets import ReferenceTarget, Target, select_target
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
@@ -264,12 +264,17 @@ def _run_variants(cfg, tgt, variants, pp, rules, W, fires, hard, replay_table, p
                          art.resources["per_flow_bits"]["total"], art.resources["table_entries"], sha[:12])
                 timings[f"compile:{v.name}"] = time.perf_counter() - t0
                 t0 = time.perf_counter()
-                res = tgt.run(art, replay_table, run.path, slug)
+                runner_tgt = tgt
+                why = getattr(tgt, "unsupported", lambda a: None)(art)
+                if why:
+                    log.warning("[4/5 target] %s: %s; evaluated on the reference target instead", v.name, why)
+                    runner_tgt = ReferenceTarget()
+                res = runner_tgt.run(art, replay_table, run.path, slug)
                 timings[f"target:{v.name}"] = time.perf_counter() - t0
                 verd = res.verdicts
                 pred = verd.label[pos_in_replay].astype(np.int64)
                 flags = verd.flags[pos_in_replay]
-                row.update({"executed_on": tgt.name, "bits_per_flow": art.resources["per_flow_bits"]["total"],
+                row.update({"executed_on": runner_tgt.name + (f" ({why})" if why else ""), "bits_per_flow": art.resources["per_flow_bits"]["total"],
                             "table_entries": art.resources["table_entries"],
                             "table_kbits": art.resources["table_bits"] / 1000,
                             "float_int_agreement": float(np.mean(pred == float_pred)),

@@ -87,14 +87,24 @@ class EbpfTarget:
             self._replay = (key, path, frames, read_pcap(path))
         return self._replay[1], self._replay[2], self._replay[3]
 
+    def unsupported(self, art: Artifact) -> str | None:
+        """Why this artifact cannot run in the eBPF dataplane, or None."""
+        if art.incremental is not None:
+            return "incremental S_t/Z_t accumulators are not in the eBPF dataplane (batch only)"
+        if art.c("NUM_CLASSES") > 16:
+            return "more than 16 classes (eBPF stack budget)"
+        if art.c("SOFT_RULES") > 32:
+            return "more than 32 soft rules"
+        return None
+
     def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str) -> Any:
         from chimera.pipeline.reference import run_reference
         from chimera.targets import TargetResult
         from chimera.testbed.collect import collect, latency_summary
         from chimera.testbed.replay import replay
-        if art.incremental is not None:
-            raise TargetError("the eBPF dataplane implements batch aggregation only",
-                              "run the incremental row on the reference target")
+        why = self.unsupported(art)
+        if why:
+            raise TargetError(f"artifact not supported by the eBPF dataplane: {why}", "use --target reference")
         self._ensure_testbed(run_dir)
         pcap, frames, replayed = self._replay_pcap(table, run_dir)
         tb = self.testbed

@@ -237,20 +237,6 @@ static long soft_step(__u32 i, void *data)
 	return 0;
 }
 
-/* C_j += ((u_j << EMA_FRAC) - C_j) >> EMA_SHIFT, u_j = [j == c] (arithmetic shift) */
-static long ema_step(__u32 j, void *data)
-{
-	__u32 c = *(__u32 *)data;
-	__u32 zero = 0;
-	struct ema_regs *em = bpf_map_lookup_elem(&ema, &zero);
-	if (!em)
-		return 1;
-	__u32 jj = j % C;
-	__s64 u = jj == c ? (1ll << CHIMERA_EMA_FRAC) : 0;
-	em->v[jj] += (u - em->v[jj]) >> CHIMERA_EMA_SHIFT;
-	return 0;
-}
-
 struct pkt {
 	__u32 src, dst;       /* host order */
 	__u16 sport, dport;
@@ -435,7 +421,14 @@ static __always_inline void classify(struct pkt *p, __u64 now, struct verdict_hd
 		flags |= CHIMERA_VFLAG_HARD_VETO;
 	}
 	/* 8. two-timescale statistics */
-	bpf_loop(C, ema_step, &c, 0);
+	struct ema_regs *em = bpf_map_lookup_elem(&ema, &zero);
+	if (em) {
+		/* C_j += ((u_j << EMA_FRAC) - C_j) >> EMA_SHIFT, u_j = [j == c]: branch-free, one lookup */
+		for (int j = 0; j < C; j++) {
+			__s64 u = (__s64)(j == c) << CHIMERA_EMA_FRAC;
+			em->v[j] += (u - em->v[j]) >> CHIMERA_EMA_SHIFT;
+		}
+	}
 	v->flags = flags;
 	v->label = label;
 	v->rule_id = hard_rule >= 0 ? hard_rule : 0xFF;
