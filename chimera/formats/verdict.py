@@ -53,8 +53,8 @@ class Verdict(Packet):
         ShortField("map_version", 0),
         ByteField("centroid", 0),
         BitField("reserved", 0, 8),
-        LongField("ts_in_ns", 0),
-        LongField("ts_out_ns", 0),
+        LongField("ts_in", 0),
+        LongField("ts_out", 0),
         XShortField("orig_type", 0x0800),
     ]
 

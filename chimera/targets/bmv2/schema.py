@@ -1,0 +1,149 @@
+"""The control-plane contract of p4/chimera.p4: tables, actions, registers, ids, widths.
+
+chimera.p4 pins every id with @id and every key name with @name, so this
+module, the P4 source and the committed P4Info (p4/chimera.p4info.txtpb) can
+agree by construction. ``render_p4info`` writes the P4Info from this schema;
+tests check it against the P4 source (after the C preprocessor), and where
+p4c exists ``invoke p4info --check`` diffs it against p4c's own output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from google.protobuf import text_format
+
+P4_DIR = Path(__file__).resolve().parents[3] / "p4"
+P4_SOURCE = P4_DIR / "chimera.p4"
+P4INFO = P4_DIR / "chimera.p4info.txtpb"
+
+MAX_CLASSES = 16
+MAX_WINDOW = 16
+MAX_SOFT = 16
+MAX_CENTROIDS = 64
+MAX_FLOW_SLOTS = 65536
+CONTROL = "ChimeraIngress"
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    bitwidth: int
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str
+    id: int
+    params: tuple[Param, ...] = ()
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    bitwidth: int
+    match: str  # EXACT | TERNARY | RANGE
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    id: int
+    keys: tuple[Key, ...]
+    actions: tuple[str, ...]
+    size: int
+
+
+@dataclass(frozen=True)
+class Register:
+    name: str
+    id: int
+    bitwidth: int
+    size: int
+
+
+ACTIONS = (
+    Action("nop", 0x01000001),
+    Action("set_egress", 0x01000002, (Param("port", 9),)),
+    Action("set_params", 0x01000003, (Param("alpha", 32), Param("beta", 32), Param("lambda_h", 1),
+                                      Param("map_version", 16), Param("use_window", 1))),
+    Action("set_len_bin", 0x01000004, (Param("bin", 8),)),
+    Action("set_flag_class", 0x01000005, (Param("cls", 8),)),
+    Action("set_centroid", 0x01000006, (Param("centroid", 8),)),
+    Action("win_add", 0x01000007, (Param("k", 32), Param("p", 512))),
+    Action("glob_add", 0x01000008, (Param("gz", 32), Param("p", 512))),
+    Action("hard_hit", 0x01000009, (Param("rule", 8), Param("label", 8))),
+    Action("soft_add", 0x0100000A, (Param("w", 512),)),
+)
+ACTION_BY_NAME = {a.name: a for a in ACTIONS}
+
+VER = Key("ver", 1, "EXACT")
+RULE_KEYS = (VER, Key("proto", 8, "TERNARY"), Key("tcp_flags", 8, "TERNARY"), Key("dir", 8, "TERNARY"),
+             Key("flow_pkts", 8, "TERNARY"), Key("sport", 16, "TERNARY"), Key("dport", 16, "TERNARY"),
+             Key("ip_len", 16, "TERNARY"))
+
+TABLES = (
+    Table("port_map", 0x02000001, (Key("ingress_port", 9, "EXACT"),), ("set_egress", "nop"), 64),
+    Table("params", 0x02000002, (VER,), ("set_params", "nop"), 2),
+    Table("len_range", 0x02000003, (VER, Key("ip_len", 16, "RANGE")), ("set_len_bin", "nop"), 64),
+    Table("flag_ternary", 0x02000004, (VER, Key("tcp_flags", 8, "TERNARY")), ("set_flag_class", "nop"), 32),
+    Table("map_exact", 0x02000005, (VER, Key("map_key", 16, "EXACT")), ("set_centroid", "nop"), 32768),
+    *(Table(f"window_{i}", 0x02010000 + i, (VER, Key("centroid", 8, "EXACT"), Key("key_centroid", 8, "EXACT")),
+            ("win_add", "nop"), 8192) for i in range(MAX_WINDOW)),
+    Table("global_layer", 0x02000006, (VER, Key("centroid", 8, "TERNARY"), Key("proto_class", 8, "TERNARY")),
+          ("glob_add", "nop"), 512),
+    Table("hard_rules", 0x02000007, RULE_KEYS, ("hard_hit", "nop"), 512),
+    *(Table(f"soft_{i}", 0x02020000 + i, RULE_KEYS, ("soft_add", "nop"), 256) for i in range(MAX_SOFT)),
+)
+TABLE_BY_NAME = {t.name: t for t in TABLES}
+
+REGISTERS = (
+    Register("active_version", 0x16000001, 32, 1),
+    Register("reg_sig", 0x16000002, 32, MAX_FLOW_SLOTS),
+    Register("reg_last", 0x16000003, 32, MAX_FLOW_SLOTS),
+    Register("reg_pkts", 0x16000004, 16, MAX_FLOW_SLOTS),
+    Register("reg_orient", 0x16000005, 1, MAX_FLOW_SLOTS),
+    Register("reg_head", 0x16000006, 8, MAX_FLOW_SLOTS),
+    Register("reg_ring", 0x16000007, 8, MAX_FLOW_SLOTS * MAX_WINDOW),
+    Register("reg_ema", 0x16000008, 64, MAX_CENTROIDS),
+    Register("reg_counters", 0x16000009, 64, 8),
+)
+REGISTER_BY_NAME = {r.name: r for r in REGISTERS}
+
+
+def qualified(name: str) -> str:
+    """P4Info name of a control-local object, as p4c writes it."""
+    return f"{CONTROL}.{name}"
+
+
+def render_p4info() -> str:
+    """The P4Info (text format) of chimera.p4, from this schema."""
+    from finsy.proto import p4i
+    info = p4i.P4Info()
+    info.pkg_info.arch = "v1model"
+    for t in TABLES:
+        pt = info.tables.add()
+        pt.preamble.id, pt.preamble.name, pt.preamble.alias = t.id, qualified(t.name), t.name
+        for i, k in enumerate(t.keys, 1):
+            mf = pt.match_fields.add()
+            mf.id, mf.name, mf.bitwidth = i, k.name, k.bitwidth
+            mf.match_type = getattr(p4i.MatchField.MatchType, k.match)
+        for a in t.actions:
+            ref = pt.action_refs.add()
+            ref.id = ACTION_BY_NAME[a].id
+        pt.const_default_action_id = 0
+        pt.size = t.size
+    for a in ACTIONS:
+        pa = info.actions.add()
+        pa.preamble.id, pa.preamble.name, pa.preamble.alias = a.id, qualified(a.name), a.name
+        for i, p in enumerate(a.params, 1):
+            pp = pa.params.add()
+            pp.id, pp.name, pp.bitwidth = i, p.name, p.bitwidth
+    for r in REGISTERS:
+        pr = info.registers.add()
+        pr.preamble.id, pr.preamble.name, pr.preamble.alias = r.id, qualified(r.name), r.name
+        pr.type_spec.bitstring.bit.bitwidth = r.bitwidth
+        pr.size = r.size
+    return "# P4Info of p4/chimera.p4, rendered from chimera/targets/bmv2/schema.py (ids pinned by @id).\n" + \
+        text_format.MessageToString(info)
