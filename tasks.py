@@ -172,6 +172,21 @@ def build(c: Context, target: str = "ebpf", experiment: str = "quickstart", verb
         raise Exit(f"build: unknown target {target!r} (ebpf | bmv2)", code=2)
 
 
+@task(help={"check": "also compile chimera.p4 with p4c and compare its P4Info with the committed one"})
+@cli
+def p4info(c: Context, check: bool = False, verbose: bool = False) -> None:
+    """Regenerate p4/chimera.p4info.txtpb from the schema; --check diffs it against p4c's (where p4c exists)."""
+    from chimera.targets.bmv2.p4info_check import check_against_p4c
+    from chimera.targets.bmv2.schema import P4INFO, render_p4info
+    P4INFO.write_text(render_p4info())
+    logging.getLogger("tasks").info("wrote %s", P4INFO)
+    if check:
+        diffs = check_against_p4c(ROOT / "build")
+        if diffs:
+            raise Exit("P4Info differs from p4c's:\n  " + "\n  ".join(diffs), code=1)
+        logging.getLogger("tasks").info("p4c's P4Info matches the committed contract")
+
+
 @task
 def clean(c: Context) -> None:
     """Remove build outputs and caches (keeps results/ and data/)."""
@@ -179,4 +194,4 @@ def clean(c: Context) -> None:
         shutil.rmtree(ROOT / p, ignore_errors=True)
 
 
-ns = Collection(setup, dataset, run_experiment, topo, build, bench, test, clean)
+ns = Collection(setup, dataset, run_experiment, topo, build, p4info, bench, test, clean)

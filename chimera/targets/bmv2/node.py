@@ -1,0 +1,112 @@
+"""Bmv2Switch: simple_switch_grpc as s1, with the same interface as EbpfSwitch.
+
+The gRPC server listens on a unix socket (namespace-independent), so the
+control plane in the root namespace reaches a switch that lives in its own
+network namespace. Per-port pcaps and the switch log go under the run's
+directory; logging is off unless asked for (it costs throughput).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from chimera.compile.artifact import Artifact
+from chimera.errors import TargetError
+from chimera.targets.bmv2.schema import P4INFO, qualified
+from chimera.testbed.nodes import TargetSwitch
+
+log = logging.getLogger(__name__)
+SWITCH_START_TIMEOUT_S = 20.0
+DEVICE_ID = 1
+
+
+class SwitchStartError(TargetError):
+    """simple_switch_grpc did not come up."""
+
+
+class Bmv2Switch(TargetSwitch):
+    target = "bmv2"
+
+    def __init__(self, name: str, log_level: str = "off", pcaps: bool = False, **params: Any) -> None:
+        super().__init__(name, **params)
+        self.log_level, self.pcaps = log_level, pcaps
+        self.proc: subprocess.Popen | None = None
+        self.run_dir = Path(os.environ.get("CHIMERA_BMV2_DIR", "/run/chimera-testbed")) / f"{name}-{os.getpid()}"
+        self.grpc_addr = f"unix:{self.run_dir / 'grpc.sock'}"
+        self.version = 1  # each install writes the other version; the first one writes version 0
+
+    def argv(self) -> list[str]:
+        a = ["simple_switch_grpc", "--device-id", str(DEVICE_ID), "-i", f"1@{self.name}-eth1", "-i",
+             f"2@{self.name}-eth2", "--log-level", self.log_level, "--log-file", str(self.run_dir / "switch"),
+             "--no-p4"]
+        if self.pcaps:
+            a += ["--pcap", str(self.run_dir)]
+        return a + ["--", "--grpc-server-addr", self.grpc_addr]
+
+    def is_ready(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None and (self.run_dir / "grpc.sock").exists()
+
+    def start(self, controllers: list[Any]) -> None:
+        super().start(controllers)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        logf = open(self.run_dir / "stdout.log", "wb")
+        self.proc = self.popen(self.argv(), stdout=logf, stderr=subprocess.STDOUT)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < SWITCH_START_TIMEOUT_S:
+            if self.is_ready():
+                log.info("%s: simple_switch_grpc up (pid %d, %s)", self.name, self.proc.pid, self.grpc_addr)
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise SwitchStartError(f"simple_switch_grpc for {self.name} did not start ({self.grpc_addr})",
+                               f"see {self.run_dir / 'stdout.log'}")
+
+    def load(self, art: Artifact) -> float:
+        from chimera.targets.bmv2 import compile_p4
+        js = compile_p4(art, self.build_dir)
+        self.version = 1 - self.version
+        dt = asyncio.run(self._program(js, art, self.version))
+        self.artifact = art
+        return dt
+
+    async def _program(self, js: Path, art: Artifact, ver: int) -> float:
+        from finsy import Switch, SwitchOptions
+
+        from chimera.targets.bmv2.p4rt import install, port_entries
+        opts = SwitchOptions(p4info=P4INFO, p4blob=js, device_id=DEVICE_ID)
+        async with Switch(self.name, self.grpc_addr, opts) as sw:
+            await sw.insert(port_entries([(1, 2), (2, 1)]))
+            return await install(sw, art, ver)
+
+    def registers(self) -> dict[str, Any]:
+        return asyncio.run(self._read_registers())
+
+    async def _read_registers(self) -> dict[str, Any]:
+        from finsy import P4RegisterEntry, Switch, SwitchOptions
+        out: dict[str, Any] = {}
+        async with Switch(self.name, self.grpc_addr, SwitchOptions(p4info=P4INFO, device_id=DEVICE_ID)) as sw:
+            counters = {}
+            async for e in sw.read(P4RegisterEntry(qualified("reg_counters"))):
+                counters[e.index] = e.data
+            names = ("evictions", "new_flows", "parsed", "unparsed")
+            out["counters"] = {n: int(counters.get(i, 0)) for i, n in enumerate(names)}
+        return out
+
+    def unload(self) -> None:
+        """Tables are replaced by the next versioned install; nothing to detach."""
+
+    def stop(self, deleteIntfs: bool = True) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        super().stop(deleteIntfs)
