@@ -67,6 +67,7 @@ def _check(res, n: int) -> None:
     assert x["conformance_checked"] == n
     assert x["reference_mismatches"] == 0
     assert x["unmarked_frames"] == 0
+    assert x["ema_mismatches"] == 0  # the two-timescale registers agree too
 
 
 def test_conformance_quickstart(target: EbpfTarget, tmp_path: Path) -> None:

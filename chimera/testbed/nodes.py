@@ -9,6 +9,7 @@ namespace; ``Bmv2Switch`` (chimera.targets.bmv2) launches simple_switch_grpc.
 
 from __future__ import annotations
 
+import abc
 import logging
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ def quiet_host(node: Any) -> None:
             node.cmd(f"sysctl -qw net.ipv6.conf.{intf}.disable_ipv6=1")
 
 
-class TargetSwitch(Switch):
+class TargetSwitch(Switch, abc.ABC):
     """A switch running the Chimera pipeline on some target, in its own network namespace."""
 
     target = "abstract"
@@ -61,8 +62,9 @@ class TargetSwitch(Switch):
                 offloads_off(self, intf)
                 self.cmd(f"ip link set {intf} mtu {SWITCHED_MTU} up")
 
+    @abc.abstractmethod
     def load(self, art: Artifact) -> float:
-        raise NotImplementedError  # each target implements its own install
+        """Install a compiled model (atomically); returns the install time in seconds."""
 
     def registers(self) -> dict[str, Any]:
         return {}

@@ -82,14 +82,18 @@ class TestbedTarget:
         tb.s1.unload()
         # conformance: the reference on exactly what the switch classified, on the switch's clock
         rows = np.flatnonzero(got.received)
-        ref, _ = run_reference(art, replayed.take(rows), ts_ns=got.ts_in[rows])
+        ref, ref_state = run_reference(art, replayed.take(rows), ts_ns=got.ts_in[rows])
         mism = 0
         for f in ("label", "flags", "score", "rule_id", "centroid", "map_version"):
             mism_f = int(np.sum(getattr(ref, f) != getattr(got.verdicts, f)[rows]))
             if mism_f:
                 log.error("conformance: %d packets differ from the reference in '%s'", mism_f, f)
             mism = max(mism, mism_f)
-        extra = {"lost": got.lost, "foreign_frames": got.foreign, "unmarked_frames": got.unmarked,
+        ema = regs.get("ema")
+        ema_mism = None if ema is None else int(np.sum(np.asarray(ema) != ref_state.ema))
+        if ema_mism:
+            log.error("conformance: %d EMA occupancy registers differ from the reference", ema_mism)
+        extra = {"lost": got.lost, "ema_mismatches": ema_mism, "foreign_frames": got.foreign, "unmarked_frames": got.unmarked,
                  "install_ms": install_s * 1e3, "reference_mismatches": mism, "conformance_checked": int(rows.size),
                  **latency_summary(got), "switch_counters": regs.get("counters", {})}
         log.info("[%s] %s: %d/%d packets classified, %d lost, %d differ from the reference", self.name, slug, rows.size,

@@ -16,6 +16,10 @@
 
 #include "chimera_constants.h"
 
+#ifndef barrier_var
+#define barrier_var(var) asm volatile("" : "+r"(var))
+#endif
+
 #define NV 2
 #define MAX1(x) ((x) > 0 ? (x) : 1)
 #define Y CHIMERA_NUM_CLASSES
@@ -25,7 +29,6 @@
 #define HMAX MAX1(CHIMERA_HARD_ENTRIES)
 #define SMAX MAX1(CHIMERA_SOFT_ENTRIES)
 #define RMAX MAX1(CHIMERA_SOFT_RULES)
-#define NKEY 7
 
 #if Y > 16
 #error "the eBPF target supports at most 16 classes (stack budget)"
@@ -54,16 +57,30 @@ struct glob_entry {
 	__s32 g[Y];
 };
 
+/* Rule key packed as lo = proto | flags << 8 | dir << 16 | flow_pkts << 24 | sport << 32 | dport << 48,
+ * hi = ip_len: a ternary compare is two mask-xor operations. */
 struct rule_entry {
-	__u16 value[NKEY];
-	__u16 mask[NKEY];
+	__u64 value_lo;
+	__u64 mask_lo;
+	__u16 value_hi;
+	__u16 mask_hi;
 	__u8 rule;
 	__u8 label;
 	__u8 pad[2];
 };
 
+struct rule_key {
+	__u64 lo;
+	__u16 hi;
+};
+
+/* One map value per version for the soft rules and their weights: one lookup per packet. */
+struct soft_block {
+	struct rule_entry e[SMAX];
+};
+
 struct soft_weights {
-	__s32 w[Y];
+	__s32 w[RMAX][Y];
 };
 
 struct params {
@@ -75,6 +92,10 @@ struct params {
 	__u32 n_soft;
 	__u32 use_window;
 	__u32 pad;
+	/* soft entries are laid out [TCP-only][any protocol][UDP-only][other]: the range a packet
+	 * must scan, per protocol (0 TCP, 1 UDP, 2 other); entries outside it cannot match */
+	__u32 soft_lo[3];
+	__u32 soft_hi[3];
 };
 
 struct ema_regs {
@@ -121,8 +142,8 @@ ARRAY(map_tbl, __u8, NV * CHIMERA_MAP_KEYS);
 ARRAY(win_tbl, struct win_entry, NV * C * C);
 ARRAY(glob_tbl, struct glob_entry, NV * C * NPC);
 ARRAY(hard_tbl, struct rule_entry, NV * HMAX);
-ARRAY(soft_tbl, struct rule_entry, NV * SMAX);
-ARRAY(softw_tbl, struct soft_weights, NV * RMAX);
+ARRAY(soft_tbl, struct soft_block, NV);
+ARRAY(softw_tbl, struct soft_weights, NV);
 ARRAY(params_tbl, struct params, NV);
 ARRAY(active, __u32, 1);
 ARRAY(flows, struct flow_slot, CHIMERA_FLOW_SLOTS);
@@ -154,37 +175,76 @@ static __always_inline __u32 bit_length32(__u32 x)
 	return n + (x > 0);
 }
 
-/* Loop bodies run under bpf_loop(): the verifier checks each body once,
- * whatever the trip count, which keeps verification linear in the program. */
-struct crc_ctx {
-	__u8 b[16];
-	__u32 crc;
+/* CRC-32 (IEEE, reflected; zlib.crc32), table-driven: 13 branch-free lookups per packet. */
+static const __u32 crc_table[256] = {
+	0x00000000, 0x77073096, 0xee0e612c, 0x990951ba, 0x076dc419, 0x706af48f,
+	0xe963a535, 0x9e6495a3, 0x0edb8832, 0x79dcb8a4, 0xe0d5e91e, 0x97d2d988,
+	0x09b64c2b, 0x7eb17cbd, 0xe7b82d07, 0x90bf1d91, 0x1db71064, 0x6ab020f2,
+	0xf3b97148, 0x84be41de, 0x1adad47d, 0x6ddde4eb, 0xf4d4b551, 0x83d385c7,
+	0x136c9856, 0x646ba8c0, 0xfd62f97a, 0x8a65c9ec, 0x14015c4f, 0x63066cd9,
+	0xfa0f3d63, 0x8d080df5, 0x3b6e20c8, 0x4c69105e, 0xd56041e4, 0xa2677172,
+	0x3c03e4d1, 0x4b04d447, 0xd20d85fd, 0xa50ab56b, 0x35b5a8fa, 0x42b2986c,
+	0xdbbbc9d6, 0xacbcf940, 0x32d86ce3, 0x45df5c75, 0xdcd60dcf, 0xabd13d59,
+	0x26d930ac, 0x51de003a, 0xc8d75180, 0xbfd06116, 0x21b4f4b5, 0x56b3c423,
+	0xcfba9599, 0xb8bda50f, 0x2802b89e, 0x5f058808, 0xc60cd9b2, 0xb10be924,
+	0x2f6f7c87, 0x58684c11, 0xc1611dab, 0xb6662d3d, 0x76dc4190, 0x01db7106,
+	0x98d220bc, 0xefd5102a, 0x71b18589, 0x06b6b51f, 0x9fbfe4a5, 0xe8b8d433,
+	0x7807c9a2, 0x0f00f934, 0x9609a88e, 0xe10e9818, 0x7f6a0dbb, 0x086d3d2d,
+	0x91646c97, 0xe6635c01, 0x6b6b51f4, 0x1c6c6162, 0x856530d8, 0xf262004e,
+	0x6c0695ed, 0x1b01a57b, 0x8208f4c1, 0xf50fc457, 0x65b0d9c6, 0x12b7e950,
+	0x8bbeb8ea, 0xfcb9887c, 0x62dd1ddf, 0x15da2d49, 0x8cd37cf3, 0xfbd44c65,
+	0x4db26158, 0x3ab551ce, 0xa3bc0074, 0xd4bb30e2, 0x4adfa541, 0x3dd895d7,
+	0xa4d1c46d, 0xd3d6f4fb, 0x4369e96a, 0x346ed9fc, 0xad678846, 0xda60b8d0,
+	0x44042d73, 0x33031de5, 0xaa0a4c5f, 0xdd0d7cc9, 0x5005713c, 0x270241aa,
+	0xbe0b1010, 0xc90c2086, 0x5768b525, 0x206f85b3, 0xb966d409, 0xce61e49f,
+	0x5edef90e, 0x29d9c998, 0xb0d09822, 0xc7d7a8b4, 0x59b33d17, 0x2eb40d81,
+	0xb7bd5c3b, 0xc0ba6cad, 0xedb88320, 0x9abfb3b6, 0x03b6e20c, 0x74b1d29a,
+	0xead54739, 0x9dd277af, 0x04db2615, 0x73dc1683, 0xe3630b12, 0x94643b84,
+	0x0d6d6a3e, 0x7a6a5aa8, 0xe40ecf0b, 0x9309ff9d, 0x0a00ae27, 0x7d079eb1,
+	0xf00f9344, 0x8708a3d2, 0x1e01f268, 0x6906c2fe, 0xf762575d, 0x806567cb,
+	0x196c3671, 0x6e6b06e7, 0xfed41b76, 0x89d32be0, 0x10da7a5a, 0x67dd4acc,
+	0xf9b9df6f, 0x8ebeeff9, 0x17b7be43, 0x60b08ed5, 0xd6d6a3e8, 0xa1d1937e,
+	0x38d8c2c4, 0x4fdff252, 0xd1bb67f1, 0xa6bc5767, 0x3fb506dd, 0x48b2364b,
+	0xd80d2bda, 0xaf0a1b4c, 0x36034af6, 0x41047a60, 0xdf60efc3, 0xa867df55,
+	0x316e8eef, 0x4669be79, 0xcb61b38c, 0xbc66831a, 0x256fd2a0, 0x5268e236,
+	0xcc0c7795, 0xbb0b4703, 0x220216b9, 0x5505262f, 0xc5ba3bbe, 0xb2bd0b28,
+	0x2bb45a92, 0x5cb36a04, 0xc2d7ffa7, 0xb5d0cf31, 0x2cd99e8b, 0x5bdeae1d,
+	0x9b64c2b0, 0xec63f226, 0x756aa39c, 0x026d930a, 0x9c0906a9, 0xeb0e363f,
+	0x72076785, 0x05005713, 0x95bf4a82, 0xe2b87a14, 0x7bb12bae, 0x0cb61b38,
+	0x92d28e9b, 0xe5d5be0d, 0x7cdcefb7, 0x0bdbdf21, 0x86d3d2d4, 0xf1d4e242,
+	0x68ddb3f8, 0x1fda836e, 0x81be16cd, 0xf6b9265b, 0x6fb077e1, 0x18b74777,
+	0x88085ae6, 0xff0f6a70, 0x66063bca, 0x11010b5c, 0x8f659eff, 0xf862ae69,
+	0x616bffd3, 0x166ccf45, 0xa00ae278, 0xd70dd2ee, 0x4e048354, 0x3903b3c2,
+	0xa7672661, 0xd06016f7, 0x4969474d, 0x3e6e77db, 0xaed16a4a, 0xd9d65adc,
+	0x40df0b66, 0x37d83bf0, 0xa9bcae53, 0xdebb9ec5, 0x47b2cf7f, 0x30b5ffe9,
+	0xbdbdf21c, 0xcabac28a, 0x53b39330, 0x24b4a3a6, 0xbad03605, 0xcdd70693,
+	0x54de5729, 0x23d967bf, 0xb3667a2e, 0xc4614ab8, 0x5d681b02, 0x2a6f2b94,
+	0xb40bbe37, 0xc30c8ea1, 0x5a05df1b, 0x2d02ef8d
 };
 
-static long crc_step(__u32 i, void *data)
+static __always_inline __u32 crc32_13(const __u8 *b)
 {
-	struct crc_ctx *x = data;
-	__u32 crc = x->crc ^ x->b[i & 15];
+	__u32 crc = 0xFFFFFFFF;
 #pragma unroll
-	for (int k = 0; k < 8; k++)
-		crc = (crc >> 1) ^ (0xEDB88320 & (0u - (crc & 1)));
-	x->crc = crc;
-	return 0;
+	for (int i = 0; i < 13; i++)
+		crc = crc_table[(crc ^ b[i]) & 0xFF] ^ (crc >> 8);
+	return ~crc;
 }
 
-static __always_inline int ternary(const __u16 *key, const struct rule_entry *e)
+/* Loop bodies below run under bpf_loop(): the verifier checks each body once,
+ * whatever the trip count, which keeps verification linear in the program. */
+/* (key & mask) == value on all fields, branch-free */
+static __always_inline int ternary(const struct rule_key *k, const struct rule_entry *e)
 {
-	for (int f = 0; f < NKEY; f++)
-		if ((key[f] & e->mask[f]) != e->value[f])
-			return 0;
-	return 1;
+	return (((k->lo & e->mask_lo) ^ e->value_lo) | ((k->hi & e->mask_hi) ^ e->value_hi)) == 0;
 }
 
+/* A_y fits int32 and Z uint32: chimera.compile.build proves both bounds for every artifact */
 struct win_ctx {
 	__u32 ver, c, nv;
 	__u8 ring[L];
-	__s64 Z;
-	__s64 A[Y];
+	__u32 Z;
+	__s32 A[Y];
 };
 
 static long win_step(__u32 i, void *data)
@@ -204,7 +264,7 @@ static long win_step(__u32 i, void *data)
 }
 
 struct rule_ctx {
-	__u16 key[NKEY];
+	struct rule_key key;
 	__u32 ver, n;
 	int hit, label;
 	__u32 fired;
@@ -217,23 +277,11 @@ static long hard_step(__u32 i, void *data)
 		return 1;
 	__u32 k = x->ver * HMAX + i;
 	struct rule_entry *e = bpf_map_lookup_elem(&hard_tbl, &k);
-	if (e && ternary(x->key, e)) {
+	if (e && ternary(&x->key, e)) {
 		x->hit = e->rule;
 		x->label = e->label;
 		return 1;
 	}
-	return 0;
-}
-
-static long soft_step(__u32 i, void *data)
-{
-	struct rule_ctx *x = data;
-	if (i >= x->n)
-		return 1;
-	__u32 k = x->ver * SMAX + i;
-	struct rule_entry *e = bpf_map_lookup_elem(&soft_tbl, &k);
-	if (e && ternary(x->key, e))
-		x->fired |= 1u << (e->rule & 31);
 	return 0;
 }
 
@@ -303,11 +351,9 @@ static __always_inline void classify(struct pkt *p, __u64 now, struct verdict_hd
 	int swap = p->src > p->dst || (p->src == p->dst && p->sport > p->dport);
 	__u32 lo_ip = swap ? p->dst : p->src, hi_ip = swap ? p->src : p->dst;
 	__u16 lo_p = swap ? p->dport : p->sport, hi_p = swap ? p->sport : p->dport;
-	struct crc_ctx cx = {.b = {lo_ip >> 24, lo_ip >> 16, lo_ip >> 8, lo_ip, hi_ip >> 24, hi_ip >> 16, hi_ip >> 8,
-				   hi_ip, lo_p >> 8, lo_p, hi_p >> 8, hi_p, p->proto},
-			     .crc = 0xFFFFFFFF};
-	bpf_loop(13, crc_step, &cx, 0);
-	__u32 crc = ~cx.crc;
+	__u8 tup[13] = {lo_ip >> 24, lo_ip >> 16, lo_ip >> 8, lo_ip, hi_ip >> 24, hi_ip >> 16, hi_ip >> 8, hi_ip,
+			lo_p >> 8, lo_p, hi_p >> 8, hi_p, p->proto};
+	__u32 crc = crc32_13(tup);
 	__u32 slot = crc & (CHIMERA_FLOW_SLOTS - 1);
 	struct flow_slot *fs = bpf_map_lookup_elem(&flows, &slot);
 	if (!fs)
@@ -359,8 +405,8 @@ static __always_inline void classify(struct pkt *p, __u64 now, struct verdict_hd
 	__builtin_memcpy(wx.ring, fs->ring, L);
 	if (pr->use_window)
 		bpf_loop(L, win_step, &wx, 0);
-	__s64 Z = wx.Z;
-	__s64 A[Y];
+	__u32 Z = wx.Z;
+	__s32 A[Y];
 #pragma unroll
 	for (int y = 0; y < Y; y++)
 		A[y] = wx.A[y];
@@ -373,41 +419,55 @@ static __always_inline void classify(struct pkt *p, __u64 now, struct verdict_hd
 			A[y] += ge->g[y];
 	}
 	/* 6. rules */
-	__u16 rk[NKEY] = {p->proto, p->flags, dir, fs->pkts < CHIMERA_FLOW_PKTS_SAT ? fs->pkts : CHIMERA_FLOW_PKTS_SAT,
-			  p->sport, p->dport, p->ip_len};
+	__u64 pk = fs->pkts < CHIMERA_FLOW_PKTS_SAT ? fs->pkts : CHIMERA_FLOW_PKTS_SAT;
+	struct rule_key rk = {.lo = (__u64)p->proto | (__u64)p->flags << 8 | (__u64)dir << 16 | pk << 24 |
+				    (__u64)p->sport << 32 | (__u64)p->dport << 48,
+			      .hi = p->ip_len};
 	struct rule_ctx rx = {.ver = ver, .n = pr->n_hard, .hit = -1};
-	__builtin_memcpy(rx.key, rk, sizeof(rk));
+	rx.key = rk;
 	bpf_loop(HMAX, hard_step, &rx, 0);
 	int hard_rule = rx.hit, hard_label = rx.label;
-	rx.n = pr->n_soft;
-	rx.fired = 0;
-	bpf_loop(SMAX, soft_step, &rx, 0);
-	__u32 fired = rx.fired;
+	__u32 fired = 0;
+	__u32 sg = p->proto == 6 ? 0 : p->proto == 17 ? 1 : 2;
+	__u32 lo = pr->soft_lo[sg], hi = pr->soft_hi[sg];
+	struct soft_block *sb = bpf_map_lookup_elem(&soft_tbl, &ver);
+	if (!sb)
+		return;
+	for (int i = 0; i < SMAX; i++) {
+		__u64 idx = (__u64)lo + i; /* 64-bit: no zero-extended copy escapes the bounds check */
+		if (idx >= hi || idx >= SMAX)
+			break;
+		barrier_var(idx); /* keep clang from computing the address before the bounds check */
+		fired |= (__u32)ternary(&rk, &sb->e[idx]) << (sb->e[idx].rule & 31);
+	}
 	/* 7. fusion: fused_y = ALPHA*A_y + BETA*S_y*Z; label = first argmax; score = top - second */
-	__s64 S[Y] = {};
+	struct soft_weights *sw = bpf_map_lookup_elem(&softw_tbl, &ver);
+	if (!sw)
+		return;
+	__s32 S[Y] = {};
 	for (int r = 0; r < RMAX; r++) {
 		if (!(fired & (1u << r)))
 			continue;
-		__u32 wk = ver * RMAX + r;
-		struct soft_weights *w = bpf_map_lookup_elem(&softw_tbl, &wk);
-		if (!w)
-			return;
+#pragma unroll
 		for (int y = 0; y < Y; y++)
-			S[y] += w->w[y];
+			S[y] += sw->w[r][y];
 	}
+	__s64 F[Y];
 	__u32 label = 0;
+#pragma unroll
 	for (int y = 0; y < Y; y++) {
-		A[y] = (__s64)pr->alpha * A[y] + (__s64)pr->beta * S[y] * Z;
-		if (A[y] > A[label])
+		F[y] = (__s64)pr->alpha * A[y] + (__s64)pr->beta * S[y] * (__s64)Z;
+		if (F[y] > F[label & 15])
 			label = y;
 	}
-	__s64 best = A[label & 15], second = 0;
+	__s64 best = F[label & 15], second = 0;
 	int have = 0;
+#pragma unroll
 	for (int y = 0; y < Y; y++) {
 		if (y == label)
 			continue;
-		if (!have || A[y] > second) {
-			second = A[y];
+		if (!have || F[y] > second) {
+			second = F[y];
 			have = 1;
 		}
 	}
@@ -434,6 +494,27 @@ static __always_inline void classify(struct pkt *p, __u64 now, struct verdict_hd
 	v->rule_id = hard_rule >= 0 ? hard_rule : 0xFF;
 	v->score = bpf_htonl(score);
 	v->centroid = c;
+}
+
+/* 9. emit: grow the head, move the MACs to the front, write the header, redirect. */
+static __always_inline int emit(struct __sk_buff *skb, struct verdict_hdr *v, __u16 eth_type, __u64 t_in,
+				__u32 egress)
+{
+	__u8 macs[12];
+	if (skb->len < 14 || bpf_skb_load_bytes(skb, 0, macs, 12) ||
+	    bpf_skb_change_head(skb, CHIMERA_VERDICT_LEN, 0)) {
+		count(CNT_HEADROOM_FAIL);
+		return bpf_redirect(egress, 0); /* forwarded unmarked; the collector counts it */
+	}
+	__u16 et = bpf_htons(CHIMERA_VERDICT_ETHERTYPE);
+	v->orig_type = bpf_htons(eth_type);
+	v->ts_in = bpf_cpu_to_be64(t_in);
+	bpf_skb_store_bytes(skb, 0, macs, 12, 0);
+	bpf_skb_store_bytes(skb, 12, &et, 2, 0);
+	v->ts_out = bpf_cpu_to_be64(bpf_ktime_get_ns());
+	bpf_skb_store_bytes(skb, 14, v, sizeof(*v), 0);
+	count(CNT_REDIRECTED);
+	return bpf_redirect(egress, 0);
 }
 
 SEC("tc")
@@ -464,22 +545,7 @@ int chimera_ingress(struct __sk_buff *skb)
 		if (pr)
 			v.map_version = bpf_htons((__u16)pr->map_version);
 	}
-	/* 9. emit: grow the head, move the MACs to the front, write the header */
-	__u8 macs[12];
-	if (skb->len < 14 || bpf_skb_load_bytes(skb, 0, macs, 12) ||
-	    bpf_skb_change_head(skb, CHIMERA_VERDICT_LEN, 0)) {
-		count(CNT_HEADROOM_FAIL);
-		return bpf_redirect(egress, 0); /* forwarded unmarked; the collector counts it */
-	}
-	__u16 et = bpf_htons(CHIMERA_VERDICT_ETHERTYPE);
-	v.orig_type = bpf_htons(eth_type);
-	v.ts_in = bpf_cpu_to_be64(t_in);
-	bpf_skb_store_bytes(skb, 0, macs, 12, 0);
-	bpf_skb_store_bytes(skb, 12, &et, 2, 0);
-	v.ts_out = bpf_cpu_to_be64(bpf_ktime_get_ns());
-	bpf_skb_store_bytes(skb, 14, &v, sizeof(v), 0);
-	count(CNT_REDIRECTED);
-	return bpf_redirect(egress, 0);
+	return emit(skb, &v, eth_type, t_in, egress);
 }
 
 /* The baseline for `invoke bench --what switch`: same path, no pipeline. */
@@ -491,6 +557,23 @@ int bare_redirect(struct __sk_buff *skb)
 	if (!eg)
 		return TC_ACT_OK;
 	return bpf_redirect(*eg, 0);
+}
+
+/* Baseline 2: the verdict header alone (no pipeline), to separate the cost of marking. */
+SEC("tc")
+int mark_only(struct __sk_buff *skb)
+{
+	__u64 t_in = bpf_ktime_get_ns();
+	__u32 in_if = skb->ifindex;
+	__u32 *eg = bpf_map_lookup_elem(&ports, &in_if);
+	if (!eg)
+		return TC_ACT_OK;
+	__u8 eth[14];
+	__u16 eth_type = 0;
+	if (skb->len >= 14 && !bpf_skb_load_bytes(skb, 0, eth, 14))
+		eth_type = ((__u16)eth[12] << 8) | eth[13];
+	struct verdict_hdr v = {.version = 1, .flags = CHIMERA_VFLAG_UNPARSED, .label = 0xFF, .rule_id = 0xFF};
+	return emit(skb, &v, eth_type, t_in, *eg);
 }
 
 char LICENSE[] SEC("license") = "GPL";

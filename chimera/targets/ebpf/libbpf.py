@@ -96,24 +96,29 @@ class BpfObject:
     """An opened and loaded BPF object file; closes (and unloads) on close()."""
 
     def __init__(self, path: str) -> None:
-        self._log = ctypes.create_string_buffer(LOG_SIZE)
-        opts = OpenOpts(sz=ctypes.sizeof(OpenOpts), kernel_log_buf=ctypes.cast(self._log, ctypes.c_char_p),
-                        kernel_log_size=LOG_SIZE, kernel_log_level=0)
-        self._opts = opts
-        obj = lib().bpf_object__open_file(path.encode(), ctypes.byref(opts))
-        if not obj:
-            raise TargetError(f"{path}: libbpf could not open the object ({os.strerror(ctypes.get_errno())})",
-                              "rebuild it: invoke build --target ebpf")
-        self.obj = obj
-        rc = lib().bpf_object__load(obj)
+        self.obj = None
+        rc = self._open_load(path, log_level=0)
         if rc < 0:
+            # load again with a verifier log: the kernel only writes one when asked
+            self._open_load(path, log_level=1)
             log = self._log.value.decode(errors="replace")
-            lib().bpf_object__close(obj)
-            self.obj = None
+            self.close()
             tail = "\n".join(log.strip().splitlines()[-25:])
             raise TargetError(f"the kernel rejected {path} ({os.strerror(-rc)}); verifier log tail:\n{tail}",
                               "a verifier rejection is a bug in chimera.bpf.c for this configuration; "
                               "report it with the artifact and this log")
+
+    def _open_load(self, path: str, log_level: int) -> int:
+        self.close()
+        self._log = ctypes.create_string_buffer(LOG_SIZE)
+        self._opts = OpenOpts(sz=ctypes.sizeof(OpenOpts), kernel_log_buf=ctypes.cast(self._log, ctypes.c_char_p),
+                              kernel_log_size=LOG_SIZE, kernel_log_level=log_level)
+        obj = lib().bpf_object__open_file(path.encode(), ctypes.byref(self._opts))
+        if not obj:
+            raise TargetError(f"{path}: libbpf could not open the object ({os.strerror(ctypes.get_errno())})",
+                              "rebuild it: invoke build --target ebpf")
+        self.obj = obj
+        return int(lib().bpf_object__load(obj))
 
     def prog_fd(self, name: str) -> int:
         p = lib().bpf_object__find_program_by_name(self.obj, name.encode())

@@ -39,18 +39,46 @@ def flag_dense(art: Artifact) -> np.ndarray:
     return out
 
 
+RULE_SHIFTS = (0, 8, 16, 24, 32, 48)  # proto, tcp_flags, dir, flow_pkts, sport, dport -> the 64-bit word
+
+
 def _rule_rows(entries: np.ndarray, n_max: int, soft: bool) -> bytes:
-    """struct rule_entry { u16 value[7]; u16 mask[7]; u8 rule; u8 label; u8 pad[2]; } x n_max."""
-    dt = np.dtype([("value", "<u2", 7), ("mask", "<u2", 7), ("rule", "u1"), ("label", "u1"), ("pad", "u1", 2)])
+    """struct rule_entry {u64 value_lo, mask_lo; u16 value_hi, mask_hi; u8 rule, label, pad[2]} x n_max.
+
+    The 7-field rule key is packed as in the C: six fields into one 64-bit word, ip_len apart.
+    """
+    dt = np.dtype([("value_lo", "<u8"), ("mask_lo", "<u8"), ("value_hi", "<u2"), ("mask_hi", "<u2"),
+                   ("rule", "u1"), ("label", "u1"), ("pad", "u1", 2)])
     a = np.zeros(n_max, dt)
     n = len(entries)
     if n:
-        a["value"][:n] = entries[:, :7]
-        a["mask"][:n] = entries[:, 7:14]
+        e = entries.astype(np.uint64)
+        for f, sh in enumerate(RULE_SHIFTS):
+            a["value_lo"][:n] |= e[:, f] << np.uint64(sh)
+            a["mask_lo"][:n] |= e[:, 7 + f] << np.uint64(sh)
+        a["value_hi"][:n] = entries[:, 6]
+        a["mask_hi"][:n] = entries[:, 13]
         a["rule"][:n] = entries[:, 14]
         if not soft:
             a["label"][:n] = entries[:, 15]
     return a.tobytes()
+
+
+def soft_layout(entries: np.ndarray) -> tuple[np.ndarray, list[int], list[int]]:
+    """Order soft entries [TCP-only][any][UDP-only][other] and give each protocol its scan range.
+
+    Soft rules fire if *any* entry matches, so order is free; an entry whose
+    exact protocol differs from the packet's cannot match and need not be scanned.
+    """
+    proto, pmask = entries[:, 0], entries[:, 7]
+    exact = pmask == 0xFF
+    groups = [exact & (proto == 6), ~exact, exact & (proto == 17), exact & (proto != 6) & (proto != 17)]
+    order = np.concatenate([np.flatnonzero(g) for g in groups]).astype(np.int64)
+    n = [int(g.sum()) for g in groups]
+    tcp, wild, udp = n[0], n[1], n[2]
+    lo = [0, tcp, tcp]                          # TCP, UDP, other
+    hi = [tcp + wild, tcp + wild + udp, len(entries)]
+    return entries[order], lo, hi
 
 
 def table_images(art: Artifact) -> dict[str, bytes]:
@@ -70,14 +98,15 @@ def table_images(art: Artifact) -> dict[str, bytes]:
     hmax, smax, rmax = max(art.c("HARD_ENTRIES"), 1), max(art.c("SOFT_ENTRIES"), 1), max(art.c("SOFT_RULES"), 1)
     softw = np.zeros((rmax, Y), "<i4")
     softw[: art.soft_weights.shape[0]] = art.soft_weights
-    params = struct.pack("<8I", art.c("ALPHA"), art.c("BETA"), art.c("LAMBDA_H"), art.c("MAP_VERSION"),
-                         art.c("HARD_ENTRIES"), art.c("SOFT_ENTRIES"), art.c("USE_WINDOW"), 0)
+    soft, lo, hi = soft_layout(art.soft_entries)
+    params = struct.pack("<14I", art.c("ALPHA"), art.c("BETA"), art.c("LAMBDA_H"), art.c("MAP_VERSION"),
+                         art.c("HARD_ENTRIES"), art.c("SOFT_ENTRIES"), art.c("USE_WINDOW"), 0, *lo, *hi)
     return {
         "len_tbl": len_bin(np.arange(65536), art.len_lo).astype(np.uint8).tobytes(),
         "flag_tbl": flag_dense(art).tobytes(),
         "map_tbl": art.map.astype(np.uint8).tobytes(),
         "win_tbl": win.tobytes(), "glob_tbl": glob.tobytes(),
-        "hard_tbl": _rule_rows(art.hard, hmax, False), "soft_tbl": _rule_rows(art.soft_entries, smax, True),
+        "hard_tbl": _rule_rows(art.hard, hmax, False), "soft_tbl": _rule_rows(soft, smax, True),
         "softw_tbl": softw.tobytes(), "params_tbl": params,
     }
 
@@ -99,7 +128,7 @@ class EbpfPipeline:
         t0 = time.perf_counter()
         for name, img in images.items():
             m = self.obj.map(name)
-            per = m.max_entries // NV
+            per = m.max_entries // NV  # entries per version (1 for the single-value soft tables)
             if len(img) != per * m.value_size:
                 raise TargetError(f"table {name}: image of {len(img)} bytes, map holds {per}x{m.value_size}",
                                   "the eBPF object was built for another artifact; rebuild it")
