@@ -159,3 +159,24 @@ def test_killed_run_is_cleaned_up_by_the_next(tmp_path: Path) -> None:
         _check(res, 100)
     finally:
         t.close()
+
+
+def test_software_classifier_host_path(target: EbpfTarget, tmp_path: Path) -> None:
+    """A † configuration through s1 -> sc -> s1: every packet marked by sc, and sc's verdicts equal an
+    offline re-run of the same classifier on the same frames and clock."""
+    from chimera.experiments.runner import _fires
+    from chimera.compile.config import FusionConfig
+    from chimera.testbed.classifier import export_model
+    cfg = load_experiment("quickstart", {"model": {"attention": "softmax", "epochs": 2}})
+    v = resolve_variants(cfg)[0]
+    ds = resolve_dataset(cfg.dataset, ROOT / "data")
+    pp = prepare(ds, cfg.seed)
+    rules = load_rules(ROOT / cfg.rules)
+    W = learn_soft_weights(_fires(rules, pp.rule_keys[pp.train_rows]), pp.y(pp.train_rows), len(ds.classes), seed=1)
+    model, _, _ = get_model(pp, v.model, cfg.seed, Cache())
+    mj = export_model(model, rules, W, FusionConfig(), 0.5, tmp_path / "sw.json")
+    table = ds.table.take(pp.replay_rows[:600])
+    res = target.run_software(mj, table, tmp_path, "softmax")
+    assert res.extra["lost"] == 0 and res.extra["reference_mismatches"] == 0
+    assert res.extra["conformance_checked"] == 600
+    assert res.extra["latency_switch_p50_us"] > 0

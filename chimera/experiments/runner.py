@@ -41,6 +41,7 @@ from chimera.results.layout import RunDir, environment, git_state
 from chimera.rules.spec import Rules, first_match, load_rules, rule_keys, soft_fires
 from chimera.rules.weights import learn_soft_weights
 from chimera.targets import ReferenceTarget, Target, select_target
+from chimera.testbed.classifier import export_model
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
@@ -248,9 +249,21 @@ def _run_variants(cfg, tgt, variants, pp, rules, W, fires, hard, replay_table, p
                                    "attention": v.model.attention, "keys": v.model.keys,
                                    "aggregation": v.model.aggregation, "fusion": v.fusion.mode, "beta": beta,
                                    "val_f1_nn": model.val_f1}
-            if v.software_only:
+            if v.software_only and hasattr(tgt, "run_software"):
+                # † on a testbed: the software classifier host classifies, through the network
+                slug = _slug(v.name)
+                mj = export_model(model, rules, W, v.fusion, beta, run.path / "artifacts" / f"{slug}.software.json")
+                t0 = time.perf_counter()
+                res = tgt.run_software(mj, replay_table, run.path, slug)
+                timings[f"target:{v.name}"] = time.perf_counter() - t0
+                pred = res.verdicts.label[pos_in_replay].astype(np.int64)
+                row.update({"executed_on": f"software classifier host sc (float), {tgt.name} testbed",
+                            "bits_per_flow": np.nan, "table_entries": np.nan, "table_kbits": np.nan,
+                            "float_int_agreement": np.nan, "offline_agreement": float(np.mean(pred == float_pred)),
+                            **{k: x for k, x in res.extra.items() if not isinstance(x, dict)}})
+            elif v.software_only:
                 pred = float_pred
-                row.update({"executed_on": "software classifier (float)", "bits_per_flow": np.nan,
+                row.update({"executed_on": "software classifier (float, offline)", "bits_per_flow": np.nan,
                             "table_entries": np.nan, "table_kbits": np.nan, "float_int_agreement": np.nan})
             else:
                 t0 = time.perf_counter()

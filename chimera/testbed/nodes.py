@@ -95,8 +95,17 @@ class EbpfSwitch(TargetSwitch):
                  ", ".join(i for i, _ in self.port_pairs()), dt * 1e3)
         return dt
 
+    def load_redirect(self, pairs: list[tuple[str, str]]) -> None:
+        """No pipeline: a plain redirect along ``pairs`` (the software-classifier path)."""
+        from chimera.targets.ebpf.build import build_redirect_object
+        from chimera.targets.ebpf.pipeline import EbpfPipeline
+        self.unload()
+        self.pipeline = EbpfPipeline(build_redirect_object(self.build_dir))
+        self.pipeline.attach(self.pid, pairs, prog="redirect")
+        self.artifact = None
+
     def registers(self) -> dict[str, Any]:
-        if self.pipeline is None:
+        if self.pipeline is None or self.artifact is None:
             return {}
         return {"counters": self.pipeline.counters(), "ema": self.pipeline.ema().tolist()}
 

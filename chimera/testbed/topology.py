@@ -29,13 +29,14 @@ STATE_DIR = Path(os.environ.get("CHIMERA_STATE_DIR", "/run/chimera-testbed"))
 
 
 class ChimeraTopo(Topo):
-    """h1 (sender) - s1 (the pipeline) - h2 (collector)."""
+    """h1 (sender) - s1 (the pipeline) - h2 (collector), and sc (software classifier host) on s1 port 3."""
 
     def build(self) -> None:  # type: ignore[override]
-        h1, h2 = self.addHost("h1"), self.addHost("h2")
+        h1, h2, sc = self.addHost("h1"), self.addHost("h2"), self.addHost("sc")
         s1 = self.addSwitch("s1")
         self.addLink(h1, s1, intfName1="h1-eth0", intfName2="s1-eth1")
         self.addLink(h2, s1, intfName1="h2-eth0", intfName2="s1-eth2")
+        self.addLink(sc, s1, intfName1="sc-eth0", intfName2="s1-eth3")
 
 
 def _alive(pid: int) -> bool:
@@ -71,7 +72,7 @@ def _netns_inode(pid: int) -> int | None:
 
 
 #: The only processes a run starts inside its namespaces (node shells, captures, replays, BMv2).
-OUR_PROCESSES = ("mininet:", "mnexec", "tcpdump", "tcpreplay", "simple_switch")
+OUR_PROCESSES = ("mininet:", "mnexec", "tcpdump", "tcpreplay", "simple_switch", "chimera.testbed.classifier")
 
 
 def _kill_netns(inode: int) -> int:
@@ -140,11 +141,12 @@ class Testbed:
         try:
             self.net.build()
             self._record()
-            for h in (self.h1, self.h2):
+            for h in (self.h1, self.h2, self.sc):
                 quiet_host(h)
                 offloads_off(h, h.defaultIntf().name)
             self.h1.cmd(f"ip link set h1-eth0 mtu {SENDER_MTU}")
             self.h2.cmd(f"ip link set h2-eth0 mtu {SWITCHED_MTU}")
+            self.sc.cmd(f"ip link set sc-eth0 mtu {SWITCHED_MTU}")
             self.net.start()
         except BaseException:
             self.__exit__(None, None, None)
@@ -165,6 +167,10 @@ class Testbed:
     @property
     def h2(self) -> Any:
         return self.net.get("h2")  # type: ignore[union-attr]
+
+    @property
+    def sc(self) -> Any:
+        return self.net.get("sc")  # type: ignore[union-attr]
 
     @property
     def s1(self) -> TargetSwitch:

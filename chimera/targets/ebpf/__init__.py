@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -9,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from chimera.compile.artifact import Artifact
-from chimera.errors import ToolMissingError
+from chimera.errors import TargetError, ToolMissingError
 from chimera.testbed.target import TestbedTarget
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,59 @@ class EbpfTarget(TestbedTarget):
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "clock": "switch ingress (CLOCK_MONOTONIC)"}
+
+    def run_software(self, model_json: Path, table: Any, run_dir: Path, slug: str) -> Any:
+        """A † configuration: s1 redirects to the software classifier host sc, which marks and returns."""
+        import subprocess
+        import sys
+        import time
+
+        import numpy as np
+
+        from chimera.targets import TargetResult
+        from chimera.testbed.classifier import SoftwareClassifier
+        from chimera.testbed.collect import collect, latency_summary
+        from chimera.testbed.replay import replay
+        self._ensure_testbed(run_dir)
+        pcap, frames, _ = self._replay_pcap(table, run_dir)
+        tb = self.testbed
+        s = tb.s1.name
+        tb.s1.load_redirect([(f"{s}-eth1", f"{s}-eth3"), (f"{s}-eth3", f"{s}-eth2")])
+        ready = run_dir / "replay" / f"{slug}.sc-ready"
+        ready.unlink(missing_ok=True)
+        log_f = open(run_dir / "replay" / f"{slug}.sc.log", "wb")
+        daemon = tb.sc.popen([sys.executable, "-m", "chimera.testbed.classifier", "--model", str(model_json),
+                              "--intf", "sc-eth0", "--ready-file", str(ready)], stdout=log_f, stderr=subprocess.STDOUT)
+        try:
+            t0 = time.monotonic()
+            while not ready.exists():
+                if daemon.poll() is not None or time.monotonic() - t0 > 30:
+                    raise TargetError(f"the software classifier on sc did not start (see {log_f.name})",
+                                      "check that the model file is valid and python can import chimera there")
+                time.sleep(0.1)
+            files = replay(tb.h1, tb.h2, pcap, self.replay_cfg, run_dir / "replay", slug)
+        finally:
+            daemon.terminate()
+            daemon.wait(timeout=10)
+            log_f.close()
+            tb.s1.unload()
+        got = collect(frames, files.sent, files.received)
+        # conformance of the software path: the same function, offline, on the same frames and clock
+        clf = SoftwareClassifier(json.loads(model_json.read_text()))
+        rows = np.flatnonzero(got.received)
+        mism = 0
+        for i in rows:
+            f, lab, rule, score, c = clf.classify(frames[i], int(got.ts_in[i]))
+            v = got.verdicts
+            mism += (f, lab, rule, score, c) != (int(v.flags[i]), int(v.label[i]), int(v.rule_id[i]),
+                                                 int(v.score[i]), int(v.centroid[i]))
+        if mism:
+            log.error("software classifier: %d verdicts differ from the offline re-run", mism)
+        extra = {"lost": got.lost, "foreign_frames": got.foreign, "unmarked_frames": got.unmarked,
+                 "reference_mismatches": mism, "conformance_checked": int(rows.size), **latency_summary(got)}
+        log.info("[ebpf+sc] %s: %d/%d packets classified by the software classifier host, %d lost", slug,
+                 rows.size, len(table), got.lost)
+        return TargetResult(got.verdicts, 0, extra)
 
     def unsupported(self, art: Artifact) -> str | None:
         """Why this artifact cannot run in the eBPF dataplane, or None."""

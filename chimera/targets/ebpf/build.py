@@ -15,21 +15,30 @@ SOURCE = Path(__file__).with_name("chimera.bpf.c")
 CFLAGS = ["-g", "-O2", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu", "-Wall", "-Wno-unused-variable"]
 
 
+def build_redirect_object(build_dir: Path) -> Path:
+    """The artifact-independent redirect program (redirect.bpf.c)."""
+    return _clang(SOURCE.with_name("redirect.bpf.c"), None, build_dir)
+
+
 def build_object(art: Artifact, build_dir: Path) -> Path:
     """Compile chimera.bpf.c against the artifact's header; cached by (source, header) hash."""
+    return _clang(SOURCE, render(art), build_dir)
+
+
+def _clang(source: Path, header: str | None, build_dir: Path) -> Path:
     clang = shutil.which("clang")
     if clang is None:
         raise ToolMissingError("clang is not installed (needed to build the eBPF dataplane)",
                                "apt-get install clang llvm libbpf-dev (scripts/bootstrap does it)")
-    header = render(art)
-    key = hashlib.sha256(SOURCE.read_bytes() + header.encode()).hexdigest()[:16]
+    key = hashlib.sha256(source.read_bytes() + (header or "").encode()).hexdigest()[:16]
     out_dir = build_dir / f"ebpf-{key}"
-    obj = out_dir / "chimera.bpf.o"
+    obj = out_dir / source.name.replace(".c", ".o")
     if obj.exists():
         return obj
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "chimera_constants.h").write_text(header)
-    r = subprocess.run([clang, *CFLAGS, f"-I{out_dir}", "-c", str(SOURCE), "-o", str(obj) + ".tmp"],
+    if header is not None:
+        (out_dir / "chimera_constants.h").write_text(header)
+    r = subprocess.run([clang, *CFLAGS, f"-I{out_dir}", "-c", str(source), "-o", str(obj) + ".tmp"],
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise TargetError(f"clang failed to build the eBPF dataplane:\n{r.stderr[-3000:]}",

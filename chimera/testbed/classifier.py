@@ -1,0 +1,183 @@
+"""The software classifier host: float-model verdicts for configurations a switch cannot run (†).
+
+Exact softmax and dense attention run here, on host ``sc`` behind s1: the
+switch redirects each frame to sc, this process classifies it with the float
+model (the same math as chimera.model.train.TrainedModel.scores plus the
+float fusion and hard veto of the runner), inserts the verdict header and
+sends the frame back to s1, which forwards it to h2. So their latency and
+throughput are measured through the network, not asserted.
+
+``SoftwareClassifier.classify`` is the single per-packet function: the daemon
+calls it on live frames, and the conformance check calls it offline on the
+same frames with the daemon's own timestamps, which must give the same verdicts.
+
+    python -m chimera.testbed.classifier --model MODEL.json --intf sc-eth0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import socket
+import struct
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from chimera.data.pcap import LINKTYPE_ETHERNET, parse_frames
+from chimera.data.tokens import IAT_BUCKETS, IAT_SHIFT, TS_UNIT_MASK
+from chimera.formats.verdict import (ETH_P_VERDICT, NO_LABEL, NO_RULE, SCORE_MAX, VERDICT_STRUCT, VERDICT_VERSION,
+                                     VerdictFlag)
+
+log = logging.getLogger(__name__)
+ETH_P_ALL = 0x0003
+PACKET_OUTGOING = 4
+SCORE_SCALE = 1_000_000  # float margin -> verdict score (fixed point, saturating)
+
+
+def export_model(model: Any, rules: Any, W: np.ndarray, fusion: Any, beta: float, path: Path) -> Path:
+    """Write everything the classifier needs as one JSON file."""
+    from chimera.model.train import global_counts
+    cfg = model.config
+    entries, _ = rules.hard_entries(model.classes)
+    a, b = fusion.coefficients(beta)
+    body = {
+        "classes": model.classes, "keys": cfg.keys, "window": cfg.window, "uses_global": cfg.uses_global,
+        "kernel": model.kernel.tolist(), "head": model.head.tolist(),
+        "global_counts": global_counts(model.global_tokens, cfg.centroids).tolist(),
+        "len_lo": model.map.len_lo.tolist(), "map": model.map.centroid_of_key.tolist(),
+        "hard": [[*e.value, *e.mask, r, y] for e, r, y in entries], "soft": rules.soft_table().tolist(),
+        "soft_weights": np.asarray(W).tolist(), "alpha": a, "beta": b, "lambda_h": fusion.lambda_h,
+    }
+    path.write_text(json.dumps(body))
+    return path
+
+
+@dataclass
+class _Flow:
+    orient: int
+    last: int
+    pkts: int
+    ring: deque
+
+
+class SoftwareClassifier:
+    """Per-flow state (exact canonical 5-tuples: no slots, no collisions) and the float model."""
+
+    def __init__(self, model: dict[str, Any]) -> None:
+        from chimera.model.tokenizer import flag_class
+        self.m = model
+        self.K = np.asarray(model["kernel"])
+        self.U = np.asarray(model["head"])
+        self.G = np.asarray(model["global_counts"])
+        self.len_lo = np.asarray(model["len_lo"])
+        self.cmap = np.asarray(model["map"])
+        self.hard = np.asarray(model["hard"], np.int64).reshape(-1, 16)
+        self.soft = np.asarray(model["soft"], np.int64).reshape(-1, 15)
+        self.W = np.asarray(model["soft_weights"]).reshape(self.soft[:, 14].max() + 1 if len(self.soft) else 0, -1)
+        self.fclass = flag_class(np.arange(256))
+        self.dense = model["keys"] == "dense"
+        self.uses_window = model["keys"] in ("hybrid", "local", "dense")
+        self.flows: dict[tuple, _Flow] = {}
+
+    def classify(self, frame: bytes, ts_ns: int) -> tuple[int, int, int, int, int]:
+        """(flags, label, rule_id, score, centroid) for one untagged Ethernet frame."""
+        buf = np.frombuffer(frame, np.uint8)
+        cols = parse_frames(buf, np.zeros(1, np.int64), np.array([len(frame)], np.uint32),
+                            np.array([LINKTYPE_ETHERNET], np.uint16))
+        if not (cols["status"][0] == 0 and cols["ip_version"][0] == 4 and not cols["vlan"][0]
+                and cols["ethertype"][0] == 0x0800):
+            return int(VerdictFlag.UNPARSED), NO_LABEL, NO_RULE, 0, 0
+        src, dst = int(cols["src4"][0]), int(cols["dst4"][0])
+        sp, dp, proto = int(cols["sport"][0]), int(cols["dport"][0]), int(cols["proto"][0])
+        ip_len, tflags = int(cols["ip_len"][0]), int(cols["tcp_flags"][0])
+        swap = int((src, sp) > (dst, dp))
+        key = (min((src, sp), (dst, dp)), max((src, sp), (dst, dp)), proto)
+        tsu = (ts_ns >> IAT_SHIFT) & TS_UNIT_MASK
+        flags = 0
+        f = self.flows.get(key)
+        if f is None:
+            f = self.flows[key] = _Flow(swap, tsu, 0, deque(maxlen=None if self.dense else self.m["window"]))
+            flags |= int(VerdictFlag.NEW_FLOW)
+            iat_b = 0
+        else:
+            iat_b = 1 + min(((tsu - f.last) & TS_UNIT_MASK).bit_length(), IAT_BUCKETS - 2)
+        d = swap ^ f.orient
+        lbin = int(np.searchsorted(self.len_lo, ip_len, side="right") - 1)
+        pclass = {6: 1, 17: 2, 1: 3}.get(proto, 0)
+        c = int(self.cmap[(((lbin * IAT_BUCKETS + iat_b) * 2 + d) * 8 + int(self.fclass[tflags])) * 4 + pclass])
+        f.ring.append(c)
+        f.pkts += 1
+        f.last = tsu
+        counts = np.zeros(self.K.shape[0])
+        if self.uses_window:
+            for ci in f.ring:
+                counts[ci] += 1
+        if self.m["uses_global"]:
+            counts = counts + self.G[pclass]
+            flags |= int(VerdictFlag.GLOBAL_HIT)
+        w = counts * self.K[c]
+        s_nn = (w @ self.U) / max(w.sum(), 1e-6)
+        rk = np.array([proto, tflags, d, min(f.pkts, 255), sp, dp, ip_len], np.int64)
+        fires = np.zeros(self.W.shape[0])
+        for row in self.soft:
+            if np.all((rk & row[7:14]) == row[:7]):
+                fires[row[14]] = 1
+        fused = self.m["alpha"] * s_nn + self.m["beta"] * (fires @ self.W if self.W.size else 0)
+        label = int(np.argmax(fused))
+        top2 = np.sort(fused)[-2:]
+        score = min(int((top2[1] - top2[0]) * SCORE_SCALE), SCORE_MAX)
+        rule = NO_RULE
+        for row in self.hard:
+            if np.all((rk & row[7:14]) == row[:7]):
+                rule = int(row[14])
+                if self.m["lambda_h"]:
+                    label, score, flags = int(row[15]), SCORE_MAX, flags | int(VerdictFlag.HARD_VETO)
+                break
+        return flags, label, rule, score, c
+
+
+def mark(frame: bytes, verdict: tuple[int, int, int, int, int], t_in: int, t_out: int) -> bytes:
+    """The frame with the verdict header inserted after Ethernet."""
+    flags, label, rule, score, c = verdict
+    orig_type = struct.unpack_from("!H", frame, 12)[0] if len(frame) >= 14 else 0
+    hdr = VERDICT_STRUCT.pack(VERDICT_VERSION, flags, label, rule, score, 0, c, 0, t_in, t_out, orig_type)
+    return frame[:12] + struct.pack("!H", ETH_P_VERDICT) + hdr + frame[14:]
+
+
+def serve(model_path: Path, intf: str, ready_file: Path | None = None) -> None:
+    """Classify every frame arriving on ``intf`` and send it back out, marked."""
+    clf = SoftwareClassifier(json.loads(model_path.read_text()))
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    s.bind((intf, 0))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 24)
+    if ready_file is not None:
+        ready_file.write_text(str(os.getpid()))
+    log.info("software classifier on %s (%s)", intf, model_path)
+    while True:
+        frame, addr = s.recvfrom(65535)
+        if addr[2] == PACKET_OUTGOING:
+            continue
+        t_in = time.monotonic_ns()
+        v = clf.classify(frame, t_in)
+        s.send(mark(frame, v, t_in, time.monotonic_ns()))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", type=Path, required=True)
+    ap.add_argument("--intf", required=True)
+    ap.add_argument("--ready-file", type=Path)
+    a = ap.parse_args()
+    logging.basicConfig(level=logging.INFO)
+    serve(a.model, a.intf, a.ready_file)
+
+
+if __name__ == "__main__":
+    main()
