@@ -1,1 +1,0 @@
-"""controlplane stage."""
