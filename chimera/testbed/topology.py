@@ -8,6 +8,7 @@ node shells it created, and in ``finally`` stops exactly those. Never ``mn -c``.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -136,7 +137,10 @@ class Testbed:
         # SIGTERM (a nightly job's timeout) unwinds like Ctrl-C, so `finally` blocks run
         self._old_term = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
         log.info("[testbed] building h1 - s1(%s) - h2", self.switch_cls.target)
-        self.net = Mininet(topo=ChimeraTopo(), switch=self.switch_cls, host=Host, link=Link, controller=None,
+        switch = functools.partial(self.switch_cls, build_dir=self.build_dir)
+        if self.switch_cls.target == "bmv2":  # per-port pcaps and the switch log under the run's directory
+            switch = functools.partial(switch, log_dir=self.run_dir / "switch")
+        self.net = Mininet(topo=ChimeraTopo(), switch=switch, host=Host, link=Link, controller=None,
                            autoSetMacs=True, build=False, waitConnected=False)
         try:
             self.net.build()

@@ -33,12 +33,15 @@ class SwitchStartError(TargetError):
 class Bmv2Switch(TargetSwitch):
     target = "bmv2"
 
-    def __init__(self, name: str, log_level: str = "off", pcaps: bool = False, **params: Any) -> None:
+    def __init__(self, name: str, log_level: str = "off", pcaps: bool = False, log_dir: Path | None = None,
+                 **params: Any) -> None:
         super().__init__(name, **params)
         self.log_level, self.pcaps = log_level, pcaps
         self.proc: subprocess.Popen | None = None
-        self.run_dir = Path(os.environ.get("CHIMERA_BMV2_DIR", "/run/chimera-testbed")) / f"{name}-{os.getpid()}"
-        self.grpc_addr = f"unix:{self.run_dir / 'grpc.sock'}"
+        # the socket path must stay short (108 bytes): it lives under /run; logs and pcaps go to the run dir
+        self.sock_dir = Path(os.environ.get("CHIMERA_BMV2_DIR", "/run/chimera-testbed")) / f"{name}-{os.getpid()}"
+        self.run_dir = log_dir or self.sock_dir
+        self.grpc_addr = f"unix:{self.sock_dir / 'grpc.sock'}"
         self.version = 1  # each install writes the other version; the first one writes version 0
 
     def argv(self) -> list[str]:
@@ -50,11 +53,12 @@ class Bmv2Switch(TargetSwitch):
         return a + ["--", "--grpc-server-addr", self.grpc_addr]
 
     def is_ready(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None and (self.run_dir / "grpc.sock").exists()
+        return self.proc is not None and self.proc.poll() is None and (self.sock_dir / "grpc.sock").exists()
 
     def start(self, controllers: list[Any]) -> None:
         super().start(controllers)
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.sock_dir.mkdir(parents=True, exist_ok=True)
         logf = open(self.run_dir / "stdout.log", "wb")
         self.proc = self.popen(self.argv(), stdout=logf, stderr=subprocess.STDOUT)
         t0 = time.monotonic()
@@ -97,6 +101,12 @@ class Bmv2Switch(TargetSwitch):
                 counters[e.index] = e.data
             names = ("evictions", "new_flows", "parsed", "unparsed")
             out["counters"] = {n: int(counters.get(i, 0)) for i, n in enumerate(names)}
+            ema: dict[int, int] = {}
+            async for e in sw.read(P4RegisterEntry(qualified("reg_ema"))):
+                ema[e.index] = int(e.data)
+            n = self.artifact.c("NUM_CENTROIDS") if self.artifact is not None else len(ema)
+            # bit<64> registers hold two's complement int<64>
+            out["ema"] = [v - (1 << 64) if v >= 1 << 63 else v for v in (ema.get(j, 0) for j in range(n))]
         return out
 
     def unload(self) -> None:
