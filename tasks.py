@@ -150,9 +150,13 @@ def topo(c: Context, target: str = "ebpf", experiment: str = "quickstart", verbo
     from chimera.testbed.nodes import EbpfSwitch
     require_available()
     art, _, _ = build_artifact(experiment)
+    from mininet.log import setLogLevel
     with Testbed(EbpfSwitch, ROOT / "build", ROOT / "build") as tb:
+        setLogLevel("output")  # the CLI prints through Mininet's own handler...
         tb.s1.load(art)
         logging.getLogger("tasks").info("pipeline loaded; try: h1 ping -c1 h2, s1 tc filter show dev s1-eth1 ingress")
+        for h in logging.getLogger().handlers:  # ...so ours steps back while the CLI runs (no double lines)
+            h.setLevel(logging.WARNING)
         CLI(tb.net)
 
 

@@ -133,8 +133,6 @@ class Testbed:
         self._old_term: Any = None
 
     def __enter__(self) -> "Testbed":
-        # Mininet's logger has its own console handler; without this every CLI line prints twice
-        logging.getLogger("mininet").propagate = False
         cleanup_stale()
         # SIGTERM (a nightly job's timeout) unwinds like Ctrl-C, so `finally` blocks run
         self._old_term = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
