@@ -225,18 +225,20 @@ def rule_keys(proto: np.ndarray, tcp_flags: np.ndarray, direction: np.ndarray, f
                             sport, dport, ip_len]).astype(np.int64)
 
 
+@numba.njit(cache=True, inline="always")
+def _hit(keys, i, values, masks, j):  # pragma: no cover - jitted
+    for k in range(keys.shape[1]):
+        if (keys[i, k] & masks[j, k]) != values[j, k]:
+            return False
+    return True
+
+
 @numba.njit(cache=True)
 def _first_match(keys, values, masks):  # pragma: no cover - jitted
-    n, e, f = keys.shape[0], values.shape[0], keys.shape[1]
-    out = np.full(n, -1, np.int64)
-    for i in range(n):
-        for j in range(e):
-            ok = True
-            for k in range(f):
-                if (keys[i, k] & masks[j, k]) != values[j, k]:
-                    ok = False
-                    break
-            if ok:
+    out = np.full(keys.shape[0], -1, np.int64)
+    for i in range(keys.shape[0]):
+        for j in range(values.shape[0]):
+            if _hit(keys, i, values, masks, j):
                 out[i] = j
                 break
     return out
@@ -252,20 +254,11 @@ def first_match(keys: np.ndarray, values: np.ndarray, masks: np.ndarray) -> np.n
 
 @numba.njit(cache=True)
 def _soft_fires(keys, values, masks, rule_of, n_rules):  # pragma: no cover - jitted
-    n, e, f = keys.shape[0], values.shape[0], keys.shape[1]
-    out = np.zeros((n, n_rules), np.bool_)
-    for i in range(n):
-        for j in range(e):
-            r = rule_of[j]
-            if out[i, r]:
-                continue
-            ok = True
-            for k in range(f):
-                if (keys[i, k] & masks[j, k]) != values[j, k]:
-                    ok = False
-                    break
-            if ok:
-                out[i, r] = True
+    out = np.zeros((keys.shape[0], n_rules), np.bool_)
+    for i in range(keys.shape[0]):
+        for j in range(values.shape[0]):
+            if not out[i, rule_of[j]] and _hit(keys, i, values, masks, j):
+                out[i, rule_of[j]] = True
     return out
 
 

@@ -548,18 +548,8 @@ int chimera_ingress(struct __sk_buff *skb)
 	return emit(skb, &v, eth_type, t_in, egress);
 }
 
-/* The baseline for `invoke bench --what switch`: same path, no pipeline. */
-SEC("tc")
-int bare_redirect(struct __sk_buff *skb)
-{
-	__u32 in_if = skb->ifindex;
-	__u32 *eg = bpf_map_lookup_elem(&ports, &in_if);
-	if (!eg)
-		return TC_ACT_OK;
-	return bpf_redirect(*eg, 0);
-}
-
-/* Baseline 2: the verdict header alone (no pipeline), to separate the cost of marking. */
+/* Benchmark baseline: the verdict header alone (no pipeline), to separate the cost of marking from
+ * the cost of classifying (the plain-redirect baseline is redirect.bpf.c). */
 SEC("tc")
 int mark_only(struct __sk_buff *skb)
 {
