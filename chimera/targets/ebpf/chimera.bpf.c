@@ -292,18 +292,43 @@ struct pkt {
 	__u8 proto, flags;
 };
 
+/* Copy len bytes at off: directly from the linear area when it holds them, else through the helper. */
+static __always_inline int load(struct __sk_buff *skb, __u32 off, void *to, __u32 len)
+{
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	off &= 0x7F; /* every offset we read is < 128: bounded for the verifier */
+	if (len == 14 && data + off + 14 <= end) {
+		__builtin_memcpy(to, data + off, 14);
+		return 0;
+	}
+	if (len == 20 && data + off + 20 <= end) {
+		__builtin_memcpy(to, data + off, 20);
+		return 0;
+	}
+	if (len == 4 && data + off + 4 <= end) {
+		__builtin_memcpy(to, data + off, 4);
+		return 0;
+	}
+	if (len == 12 && data + off + 12 <= end) {
+		__builtin_memcpy(to, data + off, 12);
+		return 0;
+	}
+	return bpf_skb_load_bytes(skb, off, to, len);
+}
+
 /* Step 0: the parser. Returns 1 for classifiable IPv4 packets. */
 static __always_inline int parse(struct __sk_buff *skb, struct pkt *p, __u16 *eth_type)
 {
 	__u8 eth[14];
 	__u8 ip[20];
 	__u32 len = skb->len;
-	if (len < 14 || bpf_skb_load_bytes(skb, 0, eth, 14))
+	if (len < 14 || load(skb, 0, eth, 14))
 		return 0;
 	*eth_type = ((__u16)eth[12] << 8) | eth[13];
 	if (*eth_type != 0x0800)
 		return 0;
-	if (len < 14 + 20 || bpf_skb_load_bytes(skb, 14, ip, 20))
+	if (len < 14 + 20 || load(skb, 14, ip, 20))
 		return 0;
 	__u32 ihl = (ip[0] & 0x0F) * 4;
 	if ((ip[0] >> 4) != 4 || ihl < 20)
@@ -326,7 +351,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p, __u16 *et
 		__u32 need = p->proto == 6 ? 20 : 8;
 		if (len - l4 < need)
 			return 0;
-		if (bpf_skb_load_bytes(skb, l4 & 0x7F, h, p->proto == 6 ? 14 : 4))
+		if (load(skb, l4, h, p->proto == 6 ? 14 : 4))
 			return 0;
 		p->sport = ((__u16)h[0] << 8) | h[1];
 		p->dport = ((__u16)h[2] << 8) | h[3];
@@ -501,7 +526,7 @@ static __always_inline int emit(struct __sk_buff *skb, struct verdict_hdr *v, __
 				__u32 egress)
 {
 	__u8 macs[12];
-	if (skb->len < 14 || bpf_skb_load_bytes(skb, 0, macs, 12) ||
+	if (skb->len < 14 || load(skb, 0, macs, 12) ||
 	    bpf_skb_change_head(skb, CHIMERA_VERDICT_LEN, 0)) {
 		count(CNT_HEADROOM_FAIL);
 		return bpf_redirect(egress, 0); /* forwarded unmarked; the collector counts it */
@@ -509,10 +534,19 @@ static __always_inline int emit(struct __sk_buff *skb, struct verdict_hdr *v, __
 	__u16 et = bpf_htons(CHIMERA_VERDICT_ETHERTYPE);
 	v->orig_type = bpf_htons(eth_type);
 	v->ts_in = bpf_cpu_to_be64(t_in);
-	bpf_skb_store_bytes(skb, 0, macs, 12, 0);
-	bpf_skb_store_bytes(skb, 12, &et, 2, 0);
 	v->ts_out = bpf_cpu_to_be64(bpf_ktime_get_ns());
-	bpf_skb_store_bytes(skb, 14, v, sizeof(*v), 0);
+	/* the grown head is linear: write the 44 bytes directly (store_bytes when it is not) */
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	if (data + 14 + sizeof(*v) <= end) {
+		__builtin_memcpy(data, macs, 12);
+		__builtin_memcpy(data + 12, &et, 2);
+		__builtin_memcpy(data + 14, v, sizeof(*v));
+	} else {
+		bpf_skb_store_bytes(skb, 0, macs, 12, 0);
+		bpf_skb_store_bytes(skb, 12, &et, 2, 0);
+		bpf_skb_store_bytes(skb, 14, v, sizeof(*v), 0);
+	}
 	count(CNT_REDIRECTED);
 	return bpf_redirect(egress, 0);
 }
