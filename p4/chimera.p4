@@ -458,8 +458,9 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
             meta.z = 0;
 #define ZERO_ACC(i) meta.a##i = 0; meta.s##i = 0;
             FOR16(ZERO_ACC)
+/* gated on runtime values only (nv <= WINDOW), so p4c keeps every table and the P4Info stays one contract */
 #define WIN_APPLY(i) \
-            if (i < CHIMERA_WINDOW && i < meta.nv && meta.use_window == 1) { \
+            if (i < meta.nv && meta.use_window == 1) { \
                 reg_ring.read(meta.w##i, meta.slot * CHIMERA_WINDOW + i); \
                 window_##i.apply(); \
             }
@@ -471,7 +472,7 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
             if (meta.pkts < 255) { meta.pkts8 = (bit<8>)meta.pkts; }
             meta.hard_hit = 0;
             hard_rules.apply();
-#define SOFT_APPLY(i) if (i < CHIMERA_SOFT_RULES) { soft_##i.apply(); }
+#define SOFT_APPLY(i) soft_##i.apply();  /* tables of absent rules are empty: a miss runs nop */
             FOR16(SOFT_APPLY)
             /* 7. fusion: fused_y = ALPHA*A_y + BETA*S_y*Z, first argmax, margin to the second */
 #define FUSE(i) meta.a##i = ((int<64>)(bit<64>)meta.alpha) * meta.a##i + ((int<64>)(bit<64>)meta.beta) * meta.s##i * meta.z;

@@ -61,7 +61,7 @@ def compile_p4(art: Artifact, build_dir: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     (out / "chimera_constants.h").write_text(header)
     r = subprocess.run([p4c, "--arch", "v1model", "--std", "p4-16", f"-I{out}", "-o", str(js),
-                        "--p4runtime-files", str(out / "p4c.p4info.txtpb"), str(P4_SOURCE)],
+                        "--p4runtime-files", str(out / "p4c.p4info.txt"), str(P4_SOURCE)],
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise CompilationError(f"p4c-bm2-ss failed on {P4_SOURCE}:\n{r.stderr[-4000:]}",
