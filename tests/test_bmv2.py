@@ -72,3 +72,28 @@ def test_bmv2_conformance_stress(target: Bmv2Target, tmp_path: Path) -> None:
     table = read_pcap(write_stress_pcap(tmp_path / "stress.pcap", seed=3, packets=1500))
     res = target.run(art, table, tmp_path, "stress")
     assert res.extra["reference_mismatches"] == 0
+
+
+FILES_WHY = __import__("chimera.targets.bmv2.files", fromlist=["x"]).unavailable_reason()
+
+
+@pytest.mark.skipif(FILES_WHY is not None, reason=f"BMv2 file-mode conformance needs p4c + BMv2: {FILES_WHY}")
+@pytest.mark.parametrize("which", ["quickstart", "sample", "stress"])
+def test_bmv2_file_mode_conformance(which: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """chimera.p4 on simple_switch (pcap in, pcap out): every verdict equals the reference's."""
+    from test_ebpf import _artifact
+    from chimera.experiments.runner import ROOT
+    from chimera.targets.bmv2.files import run_files
+    if which == "sample":
+        sample = request.getfixturevalue("sample_dir")
+        art, ds, _ = _artifact({"path": str(sample), "synthetic": None}, tmp_path / "data")
+        table = ds.table
+    elif which == "stress":
+        art, _, _ = _artifact(None, ROOT / "data", flow_slots=64)
+        table = read_pcap(write_stress_pcap(tmp_path / "stress.pcap", seed=3, packets=1500))
+    else:
+        art, ds, pp = _artifact(None, ROOT / "data")
+        table = ds.table.take(pp.replay_rows[:3000])
+    r = run_files(art, table, tmp_path / "bmv2")
+    assert r.received == r.sent == len(table)
+    assert r.mismatches == {f: 0 for f in r.mismatches}

@@ -1,0 +1,119 @@
+"""BMv2 conformance without a network: simple_switch reading and writing pcap files.
+
+``simple_switch --use-files`` takes port 1's input from ``port1_in.pcap`` and writes
+port 2's output to ``port2_out.pcap``; tables are installed with simple_switch_CLI
+(Thrift) from the same entities the P4Runtime layer sends. Every verdict is then
+compared with the reference pipeline fed the frames and BMv2's own timestamps.
+This needs only p4c-bm2-ss, simple_switch and simple_switch_CLI (no PI, no gRPC,
+no root), so it runs wherever BMv2 is installed.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from chimera.compile.artifact import Artifact
+from chimera.data.pcap import PacketTable, read_pcap
+from chimera.data.pcapwrite import normalized_frames, write_pcap
+from chimera.errors import TargetError, ToolMissingError
+from chimera.pipeline.reference import run_reference
+from chimera.targets.bmv2 import INSTALL_HINT, compile_p4, p4rt
+from chimera.targets.bmv2.schema import TABLE_BY_NAME, qualified
+from chimera.testbed.collect import collect
+
+log = logging.getLogger(__name__)
+TOOLS = ("p4c-bm2-ss", "simple_switch", "simple_switch_CLI")
+THRIFT_PORT = 9090
+START_WAIT_S = 20  # simple_switch waits this long before reading its input file (install takes ~4 s)
+
+
+def unavailable_reason() -> str | None:
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    return f"{', '.join(missing)} not installed" if missing else None
+
+
+def cli_commands(art: Artifact, ver: int = 1) -> list[str]:
+    """simple_switch_CLI commands installing one version of the artifact, then the flip."""
+    cmds = [f"table_add {qualified('port_map')} {qualified('set_egress')} 1 => 2"]
+    for e in p4rt.model_entries(art, ver):
+        tbl = TABLE_BY_NAME[e.table_id.split(".", 1)[1]]
+        keys = []
+        for k in tbl.keys:
+            v = e.match.get(k.name)
+            if k.match == "EXACT":
+                keys.append(str(v))
+            elif k.match == "TERNARY":
+                keys.append("0&&&0" if v is None else f"{v[0]}&&&{v[1]}")
+            else:
+                keys.append(f"{v[0]}->{v[1]}")
+        params = " ".join(str(int(x)) for x in e.action.args.values())
+        # BMv2's native priorities: the smallest value wins (P4Runtime's are inverted by PI)
+        prio = f" {p4rt.TOP_PRIORITY - e.priority + 1}" if any(k.match != "EXACT" for k in tbl.keys) else ""
+        cmds.append(f"table_add {e.table_id} {e.action.name} {' '.join(keys)} => {params}{prio}")
+    cmds.append(f"register_write {qualified('active_version')} 0 {ver}")
+    return cmds
+
+
+@dataclass
+class FileRunResult:
+    sent: int
+    received: int
+    mismatches: dict[str, int]
+
+
+def run_files(art: Artifact, table: PacketTable, work: Path, timeout_s: float = 300) -> FileRunResult:
+    """Run ``table``'s frames through chimera.p4 on simple_switch and compare with the reference."""
+    why = unavailable_reason()
+    if why:
+        raise ToolMissingError(f"BMv2 file-mode conformance cannot run: {why}", INSTALL_HINT)
+    work.mkdir(parents=True, exist_ok=True)
+    js = compile_p4(art, work / "build")
+    frames = normalized_frames(table, np.arange(len(table)))
+    write_pcap(work / "port1_in.pcap", frames, table.ts_ns)
+    write_pcap(work / "port2_in.pcap", [], [])
+    replayed = read_pcap(work / "port1_in.pcap")
+    out = work / "port2_out.pcap"
+    out.unlink(missing_ok=True)
+    sw = subprocess.Popen(["simple_switch", "--use-files", str(START_WAIT_S), "-i", f"1@{work}/port1", "-i",
+                           f"2@{work}/port2", "--thrift-port", str(THRIFT_PORT), "--log-level", "off", str(js)],
+                          stdout=open(work / "switch.log", "w"), stderr=subprocess.STDOUT)
+    try:
+        t0 = time.monotonic()
+        while True:  # wait for the Thrift server
+            r = subprocess.run(["simple_switch_CLI", "--thrift-port", str(THRIFT_PORT)], input="show_tables\n",
+                               capture_output=True, text=True)
+            if r.returncode == 0 and "port_map" in r.stdout:
+                break
+            if sw.poll() is not None or time.monotonic() - t0 > 30:
+                raise TargetError(f"simple_switch did not start (see {work / 'switch.log'})", "check the BMv2 install")
+            time.sleep(0.5)
+        r = subprocess.run(["simple_switch_CLI", "--thrift-port", str(THRIFT_PORT)],
+                           input="\n".join(cli_commands(art)) + "\n", capture_output=True, text=True)
+        bad = [line for line in r.stdout.splitlines() if "Error" in line or "Invalid" in line]
+        if r.returncode != 0 or bad:
+            raise TargetError(f"simple_switch_CLI rejected entries: {bad[:3] or r.stderr[-300:]}",
+                              "the entities and the P4 program disagree: run tests/test_p4.py")
+        last, deadline = -1, time.monotonic() + timeout_s
+        while time.monotonic() < deadline:  # until every frame is out, or output stops growing
+            time.sleep(2)
+            n = len(read_pcap(out)) if out.exists() and out.stat().st_size > 24 else 0
+            if n == len(frames) or (n == last and time.monotonic() - t0 > START_WAIT_S + 10):
+                break
+            last = n
+    finally:
+        sw.terminate()
+        sw.wait(timeout=10)
+    got = collect(frames, work / "port1_in.pcap", out)
+    rows = np.flatnonzero(got.received)
+    ref, _ = run_reference(art, replayed.take(rows), ts_ns=got.ts_in[rows])
+    mism = {f: int(np.sum(getattr(ref, f) != getattr(got.verdicts, f)[rows]))
+            for f in ("label", "flags", "score", "rule_id", "centroid", "map_version")}
+    return FileRunResult(len(frames), int(rows.size), mism)
+
