@@ -18,11 +18,12 @@ TOOLS = {"clang": "clang", "tcpreplay": "tcpreplay", "tcpdump": "tcpdump", "mnex
          "ethtool": "ethtool", "taskset": "util-linux", "ip": "iproute2"}
 
 
-def unavailable_reason() -> str | None:
-    """Why the eBPF testbed cannot run on this machine, or None."""
+def unavailable_reason(need_clang: bool = True) -> str | None:
+    """Why the testbed (with the eBPF switch unless ``need_clang`` is False) cannot run here, or None."""
     if os.geteuid() != 0:
         return "not running as root (the testbed creates network namespaces and loads BPF programs)"
-    missing = [f"{t} (apt-get install {p})" for t, p in TOOLS.items() if shutil.which(t) is None]
+    missing = [f"{t} (apt-get install {p})" for t, p in TOOLS.items()
+               if shutil.which(t) is None and (need_clang or t != "clang")]
     if missing:
         return "missing tools: " + ", ".join(missing)
     try:
