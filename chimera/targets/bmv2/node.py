@@ -43,6 +43,8 @@ class Bmv2Switch(TargetSwitch):
         self.run_dir = log_dir or self.sock_dir
         self.grpc_addr = f"unix:{self.sock_dir / 'grpc.sock'}"
         self.version = 1  # each install writes the other version; the first one writes version 0
+        self._installed: dict[int, list[Any]] = {}  # entries per version, to clear before reuse
+        self._ports_done = False
 
     def argv(self) -> list[str]:
         a = ["simple_switch_grpc", "--device-id", str(DEVICE_ID), "-i", f"1@{self.name}-eth1", "-i",
@@ -86,8 +88,11 @@ class Bmv2Switch(TargetSwitch):
         from chimera.targets.bmv2.p4rt import install, port_entries
         opts = SwitchOptions(p4info=P4INFO, p4blob=js, device_id=DEVICE_ID)
         async with Switch(self.name, self.grpc_addr, opts) as sw:
-            await sw.insert(port_entries([(1, 2), (2, 1)]))
-            return await install(sw, art, ver)
+            if not self._ports_done:
+                await sw.insert(port_entries([(1, 2), (2, 1)]))
+                self._ports_done = True
+            dt, self._installed[ver] = await install(sw, art, ver, self._installed.get(ver))
+            return dt
 
     def registers(self) -> dict[str, Any]:
         return asyncio.run(self._read_registers())
@@ -96,14 +101,17 @@ class Bmv2Switch(TargetSwitch):
         from finsy import P4RegisterEntry, Switch, SwitchOptions
         out: dict[str, Any] = {}
         async with Switch(self.name, self.grpc_addr, SwitchOptions(p4info=P4INFO, device_id=DEVICE_ID)) as sw:
+            def value(d: Any) -> int:
+                return int.from_bytes(d, "big") if isinstance(d, (bytes, bytearray)) else int(d)
+
             counters = {}
             async for e in sw.read(P4RegisterEntry(qualified("reg_counters"))):
-                counters[e.index] = e.data
+                counters[e.index] = value(e.data)
             names = ("evictions", "new_flows", "parsed", "unparsed")
             out["counters"] = {n: int(counters.get(i, 0)) for i, n in enumerate(names)}
             ema: dict[int, int] = {}
             async for e in sw.read(P4RegisterEntry(qualified("reg_ema"))):
-                ema[e.index] = int(e.data)
+                ema[e.index] = value(e.data)
             n = self.artifact.c("NUM_CENTROIDS") if self.artifact is not None else len(ema)
             # bit<64> registers hold two's complement int<64>
             out["ema"] = [v - (1 << 64) if v >= 1 << 63 else v for v in (ema.get(j, 0) for j in range(n))]

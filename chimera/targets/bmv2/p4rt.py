@@ -112,11 +112,19 @@ def schema() -> P4Schema:
     return P4Schema(P4INFO)
 
 
-async def install(switch: Any, art: Artifact, ver: int, batch: int = 1000) -> float:
-    """Write one version's entries (batches), then flip. Returns seconds for the whole install."""
+async def install(switch: Any, art: Artifact, ver: int, stale: list[P4TableEntry] | None = None,
+                  batch: int = 1000) -> tuple[float, list[P4TableEntry]]:
+    """Write one version's entries (batches), then flip with one register write.
+
+    ``stale``: entries still installed for ``ver`` from two installs ago; they are
+    deleted first (they belong to the inactive version, so no packet sees them).
+    Returns (seconds for the whole install, the entries now installed for ``ver``).
+    """
     entries = model_entries(art, ver)
     t0 = time.perf_counter()
+    for i in range(0, len(stale or []), batch):
+        await switch.delete(stale[i:i + batch])  # type: ignore[index]
     for i in range(0, len(entries), batch):
         await switch.insert(entries[i:i + batch])
-    await switch.write([flip_entry(ver)])
-    return time.perf_counter() - t0
+    await switch.modify([flip_entry(ver)])
+    return time.perf_counter() - t0, entries
