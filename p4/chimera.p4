@@ -235,7 +235,6 @@ control ChimeraVerifyChecksum(inout headers_t hdr, inout meta_t meta) {
 /* ------------------------------------------------------------------ ingress */
 
 control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-    @id(0x16000001) register<bit<32>>(1) active_version;
     @id(0x16000002) register<bit<32>>(MAX_FLOW_SLOTS) reg_sig;
     @id(0x16000003) register<bit<32>>(MAX_FLOW_SLOTS) reg_last;
     @id(0x16000004) register<bit<16>>(MAX_FLOW_SLOTS) reg_pkts;
@@ -246,6 +245,7 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
     @id(0x16000009) register<bit<64>>(8) reg_counters;           /* evictions, new flows, parsed, unparsed */
 
     @id(0x01000001) action nop() { }
+    @id(0x0100000B) action set_active(bit<1> ver) { meta.ver = ver; }
     @id(0x01000002) action set_egress(bit<9> port) { sm.egress_spec = port; }
     @id(0x01000003) action set_params(bit<32> alpha, bit<32> beta, bit<1> lambda_h, bit<16> map_version,
                                       bit<1> use_window) {
@@ -282,6 +282,13 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
         FOR16(ADD_SOFT)
     }
 
+    /* The active model version: one keyless table whose default action the control plane
+     * modifies in a single P4Runtime write (BMv2's P4Runtime server does not write registers). */
+    @id(0x02000008) table active_version {
+        actions = { set_active; }
+        default_action = set_active(0);
+        size = 1;
+    }
     @id(0x02000001) table port_map {
         key = { sm.ingress_port: exact @name("ingress_port"); }
         actions = { set_egress; nop; }
@@ -351,9 +358,7 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
         bit<32> zero32 = 0;
         port_map.apply();
         /* every packet, classified or not, carries the active map version */
-        bit<32> act;
-        active_version.read(act, 0);
-        meta.ver = act[0:0];
+        active_version.apply();
         params.apply();
         meta.parsed = 0;
         if (sm.parser_error == error.NoError && hdr.ipv4.isValid() && hdr.ipv4.version == 4 && hdr.ipv4.ihl >= 5

@@ -58,7 +58,7 @@ def test_committed_p4info_is_current() -> None:
 
 
 def test_tables_match_the_source(preprocessed: str) -> None:
-    found = re.findall(r"@id\((0x[0-9a-fA-F]+)\) table (\w+) \{ key = \{(.*?)\} actions = \{(.*?)\}"
+    found = re.findall(r"@id\((0x[0-9a-fA-F]+)\) table (\w+) \{ (?:key = \{(.*?)\} )?actions = \{(.*?)\}"
                        r".*?size = ([\w*]+);", preprocessed)
     assert len(found) == len(TABLES)
     for tid, name, keys, actions, _size in found:

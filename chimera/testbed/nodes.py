@@ -56,6 +56,7 @@ class TargetSwitch(Switch, abc.ABC):
         return [(a, b), (b, a)]
 
     def start(self, controllers: list[Any]) -> None:
+        self.cmd("ip link set lo up")  # Mininet configures hosts' loopback, not switches'
         quiet_host(self)
         for intf in self.intfNames():
             if intf != "lo":

@@ -57,7 +57,7 @@ def cli_commands(art: Artifact, ver: int = 1) -> list[str]:
         # BMv2's native priorities: the smallest value wins (P4Runtime's are inverted by PI)
         prio = f" {p4rt.TOP_PRIORITY - e.priority + 1}" if any(k.match != "EXACT" for k in tbl.keys) else ""
         cmds.append(f"table_add {e.table_id} {e.action.name} {' '.join(keys)} => {params}{prio}")
-    cmds.append(f"register_write {qualified('active_version')} 0 {ver}")
+    cmds.append(f"table_set_default {qualified('active_version')} {qualified('set_active')} {ver}")
     return cmds
 
 

@@ -1,8 +1,9 @@
 """Artifact -> P4Runtime entities for chimera.p4 (finsy), and the versioned install.
 
 Model tables carry a 1-bit ``ver`` key: an install writes every entry of the
-inactive version in batches, then flips ``active_version`` with one register
-write, so a packet sees the old or the new model, never a mix. Ternary entries
+inactive version in batches, then flips the version with one write (the default
+action of the keyless ``active_version`` table), so a packet sees the old or the
+new model, never a mix. Ternary entries
 get priorities in first-match order (earlier entry = higher priority).
 """
 
@@ -12,7 +13,7 @@ import time
 from typing import Any
 
 import numpy as np
-from finsy import P4RegisterEntry, P4Schema, P4TableAction, P4TableEntry, P4TableMatch
+from finsy import P4Schema, P4TableAction, P4TableEntry, P4TableMatch
 
 from chimera.compile.artifact import Artifact
 from chimera.errors import TargetError
@@ -104,8 +105,10 @@ def port_entries(pairs: list[tuple[int, int]]) -> list[P4TableEntry]:
     return [_t("port_map", {"ingress_port": i}, "set_egress", port=o) for i, o in pairs]
 
 
-def flip_entry(ver: int) -> P4RegisterEntry:
-    return P4RegisterEntry(qualified("active_version"), index=0, data=ver)
+def flip_entry(ver: int) -> P4TableEntry:
+    """The one write that switches versions: the default action of the keyless active_version table."""
+    return P4TableEntry(qualified("active_version"), action=P4TableAction(qualified("set_active"), ver=ver),
+                        is_default_action=True)
 
 
 def schema() -> P4Schema:

@@ -75,6 +75,7 @@ ACTIONS = (
     Action("glob_add", 0x01000008, (Param("gz", 32), Param("p", 512))),
     Action("hard_hit", 0x01000009, (Param("rule", 8), Param("label", 8))),
     Action("soft_add", 0x0100000A, (Param("w", 512),)),
+    Action("set_active", 0x0100000B, (Param("ver", 1),)),
 )
 ACTION_BY_NAME = {a.name: a for a in ACTIONS}
 
@@ -84,6 +85,7 @@ RULE_KEYS = (VER, Key("proto", 8, "TERNARY"), Key("tcp_flags", 8, "TERNARY"), Ke
              Key("ip_len", 16, "TERNARY"))
 
 TABLES = (
+    Table("active_version", 0x02000008, (), ("set_active",), 1),
     Table("port_map", 0x02000001, (Key("ingress_port", 9, "EXACT"),), ("set_egress", "nop"), 64),
     Table("params", 0x02000002, (VER,), ("set_params", "nop"), 2),
     Table("len_range", 0x02000003, (VER, Key("ip_len", 16, "RANGE")), ("set_len_bin", "nop"), 64),
@@ -99,7 +101,6 @@ TABLES = (
 TABLE_BY_NAME = {t.name: t for t in TABLES}
 
 REGISTERS = (
-    Register("active_version", 0x16000001, 32, 1),
     Register("reg_sig", 0x16000002, 32, MAX_FLOW_SLOTS),
     Register("reg_last", 0x16000003, 32, MAX_FLOW_SLOTS),
     Register("reg_pkts", 0x16000004, 16, MAX_FLOW_SLOTS),
