@@ -9,6 +9,7 @@ the BMv2 tests skip with that reason. Nothing here pretends to have run.
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -52,7 +53,11 @@ def compile_p4(art: Artifact, build_dir: Path) -> Path:
     if p4c is None:
         raise ToolMissingError("p4c-bm2-ss is not installed", INSTALL_HINT)
     header = render(art)
-    key = hashlib.sha256(P4_SOURCE.read_bytes() + header.encode()).hexdigest()[:16]
+    # key on what the program compiles in (CHIMERA_* names it uses), not on runtime parameters such as
+    # ALPHA/BETA, which live in tables: variants that differ only there share one pipeline
+    used = sorted(set(re.findall(r"CHIMERA_[A-Z_]+", P4_SOURCE.read_text())))
+    compiled_in = "\n".join(line for line in header.splitlines() if line.split(" ")[1:2] and line.split(" ")[1] in used)
+    key = hashlib.sha256(P4_SOURCE.read_bytes() + compiled_in.encode()).hexdigest()[:16]
     out = build_dir / f"bmv2-{key}"
     js = out / "chimera.json"
     if js.exists():

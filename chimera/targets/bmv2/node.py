@@ -79,19 +79,21 @@ class Bmv2Switch(TargetSwitch):
     def load(self, art: Artifact) -> float:
         from chimera.targets.bmv2 import compile_p4
         js = compile_p4(art, self.build_dir)
-        if js != getattr(self, "_pipeline", None):
-            # a new pipeline config (other constants) wipes every entry: start the bookkeeping afresh
-            self._pipeline, self._installed, self._ports_done, self.version = js, {}, False, 1
+        # Each model starts on a clean switch, as on eBPF (fresh maps) and in the reference (fresh state):
+        # pushing the pipeline resets every table entry and register (flow slots, ring, EMA) on BMv2.
+        # Versioned installs with one flip (p4rt.install) are for swapping tables under live traffic.
+        self._installed, self._ports_done, self.version = {}, False, 1
         self.version = 1 - self.version
-        dt = asyncio.run(self._program(js, art, self.version))
+        dt = asyncio.run(self._program(js, art, self.version, force=True))
         self.artifact = art
         return dt
 
-    async def _program(self, js: Path, art: Artifact, ver: int) -> float:
+    async def _program(self, js: Path, art: Artifact, ver: int, force: bool) -> float:
         from finsy import Switch, SwitchOptions
 
         from chimera.targets.bmv2.p4rt import install, port_entries
-        opts = SwitchOptions(p4info=P4INFO, p4blob=js, device_id=DEVICE_ID)
+        # force: push the pipeline even if the switch already runs the same P4Info (to reset its state)
+        opts = SwitchOptions(p4info=P4INFO, p4blob=js, p4force=force, device_id=DEVICE_ID)
         async with Switch(self.name, self.grpc_addr, opts) as sw:
             if not self._ports_done:
                 await sw.insert(port_entries([(1, 2), (2, 1)]))
