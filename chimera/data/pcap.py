@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import mmap
 import os
 import struct
 from dataclasses import dataclass, field
@@ -534,9 +533,3 @@ def read_pcap(path: str | os.PathLike[str]) -> PacketTable:
     return PacketTable(ts_ns=raw.ts_ns, caplen=raw.caplen, wirelen=raw.wirelen, offset=raw.offset,
                        capture=np.zeros(n, np.uint16), linktype=raw.linktype, **cols,
                        files=[str(path)], truncated_records=int(raw.truncated_tail))
-
-
-def read_frames(path: str | os.PathLike[str], table: PacketTable, index: np.ndarray) -> list[bytes]:
-    """Raw frame bytes of rows ``index`` of ``table`` that come from ``path``."""
-    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        return [mm[int(o): int(o) + int(c)] for o, c in zip(table.offset[index], table.caplen[index])]

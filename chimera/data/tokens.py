@@ -75,15 +75,6 @@ class Tokens:
     tcp_flags: np.ndarray   # uint8
     proto: np.ndarray       # uint8 (IP protocol number)
 
-    def matrix(self) -> np.ndarray:
-        """Float feature matrix used for clustering: log length, iat bucket, dir, flags bits, proto."""
-        flags = ((self.tcp_flags[:, None] >> np.arange(6)) & 1).astype(np.float64)
-        pc = proto_class(self.proto)
-        onehot = np.eye(PROTO_CLASSES)[pc]
-        return np.column_stack([np.log2(np.maximum(self.ip_len, 1).astype(np.float64)),
-                                self.iat_bucket.astype(np.float64) / 2.0,
-                                self.direction.astype(np.float64), flags, onehot * 2.0])
-
 
 def dataplane_eligible(table: PacketTable) -> np.ndarray:
     """Packets the switch pipeline classifies: untagged-or-not IPv4, parsed, not a fragment."""

@@ -213,11 +213,9 @@ def run_experiment(cfg: ExperimentConfig, *, target: str | None = None, results_
         replay_table = ds.table.take(pp.replay_rows)
         pos_in_replay = np.searchsorted(pp.replay_rows, pp.test_rows)
         cache = Cache()
-        target_extra: dict[str, Any] = {}
         try:
             rows, per_class, confusions, packets = _run_variants(cfg, tgt, variants, pp, rules, W, fires, hard,
-                                                                 replay_table, pos_in_replay, cache, run, timings,
-                                                                 target_extra)
+                                                                 replay_table, pos_in_replay, cache, run, timings)
         finally:
             tgt.close()
         _write_outputs(cfg, tgt, variants, ds, pp, rows, per_class, confusions, packets, run, timings)
@@ -225,7 +223,7 @@ def run_experiment(cfg: ExperimentConfig, *, target: str | None = None, results_
 
 
 def _run_variants(cfg, tgt, variants, pp, rules, W, fires, hard, replay_table, pos_in_replay, cache, run,
-                  timings, target_extra):  # type: ignore[no-untyped-def]
+                  timings):  # type: ignore[no-untyped-def]
     """Train/compile/run each variant; returns the per-variant rows and tables."""
     ds = pp.ds
     rows: list[dict[str, Any]] = []
@@ -233,105 +231,102 @@ def _run_variants(cfg, tgt, variants, pp, rules, W, fires, hard, replay_table, p
     confusions: dict[str, pd.DataFrame] = {}
     packets: pd.DataFrame | None = None
     y_test = pp.y(pp.test_rows)
-    if True:
-        for v in tqdm(variants, desc=f"{cfg.name} variants", unit="variant"):
+    for v in tqdm(variants, desc=f"{cfg.name} variants", unit="variant"):
+        t0 = time.perf_counter()
+        log.info("[3/5 train] %s", v.name)
+        model, cva, cte = get_model(pp, v.model, cfg.seed, cache)
+        beta = v.fusion.beta
+        if v.fusion.tune_beta and v.fusion.mode in ("cascade", "soft"):
+            f1s = {b: cm.summary(pp.y(pp.val_rows), float_fused(model, cva, fires["val"], W, hard["val"], v, b),
+                                 ds.classes)["macro_f1"] for b in v.fusion.beta_grid}
+            beta = max(f1s, key=lambda b: (f1s[b], -b))
+        float_pred = float_fused(model, cte, fires["test"], W, hard["test"], v, beta)
+        timings[f"train:{v.name}"] = time.perf_counter() - t0
+        row: dict[str, Any] = {"group": v.group, "variant": v.name, "software_only": v.software_only,
+                               "attention": v.model.attention, "keys": v.model.keys,
+                               "aggregation": v.model.aggregation, "fusion": v.fusion.mode, "beta": beta,
+                               "val_f1_nn": model.val_f1}
+        if v.software_only and hasattr(tgt, "run_software"):
+            # † on a testbed: the software classifier host classifies, through the network
+            slug = _slug(v.name)
+            mj = export_model(model, rules, W, v.fusion, beta, run.path / "artifacts" / f"{slug}.software.json")
             t0 = time.perf_counter()
-            log.info("[3/5 train] %s", v.name)
-            model, cva, cte = get_model(pp, v.model, cfg.seed, cache)
-            beta = v.fusion.beta
-            if v.fusion.tune_beta and v.fusion.mode in ("cascade", "soft"):
-                f1s = {b: cm.summary(pp.y(pp.val_rows), float_fused(model, cva, fires["val"], W, hard["val"], v, b),
-                                     ds.classes)["macro_f1"] for b in v.fusion.beta_grid}
-                beta = max(f1s, key=lambda b: (f1s[b], -b))
-            float_pred = float_fused(model, cte, fires["test"], W, hard["test"], v, beta)
-            timings[f"train:{v.name}"] = time.perf_counter() - t0
-            row: dict[str, Any] = {"group": v.group, "variant": v.name, "software_only": v.software_only,
-                                   "attention": v.model.attention, "keys": v.model.keys,
-                                   "aggregation": v.model.aggregation, "fusion": v.fusion.mode, "beta": beta,
-                                   "val_f1_nn": model.val_f1}
-            if v.software_only and hasattr(tgt, "run_software"):
-                # † on a testbed: the software classifier host classifies, through the network
-                slug = _slug(v.name)
-                mj = export_model(model, rules, W, v.fusion, beta, run.path / "artifacts" / f"{slug}.software.json")
-                t0 = time.perf_counter()
-                res = tgt.run_software(mj, replay_table, run.path, slug)
-                timings[f"target:{v.name}"] = time.perf_counter() - t0
-                pred = res.verdicts.label[pos_in_replay].astype(np.int64)
-                row.update({"executed_on": f"software classifier host sc (float), {tgt.name} testbed",
-                            "bits_per_flow": np.nan, "table_entries": np.nan, "table_kbits": np.nan,
-                            "float_int_agreement": np.nan, "offline_agreement": float(np.mean(pred == float_pred)),
-                            **{k: x for k, x in res.extra.items() if not isinstance(x, dict)}})
-            elif v.software_only:
-                pred = float_pred
-                row.update({"executed_on": "software classifier (float, offline)", "bits_per_flow": np.nan,
-                            "table_entries": np.nan, "table_kbits": np.nan, "float_int_agreement": np.nan})
-            else:
-                t0 = time.perf_counter()
-                art = compile_model(model, rules, W, v.compile, v.fusion, beta,
-                                    provenance={"dataset_sha256": ds.manifest.get("packets_sha256"),
-                                                "variant": v.name})
-                slug = _slug(v.name)
-                sha = art.save(run.path / "artifacts" / f"{slug}.json")
-                write_header(art, run.path / "artifacts" / f"{slug}.h")
-                log.info("[4/5 compile] %s: %d bits/flow, %d table entries, artifact %s", v.name,
-                         art.resources["per_flow_bits"]["total"], art.resources["table_entries"], sha[:12])
-                timings[f"compile:{v.name}"] = time.perf_counter() - t0
-                t0 = time.perf_counter()
-                runner_tgt = tgt
-                why = getattr(tgt, "unsupported", lambda a: None)(art)
-                if why:
-                    log.warning("[4/5 target] %s: %s; evaluated on the reference target instead", v.name, why)
-                    runner_tgt = ReferenceTarget()
-                res = runner_tgt.run(art, replay_table, run.path, slug)
-                timings[f"target:{v.name}"] = time.perf_counter() - t0
-                verd = res.verdicts
-                pred = verd.label[pos_in_replay].astype(np.int64)
-                flags = verd.flags[pos_in_replay]
-                row.update({"executed_on": runner_tgt.name + (f" ({why})" if why else ""), "bits_per_flow": art.resources["per_flow_bits"]["total"],
-                            "table_entries": art.resources["table_entries"],
-                            "table_kbits": art.resources["table_bits"] / 1000,
-                            "float_int_agreement": float(np.mean(pred == float_pred)),
-                            "hard_vetoes": int(np.sum(flags & 0x01 > 0)), "evictions": res.evictions,
-                            "unparsed": int(np.sum(verd.flags & 0x02 > 0)), "artifact_sha256": sha,
-                            **{k: x for k, x in res.extra.items() if not isinstance(x, dict)}})
-                target_extra[v.name] = res.extra
-                if packets is None:
-                    packets = pd.DataFrame({"row": pp.test_rows, "flow": ds.flows.flow_id[pp.test_rows],
-                                            "label": y_test, "pred": pred, "flags": flags,
-                                            "score": verd.score[pos_in_replay],
-                                            "centroid": verd.centroid[pos_in_replay]})
-            s = cm.summary(y_test, pred, ds.classes)
-            row.update(s)
-            rows.append(row)
-            pc = cm.per_class(y_test, pred, ds.classes)
-            pc.insert(0, "variant", v.name)
-            per_class.append(pc)
-            confusions[v.name] = cm.confusion(y_test, pred, ds.classes)
-            log.info("[5/5 metrics] %s%s: macro-F1 %.4f (P %.4f, R %.4f)", v.name, " †" if v.software_only else "",
-                     s["macro_f1"], s["macro_precision"], s["macro_recall"])
+            res = tgt.run_software(mj, replay_table, run.path, slug)
+            timings[f"target:{v.name}"] = time.perf_counter() - t0
+            pred = res.verdicts.label[pos_in_replay].astype(np.int64)
+            row.update({"executed_on": f"software classifier host sc (float), {tgt.name} testbed",
+                        "bits_per_flow": np.nan, "table_entries": np.nan, "table_kbits": np.nan,
+                        "float_int_agreement": np.nan, "offline_agreement": float(np.mean(pred == float_pred)),
+                        **{k: x for k, x in res.extra.items() if not isinstance(x, dict)}})
+        elif v.software_only:
+            pred = float_pred
+            row.update({"executed_on": "software classifier (float, offline)", "bits_per_flow": np.nan,
+                        "table_entries": np.nan, "table_kbits": np.nan, "float_int_agreement": np.nan})
+        else:
+            t0 = time.perf_counter()
+            art = compile_model(model, rules, W, v.compile, v.fusion, beta,
+                                provenance={"dataset_sha256": ds.manifest.get("packets_sha256"),
+                                            "variant": v.name})
+            slug = _slug(v.name)
+            sha = art.save(run.path / "artifacts" / f"{slug}.json")
+            write_header(art, run.path / "artifacts" / f"{slug}.h")
+            log.info("[4/5 compile] %s: %d bits/flow, %d table entries, artifact %s", v.name,
+                     art.resources["per_flow_bits"]["total"], art.resources["table_entries"], sha[:12])
+            timings[f"compile:{v.name}"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            runner_tgt = tgt
+            why = getattr(tgt, "unsupported", lambda a: None)(art)
+            if why:
+                log.warning("[4/5 target] %s: %s; evaluated on the reference target instead", v.name, why)
+                runner_tgt = ReferenceTarget()
+            res = runner_tgt.run(art, replay_table, run.path, slug)
+            timings[f"target:{v.name}"] = time.perf_counter() - t0
+            verd = res.verdicts
+            pred = verd.label[pos_in_replay].astype(np.int64)
+            flags = verd.flags[pos_in_replay]
+            row.update({"executed_on": runner_tgt.name + (f" ({why})" if why else ""), "bits_per_flow": art.resources["per_flow_bits"]["total"],
+                        "table_entries": art.resources["table_entries"],
+                        "table_kbits": art.resources["table_bits"] / 1000,
+                        "float_int_agreement": float(np.mean(pred == float_pred)),
+                        "hard_vetoes": int(np.sum(flags & 0x01 > 0)), "evictions": res.evictions,
+                        "unparsed": int(np.sum(verd.flags & 0x02 > 0)), "artifact_sha256": sha,
+                        **{k: x for k, x in res.extra.items() if not isinstance(x, dict)}})
+            if packets is None:
+                packets = pd.DataFrame({"row": pp.test_rows, "flow": ds.flows.flow_id[pp.test_rows],
+                                        "label": y_test, "pred": pred, "flags": flags,
+                                        "score": verd.score[pos_in_replay],
+                                        "centroid": verd.centroid[pos_in_replay]})
+        s = cm.summary(y_test, pred, ds.classes)
+        row.update(s)
+        rows.append(row)
+        pc = cm.per_class(y_test, pred, ds.classes)
+        pc.insert(0, "variant", v.name)
+        per_class.append(pc)
+        confusions[v.name] = cm.confusion(y_test, pred, ds.classes)
+        log.info("[5/5 metrics] %s%s: macro-F1 %.4f (P %.4f, R %.4f)", v.name, " †" if v.software_only else "",
+                 s["macro_f1"], s["macro_precision"], s["macro_recall"])
     return rows, per_class, confusions, packets
 
 
 def _write_outputs(cfg, tgt, variants, ds, pp, rows, per_class, confusions, packets, run, timings):  # type: ignore[no-untyped-def]
     """Tidy CSVs, figures, manifest fields and the report."""
-    if True:
-        ablation = pd.DataFrame(rows)
-        ablation.to_csv(run.path / "ablation.csv", index=False)
-        metric_cols = ["macro_f1", "macro_precision", "macro_recall", "accuracy", "bits_per_flow", "table_entries",
-                       "table_kbits", "float_int_agreement"]
-        ablation.melt(id_vars=["variant"], value_vars=[c for c in metric_cols if c in ablation],
-                      var_name="metric").to_csv(run.path / "metrics.csv", index=False)
-        pcs = pd.concat(per_class, ignore_index=True)
-        pcs.to_csv(run.path / "per_class.csv", index=False)
-        main = variants[0].name
-        pd.concat([c.assign(variant=k) for k, c in confusions.items()]).to_csv(run.path / "confusion.csv", index=False)
-        if packets is not None:
-            packets.to_csv(run.path / "packets.csv.gz", index=False)
-            cm.flow_level(packets["flow"].to_numpy(), packets["label"].to_numpy(),
-                          packets["pred"].to_numpy()).to_csv(run.path / "flows.csv", index=False)
-        figs = figures.ablation(ablation, run.path / "figures") if len(ablation) > 1 else []
-        figs += figures.confusion(confusions[main], run.path / "figures", f"{main} (test packets)")
-        figs += figures.per_class(pcs, run.path / "figures")
-        run.manifest.update({"timings_s": timings, "variants": [v.model_dump(mode="json") for v in variants],
-                             "figures": [str(p.relative_to(run.path)) for p in figs]})
-        write_report(run.path / "report.md", cfg, ds, pp, ablation, pcs, tgt, run.manifest)
+    ablation = pd.DataFrame(rows)
+    ablation.to_csv(run.path / "ablation.csv", index=False)
+    metric_cols = ["macro_f1", "macro_precision", "macro_recall", "accuracy", "bits_per_flow", "table_entries",
+                   "table_kbits", "float_int_agreement"]
+    ablation.melt(id_vars=["variant"], value_vars=[c for c in metric_cols if c in ablation],
+                  var_name="metric").to_csv(run.path / "metrics.csv", index=False)
+    pcs = pd.concat(per_class, ignore_index=True)
+    pcs.to_csv(run.path / "per_class.csv", index=False)
+    main = variants[0].name
+    pd.concat([c.assign(variant=k) for k, c in confusions.items()]).to_csv(run.path / "confusion.csv", index=False)
+    if packets is not None:
+        packets.to_csv(run.path / "packets.csv.gz", index=False)
+        cm.flow_level(packets["flow"].to_numpy(), packets["label"].to_numpy(),
+                      packets["pred"].to_numpy()).to_csv(run.path / "flows.csv", index=False)
+    figs = figures.ablation(ablation, run.path / "figures") if len(ablation) > 1 else []
+    figs += figures.confusion(confusions[main], run.path / "figures", f"{main} (test packets)")
+    figs += figures.per_class(pcs, run.path / "figures")
+    run.manifest.update({"timings_s": timings, "variants": [v.model_dump(mode="json") for v in variants],
+                         "figures": [str(p.relative_to(run.path)) for p in figs]})
+    write_report(run.path / "report.md", cfg, ds, pp, ablation, pcs, tgt, run.manifest)

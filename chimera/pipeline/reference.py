@@ -90,6 +90,7 @@ class SwitchState:
     n_centroids: int
     features: int = 1
     d_v: int = 1
+    incremental: bool = False  # S_t/Z_t accumulators per slot (m x d_v); else a 1-slot placeholder
     sig: np.ndarray = field(init=False)
     pkts: np.ndarray = field(init=False)
     last: np.ndarray = field(init=False)
@@ -109,8 +110,8 @@ class SwitchState:
         self.orient = np.zeros(F, np.int64)
         self.head = np.zeros(F, np.int64)
         self.ring = np.zeros((F, L), np.int64)
-        self.s_acc = np.zeros((F if self.features > 1 else 1, self.features, self.d_v), np.int64)
-        self.z_acc = np.zeros((F if self.features > 1 else 1, self.features), np.int64)
+        self.s_acc = np.zeros((F if self.incremental else 1, self.features, self.d_v), np.int64)
+        self.z_acc = np.zeros((F if self.incremental else 1, self.features), np.int64)
         self.ema = np.zeros(self.n_centroids, np.int64)
         self.counters = np.zeros(4, np.int64)
 
@@ -118,7 +119,7 @@ class SwitchState:
     def for_artifact(art: Artifact) -> "SwitchState":
         inc = art.c("AGG_INCREMENTAL") == 1
         return SwitchState(art.c("FLOW_SLOTS"), art.c("WINDOW"), art.c("NUM_CENTROIDS"),
-                           art.c("RF_FEATURES") if inc else 1, art.c("D_V") if inc else 1)
+                           art.c("RF_FEATURES") if inc else 1, art.c("D_V") if inc else 1, inc)
 
 
 @dataclass

@@ -8,7 +8,6 @@ chimera.p4. Each returns one verdict per replayed packet, in replay order.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -82,7 +81,3 @@ def select_target(name: str, cfg: Any = None) -> Target:
         bmv2_required()
         return Bmv2Target(cfg)
     raise ConfigError(f"unknown target {name!r}", "use one of: auto, reference, ebpf, bmv2")
-
-
-def is_root() -> bool:
-    return os.geteuid() == 0

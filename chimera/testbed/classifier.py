@@ -80,7 +80,7 @@ class SoftwareClassifier:
         self.cmap = np.asarray(model["map"])
         self.hard = np.asarray(model["hard"], np.int64).reshape(-1, 16)
         self.soft = np.asarray(model["soft"], np.int64).reshape(-1, 15)
-        self.W = np.asarray(model["soft_weights"]).reshape(self.soft[:, 14].max() + 1 if len(self.soft) else 0, -1)
+        self.W = np.asarray(model["soft_weights"], np.float64).reshape(-1, len(model["classes"]))
         self.fclass = flag_class(np.arange(256))
         self.dense = model["keys"] == "dense"
         self.uses_window = model["keys"] in ("hybrid", "local", "dense")
@@ -119,7 +119,7 @@ class SoftwareClassifier:
         if self.uses_window:
             for ci in f.ring:
                 counts[ci] += 1
-        if self.m["uses_global"]:
+        if self.m["uses_global"] and self.G[pclass].any():  # as the switch: a hit needs global tokens
             counts = counts + self.G[pclass]
             flags |= int(VerdictFlag.GLOBAL_HIT)
         w = counts * self.K[c]

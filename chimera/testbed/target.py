@@ -50,14 +50,13 @@ class TestbedTarget:
 
     def _replay_pcap(self, table: PacketTable, run_dir: Path) -> tuple[Path, list[bytes], PacketTable]:
         """The replay pcap (untagged Ethernet frames), its frames, and its own parse for the reference."""
-        key = (id(table), len(table))
-        if self._replay is None or self._replay[0] != key:
+        if self._replay is None or self._replay[0] is not table:  # held here: identity cannot be reused
             frames = normalized_frames(table, np.arange(len(table)))
             d = run_dir / "replay"
             d.mkdir(exist_ok=True)
             path = d / "replay.pcap"
             write_pcap(path, frames, table.ts_ns)
-            self._replay = (key, path, frames, read_pcap(path))
+            self._replay = (table, path, frames, read_pcap(path))
         return self._replay[1], self._replay[2], self._replay[3]
 
     def unsupported(self, art: Artifact) -> str | None:
@@ -98,7 +97,6 @@ class TestbedTarget:
                  **latency_summary(got), "switch_counters": regs.get("counters", {})}
         log.info("[%s] %s: %d/%d packets classified, %d lost, %d differ from the reference", self.name, slug, rows.size,
                  len(table), got.lost, mism)
-        self.last = got
         return TargetResult(got.verdicts, int(regs.get("counters", {}).get("evictions", 0)), extra)
 
     def close(self) -> None:

@@ -30,7 +30,8 @@ def _clang(source: Path, header: str | None, build_dir: Path) -> Path:
     if clang is None:
         raise ToolMissingError("clang is not installed (needed to build the eBPF dataplane)",
                                "apt-get install clang llvm libbpf-dev (scripts/bootstrap does it)")
-    key = hashlib.sha256(source.read_bytes() + (header or "").encode()).hexdigest()[:16]
+    shared = (source.parent / "ports.bpf.h").read_bytes()
+    key = hashlib.sha256(source.read_bytes() + shared + (header or "").encode()).hexdigest()[:16]
     out_dir = build_dir / f"ebpf-{key}"
     obj = out_dir / source.name.replace(".c", ".o")
     if obj.exists():
@@ -38,7 +39,7 @@ def _clang(source: Path, header: str | None, build_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     if header is not None:
         (out_dir / "chimera_constants.h").write_text(header)
-    r = subprocess.run([clang, *CFLAGS, f"-I{out_dir}", "-c", str(source), "-o", str(obj) + ".tmp"],
+    r = subprocess.run([clang, *CFLAGS, f"-I{out_dir}", f"-I{source.parent}", "-c", str(source), "-o", str(obj) + ".tmp"],
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise TargetError(f"clang failed to build the eBPF dataplane:\n{r.stderr[-3000:]}",

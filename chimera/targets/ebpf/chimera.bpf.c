@@ -150,12 +150,7 @@ ARRAY(flows, struct flow_slot, CHIMERA_FLOW_SLOTS);
 ARRAY(ema, struct ema_regs, 1);
 ARRAY(counters, __u64, CNT_MAX);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 64);
-	__type(key, __u32);
-	__type(value, __u32);
-} ports SEC(".maps");
+#include "ports.bpf.h"
 
 static __always_inline void count(__u32 which)
 {
@@ -267,7 +262,6 @@ struct rule_ctx {
 	struct rule_key key;
 	__u32 ver, n;
 	int hit, label;
-	__u32 fired;
 };
 
 static long hard_step(__u32 i, void *data)

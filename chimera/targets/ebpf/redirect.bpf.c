@@ -5,12 +5,7 @@
 #include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 64);
-	__type(key, __u32);
-	__type(value, __u32);
-} ports SEC(".maps");
+#include "ports.bpf.h"
 
 SEC("tc")
 int redirect(struct __sk_buff *skb)
