@@ -135,26 +135,25 @@ def test(c: Context, k: str = "", x: bool = False) -> None:
         raise Exit(code=r.returncode)
 
 
-@task(help={"target": "ebpf (bmv2 where BMv2 is installed)", "experiment": "experiment whose first variant is loaded"})
+@task(help={"target": "ebpf | bmv2 (where BMv2 is installed)", "experiment": "experiment whose first variant is loaded"})
 @cli
 def topo(c: Context, target: str = "ebpf", experiment: str = "quickstart", verbose: bool = False) -> None:
     """Bring up h1 - s1 - h2 with the pipeline loaded and open the Mininet CLI (needs root)."""
     from mininet.cli import CLI
-
-    from chimera.bench.reference import build_artifact
-    from chimera.targets import select_target
-    from chimera.testbed.topology import Testbed
-    if target != "ebpf":
-        select_target(target)  # fails fast, naming what to install
-    from chimera.targets.ebpf import require_available
-    from chimera.testbed.nodes import EbpfSwitch
-    require_available()
-    art, _, _ = build_artifact(experiment)
     from mininet.log import setLogLevel
-    with Testbed(EbpfSwitch, ROOT / "build", ROOT / "build") as tb:
+
+    from chimera.experiments.stages.compile import build_artifact
+    from chimera.targets.select import select_target
+    from chimera.targets.testbed import TestbedTarget
+    from chimera.testbed.topology import Testbed
+    tgt = select_target(target)  # fails fast, naming what to install
+    if not isinstance(tgt, TestbedTarget):
+        raise Exit(f"topo: target {target!r} has no switch; use --target ebpf or bmv2", code=2)
+    art = build_artifact(experiment).art
+    with Testbed(tgt.switch_cls, ROOT / "build", ROOT / "build") as tb:
         setLogLevel("output")  # the CLI prints through Mininet's own handler...
         tb.s1.load(art)
-        logging.getLogger("tasks").info("pipeline loaded; try: h1 ping -c1 h2, s1 tc filter show dev s1-eth1 ingress")
+        logging.getLogger("tasks").info("%s pipeline loaded; try: h1 ping -c1 h2", tgt.name)
         for h in logging.getLogger().handlers:  # ...so ours steps back while the CLI runs (no double lines)
             h.setLevel(logging.WARNING)
         CLI(tb.net)
@@ -164,31 +163,43 @@ def topo(c: Context, target: str = "ebpf", experiment: str = "quickstart", verbo
 @cli
 def build(c: Context, target: str = "ebpf", experiment: str = "quickstart", verbose: bool = False) -> None:
     """Compile the dataplane for an experiment's model (eBPF object, or chimera.p4 with p4c-bm2-ss)."""
-    from chimera.bench.reference import build_artifact
-    art, _, _ = build_artifact(experiment)
+    from chimera.experiments.stages.compile import build_artifact
+    if target not in ("ebpf", "bmv2"):
+        raise Exit(f"build: unknown target {target!r} (ebpf | bmv2)", code=2)
+    art = build_artifact(experiment).art
     if target == "ebpf":
         from chimera.targets.ebpf.build import build_object
         logging.getLogger("tasks").info("eBPF object: %s", build_object(art, ROOT / "build"))
-    elif target == "bmv2":
-        from chimera.targets.bmv2 import compile_p4
-        logging.getLogger("tasks").info("BMv2 JSON: %s", compile_p4(art, ROOT / "build"))
     else:
-        raise Exit(f"build: unknown target {target!r} (ebpf | bmv2)", code=2)
+        from chimera.targets.bmv2.compiler import compile_p4
+        logging.getLogger("tasks").info("BMv2 JSON: %s", compile_p4(art, ROOT / "build"))
 
 
 @task(help={"check": "also compile chimera.p4 with p4c and compare its P4Info with the committed one"})
 @cli
 def p4info(c: Context, check: bool = False, verbose: bool = False) -> None:
     """Regenerate p4/chimera.p4info.txtpb from the schema; --check diffs it against p4c's (where p4c exists)."""
-    from chimera.targets.bmv2.p4info_check import check_against_p4c
     from chimera.targets.bmv2.schema import P4INFO, render_p4info
     P4INFO.write_text(render_p4info())
     logging.getLogger("tasks").info("wrote %s", P4INFO)
     if check:
-        diffs = check_against_p4c(ROOT / "build")
+        from chimera.experiments.stages.compile import build_artifact
+        from chimera.targets.bmv2.p4info_check import check_against_p4c
+        diffs = check_against_p4c(build_artifact("quickstart").art, ROOT / "build")
         if diffs:
             raise Exit("P4Info differs from p4c's:\n  " + "\n  ".join(diffs), code=1)
         logging.getLogger("tasks").info("p4c's P4Info matches the committed contract")
+
+
+@task
+@cli
+def p4header(c: Context, verbose: bool = False) -> None:
+    """Regenerate p4/chimera_constants.h, the quickstart model's header, so `p4c-bm2-ss p4/chimera.p4` compiles."""
+    from chimera.compile.header import write_header
+    from chimera.experiments.stages.compile import build_artifact
+    from chimera.targets.bmv2.schema import P4_DIR
+    path = write_header(build_artifact("quickstart").art, P4_DIR / "chimera_constants.h")
+    logging.getLogger("tasks").info("wrote %s", path)
 
 
 @task
@@ -198,4 +209,4 @@ def clean(c: Context) -> None:
         shutil.rmtree(ROOT / p, ignore_errors=True)
 
 
-ns = Collection(setup, dataset, run_experiment, topo, build, p4info, bench, test, clean)
+ns = Collection(setup, dataset, run_experiment, topo, build, p4info, p4header, bench, test, clean)

@@ -1,7 +1,7 @@
 /* Chimera pipeline for BMv2 (v1model, p4c-bm2-ss).
  *
- * Integer semantics: chimera/pipeline/reference.py (its docstring is the spec);
- * the eBPF C (chimera/targets/ebpf/chimera.bpf.c) implements the same. Sizes,
+ * Integer semantics: docs/pipeline.md (chimera/reference/pipeline.py executes
+ * them bit for bit); the eBPF C (chimera/targets/ebpf/chimera.bpf.c) implements the same. Sizes,
  * widths and coefficients come from the generated constants header, which the
  * eBPF program includes too. Tables and registers are declared at fixed
  * maximum sizes with explicit @id annotations, so p4/chimera.p4info.txtpb is
@@ -65,19 +65,9 @@ header ethernet_t {
     bit<16> etherType;
 }
 
-/* Mirrors chimera/formats/verdict.py and struct verdict_hdr in the eBPF C (30 bytes). */
+/* The fields come from chimera/formats/verdict.py through the generated header, as for the eBPF C. */
 header verdict_t {
-    bit<8>  version;
-    bit<8>  flags;
-    bit<8>  label;
-    bit<8>  rule_id;
-    bit<32> score;
-    bit<16> map_version;
-    bit<8>  centroid;
-    bit<8>  reserved;
-    bit<64> ts_in;
-    bit<64> ts_out;
-    bit<16> orig_type;
+    CHIMERA_VERDICT_FIELDS_P4
 }
 
 header ipv4_t {

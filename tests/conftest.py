@@ -1,4 +1,4 @@
-"""Shared fixtures: the real CICIoT2022 sample and small synthetic datasets (built once per session)."""
+"""Shared fixtures: the real CICIoT2022 sample (workplace-only), the bundled pcaps, small synthetic datasets."""
 
 from __future__ import annotations
 
@@ -31,3 +31,11 @@ def synth_small(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def cic_sample(tmp_path_factory: pytest.TempPathFactory, sample_dir: Path) -> Path:
     from chimera.data.adapters import normalize
     return normalize("ciciot2022", sample_dir, tmp_path_factory.mktemp("ds") / "cic")
+
+
+@pytest.fixture(scope="session")
+def tiny_multiclass(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """pcaps/tiny-multiclass normalized with the generic folder adapter (bundled: never skipped)."""
+    from chimera.data.adapters import normalize
+    from builders import TINY_MULTICLASS
+    return normalize("folders", TINY_MULTICLASS, tmp_path_factory.mktemp("ds") / "tiny")

@@ -1,8 +1,7 @@
 """A straightforward per-packet re-implementation of the pipeline semantics, for property tests.
 
-Written independently of chimera.pipeline.reference: Python ints, dicts,
-zlib.crc32 and explicit loops, following the prose of DESIGN §3 and the
-reference module's docstring. It is slow on purpose and shares no code with
+Written independently of chimera.reference.pipeline: Python ints, dicts,
+zlib.crc32 and explicit loops, following the prose of docs/pipeline.md. It is slow on purpose and shares no code with
 the implementation under test except the artifact it reads.
 """
 

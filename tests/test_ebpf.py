@@ -20,43 +20,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chimera.compile.build import compile_model
-from chimera.compile.config import CompileConfig
 from chimera.data.pcap import read_pcap
-from chimera.experiments.config import ReplayConfig, load_experiment, resolve_variants
-from chimera.experiments.runner import Cache, ROOT, _fires, get_model, prepare, resolve_dataset
 from chimera.formats.verdict import VerdictFlag
-from chimera.pipeline.reference import dataplane_parsed
-from chimera.rules.spec import load_rules
-from chimera.rules.weights import learn_soft_weights
+from chimera.reference.pipeline import dataplane_parsed
 from chimera.targets.ebpf import EbpfTarget, unavailable_reason
-from chimera.testbed.stress import write_stress_pcap
+from chimera.testbed.replay import ReplayConfig
+from chimera.testbed.topology import STATE_DIR
+
+from builders import ROOT, STRESS_PCAP, quickstart_artifact, quickstart_trained
 
 WHY = unavailable_reason()
 pytestmark = [pytest.mark.root, pytest.mark.skipif(WHY is not None, reason=f"eBPF testbed unavailable here: {WHY}")]
 FAST = ReplayConfig(mode="pps", pps=4000)  # conformance uses the switch clock, so pacing is free
-
-
-class _Cfg:
-    replay = FAST
-
-
-def _artifact(dataset_override: dict | None, data_root: Path, flow_slots: int = 65536):
-    over = {"dataset": dataset_override} if dataset_override else None
-    cfg = load_experiment("quickstart", over)
-    v = resolve_variants(cfg)[0]
-    ds = resolve_dataset(cfg.dataset, data_root)
-    pp = prepare(ds, cfg.seed)
-    rules = load_rules(ROOT / cfg.rules)
-    W = learn_soft_weights(_fires(rules, pp.rule_keys[pp.train_rows]), pp.y(pp.train_rows), len(ds.classes), seed=1)
-    model, _, _ = get_model(pp, v.model.model_copy(update={"epochs": 2}), cfg.seed, Cache())
-    art = compile_model(model, rules, W, CompileConfig(flow_slots=flow_slots), v.fusion, v.fusion.beta)
-    return art, ds, pp
+OUR_PROGRAMS = ("chimera_ingress", "redirect", "mark_only")
 
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory: pytest.TempPathFactory):
-    t = EbpfTarget(_Cfg(), build_dir=tmp_path_factory.mktemp("build"))
+    t = EbpfTarget(FAST, build_dir=tmp_path_factory.mktemp("build"))
     yield t
     t.close()
 
@@ -71,16 +52,17 @@ def _check(res, n: int) -> None:
 
 
 def test_conformance_quickstart(target: EbpfTarget, tmp_path: Path) -> None:
-    art, ds, pp = _artifact(None, ROOT / "data")
-    table = ds.table.take(pp.replay_rows)
-    res = target.run(art, table, tmp_path, "quickstart")
+    built = quickstart_artifact()
+    table = built.data.replay_table
+    res = target.run(built.art, table, tmp_path, "quickstart")
     _check(res, len(table))
     assert (res.verdicts.flags & VerdictFlag.NEW_FLOW).sum() > 0
 
 
 def test_conformance_real_sample(target: EbpfTarget, tmp_path: Path, sample_dir: Path) -> None:
-    art, ds, _ = _artifact({"path": str(sample_dir), "synthetic": None}, tmp_path / "data")
-    res = target.run(art, ds.table, tmp_path, "sample")  # every frame, non-IP ones included
+    built = quickstart_artifact(tmp_path / "data", dataset={"path": str(sample_dir), "synthetic": None})
+    ds = built.data.ds
+    res = target.run(built.art, ds.table, tmp_path, "sample")  # every frame, non-IP ones included
     _check(res, len(ds.table))
     expected = ~dataplane_parsed(ds.table)  # non-IP frames and the sample's IPv6 packets
     assert expected.sum() > ds.manifest["status"]["non_ip"]
@@ -88,8 +70,8 @@ def test_conformance_real_sample(target: EbpfTarget, tmp_path: Path, sample_dir:
 
 
 def test_conformance_stress_collisions_and_malformed(target: EbpfTarget, tmp_path: Path) -> None:
-    art, _, _ = _artifact(None, ROOT / "data", flow_slots=64)  # 64 slots for ~400 flows: constant evictions
-    table = read_pcap(write_stress_pcap(tmp_path / "stress.pcap", seed=3))
+    art = quickstart_artifact(flow_slots=64).art  # 64 slots for ~400 flows: constant evictions
+    table = read_pcap(STRESS_PCAP)
     res = target.run(art, table, tmp_path, "stress")
     _check(res, len(table))
     flags = res.verdicts.flags
@@ -100,18 +82,41 @@ def test_conformance_stress_collisions_and_malformed(target: EbpfTarget, tmp_pat
     assert np.all(res.verdicts.label[unparsed] == 0xFF)
 
 
+def bpf_programs() -> set[int]:
+    """Ids of loaded BPF programs this project loads (by program name)."""
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True, check=True).stdout
+    return {p["id"] for p in json.loads(out) if p.get("name") in OUR_PROGRAMS}
+
+
+def _netns_alive(inode: int) -> bool:
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and os.stat(d / "ns" / "net").st_ino == inode:
+                return True
+        except OSError:
+            pass
+    return False
+
+
 def test_teardown_leaves_nothing(tmp_path: Path) -> None:
-    t = EbpfTarget(_Cfg(), build_dir=tmp_path / "build")
-    art, ds, pp = _artifact(None, ROOT / "data")
-    t.run(art, ds.table.take(pp.replay_rows[:200]), tmp_path, "short")
-    pids = [n.pid for n in t.testbed.net.hosts + t.testbed.net.switches]
+    """After close: no node shell, no namespace, no veth, no BPF program of ours, no state under /run."""
+    before = bpf_programs()
+    t = EbpfTarget(FAST, build_dir=tmp_path / "build")
+    built = quickstart_artifact()
+    t._ensure_testbed(tmp_path)
+    t.testbed.s1.load(built.art)
+    loaded = bpf_programs() - before
+    assert loaded, "the check must see the program while it is loaded"
+    nodes = json.loads(t.testbed.state_file.read_text())["nodes"]
     state = t.testbed.state_file
     t.close()
     assert not state.exists()
-    for pid in pids:
-        assert not Path(f"/proc/{pid}").exists(), f"node shell {pid} survived"
-    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
-    assert "s1-eth" not in links and "h1-eth0" not in links
+    for n in nodes:
+        assert not Path(f"/proc/{n['pid']}").exists(), f"node shell {n['name']} ({n['pid']}) survived"
+        assert not _netns_alive(n["netns"]), f"namespace of {n['name']} survived"
+    assert not (bpf_programs() & loaded), "BPF programs of the run are still loaded"
+    leftovers = [p for p in STATE_DIR.glob(f"*{os.getpid()}*")] if STATE_DIR.exists() else []
+    assert leftovers == [], f"state left under {STATE_DIR}: {leftovers}"
 
 
 def _live_in_netns(inode: int) -> list[int]:
@@ -132,7 +137,7 @@ def test_killed_run_is_cleaned_up_by_the_next(tmp_path: Path) -> None:
         import subprocess, sys, time
         sys.path.insert(0, {str(ROOT)!r})
         from pathlib import Path
-        from chimera.testbed.nodes import EbpfSwitch
+        from chimera.targets.ebpf.node import EbpfSwitch
         from chimera.testbed.topology import Testbed
         tb = Testbed(EbpfSwitch, Path({str(tmp_path)!r}), Path({str(tmp_path)!r})).__enter__()
         cap = tb.h2.popen(["tcpdump", "-i", "h2-eth0", "-w", "/dev/null"], stderr=subprocess.DEVNULL)
@@ -152,10 +157,10 @@ def test_killed_run_is_cleaned_up_by_the_next(tmp_path: Path) -> None:
     for n in nodes:
         assert _live_in_netns(n["netns"]) == [], f"processes of the killed run live on in {n['name']}"
     # and the next run comes up and classifies
-    t = EbpfTarget(_Cfg(), build_dir=tmp_path / "build")
+    t = EbpfTarget(FAST, build_dir=tmp_path / "build")
     try:
-        art, ds, pp = _artifact(None, ROOT / "data")
-        res = t.run(art, ds.table.take(pp.replay_rows[:100]), tmp_path, "after-kill")
+        built = quickstart_artifact()
+        res = t.run(built.art, built.data.ds.table.take(built.data.replay_rows[:100]), tmp_path, "after-kill")
         _check(res, 100)
     finally:
         t.close()
@@ -164,18 +169,10 @@ def test_killed_run_is_cleaned_up_by_the_next(tmp_path: Path) -> None:
 def test_software_classifier_host_path(target: EbpfTarget, tmp_path: Path) -> None:
     """A † configuration through s1 -> sc -> s1: every packet marked by sc, and sc's verdicts equal an
     offline re-run of the same classifier on the same frames and clock."""
-    from chimera.experiments.runner import _fires
-    from chimera.compile.config import FusionConfig
-    from chimera.testbed.classifier import export_model
-    cfg = load_experiment("quickstart", {"model": {"attention": "softmax", "epochs": 2}})
-    v = resolve_variants(cfg)[0]
-    ds = resolve_dataset(cfg.dataset, ROOT / "data")
-    pp = prepare(ds, cfg.seed)
-    rules = load_rules(ROOT / cfg.rules)
-    W = learn_soft_weights(_fires(rules, pp.rule_keys[pp.train_rows]), pp.y(pp.train_rows), len(ds.classes), seed=1)
-    model, _, _ = get_model(pp, v.model, cfg.seed, Cache())
-    mj = export_model(model, rules, W, FusionConfig(), 0.5, tmp_path / "sw.json")
-    table = ds.table.take(pp.replay_rows[:600])
+    from chimera.targets.software.classifier import export_model
+    data, rules, v, trained = quickstart_trained(attention="softmax")
+    mj = export_model(trained.model, rules.rules, rules.weights, v.fusion, trained.beta, tmp_path / "sw.json")
+    table = data.ds.table.take(data.replay_rows[:600])
     res = target.run_software(mj, table, tmp_path, "softmax")
     assert res.extra["lost"] == 0 and res.extra["reference_mismatches"] == 0
     assert res.extra["conformance_checked"] == 600

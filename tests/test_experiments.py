@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +13,8 @@ import yaml
 from chimera.errors import BudgetError, ConfigError, DatasetError
 from chimera.experiments.config import available, load_experiment
 from chimera.experiments.runner import run_experiment
+
+from builders import TINY_MULTICLASS
 
 TINY = {
     "name": "tiny", "seed": 2,
@@ -109,12 +110,9 @@ def test_incremental_needs_prf(tmp_path: Path) -> None:
         run(tmp_path, p)
 
 
-def test_one_class_dataset_is_rejected(tmp_path: Path, sample_dir: Path) -> None:
-    src = tmp_path / "raw"
-    for d in ("POWER", "LAN_STOP"):
-        shutil.copytree(sample_dir / d, src / d)
+def test_one_class_dataset_is_rejected(tmp_path: Path) -> None:
     from chimera.data.adapters import normalize
-    ds = normalize("ciciot2022", src, tmp_path / "norm")
+    ds = normalize("folders", TINY_MULTICLASS, tmp_path / "norm")
     labels = np.load(ds / "labels.npy")
     np.save(ds / "labels.npy", np.zeros_like(labels))  # everything one class
     man = json.loads((ds / "manifest.json").read_text())

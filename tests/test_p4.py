@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +19,7 @@ from finsy import P4Schema
 from chimera.compile.header import render
 from chimera.errors import TargetError
 from chimera.targets.bmv2 import p4rt
+from chimera.targets.bmv2.compiler import compiled_in
 from chimera.targets.bmv2.schema import (ACTIONS, P4INFO, P4_SOURCE, REGISTERS, TABLE_BY_NAME, TABLES, qualified,
                                          render_p4info)
 
@@ -48,7 +48,9 @@ def preprocessed(tmp_path_factory: pytest.TempPathFactory) -> str:
     (d / "chimera_constants.h").write_text(render(_artifact()))
     (d / "core.p4").write_text("")  # p4c's includes are not here; the declarations we check are ours
     (d / "v1model.p4").write_text("")
-    r = subprocess.run([cpp, "-P", "-undef", f"-I{d}", str(P4_SOURCE)], capture_output=True, text=True)
+    # beside its header, as compile_p4 does: a quoted include looks in the source's directory first
+    shutil.copyfile(P4_SOURCE, d / P4_SOURCE.name)
+    r = subprocess.run([cpp, "-P", "-undef", f"-I{d}", str(d / P4_SOURCE.name)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     return re.sub(r"\s+", " ", r.stdout)
 
@@ -86,12 +88,11 @@ def test_actions_and_registers_match_the_source(preprocessed: str) -> None:
 
 
 def test_verdict_header_matches_the_format_module(preprocessed: str) -> None:
-    from chimera.formats.verdict import Verdict
+    """After the preprocessor, chimera.p4's verdict_t has exactly FIELDS: names, widths, order."""
+    from chimera.formats.verdict import FIELDS
     body = re.search(r"header verdict_t \{(.*?)\}", preprocessed).group(1)
-    fields = re.findall(r"bit<(\d+)> (\w+);", body)
-    want = [(f.name, f.size if hasattr(f, "size") and f.size else None) for f in Verdict.fields_desc]
-    assert [n for _, n in fields] == [n for n, _ in want]
-    assert sum(int(w) for w, _ in fields) == 30 * 8
+    fields = [(n, int(w)) for w, n in re.findall(r"bit<(\d+)> (\w+);", body)]
+    assert fields == [(f.name, f.bits) for f in FIELDS]
 
 
 def test_every_entry_encodes_against_the_p4info() -> None:
@@ -131,3 +132,13 @@ def test_unsupported_artifacts_fail_with_the_reason() -> None:
     art.constants["NUM_CLASSES"] = 17
     with pytest.raises(TargetError, match="NUM_CLASSES=17 exceeds chimera.p4's maximum 16"):
         p4rt.model_entries(art, 0)
+
+
+def test_committed_constants_header_is_current() -> None:
+    """p4/chimera_constants.h (so `p4c-bm2-ss p4/chimera.p4` compiles from a clean clone) holds what chimera.p4
+    compiles in for the quickstart model: regenerate it with `invoke p4header` when this fails."""
+    from builders import quickstart_artifact
+    committed = (P4_SOURCE.parent / "chimera_constants.h").read_text()
+    current = render(quickstart_artifact().art)  # epochs change no compiled-in constant
+    assert compiled_in(committed) == compiled_in(current), "stale: run `invoke p4header`"
+    assert compiled_in(committed).count("#define") >= 15

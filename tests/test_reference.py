@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chimera.compile.artifact import Artifact
+from chimera.formats.artifact import Artifact
 from chimera.data.pcap import PacketTable, ParseStatus
 from chimera.model.tokenizer import FLAG_TERNARY, MAP_KEYS
-from chimera.pipeline.reference import SwitchState, crc32_columns, flow_hash, run_reference
+from chimera.reference.pipeline import SwitchState, crc32_columns, flow_hash, run_reference
 
 from oracle import oracle
 

@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chimera.errors import ConfigError
-from chimera.rules.spec import _range_to_prefixes, compile_match, first_match, load_rules
+from chimera.rules.spec import _range_to_prefixes, compile_match, load_rules
+from chimera.rules.ternary import first_match
 from chimera.rules.weights import learn_soft_weights
 
 ROOT = Path(__file__).resolve().parents[1]

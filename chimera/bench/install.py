@@ -16,17 +16,18 @@ from pathlib import Path
 
 import numpy as np
 
+from chimera.experiments.stages.compile import build_artifact
 from chimera.targets.ebpf import require_available
 from chimera.targets.ebpf.build import build_object
-from chimera.targets.ebpf.pipeline import EbpfPipeline, table_images
+from chimera.targets.ebpf.loader import EbpfPipeline, table_images
 
 log = logging.getLogger(__name__)
 
 
 def main(repeats: int = 30) -> dict[str, float]:
     require_available()
-    from chimera.bench.reference import build_artifact
-    art, _, _ = build_artifact("quickstart", model={"centroids": 100, "epochs": 2})  # C*C = 10^4 window entries
+    # C*C = 10^4 window entries
+    art = build_artifact("quickstart", overrides={"model": {"centroids": 100, "epochs": 2}}).art
     with tempfile.TemporaryDirectory() as d:
         p = EbpfPipeline(build_object(art, Path(d)))
         try:

@@ -15,13 +15,19 @@ import logging
 import re
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
-from chimera.bench.reference import build_artifact
+import numpy as np
+
 from chimera.data.pcapwrite import normalized_frames, write_pcap
+from chimera.errors import TargetError
+from chimera.experiments.stages.compile import build_artifact
 from chimera.targets.ebpf import require_available
 from chimera.targets.ebpf.build import build_object, build_redirect_object
-from chimera.targets.ebpf.pipeline import EbpfPipeline
+from chimera.targets.ebpf.loader import EbpfPipeline
+from chimera.targets.ebpf.node import EbpfSwitch
+from chimera.testbed.topology import Testbed
 
 log = logging.getLogger(__name__)
 LOOPS = 100
@@ -39,21 +45,19 @@ def _blast(tb, pcap: Path) -> tuple[int, int, float]:
     out = r.communicate()[0].decode(errors="replace")
     m = re.search(r"Actual: (\d+) packets .* sent in ([\d.]+) seconds", out)
     if not m:
-        raise RuntimeError(f"could not read tcpreplay's summary: {out[-400:]}")
-    import time
+        raise TargetError(f"could not read tcpreplay's summary (exit {r.returncode}): {out[-400:]}",
+                          "check that tcpreplay runs in the h1 namespace (see the output above)")
     time.sleep(0.5)
     return int(m.group(1)), _rx(tb.h2, "h2-eth0") - before, float(m.group(2))
 
 
 def main() -> dict[str, float]:
     require_available()
-    from chimera.testbed.nodes import EbpfSwitch
-    from chimera.testbed.topology import Testbed
-    import numpy as np
-    art, ds, pp = build_artifact("quickstart")
+    built = build_artifact("quickstart")
+    art = built.art
     with tempfile.TemporaryDirectory() as d:
         dd = Path(d)
-        table = ds.table.take(pp.replay_rows)
+        table = built.data.replay_table
         pcap = dd / "replay.pcap"
         write_pcap(pcap, normalized_frames(table, np.arange(len(table))), table.ts_ns)
         obj = build_object(art, dd)

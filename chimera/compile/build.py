@@ -1,7 +1,7 @@
 """Quantize a trained model + rules into the table artifact, enforcing the budgets.
 
-Integer semantics fixed here (the reference pipeline executes them, the eBPF
-C and the P4 program implement them):
+Integer semantics fixed here (docs/pipeline.md; the reference pipeline executes
+them, the eBPF C and the P4 program implement them):
 
 - K_int[q, c] = clip(round(K * s_K), 1, 2^b - 1)       (unsigned b bits, > 0 so Z > 0)
 - U_int[c, y] = round(U * s_U) in +-(2^(b-1) - 1)      (signed b bits)
@@ -23,11 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from chimera.compile.artifact import Artifact
-from chimera.compile.config import CompileConfig, FusionConfig
+from chimera.compile.config import CompileConfig
 from chimera.data.tokens import IAT_BUCKETS, IAT_SHIFT, PROTO_CLASSES
 from chimera.errors import BudgetError, ConfigError
+from chimera.formats.artifact import Artifact
 from chimera.formats.verdict import ETH_P_VERDICT, NO_RULE, VERDICT_LEN, VerdictFlag
+from chimera.model.config import FusionConfig
 from chimera.model.tokenizer import FLAG_CLASSES, FLAG_TERNARY, LEN_BINS, MAP_KEYS
 from chimera.model.train import TrainedModel
 from chimera.rules.spec import FLOW_PKTS_SATURATION, KEY_FIELDS, Rules

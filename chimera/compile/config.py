@@ -1,8 +1,6 @@
-"""Compile and fusion configuration."""
+"""Compile configuration: table widths, flow slots, EMA parameters and the budgets."""
 
 from __future__ import annotations
-
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -35,27 +33,3 @@ class CompileConfig(BaseModel):
         if v & (v - 1):
             raise ValueError(f"flow_slots must be a power of two (slot = hash & (F-1)), got {v}")
         return v
-
-
-FusionMode = Literal["cascade", "soft", "neural", "symbolic"]
-
-
-class FusionConfig(BaseModel):
-    """cascade: hard veto then alpha*A + beta*S*Z (default); soft: no veto (lambda_h = 0);
-    neural: attention only; symbolic: rules only (hard veto + soft scores)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    mode: FusionMode = "cascade"
-    alpha: float = Field(1.0, ge=0)
-    beta: float = Field(0.5, ge=0)
-    tune_beta: bool = Field(True, description="pick beta on the validation split from beta_grid")
-    beta_grid: tuple[float, ...] = (0.0, 0.1, 0.25, 0.5, 1.0, 2.0)
-
-    @property
-    def lambda_h(self) -> int:
-        return 1 if self.mode in ("cascade", "symbolic") else 0
-
-    def coefficients(self, beta: float | None = None) -> tuple[float, float]:
-        b = self.beta if beta is None else beta
-        return {"cascade": (self.alpha, b), "soft": (self.alpha, b), "neural": (1.0, 0.0),
-                "symbolic": (0.0, 1.0)}[self.mode]

@@ -1,7 +1,8 @@
 """The generated constants header, included by both the eBPF C and the P4 program.
 
 Both go through the C preprocessor, so one file of ``#define``s keeps table
-sizes, widths, coefficients and flag bits identical in both by construction.
+sizes, widths, coefficients, flag bits and the verdict header's field list
+(chimera.formats.verdict) identical in both by construction.
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from chimera.compile.artifact import Artifact
+from chimera.formats import verdict
+from chimera.formats.artifact import Artifact
 from chimera.rules.spec import KEY_FIELDS
 
 GUARD = "CHIMERA_CONSTANTS_H"
@@ -26,6 +28,9 @@ def render(art: Artifact) -> str:
     lines += ["", "/* rule key layout: field widths in bits, in key order */"]
     for name, width in KEY_FIELDS:
         lines.append(f"#define CHIMERA_RULE_KEY_{name.upper()}_BITS {width}")
+    lines += ["", "/* the verdict header's fields, from chimera/formats/verdict.py (C struct body, P4 header body) */",
+              f"#define CHIMERA_VERDICT_FIELDS_C {verdict.c_fields()}",
+              f"#define CHIMERA_VERDICT_FIELDS_P4 {verdict.p4_fields()}"]
     lines += ["", f"#endif /* {GUARD} */", ""]
     return "\n".join(lines)
 

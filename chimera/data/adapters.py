@@ -126,7 +126,7 @@ def normalize(adapter: str, src: str | os.PathLike[str], out: str | os.PathLike[
         log.warning("skipping %s: %s", s["file"], s["reason"])
     if not labelled:
         raise DatasetError(f"{root}: no capture has a recognizable {adapter} label ({ad.doc})",
-                           f"check the layout (see chimera/data/adapters.py) or use --adapter folders")
+                           "check the layout (see chimera/data/adapters.py) or use --adapter folders")
     classes = sorted({lab for _, lab in labelled})
     if len(classes) < 2:
         raise DatasetError(f"{root}: only one class ({classes[0]}) found; a classifier needs two or more",

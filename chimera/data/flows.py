@@ -3,7 +3,7 @@
 A flow is the canonical (lower endpoint, higher endpoint, protocol) 5-tuple
 within one capture file; "direction" is 0 for packets sent the way the flow's
 first packet went and 1 for the reverse, which is also what the dataplane
-stores in its flow slot (see chimera.pipeline).
+stores in its flow slot (docs/pipeline.md, step 2).
 """
 
 from __future__ import annotations

@@ -219,7 +219,7 @@ class _Builder:
 
     def attack_flows(self, label: int, kind: str, budget: int) -> int:
         """Adds attack flows; returns how many flows were made."""
-        s, rng = self.spec, self.rng
+        _s, rng = self.spec, self.rng
         victim = int(rng.choice(self.servers))
         made = 0
         if kind == "SCAN":  # one scanner probing many ports: 2-packet flows (SYN, RST-ACK)
@@ -317,3 +317,28 @@ def generate(spec: SyntheticSpec, out_dir: str | os.PathLike[str], *, overwrite:
         return write_dataset(out_dir, [CaptureSpec(raw, packet_labels=labels)], classes,
                              name=f"synthetic-{spec.profile}", source="synthetic", seed=spec.seed, extra=meta,
                              overwrite=overwrite)
+
+
+def write_class_folders(spec: SyntheticSpec, out_dir: str | os.PathLike[str], files_per_class: int = 2) -> Path:
+    """Generated traffic laid out as a real dataset is (``<out>/<CLASS>/<CLASS>-<k>.pcap``, one label per
+    folder, as CICIoT2022 and PeerRush are), so the adapters can be exercised without the real data.
+
+    A class's flows are dealt round-robin to its files; frames keep their timestamps. Classes
+    without flows get no folder.
+    """
+    from chimera.data.dataset import load_dataset
+    from chimera.data.pcapwrite import normalized_frames
+
+    out = Path(out_dir)
+    with tempfile.TemporaryDirectory() as tmp:
+        ds = load_dataset(generate(spec, Path(tmp) / "ds"))
+        fid = ds.flows.flow_id
+        for y, cls in enumerate(ds.classes):
+            flows = np.unique(fid[(ds.labels == y) & (fid >= 0)])
+            if flows.size == 0:
+                continue  # a class given no flows (weight 0) gets no folder
+            (out / cls).mkdir(parents=True, exist_ok=True)
+            for k in range(min(files_per_class, flows.size)):
+                rows = np.flatnonzero(np.isin(fid, flows[k::files_per_class]))
+                write_pcap(out / cls / f"{cls}-{k + 1}.pcap", normalized_frames(ds.table, rows), ds.table.ts_ns[rows])
+    return out

@@ -14,9 +14,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from chimera.compile.config import CompileConfig, FusionConfig
+from chimera.compile.config import CompileConfig
 from chimera.errors import ConfigError
-from chimera.model.config import ModelConfig
+from chimera.model.config import FusionConfig, ModelConfig
+from chimera.testbed.replay import ReplayConfig
 
 EXPERIMENTS_DIR = Path(__file__).resolve().parents[2] / "experiments"
 Target = Literal["auto", "reference", "ebpf", "bmv2"]
@@ -49,22 +50,6 @@ class DatasetSpec(BaseModel):
         if (self.synthetic is None) == (self.path is None):
             raise ValueError("give exactly one of dataset.synthetic or dataset.path")
         return self
-
-
-class ReplayConfig(BaseModel):
-    """How the testbed replays the test split (targets other than reference).
-
-    Inter-arrival time is a model feature: only ``speed: 1.0`` (original timing)
-    reproduces the features the model was trained on. Faster replay (a higher
-    multiplier, fixed pps, top speed) is for throughput and latency runs, and
-    shifts the inter-arrival buckets, which the report then shows as lower F1.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    mode: Literal["speed", "pps", "topspeed"] = "speed"
-    speed: float = Field(1.0, gt=0, description="multiplier of the original timing (mode=speed)")
-    pps: int = Field(2000, ge=1, description="fixed rate (mode=pps)")
-    max_packets: int = Field(0, ge=0, description="0 = all test packets")
 
 
 class Variant(BaseModel):

@@ -1,1 +1,2 @@
-"""Formats shared by every target: the verdict header (the table artifact lives in chimera.compile.artifact)."""
+"""The formats every stage and target shares, one module each: the verdict header (``verdict``), the table
+artifact (``artifact``) and the results layout (``rundir``)."""

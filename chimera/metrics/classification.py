@@ -7,6 +7,14 @@ import pandas as pd
 from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
 
 
+def macro_f1(y: np.ndarray, pred: np.ndarray) -> float:
+    """Packet-level macro-F1 over the classes present in ``y`` (the metric every table reports)."""
+    if np.asarray(y).size == 0:
+        return 0.0
+    return float(precision_recall_fscore_support(y, pred, labels=np.unique(y), average="macro",
+                                                 zero_division=0)[2])
+
+
 def summary(y: np.ndarray, pred: np.ndarray, classes: list[str]) -> dict[str, float]:
     """Macro precision/recall/F1 and accuracy over the classes present in ``y``."""
     labels = np.unique(y)

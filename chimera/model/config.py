@@ -1,4 +1,4 @@
-"""Model configuration (validated at load: unknown keys and variant names are errors)."""
+"""Model and fusion configuration (validated at load: unknown keys and variant names are errors)."""
 
 from __future__ import annotations
 
@@ -58,3 +58,27 @@ class ModelConfig(BaseModel):
     @property
     def uses_global(self) -> bool:
         return self.keys in ("hybrid", "global") and self.n_global > 0
+
+
+FusionMode = Literal["cascade", "soft", "neural", "symbolic"]
+
+
+class FusionConfig(BaseModel):
+    """cascade: hard veto then alpha*A + beta*S*Z (default); soft: no veto (lambda_h = 0);
+    neural: attention only; symbolic: rules only (hard veto + soft scores)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    mode: FusionMode = "cascade"
+    alpha: float = Field(1.0, ge=0)
+    beta: float = Field(0.5, ge=0)
+    tune_beta: bool = Field(True, description="pick beta on the validation split from beta_grid")
+    beta_grid: tuple[float, ...] = (0.0, 0.1, 0.25, 0.5, 1.0, 2.0)
+
+    @property
+    def lambda_h(self) -> int:
+        return 1 if self.mode in ("cascade", "symbolic") else 0
+
+    def coefficients(self, beta: float | None = None) -> tuple[float, float]:
+        b = self.beta if beta is None else beta
+        return {"cascade": (self.alpha, b), "soft": (self.alpha, b), "neural": (1.0, 0.0),
+                "symbolic": (0.0, 1.0)}[self.mode]

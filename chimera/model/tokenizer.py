@@ -17,6 +17,7 @@ import numpy as np
 from sklearn.cluster import KMeans
 
 from chimera.data.tokens import IAT_BUCKETS, PROTO_CLASSES, Tokens, proto_class
+from chimera.rules.ternary import first_match
 
 LEN_BINS = 16
 FLAG_CLASSES = 8
@@ -38,14 +39,12 @@ FLAG_TERNARY: tuple[tuple[int, int, int], ...] = (
 FLAG_CLASS_REPR = np.array([0x00, 0x02, 0x12, 0x14, 0x11, 0x18, 0x10, 0x20], np.int64)
 
 
-def flag_class(tcp_flags: np.ndarray) -> np.ndarray:
-    """Ternary TCP-flag classification (first matching entry)."""
+def flag_class(tcp_flags: np.ndarray, table: np.ndarray | None = None) -> np.ndarray:
+    """Ternary TCP-flag classification: the class of the first matching (value, mask, class) entry."""
+    t = np.asarray(FLAG_TERNARY if table is None else table, np.int64).reshape(-1, 3)
     f = np.asarray(tcp_flags, np.int64)
-    out = np.full(f.shape, -1, np.int64)
-    for value, mask, cls in FLAG_TERNARY:
-        hit = (out < 0) & ((f & mask) == value)
-        out[hit] = cls
-    return out.astype(np.uint8)
+    idx = first_match(f.reshape(-1, 1), t[:, :1], t[:, 1:2])
+    return t[idx, 2].astype(np.uint8).reshape(f.shape)  # the last entry is a catch-all: idx >= 0
 
 
 def len_bin(ip_len: np.ndarray, lo: np.ndarray) -> np.ndarray:

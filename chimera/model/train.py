@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 from chimera.data.flows import Flows
 from chimera.data.tokens import PROTO_CLASSES, Tokens, proto_class
+from chimera.metrics.classification import macro_f1
 from chimera.model.config import ModelConfig
 from chimera.model.tokenizer import MapTables
 
@@ -172,17 +173,6 @@ class TrainedModel:
         return (w @ self.head) / z
 
 
-def _macro_f1(y: np.ndarray, p: np.ndarray, n: int) -> float:
-    f1 = []
-    for c in range(n):
-        tp = np.sum((p == c) & (y == c))
-        fp = np.sum((p == c) & (y != c))
-        fn = np.sum((p != c) & (y == c))
-        if tp + fp + fn:
-            f1.append(2 * tp / max(2 * tp + fp + fn, 1))
-    return float(np.mean(f1)) if f1 else 0.0
-
-
 def train(cfg: ModelConfig, classes: list[str], mp: MapTables, train_ctx: Contexts, y_train: np.ndarray,
           val_ctx: Contexts | None, y_val: np.ndarray | None, seed: int) -> TrainedModel:
     """Fit the classifier; keeps the epoch with the best validation macro-F1.
@@ -234,7 +224,7 @@ def _train(cfg: ModelConfig, classes: list[str], mp: MapTables, train_ctx: Conte
         if cnt_val is not None and y_val is not None and len(y_val):
             with torch.no_grad():
                 pv = model(torch.from_numpy(val_ctx.q), cnt_val).argmax(1).numpy()  # type: ignore[union-attr]
-            f1 = _macro_f1(y_val, pv, n_cls)
+            f1 = macro_f1(y_val, pv)
             log.debug("epoch %d: loss %.4f val macro-F1 %.4f", epoch, loss.item(), f1)
             if f1 > best[0]:
                 best = (f1, {k: v.clone() for k, v in model.state_dict().items()})

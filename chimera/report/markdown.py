@@ -30,7 +30,7 @@ def _describe(target: Any) -> str:
     return ", ".join(f"{k}: {v}" for k, v in target.describe().items() if k != "target")
 
 
-def write_report(path: Path, cfg: Any, ds: Any, pp: Any, ablation: pd.DataFrame, per_class: pd.DataFrame,
+def write_report(path: Path, cfg: Any, ds: Any, ablation: pd.DataFrame, per_class: pd.DataFrame,
                  target: Any, manifest: dict[str, Any]) -> None:
     m = manifest
     lines = [f"# {cfg.name}: {cfg.description or 'Chimera experiment'}", "",

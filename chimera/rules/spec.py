@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numba
 import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from chimera.errors import ConfigError
+from chimera.rules.ternary import fires_by_group, first_match
 
 #: Rule key layout, shared with the dataplanes (field, width in bits).
 KEY_FIELDS: tuple[tuple[str, int], ...] = (
@@ -183,6 +183,21 @@ class Rules:
         rows = [[*e.value, *e.mask, r] for r, ents in enumerate(self.soft_entries()) for e in ents]
         return np.asarray(rows, np.int64).reshape(-1, 2 * len(KEY_FIELDS) + 1)
 
+    def soft_fires(self, keys: np.ndarray) -> np.ndarray:
+        """[N, R] bool: which soft rules fire on each rule key (what the weights are learned from)."""
+        t = self.soft_table()
+        nf = len(KEY_FIELDS)
+        return fires_by_group(keys, t[:, :nf], t[:, nf:2 * nf], t[:, 2 * nf], len(self.soft))
+
+    def hard_labels(self, classes: list[str], keys: np.ndarray) -> np.ndarray:
+        """Label forced by the first matching hard rule per key, -1 where none (the float-side veto)."""
+        entries, _ = self.hard_entries(classes)
+        if not entries:
+            return np.full(np.asarray(keys).shape[0], -1, np.int64)
+        idx = first_match(keys, np.array([e.value for e, _, _ in entries]), np.array([e.mask for e, _, _ in entries]))
+        lab = np.array([y for _, _, y in entries])
+        return np.where(idx >= 0, lab[np.maximum(idx, 0)], -1)
+
 
 def load_rules(path: str | Path) -> Rules:
     """Parse and validate a rule file; errors name the file, the rule and the field."""
@@ -223,48 +238,3 @@ def rule_keys(proto: np.ndarray, tcp_flags: np.ndarray, direction: np.ndarray, f
     """[N, 7] int64 rule keys (flow_pkts saturates at 255, as in the dataplane)."""
     return np.column_stack([proto, tcp_flags, direction, np.minimum(flow_pkts, FLOW_PKTS_SATURATION),
                             sport, dport, ip_len]).astype(np.int64)
-
-
-@numba.njit(cache=True, inline="always")
-def _hit(keys, i, values, masks, j):  # pragma: no cover - jitted
-    for k in range(keys.shape[1]):
-        if (keys[i, k] & masks[j, k]) != values[j, k]:
-            return False
-    return True
-
-
-@numba.njit(cache=True)
-def _first_match(keys, values, masks):  # pragma: no cover - jitted
-    out = np.full(keys.shape[0], -1, np.int64)
-    for i in range(keys.shape[0]):
-        for j in range(values.shape[0]):
-            if _hit(keys, i, values, masks, j):
-                out[i] = j
-                break
-    return out
-
-
-def first_match(keys: np.ndarray, values: np.ndarray, masks: np.ndarray) -> np.ndarray:
-    """Index of the first entry (priority order) matching each key, -1 if none."""
-    if values.shape[0] == 0:
-        return np.full(keys.shape[0], -1, np.int64)
-    return _first_match(np.ascontiguousarray(keys, np.int64), np.ascontiguousarray(values, np.int64),
-                        np.ascontiguousarray(masks, np.int64))
-
-
-@numba.njit(cache=True)
-def _soft_fires(keys, values, masks, rule_of, n_rules):  # pragma: no cover - jitted
-    out = np.zeros((keys.shape[0], n_rules), np.bool_)
-    for i in range(keys.shape[0]):
-        for j in range(values.shape[0]):
-            if not out[i, rule_of[j]] and _hit(keys, i, values, masks, j):
-                out[i, rule_of[j]] = True
-    return out
-
-
-def soft_fires(keys: np.ndarray, values: np.ndarray, masks: np.ndarray, rule_of: np.ndarray,
-               n_rules: int) -> np.ndarray:
-    """[N, R] bool: soft rule r fires when any of its entries matches."""
-    return _soft_fires(np.ascontiguousarray(keys, np.int64), np.ascontiguousarray(values, np.int64).reshape(-1, keys.shape[1]),
-                       np.ascontiguousarray(masks, np.int64).reshape(-1, keys.shape[1]),
-                       np.ascontiguousarray(rule_of, np.int64), n_rules)

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from chimera.data.pcap import read_raw
-from chimera.formats.verdict import NO_LABEL, NO_RULE, strip
-from chimera.pipeline.reference import Verdicts
+from chimera.formats.verdict import FIELD_NAMES, NO_LABEL, NO_RULE, strip
+from chimera.reference.pipeline import Verdicts
 
 
 @dataclass
@@ -72,7 +72,9 @@ def collect(replayed: list[bytes], sent_pcap: Path, recv_pcap: Path) -> Collecte
             continue
         i = q.popleft()
         got[i] = True
-        _, f_flags[i], f_label[i], f_rule[i], f_score[i], f_ver[i], f_cent[i], _, ts_in[i], ts_out[i], _ = fields
+        f = dict(zip(FIELD_NAMES, fields))
+        f_flags[i], f_label[i], f_rule[i], f_score[i] = f["flags"], f["label"], f["rule_id"], f["score"]
+        f_ver[i], f_cent[i], ts_in[i], ts_out[i] = f["map_version"], f["centroid"], f["ts_in"], f["ts_out"]
         t_recv[i] = t
     # send timestamps: the same in-order matching on what h1 put on the wire
     sidx: dict[bytes, collections.deque[int]] = collections.defaultdict(collections.deque)

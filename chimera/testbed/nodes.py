@@ -1,10 +1,12 @@
-"""Switch node classes: one per target, same interface (p4-utils style).
+"""The switch node contract (p4-utils style): one subclass per target, in that target's package.
 
-``TargetSwitch`` fixes the contract used by the topology and the runner:
+``TargetSwitch`` fixes what the topology and the targets rely on:
 ``start(controllers)``, ``stop(deleteIntfs)``, ``load(artifact)`` (install a
-compiled model, returning the install time) and ``registers()``. Subclasses
-override only what differs: ``EbpfSwitch`` loads the tc program into its
-namespace; ``Bmv2Switch`` (chimera.targets.bmv2) launches simple_switch_grpc.
+compiled model, returning the install time), ``unload()`` and ``registers()``.
+Subclasses override only what differs: ``EbpfSwitch`` (chimera.targets.ebpf.node)
+loads the tc program into its namespace; ``Bmv2Switch`` (chimera.targets.bmv2.node)
+launches simple_switch_grpc. The testbed knows nothing of targets: it receives
+the switch class to use.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from mininet.node import Switch
 
-from chimera.compile.artifact import Artifact
+from chimera.formats.artifact import Artifact
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +46,11 @@ class TargetSwitch(Switch, abc.ABC):
 
     target = "abstract"
 
-    def __init__(self, name: str, build_dir: Path | None = None, **params: Any) -> None:
+    def __init__(self, name: str, build_dir: Path | None = None, run_dir: Path | None = None, **params: Any) -> None:
         params["inNamespace"] = True  # Mininet passes its own default (False, for OVS); ours is a namespace
         super().__init__(name, **params)
         self.build_dir = build_dir or Path("build")
+        self.run_dir = run_dir  # where the switch keeps its logs/pcaps (None: nowhere)
         self.artifact: Artifact | None = None
 
     def port_pairs(self) -> list[tuple[str, str]]:
@@ -67,54 +70,11 @@ class TargetSwitch(Switch, abc.ABC):
     def load(self, art: Artifact) -> float:
         """Install a compiled model (atomically); returns the install time in seconds."""
 
+    def unload(self) -> None:
+        """Remove the loaded model (and anything attached for it); the topology calls this at teardown."""
+
     def registers(self) -> dict[str, Any]:
         return {}
 
     def stop(self, deleteIntfs: bool = True) -> None:
-        super().stop(deleteIntfs)
-
-
-class EbpfSwitch(TargetSwitch):
-    """The eBPF/tc dataplane: the program is loaded from the root namespace and attached here."""
-
-    target = "ebpf"
-
-    def __init__(self, name: str, **params: Any) -> None:
-        super().__init__(name, **params)
-        self.pipeline: Any = None
-
-    def load(self, art: Artifact) -> float:
-        from chimera.targets.ebpf.build import build_object
-        from chimera.targets.ebpf.pipeline import EbpfPipeline
-        self.unload()
-        obj = build_object(art, self.build_dir)
-        self.pipeline = EbpfPipeline(obj)
-        dt = self.pipeline.install(art)
-        self.pipeline.attach(self.pid, self.port_pairs())
-        self.artifact = art
-        log.info("%s: eBPF pipeline attached to %s (tables installed in %.1f ms)", self.name,
-                 ", ".join(i for i, _ in self.port_pairs()), dt * 1e3)
-        return dt
-
-    def load_redirect(self, pairs: list[tuple[str, str]]) -> None:
-        """No pipeline: a plain redirect along ``pairs`` (the software-classifier path)."""
-        from chimera.targets.ebpf.build import build_redirect_object
-        from chimera.targets.ebpf.pipeline import EbpfPipeline
-        self.unload()
-        self.pipeline = EbpfPipeline(build_redirect_object(self.build_dir))
-        self.pipeline.attach(self.pid, pairs, prog="redirect")
-        self.artifact = None
-
-    def registers(self) -> dict[str, Any]:
-        if self.pipeline is None or self.artifact is None:
-            return {}
-        return {"counters": self.pipeline.counters(), "ema": self.pipeline.ema().tolist()}
-
-    def unload(self) -> None:
-        if self.pipeline is not None:
-            self.pipeline.close()
-            self.pipeline = None
-
-    def stop(self, deleteIntfs: bool = True) -> None:
-        self.unload()
         super().stop(deleteIntfs)

@@ -73,7 +73,7 @@ def _netns_inode(pid: int) -> int | None:
 
 
 #: The only processes a run starts inside its namespaces (node shells, captures, replays, BMv2).
-OUR_PROCESSES = ("mininet:", "mnexec", "tcpdump", "tcpreplay", "simple_switch", "chimera.testbed.classifier")
+OUR_PROCESSES = ("mininet:", "mnexec", "tcpdump", "tcpreplay", "simple_switch", "chimera.targets.software.classifier")
 
 
 def _kill_netns(inode: int) -> int:
@@ -137,9 +137,8 @@ class Testbed:
         # SIGTERM (a nightly job's timeout) unwinds like Ctrl-C, so `finally` blocks run
         self._old_term = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
         log.info("[testbed] building h1 - s1(%s) - h2", self.switch_cls.target)
-        switch = functools.partial(self.switch_cls, build_dir=self.build_dir)
-        if self.switch_cls.target == "bmv2":  # per-port pcaps and the switch log under the run's directory
-            switch = functools.partial(switch, log_dir=self.run_dir / "switch")
+        # the switch keeps its logs (and pcaps, where it writes any) under the run's directory
+        switch = functools.partial(self.switch_cls, build_dir=self.build_dir, run_dir=self.run_dir / "switch")
         self.net = Mininet(topo=ChimeraTopo(), switch=switch, host=Host, link=Link, controller=None,
                            autoSetMacs=True, build=False, waitConnected=False)
         try:

@@ -19,18 +19,19 @@ from pathlib import Path
 
 import numpy as np
 
-from chimera.compile.artifact import Artifact
 from chimera.data.pcap import PacketTable, read_pcap
 from chimera.data.pcapwrite import normalized_frames, write_pcap
 from chimera.errors import TargetError, ToolMissingError
-from chimera.pipeline.reference import run_reference
-from chimera.targets.bmv2 import INSTALL_HINT, compile_p4, p4rt
+from chimera.formats.artifact import Artifact
+from chimera.reference.pipeline import Verdicts, run_reference
+from chimera.targets.bmv2 import p4rt
+from chimera.targets.bmv2.compiler import INSTALL_HINT, compile_p4
 from chimera.targets.bmv2.schema import TABLE_BY_NAME, qualified
+from chimera.targets.bmv2.thrift import THRIFT_PORT, run_cli
 from chimera.testbed.collect import collect
 
 log = logging.getLogger(__name__)
 TOOLS = ("p4c-bm2-ss", "simple_switch", "simple_switch_CLI")
-THRIFT_PORT = 9090
 START_WAIT_S = 20  # simple_switch waits this long before reading its input file (install takes ~4 s)
 
 
@@ -87,18 +88,18 @@ def run_files(art: Artifact, table: PacketTable, work: Path, timeout_s: float = 
     try:
         t0 = time.monotonic()
         while True:  # wait for the Thrift server
-            r = subprocess.run(["simple_switch_CLI", "--thrift-port", str(THRIFT_PORT)], input="show_tables\n",
-                               capture_output=True, text=True)
-            if r.returncode == 0 and "port_map" in r.stdout:
-                break
+            try:
+                if "port_map" in run_cli(["show_tables"]):
+                    break
+            except TargetError:
+                pass
             if sw.poll() is not None or time.monotonic() - t0 > 30:
                 raise TargetError(f"simple_switch did not start (see {work / 'switch.log'})", "check the BMv2 install")
             time.sleep(0.5)
-        r = subprocess.run(["simple_switch_CLI", "--thrift-port", str(THRIFT_PORT)],
-                           input="\n".join(cli_commands(art)) + "\n", capture_output=True, text=True)
-        bad = [line for line in r.stdout.splitlines() if "Error" in line or "Invalid" in line]
-        if r.returncode != 0 or bad:
-            raise TargetError(f"simple_switch_CLI rejected entries: {bad[:3] or r.stderr[-300:]}",
+        out_text = run_cli(cli_commands(art))
+        bad = [line for line in out_text.splitlines() if "Error" in line or "Invalid" in line]
+        if bad:
+            raise TargetError(f"simple_switch_CLI rejected entries: {bad[:3]}",
                               "the entities and the P4 program disagree: run tests/test_p4.py")
         last, deadline = -1, time.monotonic() + timeout_s
         while time.monotonic() < deadline:  # until every frame is out, or output stops growing
@@ -114,6 +115,6 @@ def run_files(art: Artifact, table: PacketTable, work: Path, timeout_s: float = 
     rows = np.flatnonzero(got.received)
     ref, _ = run_reference(art, replayed.take(rows), ts_ns=got.ts_in[rows])
     mism = {f: int(np.sum(getattr(ref, f) != getattr(got.verdicts, f)[rows]))
-            for f in ("label", "flags", "score", "rule_id", "centroid", "map_version")}
+            for f in Verdicts.HEADER_FIELDS}
     return FileRunResult(len(frames), int(rows.size), mism)
 

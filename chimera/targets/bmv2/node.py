@@ -11,20 +11,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import re
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-from chimera.compile.artifact import Artifact
 from chimera.errors import TargetError
+from chimera.formats.artifact import Artifact
+from chimera.targets.bmv2.compiler import compile_p4
+from chimera.targets.bmv2.p4rt import install, port_entries
 from chimera.targets.bmv2.schema import P4INFO, qualified
+from chimera.targets.bmv2.thrift import THRIFT_PORT, parse_register, run_cli
 from chimera.testbed.nodes import TargetSwitch
 
 log = logging.getLogger(__name__)
 SWITCH_START_TIMEOUT_S = 20.0
-THRIFT_PORT = 9090  # inside the switch's namespace: register reads (P4Runtime cannot, on BMv2)
 DEVICE_ID = 1
 
 
@@ -35,14 +36,13 @@ class SwitchStartError(TargetError):
 class Bmv2Switch(TargetSwitch):
     target = "bmv2"
 
-    def __init__(self, name: str, log_level: str = "off", pcaps: bool = False, log_dir: Path | None = None,
-                 **params: Any) -> None:
+    def __init__(self, name: str, log_level: str = "off", pcaps: bool = False, **params: Any) -> None:
         super().__init__(name, **params)
         self.log_level, self.pcaps = log_level, pcaps
         self.proc: subprocess.Popen | None = None
         # the socket path must stay short (108 bytes): it lives under /run; logs and pcaps go to the run dir
         self.sock_dir = Path(os.environ.get("CHIMERA_BMV2_DIR", "/run/chimera-testbed")) / f"{name}-{os.getpid()}"
-        self.run_dir = log_dir or self.sock_dir
+        self.log_dir = self.run_dir or self.sock_dir
         self.grpc_addr = f"unix:{self.sock_dir / 'grpc.sock'}"
         self.version = 1  # each install writes the other version; the first one writes version 0
         self._installed: dict[int, list[Any]] = {}  # entries per version, to clear before reuse
@@ -50,10 +50,10 @@ class Bmv2Switch(TargetSwitch):
 
     def argv(self) -> list[str]:
         a = ["simple_switch_grpc", "--device-id", str(DEVICE_ID), "-i", f"1@{self.name}-eth1", "-i",
-             f"2@{self.name}-eth2", "--log-level", self.log_level, "--log-file", str(self.run_dir / "switch"),
+             f"2@{self.name}-eth2", "--log-level", self.log_level, "--log-file", str(self.log_dir / "switch"),
              "--thrift-port", str(THRIFT_PORT), "--no-p4"]
         if self.pcaps:
-            a += ["--pcap", str(self.run_dir)]
+            a += ["--pcap", str(self.log_dir)]
         return a + ["--", "--grpc-server-addr", self.grpc_addr]
 
     def is_ready(self) -> bool:
@@ -61,9 +61,9 @@ class Bmv2Switch(TargetSwitch):
 
     def start(self, controllers: list[Any]) -> None:
         super().start(controllers)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
         self.sock_dir.mkdir(parents=True, exist_ok=True)
-        logf = open(self.run_dir / "stdout.log", "wb")
+        logf = open(self.log_dir / "stdout.log", "wb")
         self.proc = self.popen(self.argv(), stdout=logf, stderr=subprocess.STDOUT)
         t0 = time.monotonic()
         while time.monotonic() - t0 < SWITCH_START_TIMEOUT_S:
@@ -74,10 +74,9 @@ class Bmv2Switch(TargetSwitch):
                 break
             time.sleep(0.1)
         raise SwitchStartError(f"simple_switch_grpc for {self.name} did not start ({self.grpc_addr})",
-                               f"see {self.run_dir / 'stdout.log'}")
+                               f"see {self.log_dir / 'stdout.log'}")
 
     def load(self, art: Artifact) -> float:
-        from chimera.targets.bmv2 import compile_p4
         js = compile_p4(art, self.build_dir)
         # Each model starts on a clean switch, as on eBPF (fresh maps) and in the reference (fresh state):
         # pushing the pipeline resets every table entry and register (flow slots, ring, EMA) on BMv2.
@@ -90,8 +89,6 @@ class Bmv2Switch(TargetSwitch):
 
     async def _program(self, js: Path, art: Artifact, ver: int, force: bool) -> float:
         from finsy import Switch, SwitchOptions
-
-        from chimera.targets.bmv2.p4rt import install, port_entries
         # force: push the pipeline even if the switch already runs the same P4Info (to reset its state)
         opts = SwitchOptions(p4info=P4INFO, p4blob=js, p4force=force, device_id=DEVICE_ID)
         async with Switch(self.name, self.grpc_addr, opts) as sw:
@@ -116,12 +113,9 @@ class Bmv2Switch(TargetSwitch):
             return {}
 
     def _thrift_register(self, name: str) -> list[int]:
-        out = self.cmd(f"echo 'register_read {qualified(name)}' | simple_switch_CLI --thrift-port {THRIFT_PORT}")
-        m = re.search(re.escape(qualified(name)) + r"\s*=\s*([-\d,\s]+)", out)
-        if m is None:
-            raise TargetError(f"could not read register {name} over Thrift: {out[-300:]}",
-                              "check that simple_switch_CLI is installed beside simple_switch_grpc")
-        return [int(x) for x in m.group(1).replace(",", " ").split()]
+        """A register's values over Thrift, from inside the switch's namespace (where its port listens)."""
+        return parse_register(run_cli([f"register_read {qualified(name)}"], THRIFT_PORT, runner=self.cmd),
+                              qualified(name))
 
     def _read_registers_thrift(self) -> dict[str, Any]:
         c = self._thrift_register("reg_counters")

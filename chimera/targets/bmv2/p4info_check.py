@@ -6,7 +6,8 @@ from pathlib import Path
 
 from google.protobuf import text_format
 
-from chimera.targets.bmv2 import compile_p4
+from chimera.formats.artifact import Artifact
+from chimera.targets.bmv2.compiler import compile_p4
 from chimera.targets.bmv2.schema import P4INFO
 
 
@@ -23,12 +24,10 @@ def _summary(info) -> dict[str, tuple]:  # type: ignore[no-untyped-def]
     return out
 
 
-def check_against_p4c(build_dir: Path) -> list[str]:
-    """Differences between p4c's P4Info (for the quickstart model) and the committed one; [] if none."""
+def check_against_p4c(art: Artifact, build_dir: Path) -> list[str]:
+    """Differences between p4c's P4Info (for ``art``'s build) and the committed one; [] if none."""
     from finsy.proto import p4i
 
-    from chimera.bench.reference import build_artifact
-    art, _, _ = build_artifact("quickstart")
     js = compile_p4(art, build_dir)
     theirs, ours = p4i.P4Info(), p4i.P4Info()
     text_format.Parse((js.parent / "p4c.p4info.txt").read_text(), theirs)

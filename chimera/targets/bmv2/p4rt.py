@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 from finsy import P4Schema, P4TableAction, P4TableEntry, P4TableMatch
 
-from chimera.compile.artifact import Artifact
 from chimera.errors import TargetError
+from chimera.formats.artifact import Artifact
 from chimera.targets.bmv2.schema import MAX_CENTROIDS, MAX_CLASSES, MAX_SOFT, MAX_WINDOW, P4INFO, qualified
 
 TOP_PRIORITY = 1 << 20
@@ -117,7 +117,8 @@ def schema() -> P4Schema:
 
 async def install(switch: Any, art: Artifact, ver: int, stale: list[P4TableEntry] | None = None,
                   batch: int = 1000) -> tuple[float, list[P4TableEntry]]:
-    """Write one version's entries (batches), then flip with one register write.
+    """Write one version's entries (batches), then flip with one write: the default action of the
+    keyless ``active_version`` table (BMv2's P4Runtime server does not write registers).
 
     ``stale``: entries still installed for ``ver`` from two installs ago; they are
     deleted first (they belong to the inactive version, so no packet sees them).

@@ -7,9 +7,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from chimera.compile.artifact import Artifact
 from chimera.compile.header import render
 from chimera.errors import TargetError, ToolMissingError
+from chimera.formats.artifact import Artifact
 
 SOURCE = Path(__file__).with_name("chimera.bpf.c")
 CFLAGS = ["-g", "-O2", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu", "-Wall", "-Wno-unused-variable"]

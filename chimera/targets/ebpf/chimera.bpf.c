@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Chimera pipeline as a tc (clsact ingress) eBPF program.
  *
- * Integer semantics are those of chimera/pipeline/reference.py (its module
- * docstring is the specification); constants come from the generated header
- * shared with p4/chimera.p4. Narrow-key range/ternary tables (length bins,
+ * Integer semantics: docs/pipeline.md (chimera/reference/pipeline.py executes
+ * them bit for bit); constants come from the generated header shared with
+ * p4/chimera.p4. Narrow-key range/ternary tables (length bins,
  * TCP-flag classes, the global layer keyed on (centroid, protocol class)) are
  * installed pre-resolved as dense arrays: the loader computes the same first
  * match a TCAM would return. Hard/soft rules keep a true ternary linear scan.
@@ -102,18 +102,9 @@ struct ema_regs {
 	__s64 v[C];
 };
 
+/* fields from chimera/formats/verdict.py, via the generated header (network byte order on the wire) */
 struct verdict_hdr {
-	__u8 version;
-	__u8 flags;
-	__u8 label;
-	__u8 rule_id;
-	__u32 score;
-	__u16 map_version;
-	__u8 centroid;
-	__u8 reserved;
-	__u64 ts_in;
-	__u64 ts_out;
-	__u16 orig_type;
+	CHIMERA_VERDICT_FIELDS_C
 } __attribute__((packed));
 
 _Static_assert(sizeof(struct verdict_hdr) == CHIMERA_VERDICT_LEN, "verdict header size");

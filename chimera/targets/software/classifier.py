@@ -11,7 +11,7 @@ throughput are measured through the network, not asserted.
 calls it on live frames, and the conformance check calls it offline on the
 same frames with the daemon's own timestamps, which must give the same verdicts.
 
-    python -m chimera.testbed.classifier --model MODEL.json --intf sc-eth0
+    python -m chimera.targets.software.classifier --model MODEL.json --intf sc-eth0
 """
 
 from __future__ import annotations
@@ -32,8 +32,13 @@ import numpy as np
 
 from chimera.data.pcap import LINKTYPE_ETHERNET, parse_frames
 from chimera.data.tokens import IAT_BUCKETS, IAT_SHIFT, TS_UNIT_MASK
-from chimera.formats.verdict import (ETH_P_VERDICT, NO_LABEL, NO_RULE, SCORE_MAX, VERDICT_STRUCT, VERDICT_VERSION,
-                                     VerdictFlag)
+from chimera.formats import verdict
+from chimera.formats.verdict import ETH_P_VERDICT, NO_LABEL, NO_RULE, SCORE_MAX, VerdictFlag
+from chimera.model.config import FusionConfig
+from chimera.model.tokenizer import flag_class
+from chimera.model.train import TrainedModel, global_counts
+from chimera.rules.spec import Rules
+from chimera.rules.ternary import fires_by_group, first_match
 
 log = logging.getLogger(__name__)
 ETH_P_ALL = 0x0003
@@ -41,9 +46,9 @@ PACKET_OUTGOING = 4
 SCORE_SCALE = 1_000_000  # float margin -> verdict score (fixed point, saturating)
 
 
-def export_model(model: Any, rules: Any, W: np.ndarray, fusion: Any, beta: float, path: Path) -> Path:
+def export_model(model: TrainedModel, rules: Rules, W: np.ndarray, fusion: FusionConfig, beta: float,
+                 path: Path) -> Path:
     """Write everything the classifier needs as one JSON file."""
-    from chimera.model.train import global_counts
     cfg = model.config
     entries, _ = rules.hard_entries(model.classes)
     a, b = fusion.coefficients(beta)
@@ -71,7 +76,6 @@ class SoftwareClassifier:
     """Per-flow state (exact canonical 5-tuples: no slots, no collisions) and the float model."""
 
     def __init__(self, model: dict[str, Any]) -> None:
-        from chimera.model.tokenizer import flag_class
         self.m = model
         self.K = np.asarray(model["kernel"])
         self.U = np.asarray(model["head"])
@@ -124,30 +128,28 @@ class SoftwareClassifier:
             flags |= int(VerdictFlag.GLOBAL_HIT)
         w = counts * self.K[c]
         s_nn = (w @ self.U) / max(w.sum(), 1e-6)
-        rk = np.array([proto, tflags, d, min(f.pkts, 255), sp, dp, ip_len], np.int64)
-        fires = np.zeros(self.W.shape[0])
-        for row in self.soft:
-            if np.all((rk & row[7:14]) == row[:7]):
-                fires[row[14]] = 1
+        rk = np.array([[proto, tflags, d, min(f.pkts, 255), sp, dp, ip_len]], np.int64)
+        fires = fires_by_group(rk, self.soft[:, :7], self.soft[:, 7:14], self.soft[:, 14], self.W.shape[0])[0]
         fused = self.m["alpha"] * s_nn + self.m["beta"] * (fires @ self.W if self.W.size else 0)
         label = int(np.argmax(fused))
         top2 = np.sort(fused)[-2:]
         score = min(int((top2[1] - top2[0]) * SCORE_SCALE), SCORE_MAX)
         rule = NO_RULE
-        for row in self.hard:
-            if np.all((rk & row[7:14]) == row[:7]):
-                rule = int(row[14])
-                if self.m["lambda_h"]:
-                    label, score, flags = int(row[15]), SCORE_MAX, flags | int(VerdictFlag.HARD_VETO)
-                break
+        hit = int(first_match(rk, self.hard[:, :7], self.hard[:, 7:14])[0])
+        if hit >= 0:
+            row = self.hard[hit]
+            rule = int(row[14])
+            if self.m["lambda_h"]:
+                label, score, flags = int(row[15]), SCORE_MAX, flags | int(VerdictFlag.HARD_VETO)
         return flags, label, rule, score, c
 
 
-def mark(frame: bytes, verdict: tuple[int, int, int, int, int], t_in: int, t_out: int) -> bytes:
+def mark(frame: bytes, v: tuple[int, int, int, int, int], t_in: int, t_out: int) -> bytes:
     """The frame with the verdict header inserted after Ethernet."""
-    flags, label, rule, score, c = verdict
+    flags, label, rule, score, c = v
     orig_type = struct.unpack_from("!H", frame, 12)[0] if len(frame) >= 14 else 0
-    hdr = VERDICT_STRUCT.pack(VERDICT_VERSION, flags, label, rule, score, 0, c, 0, t_in, t_out, orig_type)
+    hdr = verdict.pack(flags=flags, label=label, rule_id=rule, score=score, centroid=c, ts_in=t_in, ts_out=t_out,
+                       orig_type=orig_type)
     return frame[:12] + struct.pack("!H", ETH_P_VERDICT) + hdr + frame[14:]
 
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from chimera.compile.artifact import Artifact
 from chimera.data.tokens import PROTO_CLASSES
 from chimera.errors import TargetError
-from chimera.model.tokenizer import len_bin
-from chimera.pipeline.reference import global_dense
+from chimera.formats.artifact import Artifact
+from chimera.model.tokenizer import flag_class, len_bin
+from chimera.reference.pipeline import global_dense
 from chimera.targets.ebpf.libbpf import BpfObject, NetnsOf, tc_attach, tc_detach
 
 log = logging.getLogger(__name__)
@@ -28,15 +28,8 @@ COUNTERS = ("evictions", "new_flows", "parsed", "unparsed", "headroom_fail", "re
 
 
 def flag_dense(art: Artifact) -> np.ndarray:
-    """The flag ternary table resolved for all 256 flag values (first match)."""
-    out = np.full(256, 0, np.uint8)
-    done = np.zeros(256, bool)
-    f = np.arange(256)
-    for v, m, c in art.flag_ternary.tolist():
-        hit = ~done & ((f & m) == v)
-        out[hit] = c
-        done |= hit
-    return out
+    """The flag ternary table resolved for all 256 flag values (the TCAM's first match)."""
+    return flag_class(np.arange(256), art.flag_ternary)
 
 
 RULE_SHIFTS = (0, 8, 16, 24, 32, 48)  # proto, tcp_flags, dir, flow_pkts, sport, dport -> the 64-bit word

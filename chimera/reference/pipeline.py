@@ -1,28 +1,11 @@
-"""The reference pipeline: the bit-exact integer model of the dataplane (DESIGN §3).
+"""The reference pipeline: the bit-exact integer model of the dataplane.
 
-Per packet, in arrival order:
-
- 0. Parse: untagged Ethernet, IPv4 (IHL >= 5, total length >= IHL*4, not a
-    fragment), TCP (20 bytes) / UDP (8 bytes) headers present, or another IP
-    protocol (ports and flags 0). Anything else: verdict flag UNPARSED, no state touched.
- 1. Flow slot: canonical 5-tuple (lower (ip, port) endpoint first) -> 13 bytes
-    lo_ip, hi_ip, lo_port, hi_port, proto (big endian) -> CRC-32 (zlib/IEEE).
-    slot = crc & (F-1), signature = crc. A valid slot with another signature is
-    reset: flag EVICTED, counted.
- 2. Tokenize: new flow -> orient := swap bit, IAT bucket 0; else the IAT in
-    2^10 ns units from the slot's 32-bit timestamp; dir = swap ^ orient.
- 3. Map: length range table, flag ternary, protocol class -> exact key -> centroid c.
- 4. Window: ring[head] := c, head := (head + 1) & (L-1), pkts := min(pkts + 1, 65535).
- 5. Attention (batch): A_y = sum_{i < min(pkts, L)} P[c, ring[i], y]; Z = sum K[c, ring[i]];
-    (incremental: S/Z accumulators updated by the entering and leaving token).
-    Global ternary (c, protocol class) adds G[y], Gz (flag GLOBAL_HIT).
- 6. Rules on (proto, flags, dir, min(pkts, 255), sport, dport, ip_len): first hard
-    entry; soft rules fire if any of their entries match: S_y = sum W[r, y].
- 7. Fusion: fused_y = ALPHA*A_y + BETA*S_y*Z; label = first argmax; score =
-    min(top - second, 2^32-1). Hard hit and LAMBDA_H: label = rule label,
-    score = 2^32-1, flag HARD_VETO. rule_id = the hard rule matched (any mode).
- 8. EMA: for every centroid j, C_j += ((u_j << EMA_FRAC) - C_j) >> EMA_SHIFT
-    (arithmetic shift), u_j = [j == c].
+Its specification is docs/pipeline.md (steps 0-9, widths, state). This module
+executes it: the stateful per-packet core (flow slots, tokens, window ring,
+attention sums, EMA registers) runs as one numba loop; the stateless steps
+(global layer, rules, fusion) are vectorized over all packets. The eBPF C and
+p4/chimera.p4 implement the same steps and are held to this module verdict for
+verdict by the conformance tests.
 """
 
 from __future__ import annotations
@@ -32,12 +15,13 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
-from chimera.compile.artifact import Artifact
 from chimera.data.pcap import LINKTYPE_ETHERNET, PacketTable, ParseStatus
-from chimera.data.tokens import IAT_BUCKETS, PROTO_CLASSES, proto_class, ts_units
+from chimera.data.tokens import PROTO_CLASSES, proto_class, ts_units
+from chimera.formats.artifact import Artifact
 from chimera.formats.verdict import NO_LABEL, NO_RULE, SCORE_MAX, VerdictFlag
 from chimera.model.tokenizer import flag_class, len_bin
-from chimera.rules.spec import first_match, rule_keys, soft_fires
+from chimera.rules.spec import rule_keys
+from chimera.rules.ternary import fires_by_group, first_match
 
 PKTS_MAX = 0xFFFF
 
@@ -247,24 +231,20 @@ def _stateful(parsed, crc, swap, tsu, lbin, fclass, pclass, map_tbl, win_k, win_
 def global_dense(art: Artifact) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The global ternary table resolved for every (centroid, protocol class): first match wins."""
     C, Y = art.c("NUM_CENTROIDS"), art.c("NUM_CLASSES")
-    g = np.zeros((C, PROTO_CLASSES, Y), np.int64)
-    gz = np.zeros((C, PROTO_CLASSES), np.int64)
-    hit = np.zeros((C, PROTO_CLASSES), bool)
-    for row in art.global_entries:
-        cv, cm, pv, pm = (int(x) for x in row[:4])
-        for c in range(C):
-            for p in range(PROTO_CLASSES):
-                if not hit[c, p] and (c & cm) == (cv & cm) and (p & pm) == (pv & pm):
-                    hit[c, p] = True
-                    g[c, p] = row[4:4 + Y]
-                    gz[c, p] = row[4 + Y]
+    cc, pp = np.meshgrid(np.arange(C), np.arange(PROTO_CLASSES), indexing="ij")
+    ge = art.global_entries
+    idx = first_match(np.column_stack([cc.ravel(), pp.ravel()]), ge[:, [0, 2]], ge[:, [1, 3]]).reshape(C, PROTO_CLASSES)
+    hit = idx >= 0
+    rows = ge[np.maximum(idx, 0)] if len(ge) else np.zeros((C, PROTO_CLASSES, 4 + Y + 1), np.int64)
+    g = np.where(hit[..., None], rows[..., 4:4 + Y], 0).astype(np.int64)
+    gz = np.where(hit, rows[..., 4 + Y], 0).astype(np.int64)
     return g, gz, hit
 
 
 def soft_scores(art: Artifact, keys: np.ndarray) -> np.ndarray:
     """S_y per packet: sum of weights of soft rules with any matching entry."""
     se = art.soft_entries
-    fires = soft_fires(keys, se[:, :7], se[:, 7:14], se[:, 14], art.c("SOFT_RULES"))
+    fires = fires_by_group(keys, se[:, :7], se[:, 7:14], se[:, 14], art.c("SOFT_RULES"))
     return fires.astype(np.int64) @ art.soft_weights.reshape(-1, art.c("NUM_CLASSES"))
 
 
@@ -277,7 +257,7 @@ def run_reference(art: Artifact, table: PacketTable, ts_ns: np.ndarray | None = 
     parsed = dataplane_parsed(table)
     crc, swap = flow_hash(table.src4, table.dst4, table.sport, table.dport, table.proto)
     lb = len_bin(table.ip_len, art.len_lo).astype(np.int64)
-    fc = flag_class(table.tcp_flags).astype(np.int64)
+    fc = flag_class(table.tcp_flags, art.flag_ternary).astype(np.int64)
     pc = proto_class(table.proto).astype(np.int64)
     inc = art.incremental
     Y, C = art.c("NUM_CLASSES"), art.c("NUM_CENTROIDS")

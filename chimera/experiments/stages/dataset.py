@@ -1,0 +1,111 @@
+"""Stage 1, dataset: generate (cached) or normalize the experiment's data, then split it.
+
+The split is by flow (75/10/15, stratified, seeded); the switch replays the
+test split plus the packets that belong to no flow, so every frame a real
+switch would see goes through it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from chimera.data.adapters import normalize
+from chimera.data.dataset import MANIFEST, Dataset, load_dataset
+from chimera.data.pcap import PacketTable
+from chimera.data.synthetic import SyntheticSpec, generate
+from chimera.data.tokens import Tokens, dataplane_eligible, tokenize
+from chimera.errors import DatasetError
+from chimera.experiments.config import DatasetSpec
+from chimera.rules.spec import rule_keys
+
+log = logging.getLogger(__name__)
+
+
+def resolve_dataset(spec: DatasetSpec, data_root: Path) -> Dataset:
+    """Generate (cached) or load/normalize the dataset an experiment names."""
+    if spec.synthetic is not None:
+        s = spec.synthetic
+        key = hashlib.sha256(json.dumps(s.model_dump(), sort_keys=True).encode()).hexdigest()[:10]
+        out = data_root / "synthetic" / f"{s.profile}-{s.flows}-s{s.seed}-{key}"
+        if not (out / MANIFEST).exists():
+            generate(SyntheticSpec(**s.model_dump()), out, overwrite=out.exists())
+        return load_dataset(out)
+    path = Path(spec.path).expanduser()  # type: ignore[arg-type]
+    if not path.exists():
+        raise DatasetError(f"dataset path {path} does not exist",
+                           "pass a normalized dataset or a raw dataset directory to --dataset")
+    if (path / MANIFEST).exists():
+        return load_dataset(path)
+    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:10]
+    out = data_root / "normalized" / f"{spec.adapter}-{path.name}-{key}"
+    if not (out / MANIFEST).exists():
+        log.info("normalizing raw dataset %s with the %s adapter -> %s", path, spec.adapter, out)
+        normalize(spec.adapter, path, out, overwrite=out.exists())
+    return load_dataset(out)
+
+
+@dataclass
+class PreparedData:
+    """A dataset with its split, tokens and rule keys: what every later stage reads."""
+
+    ds: Dataset
+    tokens: Tokens
+    train_rows: np.ndarray
+    val_rows: np.ndarray
+    test_rows: np.ndarray      # eligible, labelled test packets (rows of ds.table)
+    replay_rows: np.ndarray    # everything the switch sees: test-split packets and packets of no flow
+    rule_keys: np.ndarray      # [N, 7] offline rule keys for every packet
+    _replay_table: PacketTable | None = field(default=None, repr=False)
+
+    @property
+    def classes(self) -> list[str]:
+        return self.ds.classes
+
+    def y(self, rows: np.ndarray) -> np.ndarray:
+        return self.ds.labels[rows].astype(np.int64)
+
+    @property
+    def replay_table(self) -> PacketTable:
+        """The packets the switch is sent, in capture order (one object, so targets can cache its pcap)."""
+        if self._replay_table is None:
+            self._replay_table = self.ds.table.take(self.replay_rows)
+        return self._replay_table
+
+    @property
+    def test_in_replay(self) -> np.ndarray:
+        """Position of each test packet in the replay."""
+        return np.searchsorted(self.replay_rows, self.test_rows)
+
+    def split_sizes(self) -> dict[str, int]:
+        return {"train": int(self.train_rows.size), "val": int(self.val_rows.size), "test": int(self.test_rows.size),
+                "replayed": int(self.replay_rows.size)}
+
+
+def prepare(ds: Dataset, seed: int) -> PreparedData:
+    """Split ``ds`` by flow and tokenize it; errors name what is too small and how to fix it."""
+    classes = ds.classes
+    if len(classes) < 2:
+        raise DatasetError(f"dataset {ds.root} has one class ({classes}); a classifier needs two or more",
+                           "use a dataset with at least two labelled classes")
+    split = ds.packet_split(seed)
+    ok = dataplane_eligible(ds.table) & (ds.labels >= 0)
+    rows = [np.flatnonzero(ok & (split == k)) for k in range(3)]
+    for k, name in enumerate(("train", "validation", "test")):
+        if rows[k].size == 0:
+            raise DatasetError(f"dataset {ds.root}: the {name} split has no classifiable packets",
+                               "use more flows (each class needs >= 3 flows for a 75/10/15 split)")
+    present = np.unique(ds.labels[rows[0]])
+    if present.size < 2:
+        raise DatasetError(f"dataset {ds.root}: the training split has only class {classes[present[0]]}",
+                           "use more flows per class")
+    f = ds.flows
+    keys = rule_keys(ds.table.proto, ds.table.tcp_flags, f.direction, f.pkt_index + 1, ds.table.sport,
+                     ds.table.dport, ds.table.ip_len)
+    replay = np.flatnonzero((split == 2) | (f.flow_id < 0))
+    return PreparedData(ds, tokenize(ds.table, ds.flows), rows[0], rows[1], rows[2], replay, keys)

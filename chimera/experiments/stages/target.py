@@ -1,0 +1,67 @@
+"""Stage 5, target: run a compiled variant (or a † float model) over the replayed packets.
+
+A switch target that cannot run an artifact (e.g. incremental aggregation on
+eBPF) hands it to the reference target, and the row says so; a † variant runs
+on the software classifier host where the target has one, else offline.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from chimera.experiments.config import ResolvedVariant
+from chimera.experiments.stages.compile import slug
+from chimera.experiments.stages.dataset import PreparedData
+from chimera.experiments.stages.rules import LearnedRules
+from chimera.experiments.stages.train import TrainedVariant
+from chimera.formats.artifact import Artifact
+from chimera.reference.pipeline import Verdicts
+from chimera.targets.base import Target
+from chimera.targets.reference import ReferenceTarget
+from chimera.targets.software.classifier import export_model
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Execution:
+    """What a target made of one variant: the verdicts of the replayed packets and where they came from."""
+
+    executed_on: str
+    pred: np.ndarray                  # int64 per test packet
+    verdicts: Verdicts | None         # per replayed packet (None: offline float prediction)
+    evictions: int | None
+    extra: dict[str, Any] = field(default_factory=dict)
+    fell_back: str | None = None      # why the variant ran on the reference instead of the chosen target
+    seconds: float = 0.0
+
+
+def run_variant(target: Target, data: PreparedData, rules: LearnedRules, v: ResolvedVariant,
+                trained: TrainedVariant, art: Artifact | None, run_dir: Path) -> Execution:
+    t0 = time.perf_counter()
+    pos = data.test_in_replay
+    if art is None:  # a † variant: no switch tables
+        run_software = getattr(target, "run_software", None)
+        if run_software is None:
+            return Execution("software classifier (float, offline)", trained.float_pred, None, None,
+                             seconds=time.perf_counter() - t0)
+        mj = export_model(trained.model, rules.rules, rules.weights, v.fusion, trained.beta,
+                          run_dir / "artifacts" / f"{slug(v.name)}.software.json")
+        res = run_software(mj, data.replay_table, run_dir, slug(v.name))
+        pred = res.verdicts.label[pos].astype(np.int64)
+        return Execution(f"software classifier host sc (float), {target.name} testbed", pred, res.verdicts, None,
+                         {**res.extra, "offline_agreement": float(np.mean(pred == trained.float_pred))},
+                         seconds=time.perf_counter() - t0)
+    runner, why = target, target.unsupported(art)
+    if why:
+        log.warning("[target] %s: %s; evaluated on the reference target instead", v.name, why)
+        runner = ReferenceTarget()
+    res = runner.run(art, data.replay_table, run_dir, slug(v.name))
+    return Execution(runner.name + (f" ({why})" if why else ""), res.verdicts.label[pos].astype(np.int64),
+                     res.verdicts, res.evictions, res.extra, fell_back=why, seconds=time.perf_counter() - t0)

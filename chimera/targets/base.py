@@ -1,0 +1,32 @@
+"""The target contract: what every dataplane returns, and the protocol the experiment runner drives."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from chimera.data.pcap import PacketTable
+from chimera.formats.artifact import Artifact
+from chimera.reference.pipeline import Verdicts
+
+
+@dataclass
+class TargetResult:
+    """One verdict per replayed packet, the evictions the switch counted, and run details (loss, latency...)."""
+
+    verdicts: Verdicts
+    evictions: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Target(Protocol):
+    name: str
+
+    def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str) -> TargetResult: ...
+
+    def unsupported(self, art: Artifact) -> str | None: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,62 @@
+"""p4c-bm2-ss for chimera.p4 with an artifact's constants header (p4-utils' compiler interface, kept small)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from chimera.compile.header import render
+from chimera.errors import TargetError, ToolMissingError
+from chimera.formats.artifact import Artifact
+from chimera.targets.bmv2.schema import P4_SOURCE
+
+INSTALL_HINT = ("install p4c and BMv2 from the p4lang project's packages (Ubuntu: p4lang-p4c, p4lang-bmv2; the "
+                "Vagrantfile provisions them), or use --target ebpf / reference")
+
+
+class CompilationError(TargetError):
+    """p4c-bm2-ss rejected chimera.p4 for this artifact."""
+
+
+def compiled_in(header: str) -> str:
+    """The header lines chimera.p4 compiles in (the CHIMERA_* names its source uses).
+
+    Runtime parameters such as ALPHA/BETA live in tables, so variants that differ
+    only there share one pipeline; this is also what makes p4/chimera_constants.h
+    stale or current.
+    """
+    used = set(re.findall(r"CHIMERA_[A-Z0-9_]+", P4_SOURCE.read_text()))
+    return "\n".join(line for line in header.splitlines()
+                     if line.startswith("#define ") and line.split(" ")[1] in used)
+
+
+def compile_p4(art: Artifact, build_dir: Path) -> Path:
+    """Compile chimera.p4 for ``art``; cached by (source, compiled-in constants). Returns the BMv2 JSON.
+
+    The source is copied next to the artifact's header: a quoted #include searches the
+    source's own directory first, where p4/chimera_constants.h (the quickstart model's) lives.
+    p4c's own P4Info is written beside the JSON (``invoke p4info --check`` diffs it).
+    """
+    p4c = shutil.which("p4c-bm2-ss")
+    if p4c is None:
+        raise ToolMissingError("p4c-bm2-ss is not installed", INSTALL_HINT)
+    header = render(art)
+    key = hashlib.sha256(P4_SOURCE.read_bytes() + compiled_in(header).encode()).hexdigest()[:16]
+    out = build_dir / f"bmv2-{key}"
+    js = out / "chimera.json"
+    if js.exists():
+        return js
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "chimera_constants.h").write_text(header)
+    src = out / P4_SOURCE.name
+    shutil.copyfile(P4_SOURCE, src)
+    r = subprocess.run([p4c, "--arch", "v1model", "--std", "p4-16", "-o", str(js) + ".tmp",
+                        "--p4runtime-files", str(out / "p4c.p4info.txt"), str(src)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise CompilationError(f"p4c-bm2-ss failed on {P4_SOURCE}:\n{r.stderr[-4000:]}",
+                               "this is a bug in chimera.p4 for this configuration: report it with the header")
+    Path(str(js) + ".tmp").rename(js)
+    return js

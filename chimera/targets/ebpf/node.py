@@ -1,0 +1,56 @@
+"""EbpfSwitch: s1 as a Mininet node whose ports run the tc (clsact ingress) Chimera program."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from chimera.formats.artifact import Artifact
+from chimera.targets.ebpf.build import build_object, build_redirect_object
+from chimera.targets.ebpf.loader import EbpfPipeline
+from chimera.testbed.nodes import TargetSwitch
+
+log = logging.getLogger(__name__)
+
+
+class EbpfSwitch(TargetSwitch):
+    """The eBPF/tc dataplane: the program is loaded from the root namespace and attached here."""
+
+    target = "ebpf"
+
+    def __init__(self, name: str, **params: Any) -> None:
+        super().__init__(name, **params)
+        self.pipeline: Any = None
+
+    def load(self, art: Artifact) -> float:
+        self.unload()
+        obj = build_object(art, self.build_dir)
+        self.pipeline = EbpfPipeline(obj)
+        dt = self.pipeline.install(art)
+        self.pipeline.attach(self.pid, self.port_pairs())
+        self.artifact = art
+        log.info("%s: eBPF pipeline attached to %s (tables installed in %.1f ms)", self.name,
+                 ", ".join(i for i, _ in self.port_pairs()), dt * 1e3)
+        return dt
+
+    def load_redirect(self, pairs: list[tuple[str, str]]) -> None:
+        """No pipeline: a plain redirect along ``pairs`` (the software-classifier path)."""
+        self.unload()
+        self.pipeline = EbpfPipeline(build_redirect_object(self.build_dir))
+        self.pipeline.attach(self.pid, pairs, prog="redirect")
+        self.artifact = None
+
+    def registers(self) -> dict[str, Any]:
+        if self.pipeline is None or self.artifact is None:
+            return {}
+        return {"counters": self.pipeline.counters(), "ema": self.pipeline.ema().tolist()}
+
+    def unload(self) -> None:
+        """Detach the program from every port and unload it (maps go with it)."""
+        if self.pipeline is not None:
+            self.pipeline.close()
+            self.pipeline = None
+
+    def stop(self, deleteIntfs: bool = True) -> None:
+        self.unload()
+        super().stop(deleteIntfs)

@@ -1,0 +1,29 @@
+"""The reference target: the bit-exact integer model, in-process (no root, no network)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from chimera.data.pcap import PacketTable
+from chimera.formats.artifact import Artifact
+from chimera.reference.pipeline import run_reference
+from chimera.targets.base import TargetResult
+
+
+class ReferenceTarget:
+    name = "reference"
+
+    def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str) -> TargetResult:
+        v, st = run_reference(art, table)
+        return TargetResult(v, int(st.counters[0]), {"new_flows": int(st.counters[1])})
+
+    def unsupported(self, art: Artifact) -> str | None:
+        """The reference runs every artifact."""
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        return {"target": "reference", "clock": "capture timestamps"}
+
+    def close(self) -> None:
+        """Nothing to tear down."""

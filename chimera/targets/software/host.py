@@ -1,0 +1,63 @@
+"""Run a † configuration through the software classifier host ``sc`` on the testbed, and check it.
+
+The switch (already redirecting h1 -> sc -> h2) is the caller's; this starts the
+classifier daemon on sc, replays, collects, and re-runs the same classifier
+offline on the same frames with the daemon's own timestamps (conformance of
+the software path).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from chimera.errors import TargetError
+from chimera.targets.base import TargetResult
+from chimera.targets.software.classifier import SoftwareClassifier
+from chimera.testbed.collect import collect, latency_summary
+from chimera.testbed.replay import ReplayConfig, replay
+
+log = logging.getLogger(__name__)
+DAEMON_START_TIMEOUT_S = 30.0
+
+
+def run_on_classifier_host(tb: Any, model_json: Path, pcap: Path, frames: list[bytes], replay_cfg: ReplayConfig,
+                           run_dir: Path, slug: str) -> TargetResult:
+    ready = run_dir / "replay" / f"{slug}.sc-ready"
+    ready.unlink(missing_ok=True)
+    with open(run_dir / "replay" / f"{slug}.sc.log", "wb") as log_f:
+        daemon = tb.sc.popen([sys.executable, "-m", "chimera.targets.software.classifier", "--model", str(model_json),
+                              "--intf", "sc-eth0", "--ready-file", str(ready)], stdout=log_f, stderr=subprocess.STDOUT)
+        try:
+            t0 = time.monotonic()
+            while not ready.exists():
+                if daemon.poll() is not None or time.monotonic() - t0 > DAEMON_START_TIMEOUT_S:
+                    raise TargetError(f"the software classifier on sc did not start (see {log_f.name})",
+                                      "check that the model file is valid and python can import chimera there")
+                time.sleep(0.1)
+            files = replay(tb.h1, tb.h2, pcap, replay_cfg, run_dir / "replay", slug)
+        finally:
+            daemon.terminate()
+            daemon.wait(timeout=10)
+    got = collect(frames, files.sent, files.received)
+    clf = SoftwareClassifier(json.loads(model_json.read_text()))
+    rows = np.flatnonzero(got.received)
+    v = got.verdicts
+    mism = 0
+    for i in rows:
+        mism += clf.classify(frames[i], int(got.ts_in[i])) != (int(v.flags[i]), int(v.label[i]), int(v.rule_id[i]),
+                                                                int(v.score[i]), int(v.centroid[i]))
+    if mism:
+        log.error("software classifier: %d verdicts differ from the offline re-run", mism)
+    extra = {"lost": got.lost, "foreign_frames": got.foreign, "unmarked_frames": got.unmarked,
+             "reference_mismatches": mism, "conformance_checked": int(rows.size), **latency_summary(got)}
+    log.info("[sc] %s: %d/%d packets classified by the software classifier host, %d lost", slug, rows.size,
+             len(frames), got.lost)
+    return TargetResult(got.verdicts, 0, extra)

@@ -1,0 +1,112 @@
+"""The base of targets that run on the Mininet testbed: replay from h1, verdicts at h2, conformance.
+
+One testbed serves all variants of a run: each variant's artifact is loaded
+into s1 (the subclass's ``switch_cls``), the packets are replayed from h1 and
+collected at h2. Each run also checks conformance: the reference pipeline, fed
+the frames as replayed and the switch's own ingress timestamps, must give the
+same verdict for every packet the switch classified, and the same EMA registers.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from chimera.data.pcap import PacketTable, read_pcap
+from chimera.data.pcapwrite import normalized_frames, write_pcap
+from chimera.errors import TargetError
+from chimera.formats.artifact import Artifact
+from chimera.reference.pipeline import Verdicts, run_reference
+from chimera.targets.base import TargetResult
+from chimera.testbed.collect import collect, latency_summary
+from chimera.testbed.nodes import TargetSwitch
+from chimera.testbed.replay import ReplayConfig, replay
+from chimera.testbed.topology import Testbed
+
+log = logging.getLogger(__name__)
+DEFAULT_BUILD_DIR = Path(__file__).resolve().parents[2] / "build"
+
+
+def conformance(art: Artifact, replayed: PacketTable, got: Verdicts, received: np.ndarray, ts_in: np.ndarray,
+                ema: list[int] | None) -> tuple[int, int | None, int]:
+    """(packets whose verdict differs from the reference, EMA registers that differ or None if unread,
+    packets checked): the reference runs on exactly what the switch classified, on the switch's clock."""
+    rows = np.flatnonzero(received)
+    ref, ref_state = run_reference(art, replayed.take(rows), ts_ns=ts_in[rows])
+    mism = 0
+    for f in Verdicts.HEADER_FIELDS:
+        mism_f = int(np.sum(getattr(ref, f) != getattr(got, f)[rows]))
+        if mism_f:
+            log.error("conformance: %d packets differ from the reference in '%s'", mism_f, f)
+        mism = max(mism, mism_f)
+    ema_mism = None if ema is None else int(np.sum(np.asarray(ema) != ref_state.ema))
+    if ema_mism:
+        log.error("conformance: %d EMA occupancy registers differ from the reference", ema_mism)
+    return mism, ema_mism, int(rows.size)
+
+
+class TestbedTarget:
+    """Runs variants on the Mininet testbed with ``switch_cls`` as s1 (one testbed per run)."""
+
+    name = "testbed"
+    switch_cls: type[TargetSwitch]
+
+    def __init__(self, replay_cfg: ReplayConfig | None = None, build_dir: Path | None = None) -> None:
+        self.replay_cfg = replay_cfg or ReplayConfig()
+        self.build_dir = build_dir or DEFAULT_BUILD_DIR
+        self.testbed: Testbed | None = None
+        self._replay: tuple[PacketTable, Path, list[bytes], PacketTable] | None = None
+
+    def describe(self) -> dict[str, Any]:
+        return {"target": self.name, "kernel": os.uname().release, "replay": self.replay_cfg.model_dump()}
+
+    def _ensure_testbed(self, run_dir: Path) -> None:
+        if self.testbed is None:
+            tb = Testbed(self.switch_cls, self.build_dir, run_dir)
+            tb.__enter__()
+            self.testbed = tb
+
+    def _replay_pcap(self, table: PacketTable, run_dir: Path) -> tuple[Path, list[bytes], PacketTable]:
+        """The replay pcap (untagged Ethernet frames), its frames, and its own parse for the reference."""
+        if self._replay is None or self._replay[0] is not table:  # held here: identity cannot be reused
+            frames = normalized_frames(table, np.arange(len(table)))
+            d = run_dir / "replay"
+            d.mkdir(exist_ok=True)
+            path = d / "replay.pcap"
+            write_pcap(path, frames, table.ts_ns)
+            self._replay = (table, path, frames, read_pcap(path))
+        return self._replay[1], self._replay[2], self._replay[3]
+
+    def unsupported(self, art: Artifact) -> str | None:
+        """Why this target cannot run the artifact (subclasses say), or None."""
+        return None
+
+    def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str) -> TargetResult:
+        why = self.unsupported(art)
+        if why:
+            raise TargetError(f"artifact not supported by the {self.name} dataplane: {why}", "use --target reference")
+        self._ensure_testbed(run_dir)
+        assert self.testbed is not None
+        pcap, frames, replayed = self._replay_pcap(table, run_dir)
+        s1 = self.testbed.s1
+        install_s = s1.load(art)
+        files = replay(self.testbed.h1, self.testbed.h2, pcap, self.replay_cfg, run_dir / "replay", slug)
+        got = collect(frames, files.sent, files.received)
+        regs = s1.registers()
+        s1.unload()
+        mism, ema_mism, checked = conformance(art, replayed, got.verdicts, got.received, got.ts_in, regs.get("ema"))
+        extra = {"lost": got.lost, "ema_mismatches": ema_mism, "foreign_frames": got.foreign,
+                 "unmarked_frames": got.unmarked, "install_ms": install_s * 1e3, "reference_mismatches": mism,
+                 "conformance_checked": checked, **latency_summary(got), "switch_counters": regs.get("counters", {})}
+        log.info("[%s] %s: %d/%d packets classified, %d lost, %d differ from the reference", self.name, slug, checked,
+                 len(table), got.lost, mism)
+        return TargetResult(got.verdicts, int(regs.get("counters", {}).get("evictions", 0)), extra)
+
+    def close(self) -> None:
+        if self.testbed is not None:
+            tb, self.testbed = self.testbed, None
+            tb.__exit__(None, None, None)

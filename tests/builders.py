@@ -1,0 +1,36 @@
+"""Artifacts and datasets the target tests share (quickstart model, cut to 2 epochs: conformance needs any model)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from chimera.experiments.stages.compile import BuiltArtifact, build_artifact
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def quickstart_artifact(data_root: Path = ROOT / "data", dataset: dict[str, Any] | None = None,
+                        flow_slots: int = 65536, **model: Any) -> BuiltArtifact:
+    """The quickstart variant trained for 2 epochs, optionally on another dataset or with another slot count."""
+    over: dict[str, Any] = {"model": {"epochs": 2, **model}, "compile": {"flow_slots": flow_slots}}
+    if dataset is not None:
+        over["dataset"] = dataset
+    return build_artifact("quickstart", data_root=data_root, overrides=over)
+
+
+def quickstart_trained(data_root: Path = ROOT / "data", **model: Any):  # type: ignore[no-untyped-def]
+    """(prepared data, learned rules, variant, trained variant) of the quickstart with model overrides."""
+    from chimera.experiments.config import load_experiment, resolve_variants
+    from chimera.experiments.stages.dataset import prepare, resolve_dataset
+    from chimera.experiments.stages.rules import load_and_learn
+    from chimera.experiments.stages.train import ModelCache, train_variant
+    cfg = load_experiment("quickstart", {"model": {"epochs": 2, **model}})
+    v = resolve_variants(cfg)[0]
+    data = prepare(resolve_dataset(cfg.dataset, data_root), cfg.seed)
+    rules = load_and_learn(cfg.rules, data, cfg.seed)
+    return data, rules, v, train_variant(data, rules, v, cfg.seed, ModelCache())
+
+
+STRESS_PCAP = ROOT / "pcaps" / "stress.pcap"
+TINY_MULTICLASS = ROOT / "pcaps" / "tiny-multiclass"
