@@ -5,6 +5,7 @@ import-linter, see pyproject.toml):
 
     bench        benchmarks (invoke bench)
     experiments  configs, the stages of a run, the runner
+    baselines    the paper's baselines and the yardsticks (decision tree, forest), on Chimera's split
     report       report.md and figures
     targets      dataplanes: reference, ebpf, bmv2, software classifier host
     testbed      the Mininet harness: topology, switch node contract, replay, collect

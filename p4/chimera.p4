@@ -1,21 +1,27 @@
 /* Chimera pipeline for BMv2 (v1model, p4c-bm2-ss).
  *
  * Integer semantics: docs/pipeline.md (chimera/reference/pipeline.py executes
- * them bit for bit); the eBPF C (chimera/targets/ebpf/chimera.bpf.c) implements the same. Sizes,
- * widths and coefficients come from the generated constants header, which the
- * eBPF program includes too. Tables and registers are declared at fixed
- * maximum sizes with explicit @id annotations, so p4/chimera.p4info.txtpb is
- * one control-plane contract for every compiled model; the header only turns
- * stages on and off (#if) and sets arithmetic constants.
+ * them bit for bit); the eBPF C (chimera/targets/ebpf/chimera.bpf.c) implements
+ * the same. Sizes, widths and coefficients come from the generated constants
+ * header, which the eBPF program includes too (p4/chimera_constants.h is the
+ * quickstart model's, so this file compiles on its own). Tables and registers are
+ * declared at fixed maximum sizes with explicit @id annotations, so
+ * p4/chimera.p4info.txtpb is one control-plane contract for every compiled model;
+ * the header only sets sizes and arithmetic constants, and loops over them unroll
+ * into straight-line code whose constant-false branches p4c removes.
+ *
+ * Attention is incremental: per-flow S[m][d_v] and Z[m] accumulators (registers)
+ * updated by the token entering and the token leaving the window; the value and
+ * phi tables therefore exist twice (_in, _out), since a table applies once.
  *
  * Tofino notes (where BMv2 allows what Tofino would not):
- *  - registers are read and written several times per packet (ring, EMA);
+ *  - registers are read and written several times per packet (S rows, EMA);
  *    Tofino allows one access per register array per pass: it would need one
- *    array per ring slot / centroid and RegisterActions.
- *  - the window sum, the fusion and the EMA loop are unrolled straight-line
- *    code with 64-bit multiplies; Tofino has no 64-bit multiply: ALPHA/BETA
- *    would be powers of two (shifts) and accumulators 32-bit.
- *  - the IAT bit length is an if-chain here; on Tofino, an lpm table.
+ *    array per row / centroid and RegisterActions.
+ *  - the m x d_v accumulator updates and the fusion are 64-bit multiplies;
+ *    Tofino has no 64-bit multiply: phi/values would be powers of two (shifts)
+ *    and the accumulators 32-bit.
+ *  - the bit lengths are if-chains here; on Tofino, lpm tables.
  * Nothing divides; work per packet is bounded by the constants.
  */
 #include <core.p4>
@@ -28,6 +34,10 @@
 #define MAX_SOFT 16
 #define MAX_CENTROIDS 64
 #define MAX_FLOW_SLOTS 65536
+#define MAX_FEATURES 16
+#define MAX_DV 16
+#define MAX_LEN_FINE 256
+#define MAX_SAMPLE_SLOTS 65536
 #define NVERS 2
 
 #if CHIMERA_NUM_CLASSES > MAX_CLASSES
@@ -45,17 +55,36 @@
 #if CHIMERA_FLOW_SLOTS > MAX_FLOW_SLOTS
 #error "chimera.p4 supports at most 65536 flow slots"
 #endif
-#if CHIMERA_AGG_INCREMENTAL
-#error "chimera.p4 implements batch aggregation only"
+#if CHIMERA_RF_FEATURES > MAX_FEATURES || CHIMERA_D_V > MAX_DV
+#error "chimera.p4 supports at most 16 random features and 16 value dimensions"
+#endif
+#if CHIMERA_LEN_FINE > MAX_LEN_FINE || CHIMERA_SAMPLE_SLOTS > MAX_SAMPLE_SLOTS
+#error "chimera.p4 supports at most 256 fine length bins and 65536 sample slots"
+#endif
+#if !CHIMERA_AGG_INCREMENTAL
+#error "chimera.p4 implements the incremental attention form only (batch is the reference's cross-check)"
 #endif
 
+/* unrolled loops: two macro families, so a loop body may hold an inner loop */
 #define FOR16(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
+#define FOR16B(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
+#define FOR16BA(M, a) M(a, 0) M(a, 1) M(a, 2) M(a, 3) M(a, 4) M(a, 5) M(a, 6) M(a, 7) M(a, 8) M(a, 9) M(a, 10) \
+    M(a, 11) M(a, 12) M(a, 13) M(a, 14) M(a, 15)
 /* (index, hex digit) pairs, so @id annotations get literal ids by token pasting */
 #define FOR16H(M) M(0, 0) M(1, 1) M(2, 2) M(3, 3) M(4, 4) M(5, 5) M(6, 6) M(7, 7) M(8, 8) M(9, 9) M(10, a) \
     M(11, b) M(12, c) M(13, d) M(14, e) M(15, f)
 #define FOR64(M) FOR16(M) M(16) M(17) M(18) M(19) M(20) M(21) M(22) M(23) M(24) M(25) M(26) M(27) M(28) \
     M(29) M(30) M(31) M(32) M(33) M(34) M(35) M(36) M(37) M(38) M(39) M(40) M(41) M(42) M(43) M(44) M(45) \
     M(46) M(47) M(48) M(49) M(50) M(51) M(52) M(53) M(54) M(55) M(56) M(57) M(58) M(59) M(60) M(61) M(62) M(63)
+/* out := bit_length(x) for a bit<32> x (x is consumed) */
+#define BIT_LENGTH32(x, out) \
+    out = 0; \
+    if (x >= 32w0x10000) { out = out + 16; x = x >> 16; } \
+    if (x >= 32w0x100) { out = out + 8; x = x >> 8; } \
+    if (x >= 32w0x10) { out = out + 4; x = x >> 4; } \
+    if (x >= 32w0x4) { out = out + 2; x = x >> 2; } \
+    if (x >= 32w0x2) { out = out + 1; x = x >> 1; } \
+    if (x > 0) { out = out + 1; }
 
 /* ------------------------------------------------------------------ headers */
 
@@ -118,8 +147,7 @@ struct headers_t {
     udp_t          udp;
 }
 
-#define ACC_FIELDS(i) int<64> a##i; int<64> s##i;
-#define RING_FIELDS(i) bit<8> w##i;
+#define VEC_FIELDS(i) int<32> vin##i; int<32> vout##i; int<64> h##i; int<64> a##i; int<64> s##i; bit<512> wo##i;
 
 struct meta_t {
     bit<1>  parsed;
@@ -128,6 +156,7 @@ struct meta_t {
     bit<1>  lambda_h;
     bit<32> alpha;
     bit<32> beta;
+    bit<32> gamma;
     bit<16> map_version;
     bit<32> src;
     bit<32> dst;
@@ -145,6 +174,7 @@ struct meta_t {
     bit<32> slot;
     bit<32> sig;
     bit<16> pkts;
+    bit<16> npk;
     bit<32> last;
     bit<1>  orient;
     bit<8>  head;
@@ -158,19 +188,44 @@ struct meta_t {
     bit<8>  dir8;
     bit<8>  pkts8;
     bit<8>  lbin;
+    bit<8>  fbin;
     bit<8>  fclass;
     bit<8>  pclass;
     bit<16> mkey;
     bit<8>  c;
-    bit<16> nv;
+    bit<8>  c_out;
+    bit<16> rport;
+    bit<8>  pid;
+    bit<1>  fresh;
+    bit<1>  has_old;
+    bit<32> ring_idx;
+    bit<64> old;
+    bit<64> tok;
+    bit<16> val_len_in;
+    bit<16> val_len_out;
+    bit<8>  val_iat_in;
+    bit<8>  val_iat_out;
+    bit<8>  val_flags_in;
+    bit<8>  val_flags_out;
+    bit<8>  val_port_in;
+    bit<8>  val_port_out;
+    bit<8>  val_index_in;
+    bit<8>  val_index_out;
+    bit<512> phiq;
+    bit<512> phik;
+    bit<512> phik_out;
+    int<32> pqi;
+    int<32> pki;
+    int<32> pko;
+    int<32> sv;
+    int<32> zv;
     int<64> z;
     bit<1>  hard_hit;
     bit<8>  hard_rule;
     bit<8>  hard_label;
     bit<8>  label;
     bit<32> score;
-    FOR16(ACC_FIELDS)
-    FOR16(RING_FIELDS)
+    FOR16(VEC_FIELDS)
 }
 
 /* ------------------------------------------------------------------ parser */
@@ -224,53 +279,70 @@ control ChimeraVerifyChecksum(inout headers_t hdr, inout meta_t meta) {
 
 /* ------------------------------------------------------------------ ingress */
 
+/* 16 signed 32-bit values packed in a bit<512> (element i at bits 32i .. 32i+31) */
+#define EL32(x, i) ((int<32>)x[32 * i + 31 : 32 * i])
+#define EL64(x, i) ((int<64>)x[64 * i + 63 : 64 * i])
+
 control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     @id(0x16000002) register<bit<32>>(MAX_FLOW_SLOTS) reg_sig;
     @id(0x16000003) register<bit<32>>(MAX_FLOW_SLOTS) reg_last;
     @id(0x16000004) register<bit<16>>(MAX_FLOW_SLOTS) reg_pkts;
     @id(0x16000005) register<bit<1>>(MAX_FLOW_SLOTS) reg_orient;
     @id(0x16000006) register<bit<8>>(MAX_FLOW_SLOTS) reg_head;
-    @id(0x16000007) register<bit<8>>(1048576) reg_ring;          /* MAX_FLOW_SLOTS * MAX_WINDOW */
-    @id(0x16000008) register<bit<64>>(MAX_CENTROIDS) reg_ema;    /* two's complement int<64> */
-    @id(0x16000009) register<bit<64>>(8) reg_counters;           /* evictions, new flows, parsed, unparsed */
+    @id(0x16000007) register<bit<64>>(1048576) reg_ring;        /* MAX_FLOW_SLOTS * MAX_WINDOW tokens */
+    @id(0x16000008) register<bit<64>>(MAX_CENTROIDS) reg_ema;  /* two's complement int<64> */
+    @id(0x16000009) register<bit<64>>(8) reg_counters;         /* evictions, new flows, parsed, unparsed, samples */
+    @id(0x1600000A) register<bit<512>>(1048576) reg_s;         /* S[j] rows: MAX_FLOW_SLOTS * MAX_FEATURES, d_v x int32 */
+    @id(0x1600000B) register<bit<512>>(MAX_FLOW_SLOTS) reg_z;  /* Zacc: m x int32 */
+    @id(0x1600000C) register<bit<64>>(MAX_CLASSES) reg_class_ema;
+    @id(0x1600000D) register<bit<32>>(MAX_SAMPLE_SLOTS) reg_sample;
 
     @id(0x01000001) action nop() { }
     @id(0x0100000B) action set_active(bit<1> ver) { meta.ver = ver; }
     @id(0x01000002) action set_egress(bit<9> port) { sm.egress_spec = port; }
-    @id(0x01000003) action set_params(bit<32> alpha, bit<32> beta, bit<1> lambda_h, bit<16> map_version,
-                                      bit<1> use_window) {
+    @id(0x01000003) action set_params(bit<32> alpha, bit<32> beta, bit<32> gamma, bit<1> lambda_h,
+                                      bit<16> map_version, bit<1> use_window) {
         meta.alpha = alpha;
         meta.beta = beta;
+        meta.gamma = gamma;
         meta.lambda_h = lambda_h;
         meta.map_version = map_version;
         meta.use_window = use_window;
     }
     @id(0x01000004) action set_len_bin(bit<8> bin) { meta.lbin = bin; }
+    @id(0x0100000C) action set_fine_bin(bit<8> bin) { meta.fbin = bin; }
     @id(0x01000005) action set_flag_class(bit<8> cls) { meta.fclass = cls; }
     @id(0x01000006) action set_centroid(bit<8> centroid) { meta.c = centroid; }
-
-#define ADD_CLASS(i) meta.a##i = meta.a##i + (int<64>)(int<32>)p[32 * i + 31 : 32 * i];
-    /* one window slot: Z += K[c, c_i]; A_y += P[c, c_i, y] (p packs 16 signed 32-bit values) */
-    @id(0x01000007) action win_add(bit<32> k, bit<512> p) {
-        meta.z = meta.z + (int<64>)(bit<64>)k;
-        FOR16(ADD_CLASS)
+    @id(0x0100000D) action set_port_id(bit<8> id) { meta.pid = id; }
+#define ADD_V(i) meta.vin##i = meta.vin##i + EL32(v, i);
+#define ADD_VOUT(i) meta.vout##i = meta.vout##i + EL32(v, i);
+    /* a value row of the entering token (SumReduce: the five sub-token tables add into vin) */
+    @id(0x0100000E) action val_in(bit<512> v) { FOR16(ADD_V) }
+    /* a value row of the token leaving the window */
+    @id(0x0100000F) action val_out(bit<512> v) { FOR16(ADD_VOUT) }
+    @id(0x01000010) action set_phi(bit<512> q, bit<512> k) { meta.phiq = q; meta.phik = k; }
+    @id(0x01000011) action set_phi_out(bit<512> k) { meta.phik_out = k; }
+#define WOUT_SET(i) meta.wo##i = w##i;
+    @id(0x01000012) action set_wout(bit<512> w0, bit<512> w1, bit<512> w2, bit<512> w3, bit<512> w4, bit<512> w5,
+                                    bit<512> w6, bit<512> w7, bit<512> w8, bit<512> w9, bit<512> w10, bit<512> w11,
+                                    bit<512> w12, bit<512> w13, bit<512> w14, bit<512> w15) {
+        FOR16(WOUT_SET)
     }
-    /* global layer: Z += Gz; A_y += G[y] */
-    @id(0x01000008) action glob_add(bit<32> gz, bit<512> p) {
-        meta.z = meta.z + (int<64>)(bit<64>)gz;
+#define ADD_G(i) meta.a##i = meta.a##i + EL64(g, i);
+    /* global layer: Z += Gz; A_y += G[y] (g packs 16 signed 64-bit values) */
+    @id(0x01000008) action glob_add(bit<64> gz, bit<1024> g) {
+        meta.z = meta.z + (int<64>)gz;
         meta.vflags = meta.vflags | CHIMERA_VFLAG_GLOBAL_HIT;
-        FOR16(ADD_CLASS)
+        FOR16(ADD_G)
     }
     @id(0x01000009) action hard_hit(bit<8> rule, bit<8> label) {
         meta.hard_hit = 1;
         meta.hard_rule = rule;
         meta.hard_label = label;
     }
-#define ADD_SOFT(i) meta.s##i = meta.s##i + (int<64>)(int<32>)w[32 * i + 31 : 32 * i];
+#define ADD_SOFT(i) meta.s##i = meta.s##i + EL32(w, i);
     /* a soft rule fired: S_y += W[r, y] (each soft table holds one rule's entries) */
-    @id(0x0100000A) action soft_add(bit<512> w) {
-        FOR16(ADD_SOFT)
-    }
+    @id(0x0100000A) action soft_add(bit<512> w) { FOR16(ADD_SOFT) }
 
     /* The active model version: one keyless table whose default action the control plane
      * modifies in a single P4Runtime write (BMv2's P4Runtime server does not write registers). */
@@ -297,6 +369,12 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
         default_action = nop();
         size = 64;
     }
+    @id(0x02000009) table len_fine_range {
+        key = { meta.ver: exact @name("ver"); meta.ip_len: range @name("ip_len"); }
+        actions = { set_fine_bin; nop; }
+        default_action = nop();
+        size = 512;      /* NVERS * MAX_LEN_FINE */
+    }
     @id(0x02000004) table flag_ternary {
         key = { meta.ver: exact @name("ver"); meta.tflags: ternary @name("tcp_flags"); }
         actions = { set_flag_class; nop; }
@@ -309,15 +387,50 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
         default_action = nop();
         size = 32768;    /* NVERS * MAP_KEYS */
     }
-#define WIN_TABLE(i, h) \
-    @id(0x0201000##h) table window_##i { \
-        key = { meta.ver: exact @name("ver"); meta.c: exact @name("centroid"); \
-                meta.w##i: exact @name("key_centroid"); } \
-        actions = { win_add; nop; } \
-        default_action = nop(); \
-        size = 8192; \
+    @id(0x0200000A) table port_vocab {
+        key = { meta.ver: exact @name("ver"); meta.rport: exact @name("port"); }
+        actions = { set_port_id; nop; }
+        default_action = nop();   /* any other port: id 0 */
+        size = 128;
     }
-    FOR16H(WIN_TABLE)
+/* value tables of the five sub-tokens, one copy for the entering token and one for the leaving token
+ * (a P4 table is applied at most once per packet); the control plane installs the same rows in both */
+#define VAL_TABLE(tbl, hi, sz) \
+    @id(0x020300##hi) table tbl##_in { \
+        key = { meta.ver: exact @name("ver"); meta.tbl##_in: exact @name("id"); } \
+        actions = { val_in; nop; } \
+        default_action = nop(); \
+        size = sz; \
+    } \
+    @id(0x020301##hi) table tbl##_out { \
+        key = { meta.ver: exact @name("ver"); meta.tbl##_out: exact @name("id"); } \
+        actions = { val_out; nop; } \
+        default_action = nop(); \
+        size = sz; \
+    }
+    VAL_TABLE(val_len, 00, 1024)
+    VAL_TABLE(val_iat, 01, 64)
+    VAL_TABLE(val_flags, 02, 64)
+    VAL_TABLE(val_port, 03, 256)
+    VAL_TABLE(val_index, 04, 32)
+    @id(0x0200000B) table phi {
+        key = { meta.ver: exact @name("ver"); meta.c: exact @name("centroid"); }
+        actions = { set_phi; nop; }
+        default_action = nop();
+        size = 128;      /* NVERS * MAX_CENTROIDS */
+    }
+    @id(0x0200000C) table phi_out {
+        key = { meta.ver: exact @name("ver"); meta.c_out: exact @name("centroid"); }
+        actions = { set_phi_out; nop; }
+        default_action = nop();
+        size = 128;
+    }
+    @id(0x0200000D) table w_out {
+        key = { meta.ver: exact @name("ver"); }
+        actions = { set_wout; nop; }
+        default_action = nop();
+        size = NVERS;
+    }
     @id(0x02000006) table global_layer {
         key = { meta.ver: exact @name("ver"); meta.c: ternary @name("centroid"); meta.pclass: ternary @name("proto_class"); }
         actions = { glob_add; nop; }
@@ -345,7 +458,10 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
 
     apply {
         bit<64> cnt;
+        bit<64> n_parsed;
         bit<32> zero32 = 0;
+        bit<512> row;
+        bit<512> zrow;
         port_map.apply();
         /* every packet, classified or not, carries the active map version */
         active_version.apply();
@@ -358,8 +474,8 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
             meta.parsed = 1;
         }
         if (meta.parsed == 1) {
-            reg_counters.read(cnt, 2);
-            reg_counters.write(2, cnt + 1);
+            reg_counters.read(n_parsed, 2);
+            reg_counters.write(2, n_parsed + 1);
             /* 0. header fields (ports and flags are 0 for other protocols) */
             meta.src = hdr.ipv4.srcAddr;
             meta.dst = hdr.ipv4.dstAddr;
@@ -404,6 +520,7 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
             /* 2. tokenize: BMv2 timestamps are microseconds; the flow clock is ns >> IAT_SHIFT */
             meta.ts_ns = ((bit<64>)sm.ingress_global_timestamp) * 1000;
             meta.tsu = (bit<32>)(meta.ts_ns >> CHIMERA_IAT_SHIFT);
+            meta.fresh = 0;
             if (meta.pkts == 0) {
                 meta.vflags = meta.vflags | CHIMERA_VFLAG_NEW_FLOW;
                 reg_counters.read(cnt, 1);
@@ -412,24 +529,24 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
                 meta.orient = meta.swap;
                 meta.head = 0;
                 meta.iat_b = 0;
+                meta.fresh = 1;   /* accumulators start from zero */
             } else {
                 meta.units = meta.tsu - meta.last;
-                meta.bitlen = 0;
-                if (meta.units >= 32w0x10000) { meta.bitlen = meta.bitlen + 16; meta.units = meta.units >> 16; }
-                if (meta.units >= 32w0x100) { meta.bitlen = meta.bitlen + 8; meta.units = meta.units >> 8; }
-                if (meta.units >= 32w0x10) { meta.bitlen = meta.bitlen + 4; meta.units = meta.units >> 4; }
-                if (meta.units >= 32w0x4) { meta.bitlen = meta.bitlen + 2; meta.units = meta.units >> 2; }
-                if (meta.units >= 32w0x2) { meta.bitlen = meta.bitlen + 1; meta.units = meta.units >> 1; }
-                if (meta.units > 0) { meta.bitlen = meta.bitlen + 1; }
+                BIT_LENGTH32(meta.units, meta.bitlen)
                 if (meta.bitlen > CHIMERA_IAT_BUCKETS - 2) { meta.bitlen = CHIMERA_IAT_BUCKETS - 2; }
                 meta.iat_b = 1 + meta.bitlen;
             }
             meta.dir = meta.swap ^ meta.orient;
-            /* 3. map: length range table, flag ternary table, protocol class -> exact key -> centroid */
+            meta.npk = 0xFFFF;
+            if (meta.pkts < 0xFFFF) { meta.npk = meta.pkts + 1; }
+            /* 3. partition and map: centroid from the coarse key; the five value sub-tokens */
             meta.lbin = 0;
+            meta.fbin = 0;
             meta.fclass = 0;
             meta.c = 0;
+            meta.pid = 0;
             len_range.apply();
+            len_fine_range.apply();
             flag_ternary.apply();
             meta.pclass = 0;
             if (meta.proto == 6) { meta.pclass = 1; } else if (meta.proto == 17) { meta.pclass = 2; }
@@ -437,40 +554,118 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
             meta.mkey = (((((bit<16>)meta.lbin * CHIMERA_IAT_BUCKETS + (bit<16>)meta.iat_b) * 2 + (bit<16>)meta.dir)
                          * CHIMERA_FLAG_CLASSES + (bit<16>)meta.fclass) * CHIMERA_PROTO_CLASSES) + (bit<16>)meta.pclass;
             map_exact.apply();
-            /* 4. window ring (write, then read the whole window back) */
-            reg_ring.write(meta.slot * CHIMERA_WINDOW + (bit<32>)(meta.head & (CHIMERA_WINDOW - 1)), meta.c);
+            meta.rport = meta.dport;
+            if (meta.dir == 1) { meta.rport = meta.sport; }
+            port_vocab.apply();
+            meta.units = (bit<32>)meta.npk;
+            BIT_LENGTH32(meta.units, meta.bitlen)
+            if (meta.bitlen > 15) { meta.bitlen = 15; }
+            meta.val_len_in = ((bit<16>)meta.fbin) * 2 + (bit<16>)meta.dir;
+            meta.val_iat_in = meta.iat_b * 2 + (bit<8>)meta.dir;
+            meta.val_flags_in = meta.fclass * CHIMERA_PROTO_CLASSES + meta.pclass;
+            meta.val_port_in = meta.pid * 2 + (bit<8>)meta.dir;
+            meta.val_index_in = meta.bitlen;
+            meta.tok = (bit<64>)meta.c | ((bit<64>)meta.val_len_in) << 8 | ((bit<64>)meta.val_iat_in) << 24
+                       | ((bit<64>)meta.val_flags_in) << 32 | ((bit<64>)meta.val_port_in) << 40
+                       | ((bit<64>)meta.val_index_in) << 48;
+            /* 4. window: the value of the entering token, and of the token leaving (ring[head] when full) */
+#define ZERO_V(i) meta.vin##i = 0; meta.vout##i = 0;
+            FOR16(ZERO_V)
+            meta.ring_idx = meta.slot * MAX_WINDOW + (bit<32>)(meta.head & (CHIMERA_WINDOW - 1));
+            meta.has_old = 0;
+            if (meta.pkts >= CHIMERA_WINDOW) {
+                meta.has_old = 1;
+                reg_ring.read(meta.old, meta.ring_idx);
+                meta.c_out = meta.old[7:0];
+                meta.val_len_out = meta.old[23:8];
+                meta.val_iat_out = meta.old[31:24];
+                meta.val_flags_out = meta.old[39:32];
+                meta.val_port_out = meta.old[47:40];
+                meta.val_index_out = meta.old[55:48];
+                meta.phik_out = 0;
+                phi_out.apply();
+                val_len_out.apply();
+                val_iat_out.apply();
+                val_flags_out.apply();
+                val_port_out.apply();
+                val_index_out.apply();
+            }
+            val_len_in.apply();
+            val_iat_in.apply();
+            val_flags_in.apply();
+            val_port_in.apply();
+            val_index_in.apply();
+            meta.phiq = 0;
+            meta.phik = 0;
+            phi.apply();
+            /* S[j][e] -= phi_k[c_out][j] * vout_e; S[j][e] += phi_k[c][j] * vin_e; h_e += phi_q[c][j] * S[j][e] */
+#define ZERO_H(e) meta.h##e = 0;
+            FOR16(ZERO_H)
+            reg_z.read(zrow, meta.slot);
+            if (meta.fresh == 1) { zrow = 0; }
+            meta.z = 0;
+#define S_CELL(e) \
+            if (e < CHIMERA_D_V) { \
+                meta.sv = EL32(row, e); \
+                if (meta.has_old == 1) { meta.sv = meta.sv - meta.pko * meta.vout##e; } \
+                meta.sv = meta.sv + meta.pki * meta.vin##e; \
+                row[32 * e + 31 : 32 * e] = (bit<32>)meta.sv; \
+                meta.h##e = meta.h##e + ((int<64>)meta.pqi) * ((int<64>)meta.sv); \
+            }
+#define S_ROW(j) \
+            if (j < CHIMERA_RF_FEATURES) { \
+                reg_s.read(row, meta.slot * MAX_FEATURES + j); \
+                if (meta.fresh == 1) { row = 0; } \
+                meta.pqi = EL32(meta.phiq, j); \
+                meta.pki = EL32(meta.phik, j); \
+                meta.pko = EL32(meta.phik_out, j); \
+                FOR16B(S_CELL) \
+                reg_s.write(meta.slot * MAX_FEATURES + j, row); \
+                meta.zv = EL32(zrow, j); \
+                if (meta.has_old == 1) { meta.zv = meta.zv - meta.pko; } \
+                meta.zv = meta.zv + meta.pki; \
+                zrow[32 * j + 31 : 32 * j] = (bit<32>)meta.zv; \
+                meta.z = meta.z + ((int<64>)meta.pqi) * ((int<64>)meta.zv); \
+            }
+            FOR16(S_ROW)
+            reg_z.write(meta.slot, zrow);
+            reg_ring.write(meta.ring_idx, meta.tok);
             meta.head = (meta.head + 1) & (CHIMERA_WINDOW - 1);
-            if (meta.pkts < 0xFFFF) { meta.pkts = meta.pkts + 1; }
+            meta.pkts = meta.npk;
             meta.last = meta.tsu;
             reg_sig.write(meta.slot, meta.sig);
             reg_pkts.write(meta.slot, meta.pkts);
             reg_last.write(meta.slot, meta.last);
             reg_orient.write(meta.slot, meta.orient);
             reg_head.write(meta.slot, meta.head);
-            meta.nv = meta.pkts;
-            if (meta.nv > CHIMERA_WINDOW) { meta.nv = CHIMERA_WINDOW; }
-            /* 5. division-free attention: one window table per ring slot, then the global layer */
-            meta.z = 0;
+            /* 5. attention, division-free: A_y = sum_e W_out[e][y] h_e; then the global layer */
 #define ZERO_ACC(i) meta.a##i = 0; meta.s##i = 0;
             FOR16(ZERO_ACC)
-/* gated on runtime values only (nv <= WINDOW), so p4c keeps every table and the P4Info stays one contract */
-#define WIN_APPLY(i) \
-            if (i < meta.nv && meta.use_window == 1) { \
-                reg_ring.read(meta.w##i, meta.slot * CHIMERA_WINDOW + i); \
-                window_##i.apply(); \
+            w_out.apply();
+#define A_TERM(y, e) if (e < CHIMERA_D_V) { meta.a##y = meta.a##y + ((int<64>)EL32(meta.wo##e, y)) * meta.h##e; }
+#define A_CLASS(y) if (y < CHIMERA_NUM_CLASSES) { FOR16BA(A_TERM, y) }
+            FOR16(A_CLASS)
+            if (meta.use_window == 0) {
+                FOR16(ZERO_ACC)
+                meta.z = 0;
             }
-            FOR16(WIN_APPLY)
             global_layer.apply();
             /* 6. rules */
             meta.dir8 = (bit<8>)meta.dir;
             meta.pkts8 = 255;
-            if (meta.pkts < 255) { meta.pkts8 = (bit<8>)meta.pkts; }
+            if (meta.npk < 255) { meta.pkts8 = (bit<8>)meta.npk; }
             meta.hard_hit = 0;
             hard_rules.apply();
 #define SOFT_APPLY(i) soft_##i.apply();  /* tables of absent rules are empty: a miss runs nop */
             FOR16(SOFT_APPLY)
-            /* 7. fusion: fused_y = ALPHA*A_y + BETA*S_y*Z, first argmax, margin to the second */
-#define FUSE(i) meta.a##i = ((int<64>)(bit<64>)meta.alpha) * meta.a##i + ((int<64>)(bit<64>)meta.beta) * meta.s##i * meta.z;
+            /* 7. fusion: fused_y = ALPHA*A_y + BETA*S_y*Z + ((GAMMA*E_y*Z) >> EMA_FRAC), first argmax, margin */
+            bit<64> e64;
+            int<64> ee;
+            int<64> u;
+#define FUSE(i) \
+            reg_class_ema.read(e64, i); \
+            meta.a##i = ((int<64>)(bit<64>)meta.alpha) * meta.a##i + ((int<64>)(bit<64>)meta.beta) * meta.s##i * meta.z \
+                        + ((((int<64>)(bit<64>)meta.gamma) * ((int<64>)e64) * meta.z) >> CHIMERA_EMA_FRAC);
             FOR16(FUSE)
             int<64> best = meta.a0;
             meta.label = 0;
@@ -492,25 +687,40 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
                 meta.score = 0xFFFFFFFF;
                 meta.vflags = meta.vflags | CHIMERA_VFLAG_HARD_VETO;
             }
-            /* 8. two-timescale statistics: C_j += ((u_j << EMA_FRAC) - C_j) >> EMA_SHIFT */
-            bit<64> e;
-            int<64> ee;
-            int<64> u;
+            /* 8. two timescales: C_j += ((u_j << EMA_FRAC) - C_j) >> EMA_SHIFT (centroids, then classes) */
 #define EMA(j) \
             if (j < CHIMERA_NUM_CENTROIDS) { \
-                reg_ema.read(e, j); \
-                ee = (int<64>)e; \
+                reg_ema.read(e64, j); \
+                ee = (int<64>)e64; \
                 u = 0; \
                 if (meta.c == j) { u = (int<64>)1 << CHIMERA_EMA_FRAC; } \
                 ee = ee + ((u - ee) >> CHIMERA_EMA_SHIFT); \
                 reg_ema.write(j, (bit<64>)ee); \
             }
             FOR64(EMA)
+#define CLASS_EMA(y) \
+            if (y < CHIMERA_NUM_CLASSES) { \
+                reg_class_ema.read(e64, y); \
+                ee = (int<64>)e64; \
+                u = 0; \
+                if (meta.label == y) { u = (int<64>)1 << CHIMERA_EMA_FRAC; } \
+                ee = ee + ((u - ee) >> CHIMERA_EMA_SHIFT); \
+                reg_class_ema.write(y, (bit<64>)ee); \
+            }
+            FOR16(CLASS_EMA)
+            /* 9. token sample for the slow control loop */
+            if ((n_parsed & ((64w1 << CHIMERA_SAMPLE_SHIFT) - 1)) == 0) {
+                reg_counters.read(cnt, 4);
+                reg_sample.write((bit<32>)(cnt & (CHIMERA_SAMPLE_SLOTS - 1)),
+                                 ((bit<32>)meta.ip_len) << 16 | ((bit<32>)meta.iat_b) << 12 | ((bit<32>)meta.dir) << 11
+                                 | ((bit<32>)meta.fclass) << 8 | ((bit<32>)meta.pclass) << 6);
+                reg_counters.write(4, cnt + 1);
+            }
         } else {
             reg_counters.read(cnt, 3);
             reg_counters.write(3, cnt + 1);
         }
-        /* 9. emit: the verdict header after Ethernet (frames too short for Ethernet go out unmarked) */
+        /* 10. emit: the verdict header after Ethernet (frames too short for Ethernet go out unmarked) */
         if (hdr.ethernet.isValid()) {
             hdr.verdict.setValid();
             hdr.verdict.version = 1;

@@ -48,7 +48,7 @@ def _check(res, n: int) -> None:
     assert x["conformance_checked"] == n
     assert x["reference_mismatches"] == 0
     assert x["unmarked_frames"] == 0
-    assert x["ema_mismatches"] == 0  # the two-timescale registers agree too
+    assert x["register_mismatches"] == 0  # centroid and class EMA, token samples agree too
 
 
 def test_conformance_quickstart(target: EbpfTarget, tmp_path: Path) -> None:
@@ -177,3 +177,15 @@ def test_software_classifier_host_path(target: EbpfTarget, tmp_path: Path) -> No
     assert res.extra["lost"] == 0 and res.extra["reference_mismatches"] == 0
     assert res.extra["conformance_checked"] == 600
     assert res.extra["latency_switch_p50_us"] > 0
+
+
+def test_fast_path_prior_changes_verdicts_identically(target: EbpfTarget, tmp_path: Path) -> None:
+    """With the fast-path class prior on (gamma > 0), the switch's verdicts move and still equal the reference's."""
+    off = quickstart_artifact()
+    on = quickstart_artifact(fusion={"gamma": 4.0, "tune_beta": False})
+    table = off.data.replay_table
+    res_off = target.run(off.art, table, tmp_path, "prior-off")
+    res_on = target.run(on.art, table, tmp_path, "prior-on")
+    _check(res_on, len(table))
+    assert on.art.c("GAMMA") > 0 and off.art.c("GAMMA") == 0
+    assert int(np.sum(res_on.verdicts.label != res_off.verdicts.label)) > 10

@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
@@ -73,17 +74,31 @@ def test_verdict_round_trip_recovers_original_frame() -> None:
 
 
 def test_artifact_round_trip_and_tamper(tmp_path: Path) -> None:
-    art = random_artifact(1, incremental=True)
+    art = random_artifact(1)
     p = tmp_path / "a.json"
     sha = art.save(p)
     back = Artifact.load(p)
     assert back.sha256 == sha and back.constants == art.constants
-    assert (back.window_p == art.window_p).all() and (back.incremental["phi_q"] == art.incremental["phi_q"]).all()
+    for name in Artifact.ARRAYS:
+        assert np.array_equal(getattr(back, name), getattr(art, name)), name
     body = json.loads(p.read_text())
     body["constants"]["ALPHA"] += 1
     p.write_text(json.dumps(body))
     with pytest.raises(ConfigError, match="does not match its sha256"):
         Artifact.load(p)
+
+
+@pytest.mark.parametrize("content, match", [
+    ("{not json", "not a table artifact"),
+    ('{"format": "chimera-artifact/1"}', "format 'chimera-artifact/1', expected"),
+    ("[1, 2]", "format 'list'"),
+])
+def test_corrupt_artifacts_are_named_errors(tmp_path: Path, content: str, match: str) -> None:
+    p = tmp_path / "bad.json"
+    p.write_text(content)
+    with pytest.raises(ConfigError, match=match) as ei:
+        Artifact.load(p)
+    assert str(p) in str(ei.value) and "fix:" in str(ei.value)
 
 
 def test_header_has_every_constant() -> None:

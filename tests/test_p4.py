@@ -26,8 +26,9 @@ from chimera.targets.bmv2.schema import (ACTIONS, P4INFO, P4_SOURCE, REGISTERS, 
 from test_reference import random_artifact
 
 WIDTHS = {"meta.ver": 1, "sm.ingress_port": 9, "meta.ip_len": 16, "meta.tflags": 8, "meta.mkey": 16,
-          "meta.c": 8, "meta.pclass": 8, "meta.proto": 8, "meta.dir8": 8, "meta.pkts8": 8, "meta.sport": 16,
-          "meta.dport": 16, **{f"meta.w{i}": 8 for i in range(16)}}
+          "meta.c": 8, "meta.c_out": 8, "meta.pclass": 8, "meta.proto": 8, "meta.dir8": 8, "meta.pkts8": 8,
+          "meta.sport": 16, "meta.dport": 16, "meta.rport": 16, "meta.val_len_in": 16, "meta.val_len_out": 16,
+          **{f"meta.{n}_{io}": 8 for n in ("val_iat", "val_flags", "val_port", "val_index") for io in ("in", "out")}}
 
 
 def _artifact():
@@ -82,7 +83,7 @@ def test_actions_and_registers_match_the_source(preprocessed: str) -> None:
         got = re.findall(r"bit<(\d+)> (\w+)", params)
         assert [(n, int(w)) for w, n in got] == [(p.name, p.bitwidth) for p in a.params], a.name
     regs = re.findall(r"@id\((0x[0-9a-fA-F]+)\) register<bit<(\d+)>>\(([\w*]+)\) (\w+);", preprocessed)
-    sizes = {"1": 1, "8": 8, "65536": 65536, "1048576": 1048576, "64": 64}
+    sizes = {"1": 1, "8": 8, "16": 16, "65536": 65536, "1048576": 1048576, "64": 64}
     assert {(int(i, 16), int(w), sizes[s], n) for i, w, s, n in regs} == {
         (r.id, r.bitwidth, r.size, r.name) for r in REGISTERS}
 
@@ -104,8 +105,10 @@ def test_every_entry_encodes_against_the_p4info() -> None:
     for e in entries:
         per_table[e.table_id] = per_table.get(e.table_id, 0) + 1
     assert per_table[qualified("map_exact")] == 16384
-    assert per_table[qualified("window_0")] == 20 * 20 and qualified("window_8") not in per_table
-    assert per_table[qualified("len_range")] == 16
+    assert per_table[qualified("len_range")] == 16 and per_table[qualified("len_fine_range")] == 8
+    assert per_table[qualified("val_len_in")] == per_table[qualified("val_len_out")] == 16
+    assert per_table[qualified("val_port_in")] == 128 and per_table[qualified("phi")] == 20
+    assert per_table[qualified("port_vocab")] == len(art.port_vocab) and per_table[qualified("w_out")] == 1
     assert per_table.get(qualified("hard_rules"), 0) == len(art.hard)
     assert sum(v for k, v in per_table.items() if ".soft_" in k) == len(art.soft_entries)
     for e, m in zip(entries, msgs):

@@ -9,20 +9,31 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chimera.formats.artifact import Artifact
 from chimera.data.pcap import PacketTable, ParseStatus
+from chimera.formats.artifact import Artifact
 from chimera.model.tokenizer import FLAG_TERNARY, MAP_KEYS
 from chimera.reference.pipeline import SwitchState, crc32_columns, flow_hash, run_reference
 
 from oracle import oracle
 
 
-def random_artifact(seed: int, *, C: int = 6, Y: int = 3, L: int = 4, F: int = 8, incremental: bool = False,
-                    lambda_h: int = 1, use_window: int = 1) -> Artifact:
+def random_artifact(seed: int, *, C: int = 6, Y: int = 3, L: int = 4, F: int = 8, form: str = "incremental",
+                    lambda_h: int = 1, use_window: int = 1, gamma: int | None = None) -> Artifact:
+    """Random tables of every kind. form: incremental (factorized kernel), batch (the same kernel, re-summed),
+    or table (a free kernel table, batch: the rff/softmax form)."""
     rng = np.random.default_rng(seed)
+    m, dv, nfine = 3, 2, 8
     len_lo = np.r_[0, np.sort(rng.choice(np.arange(1, 1500), 15, replace=False))]
-    k = rng.integers(1, 256, (C, C))
-    u = rng.integers(-127, 128, (C, Y))
+    fine_lo = np.r_[0, np.sort(rng.choice(np.arange(1, 1500), nfine - 1, replace=False))]
+    sizes = (2 * nfine, 32, 32, 2 * 64, 16)
+    vals = [rng.integers(-127, 128, (n, dv)) for n in sizes]
+    if form == "table":
+        phi_q = phi_k = np.zeros((C, m), np.int64)
+        kernel = rng.integers(1, 256, (C, C))
+    else:
+        phi_q, phi_k = rng.integers(0, 256, (C, m)), rng.integers(1, 256, (C, m))
+        phi_q[:, 0] = np.maximum(phi_q[:, 0], 1)
+        kernel = phi_q @ phi_k.T
     g_rows = []
     for _ in range(int(rng.integers(0, 6))):
         cm = int(rng.choice([0, 0xFF, int(rng.integers(0, 256))]))
@@ -33,35 +44,35 @@ def random_artifact(seed: int, *, C: int = 6, Y: int = 3, L: int = 4, F: int = 8
     def tern_rows(n: int) -> list[list[int]]:
         rows = []
         for _ in range(n):
-            v, m = [0] * 7, [0] * 7
+            v, mk = [0] * 7, [0] * 7
             for f, choices in ((0, [6, 17]), (1, [0x02, 0x10, 0x12, 0x04]), (2, [0, 1]), (3, [1, 2, 3])):
                 if rng.uniform() < 0.4:
-                    m[f] = 0xFF
+                    mk[f] = 0xFF
                     v[f] = int(rng.choice(choices))
             if rng.uniform() < 0.3:
-                m[4] = 0xFFF0
+                mk[4] = 0xFFF0
                 v[4] = int(rng.integers(0, 2**16)) & 0xFFF0
-            rows.append(v + m)
+            rows.append(v + mk)
         return rows
 
     hard = [r + [i, int(rng.integers(0, Y))] for i, r in enumerate(tern_rows(int(rng.integers(0, 4))))]
     n_soft = int(rng.integers(0, 4))
     soft = [r + [int(rng.integers(0, n_soft))] for r in tern_rows(n_soft * 2)] if n_soft else []
-    inc = None
-    if incremental:
-        m, dv = 3, 2
-        inc = {"phi_q": rng.integers(0, 256, (C, m)), "phi_k": rng.integers(1, 256, (C, m)),
-               "values": rng.integers(-127, 128, (C, dv)), "w_out": rng.integers(-127, 128, (dv, Y))}
     consts = {"NUM_CLASSES": Y, "NUM_CENTROIDS": C, "WINDOW": L, "FLOW_SLOTS": F, "USE_WINDOW": use_window,
               "ALPHA": int(rng.integers(0, 256)), "BETA": int(rng.integers(0, 256)), "LAMBDA_H": lambda_h,
+              "GAMMA": int(rng.integers(0, 256)) if gamma is None else gamma,
               "SOFT_RULES": n_soft, "EMA_SHIFT": int(rng.integers(1, 8)), "EMA_FRAC": 16, "MAP_VERSION": 3,
-              "AGG_INCREMENTAL": int(incremental), "RF_FEATURES": 3 if incremental else 1,
-              "D_V": 2 if incremental else 1}
-    return Artifact(classes=[f"c{i}" for i in range(Y)], constants=consts, len_lo=len_lo,
-                    flag_ternary=np.asarray(FLAG_TERNARY), map=rng.integers(0, C, MAP_KEYS), window_k=k,
-                    window_p=k[:, :, None] * u[None], global_entries=np.asarray(g_rows, np.int64).reshape(-1, 4 + Y + 1),
-                    hard=np.asarray(hard, np.int64).reshape(-1, 16), soft_entries=np.asarray(soft, np.int64).reshape(-1, 15),
-                    soft_weights=rng.integers(0, 128, (n_soft, Y)), incremental=inc)
+              "AGG_INCREMENTAL": int(form == "incremental"), "KERNEL_TABLE": int(form == "table"), "RF_FEATURES": m,
+              "D_V": dv, "LEN_FINE": nfine, "SAMPLE_SHIFT": int(rng.integers(0, 3)), "SAMPLE_SLOTS": 16}
+    ports = np.sort(rng.choice(np.array([53, 80, 443, 1234, 40000, 5353]), int(rng.integers(0, 5)), replace=False))
+    return Artifact(classes=[f"c{i}" for i in range(Y)], constants=consts, len_lo=len_lo, len_fine_lo=fine_lo,
+                    flag_ternary=np.asarray(FLAG_TERNARY), map=rng.integers(0, C, MAP_KEYS), port_vocab=ports,
+                    val_len=vals[0], val_iat=vals[1], val_flags=vals[2], val_port=vals[3], val_index=vals[4],
+                    phi_q=phi_q, phi_k=phi_k, kernel=kernel, w_out=rng.integers(-127, 128, (dv, Y)),
+                    global_entries=np.asarray(g_rows, np.int64).reshape(-1, 4 + Y + 1),
+                    hard=np.asarray(hard, np.int64).reshape(-1, 16),
+                    soft_entries=np.asarray(soft, np.int64).reshape(-1, 15),
+                    soft_weights=rng.integers(0, 128, (n_soft, Y)))
 
 
 def random_packets(seed: int, n: int = 250) -> tuple[PacketTable, list[dict]]:
@@ -98,20 +109,49 @@ def random_packets(seed: int, n: int = 250) -> tuple[PacketTable, list[dict]]:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10**6), incremental=st.booleans(), lambda_h=st.sampled_from([0, 1]),
-       use_window=st.sampled_from([0, 1, 1]), L=st.sampled_from([1, 2, 4, 8]), F=st.sampled_from([1, 4, 64]))
-def test_reference_matches_oracle(seed: int, incremental: bool, lambda_h: int, use_window: int, L: int,
-                                  F: int) -> None:
-    art = random_artifact(seed, incremental=incremental, lambda_h=lambda_h, use_window=use_window, L=L, F=F)
+@given(seed=st.integers(0, 10**6), form=st.sampled_from(["incremental", "batch", "table"]),
+       lambda_h=st.sampled_from([0, 1]), use_window=st.sampled_from([0, 1, 1]), L=st.sampled_from([1, 2, 4, 8]),
+       F=st.sampled_from([1, 4, 64]))
+def test_reference_matches_oracle(seed: int, form: str, lambda_h: int, use_window: int, L: int, F: int) -> None:
+    art = random_artifact(seed, form=form, lambda_h=lambda_h, use_window=use_window, L=L, F=F)
     table, rows = random_packets(seed)
     v, st_ = run_reference(art, table)
-    exp, ema, ev = oracle(art, rows)
+    exp, regs = oracle(art, rows)
     got = list(zip(v.label.tolist(), v.flags.tolist(), v.score.tolist(), v.rule_id.tolist(), v.centroid.tolist()))
     for i, (g, e) in enumerate(zip(got, exp)):
         assert g == e, f"packet {i}: reference {g} != oracle {e}"
-    assert st_.ema.tolist() == ema
-    assert int(st_.counters[0]) == ev
+    assert st_.ema.tolist() == regs["ema"]
+    assert st_.class_ema.tolist() == regs["class_ema"]
+    assert int(st_.counters[0]) == regs["evictions"]
+    assert st_.sample.tolist() == regs["sample"] and int(st_.sample_count[0]) == regs["samples"]
     assert np.all(v.map_version == 3)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10**6), L=st.sampled_from([1, 2, 4, 8]), F=st.sampled_from([1, 4, 64]))
+def test_incremental_equals_batch(seed: int, L: int, F: int) -> None:
+    """The dataplanes' running accumulators give exactly the integers of re-summing the window."""
+    inc = random_artifact(seed, form="incremental", L=L, F=F)
+    bat = random_artifact(seed, form="batch", L=L, F=F)
+    table, _ = random_packets(seed)
+    a, sa = run_reference(inc, table)
+    b, sb = run_reference(bat, table)
+    assert np.array_equal(a.fused, b.fused) and np.array_equal(a.label, b.label)
+    assert np.array_equal(sa.class_ema, sb.class_ema)
+
+
+def test_the_fast_path_prior_changes_verdicts() -> None:
+    """GAMMA > 0 feeds the class EMA into fusion: some verdicts move; the oracle agrees on them."""
+    table, rows = random_packets(11, 400)
+    off = random_artifact(11, gamma=0, lambda_h=0)
+    on = random_artifact(11, gamma=255, lambda_h=0)
+    on.constants["ALPHA"] = off.constants["ALPHA"] = 1
+    v_off, _ = run_reference(off, table)
+    v_on, s_on = run_reference(on, table)
+    assert (v_off.label != v_on.label).any()
+    assert oracle(on, rows)[0] == list(zip(v_on.label.tolist(), v_on.flags.tolist(), v_on.score.tolist(),
+                                          v_on.rule_id.tolist(), v_on.centroid.tolist()))
+    assert s_on.class_ema.sum() > 0
 
 
 def test_collisions_and_evictions_are_counted() -> None:
@@ -119,7 +159,7 @@ def test_collisions_and_evictions_are_counted() -> None:
     table, rows = random_packets(5, 200)
     v, st_ = run_reference(art, table)
     assert int(st_.counters[0]) == int(np.sum(v.flags & 0x04 > 0)) > 0
-    assert int(st_.counters[0]) == oracle(art, rows)[2]
+    assert int(st_.counters[0]) == oracle(art, rows)[1]["evictions"]
 
 
 def test_state_continues_across_runs() -> None:
@@ -145,11 +185,11 @@ def test_flow_hash_is_direction_independent() -> None:
     assert crc[0] == crc[1] and swap.tolist() == [0, 1]
 
 
-@pytest.mark.parametrize("incremental", [False, True])
-def test_unparsed_packets_touch_no_state(incremental: bool) -> None:
-    art = random_artifact(3, incremental=incremental)
+@pytest.mark.parametrize("form", ["incremental", "batch", "table"])
+def test_unparsed_packets_touch_no_state(form: str) -> None:
+    art = random_artifact(3, form=form)
     table, _ = random_packets(3, 100)
     table.status[:] = ParseStatus.FRAGMENT
     v, st_ = run_reference(art, table)
     assert np.all(v.flags == 0x02) and np.all(v.label == 0xFF)
-    assert not st_.pkts.any() and not st_.ema.any()
+    assert not st_.pkts.any() and not st_.ema.any() and not st_.class_ema.any() and not st_.sample_count[0]

@@ -1,18 +1,22 @@
 """Quantize a trained model + rules into the table artifact, enforcing the budgets.
 
 Integer semantics fixed here (docs/pipeline.md; the reference pipeline executes
-them, the eBPF C and the P4 program implement them):
+them, the eBPF C and the P4 program implement them), b = ``compile.bits``:
 
-- K_int[q, c] = clip(round(K * s_K), 1, 2^b - 1)       (unsigned b bits, > 0 so Z > 0)
-- U_int[c, y] = round(U * s_U) in +-(2^(b-1) - 1)      (signed b bits)
-- P_int[q, c, y] = K_int * U_int                        (exact, signed 2b bits)
-- G[q, p, y] = sum over global tokens g of p of P_int[q, g, y];  Gz[q, p] = sum K_int[q, g]
-- W_int[r, y] = round(W * s_W) in [0, 2^(b-1) - 1]      (soft rule weights, non-negative)
-- fused_y = ALPHA * A_y + BETA * S_y * Z               (int64; ALPHA/BETA carry alpha/(s_K s_U) : beta/s_W)
+- phi_q, phi_k: round(phi * s_phi), unsigned b bits; every phi_k entry >= 1 and
+  every phi_q row has an entry >= 1, so K_int = phi_q phi_k^T >= 1 and Z > 0
+- value tables V_j: round(V_j * s_v), signed b bits, one scale for all five (they are summed)
+- W_out: round(W * s_o), signed b bits
+- kernel K_int[q, c] = phi_q_int[q] . phi_k_int[c] (prf: the batch form equals the
+  incremental one exactly), or clip(round(K * s_K), 1, 2^b - 1) for the table-only kernels
+- global layer: G[q, p, y] = sum_g K_int[q, g] (W_out_int^T v_g_int)_y, Gz[q, p] = sum_g K_int[q, g]
+- soft rule weights W_int = round(W * s_W) in [0, 2^(b-1) - 1]
+- fused_y = ALPHA*A_y + BETA*S_y*Z + ((GAMMA*E_y*Z) >> EMA_FRAC) with ALPHA : BETA : GAMMA
+  = alpha/(s_v s_o) : beta/s_W : gamma, the largest at 2^fuse_bits - 1, a nonzero one never 0
 
 Bounds on every accumulator are proven here from the table ranges, so the
-declared widths (A: int32, Z: uint32, fused: int64) can never overflow; a
-configuration that could is rejected with the budget it breaks.
+declared widths can never overflow; a configuration that could is rejected
+with the budget it breaks.
 """
 
 from __future__ import annotations
@@ -26,10 +30,11 @@ import numpy as np
 from chimera.compile.config import CompileConfig
 from chimera.data.tokens import IAT_BUCKETS, IAT_SHIFT, PROTO_CLASSES
 from chimera.errors import BudgetError, ConfigError
-from chimera.formats.artifact import Artifact
+from chimera.formats.artifact import VALUE_TABLES, Artifact
 from chimera.formats.verdict import ETH_P_VERDICT, NO_RULE, VERDICT_LEN, VerdictFlag
 from chimera.model.config import FusionConfig
-from chimera.model.tokenizer import FLAG_CLASSES, FLAG_TERNARY, LEN_BINS, MAP_KEYS
+from chimera.model.tokenizer import (FLAG_CLASSES, FLAG_TERNARY, IDX_BUCKETS, LEN_BINS, MAP_KEYS, PORT_IDS_MAX,
+                                     SUB_TOKENS)
 from chimera.model.train import TrainedModel
 from chimera.rules.spec import FLOW_PKTS_SATURATION, KEY_FIELDS, Rules
 
@@ -37,7 +42,9 @@ log = logging.getLogger(__name__)
 
 RULE_KEY_BITS = sum(w for _, w in KEY_FIELDS)
 FLOW_BOOKKEEPING_BITS = {"signature": 32, "last_ts": 32, "pkts": 16, "orient": 1}
-ACC_BITS = 32  # width of the incremental S_t / Z_t accumulators
+ACC_BITS = 32            # width of each S_t / Z_t accumulator
+TOKEN_BITS = 56          # a window token: centroid 8, sub-tokens 16 + 8 + 8 + 8 + 8 (docs/pipeline.md)
+INT32, INT64 = 2**31 - 1, 2**63 - 1
 
 
 def bits_for(n: int) -> int:
@@ -45,32 +52,47 @@ def bits_for(n: int) -> int:
     return max(1, math.ceil(math.log2(max(n, 2))))
 
 
-def _sym_quant(x: np.ndarray, bits: int) -> tuple[np.ndarray, float]:
+def _sym_quant(x: np.ndarray, bits: int, scale: float | None = None) -> tuple[np.ndarray, float]:
     top = (1 << (bits - 1)) - 1
-    m = float(np.max(np.abs(x))) if x.size else 0.0
-    s = top / m if m > 0 else 1.0
-    return np.clip(np.rint(x * s), -top, top).astype(np.int64), s
+    if scale is None:
+        m = float(np.max(np.abs(x))) if x.size else 0.0
+        scale = top / m if m > 0 else 1.0
+    return np.clip(np.rint(x * scale), -top, top).astype(np.int64), scale
 
 
-def _ratio(a: float, b: float, bits: int) -> tuple[int, int]:
-    """Integers proportional to (a, b) using ``bits`` bits for the larger one."""
+def _ratios(values: list[float], bits: int) -> list[int]:
+    """Integers proportional to ``values`` (>= 0), the largest at 2^bits - 1; a nonzero value never rounds to 0."""
     top = (1 << bits) - 1
-    m = max(a, b)
+    m = max(values)
     if m <= 0:
-        return 0, 0
-    return int(round(a / m * top)), int(round(b / m * top))
+        return [0 for _ in values]
+    return [0 if v <= 0 else max(1, int(round(v / m * top))) for v in values]
 
 
-def per_flow_bits(model: TrainedModel, aggregation: str) -> dict[str, int]:
-    cfg = model.config
+def per_flow_bits(window: int, features: int, d_v: int, aggregation: str) -> dict[str, int]:
+    """The per-flow register state the pipeline needs (logical widths; targets report their allocation)."""
     out = dict(FLOW_BOOKKEEPING_BITS)
-    out["ring_head"] = bits_for(cfg.window)
-    out["ring"] = cfg.window * bits_for(cfg.centroids)
+    out["ring_head"] = bits_for(window)
+    out["ring (L x token)"] = window * TOKEN_BITS
     if aggregation == "incremental":
-        out["S_acc (m*d_v*b)"] = cfg.features * cfg.d_v * ACC_BITS
-        out["Z_acc (m*b)"] = cfg.features * ACC_BITS
+        out["S_t (m x d_v x 32)"] = features * d_v * ACC_BITS
+        out["Z_t (m x 32)"] = features * ACC_BITS
     out["total"] = sum(out.values())
     return out
+
+
+def _phi_quant(model: TrainedModel, kmax: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Quantized (phi_q, phi_k, global phi_k) with one scale; phi_k >= 1 and every phi_q row has an entry >= 1."""
+    assert model.phi_q is not None and model.phi_k is not None
+    gk = model.global_phi_k if model.global_phi_k is not None else np.zeros((PROTO_CLASSES, 0, model.phi_q.shape[1]))
+    top = float(max(model.phi_q.max(), model.phi_k.max(), gk.max() if gk.size else 0.0))
+    s = kmax / top
+    pq = np.clip(np.rint(model.phi_q * s), 0, kmax).astype(np.int64)
+    pk = np.maximum(np.clip(np.rint(model.phi_k * s), 0, kmax), 1).astype(np.int64)
+    gq = np.maximum(np.clip(np.rint(gk * s), 0, kmax), 1).astype(np.int64)
+    rows = np.arange(pq.shape[0])
+    pq[rows, np.argmax(model.phi_q, axis=1)] = np.maximum(pq.max(1), 1)
+    return pq, pk, gq, s
 
 
 def compile_model(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: CompileConfig,
@@ -81,58 +103,40 @@ def compile_model(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: C
         raise ConfigError(f"attention={cfg.attention}, keys={cfg.keys} cannot be compiled to switch tables",
                           "it runs as the software classifier (marked † in the ablation)")
     b = ccfg.bits
-    C, Y, L = cfg.centroids, len(model.classes), cfg.window
-    kmax = (1 << b) - 1
-    scale_k = kmax / float(model.kernel.max())
-    k_int = np.clip(np.rint(model.kernel * scale_k), 1, kmax).astype(np.int64)
-    u_int, scale_u = _sym_quant(model.head, b)
-    p_int = k_int[:, :, None] * u_int[None, :, :]
+    C, Y, L, m, DV = cfg.centroids, len(model.classes), cfg.window, cfg.features, cfg.d_v
+    kmax, vtop = (1 << b) - 1, (1 << (b - 1)) - 1
+    prf = cfg.attention == "prf"
+    incremental = prf and cfg.aggregation == "incremental"
+    ng = cfg.n_global if cfg.uses_global else 0
 
-    # global layer: one ternary entry per (query centroid, protocol class) with any global token
-    gcount = np.zeros((PROTO_CLASSES, C), np.int64)
-    for p in range(PROTO_CLASSES):
-        for g in model.global_tokens[p]:
-            if g >= 0:
-                gcount[p, g] += 1
-    use_g = cfg.uses_global
-    use_w = cfg.uses_window
-    inc = None
-    if cfg.aggregation == "incremental":
-        if cfg.attention != "prf" or model.phi_q is None or model.phi_k is None:
-            raise ConfigError("aggregation=incremental needs attention=prf (non-negative features keep Z > 0)",
-                              "set model.attention: prf for the incremental row")
-        phimax = float(max(model.phi_q.max(), model.phi_k.max()))
-        s_phi = kmax / phimax
-        pq = np.clip(np.rint(model.phi_q * s_phi), 0, kmax).astype(np.int64)
-        pk = np.clip(np.rint(model.phi_k * s_phi), 0, kmax).astype(np.int64)
-        pk = np.maximum(pk, 1)  # every key contributes: Z > 0 whenever a query feature is > 0
-        pq[np.arange(C), np.argmax(pq, axis=1)] = np.maximum(pq.max(1), 1)
-        v_int, s_v = _sym_quant(model.values, b)
-        o_int, s_o = _sym_quant(model.w_out, b)
-        kk = pq @ pk.T                                   # [C, C] exact integer kernel
-        uu = v_int @ o_int                               # [C, Y] exact integer class head
-        g_inc = np.einsum("qg,gy,pg->qpy", kk, uu, gcount) if use_g else np.zeros((C, PROTO_CLASSES, Y), np.int64)
-        gz_inc = np.einsum("qg,pg->qp", kk, gcount) if use_g else np.zeros((C, PROTO_CLASSES), np.int64)
-        inc = {"phi_q": pq, "phi_k": pk, "values": v_int, "w_out": o_int, "g": g_inc, "gz": gz_inc}
-        nn_scale = s_v * s_o  # A/Z ~ s_nn * s_V * s_O
-        a_bound = (L * pk.max() * np.abs(v_int).max() * cfg.features * kmax * cfg.d_v * np.abs(o_int).max()
-                   + np.abs(g_inc).max())
-        z_bound = L * cfg.features * kmax * kmax + gz_inc.max()
+    # kernel: the factorized one (prf) or a table (rff/softmax: batch on the reference only)
+    if prf:
+        phi_q, phi_k, gphi, _ = _phi_quant(model, kmax)
+        kernel = phi_q @ phi_k.T
+        gkern = np.einsum("cj,pgj->cpg", phi_q, gphi[:, :ng]) if ng else np.zeros((C, PROTO_CLASSES, 0), np.int64)
     else:
-        nn_scale = scale_u  # A/Z = (sum K_int U_int)/(sum K_int) ~ s_nn * s_U
-        a_bound = (L if use_w else 0) * kmax * ((1 << (b - 1)) - 1) + int(gcount.sum(1).max()) * kmax * ((1 << (b - 1)) - 1)
-        z_bound = (L if use_w else 0) * kmax + int(gcount.sum(1).max()) * kmax
+        s_k = kmax / float(max(model.kernel.max(), model.global_kernel.max() if model.global_kernel.size else 0.0))
+        kernel = np.clip(np.rint(model.kernel * s_k), 1, kmax).astype(np.int64)
+        gkern = np.clip(np.rint(model.global_kernel * s_k), 1, kmax).astype(np.int64)
+        phi_q = np.zeros((C, m), np.int64)
+        phi_k = np.zeros((C, m), np.int64)
+    # values (one scale for the five tables: a token's value is their sum) and the class head
+    vmax = max(float(np.max(np.abs(v))) for v in model.values)
+    s_v = vtop / vmax if vmax > 0 else 1.0
+    vals = [_sym_quant(v, b, s_v)[0] for v in model.values]
+    w_out, s_o = _sym_quant(model.w_out, b)
+    nn_scale = s_v * s_o  # A/Z ~ s_nn * s_v * s_o
+    tok_vmax = len(SUB_TOKENS) * vtop
+    gv = np.clip(np.rint(model.global_values[:, :ng] * s_v), -tok_vmax, tok_vmax).astype(np.int64)
+    ug = gv @ w_out                                                          # [P, ng, Y]
+
+    # global layer: one ternary entry per (query centroid, protocol class) with global tokens
     g_rows = []
-    if use_g:
+    if ng:
         for q in range(C):
             for p in range(PROTO_CLASSES):
-                if gcount[p].any():
-                    if inc is not None:
-                        gv, gz = inc["g"][q, p], inc["gz"][q, p]
-                    else:
-                        gv = (gcount[p][:, None] * p_int[q]).sum(0)
-                        gz = int((gcount[p] * k_int[q]).sum())
-                    g_rows.append([q, 0xFF, p, 0xFF, *[int(x) for x in gv], int(gz)])
+                g = (gkern[q, p][:, None] * ug[p]).sum(0)
+                g_rows.append([q, 0xFF, p, 0xFF, *[int(x) for x in g], int(gkern[q, p].sum())])
     global_entries = np.asarray(g_rows, np.int64).reshape(-1, 4 + Y + 1)
 
     # rules
@@ -144,81 +148,103 @@ def compile_model(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: C
     if len(rules.hard) >= NO_RULE:
         raise ConfigError(f"{rules.path}: {len(rules.hard)} hard rules; rule ids are 8-bit ({NO_RULE} = none)",
                           f"keep at most {NO_RULE - 1} hard rules")
-    wtop = (1 << (b - 1)) - 1
     wmax = float(soft_w.max()) if soft_w.size else 0.0
-    scale_w = wtop / wmax if wmax > 0 else 1.0
-    w_int = np.clip(np.rint(soft_w * scale_w), 0, wtop).astype(np.int64).reshape(len(rules.soft), Y)
+    scale_w = vtop / wmax if wmax > 0 else 1.0
+    w_int = np.clip(np.rint(soft_w * scale_w), 0, vtop).astype(np.int64).reshape(len(rules.soft), Y)
 
+    # fusion coefficients: nonzero stays nonzero (a small beta is never silently dropped)
     a_f, b_f = fusion.coefficients(beta)
-    alpha_i, beta_i = _ratio(a_f / nn_scale, b_f / scale_w if wmax > 0 else 0.0, ccfg.fuse_bits)
-    s_bound = int(w_int.sum(0).max()) if w_int.size else 0
-    fused_bound = alpha_i * a_bound + beta_i * s_bound * z_bound
-    acc = [("attention accumulator A_y " + ("(int64)" if inc is not None else "(int32)"), a_bound,
-            2**63 - 1 if inc is not None else 2**31 - 1),
-           ("attention normaliser Z " + ("(int64)" if inc is not None else "(uint32)"), z_bound,
-            2**63 - 1 if inc is not None else 2**32 - 1),
-           ("fused score (int64)", fused_bound, 2**63 - 1)]
-    if inc is not None:
-        acc.append(("incremental accumulator S_t (int32)", L * kmax * wtop, 2**31 - 1))
+    alpha_i, beta_i, gamma_i = _ratios([a_f / nn_scale, b_f / scale_w if wmax > 0 else 0.0, fusion.gamma],
+                                       ccfg.fuse_bits)
+
+    # proven bounds of every accumulator
+    kern_max = int(kernel.max())
+    s_bound = L * int(phi_k.max()) * tok_vmax
+    zacc_bound = L * int(phi_k.max())
+    g_abs = int(np.abs(global_entries[:, 4:4 + Y]).max()) if len(global_entries) else 0
+    gz_max = int(global_entries[:, 4 + Y].max()) if len(global_entries) else 0
+    u_max = DV * vtop * tok_vmax                       # |W_out^T v| per token and class
+    if incremental:
+        h_bound = m * int(phi_q.max()) * s_bound
+        a_bound = DV * vtop * h_bound + g_abs
+        z_bound = m * int(phi_q.max()) * zacc_bound + gz_max
+    else:
+        a_bound = L * kern_max * u_max + g_abs
+        z_bound = L * kern_max + gz_max
+    if not cfg.uses_window:
+        a_bound, z_bound = g_abs, gz_max
+    ssym_bound = int(w_int.sum(0).max()) if w_int.size else 0
+    fused_bound = alpha_i * a_bound + beta_i * ssym_bound * z_bound + gamma_i * z_bound
+    acc = [("attention accumulator A_y (int64)", a_bound, INT64), ("attention normaliser Z (int64)", z_bound, INT64),
+           ("fused score (int64)", fused_bound, INT64),
+           ("prior product GAMMA*E_y*Z (int64)", gamma_i * (1 << ccfg.ema_frac) * z_bound, INT64)]
+    if incremental:
+        acc += [("incremental accumulator S_t (int32)", s_bound, INT32),
+                ("incremental normaliser Z_t (int32)", zacc_bound, INT32),
+                ("incremental h = phi_q . S_t (int64)", h_bound, INT64)]
     for name, value, limit in acc:
         if value > limit:
-            raise BudgetError(name, float(value), float(limit), "lower compile.bits or model.window")
+            raise BudgetError(name, float(value), float(limit), "lower compile.bits, model.window or model.features")
 
-    # resources and budgets
+    # resources and budgets (logical tables; targets report what they allocate)
     cb = bits_for(C)
+    sizes = [v.shape[0] for v in vals]
     tables = [
-        ("len_range", LEN_BINS, 32 + bits_for(LEN_BINS), 1),
-        ("flag_ternary", len(FLAG_TERNARY), 16 + bits_for(FLAG_CLASSES), 1),
-        ("map", MAP_KEYS, bits_for(MAP_KEYS) + cb, 1),
-        ("window", C * C if use_w and inc is None else 0, 2 * cb + b + Y * 2 * b, L),
-        ("global", len(global_entries), 2 * (cb + 2) + Y * 32 + 32, 1),
-        ("hard_rules", len(hard), 2 * RULE_KEY_BITS + 16, 1),
-        ("soft_rules", len(soft_entries), 2 * RULE_KEY_BITS + Y * b, 1),
+        ("len_range (coarse)", LEN_BINS, 32 + bits_for(LEN_BINS)),
+        ("len_fine_range", len(model.map.len_fine_lo), 32 + 8),
+        ("flag_ternary", len(FLAG_TERNARY), 16 + bits_for(FLAG_CLASSES)),
+        ("map", MAP_KEYS, bits_for(MAP_KEYS) + cb),
+        ("port_vocab", len(model.map.port_vocab), 16 + bits_for(PORT_IDS_MAX)),
+        *((f"value_{n}", s, bits_for(s) + DV * b) for n, s in zip(SUB_TOKENS, sizes)),
+        ("phi_q", C if incremental else 0, cb + m * b), ("phi_k", C if incremental else 0, cb + m * b),
+        ("kernel (batch form)", 0 if incremental else C * C, 2 * cb + 2 * b),
+        ("w_out", DV, Y * b),
+        ("global", len(global_entries), 2 * (cb + 2) + Y * 64 + 64),
+        ("hard_rules", len(hard), 2 * RULE_KEY_BITS + 16),
+        ("soft_rules", len(soft_entries), 2 * RULE_KEY_BITS + Y * b),
     ]
-    if inc is not None:
-        m = cfg.features
-        tables += [("phi_q", C, cb + m * b, 1), ("phi_k", C, cb + m * b, 1), ("values", C, cb + cfg.d_v * b, 1),
-                   ("w_out", cfg.d_v, Y * b, 1)]
-    res_tables = [{"table": n, "entries": int(e), "entry_bits": int(eb), "bits": int(e * eb), "copies": cp}
-                  for n, e, eb, cp in tables]
-    flow = per_flow_bits(model, cfg.aggregation)
+    res_tables = [{"table": n, "entries": int(e), "entry_bits": int(eb), "bits": int(e * eb)} for n, e, eb in tables]
+    flow = per_flow_bits(L, m, DV, "incremental" if incremental else "batch")
     for t in res_tables:
         if t["bits"] > ccfg.budgets.table_bits:
             raise BudgetError(f"table memory N_entries*b of '{t['table']}'", t["bits"], ccfg.budgets.table_bits,
-                              "fewer centroids/classes, fewer bits (compile.bits), or raise budgets.table_bits")
+                              "fewer centroids/classes/bins, fewer bits (compile.bits), or raise budgets.table_bits")
     if flow["total"] > ccfg.budgets.per_flow_bits:
-        raise BudgetError("per-flow state bits" + (" (m*d_v*b accumulators + ring)" if inc is not None else
-                                                  " (L*log2(C) ring + bookkeeping)"),
-                          flow["total"], ccfg.budgets.per_flow_bits,
-                          "lower model.window/centroids (or features/d_v when incremental), "
-                          "or raise budgets.per_flow_bits")
+        raise BudgetError("per-flow state bits (ring + m*d_v*32 accumulators)", flow["total"],
+                          ccfg.budgets.per_flow_bits,
+                          "lower model.window, model.features or model.d_v, or raise budgets.per_flow_bits")
 
     flag_names = {f"VFLAG_{f.name}": int(f.value) for f in VerdictFlag}
     constants = {
         "NUM_CLASSES": Y, "NUM_CENTROIDS": C, "WINDOW": L, "WINDOW_MASK": L - 1, "FLOW_SLOTS": ccfg.flow_slots,
-        "LEN_BINS": LEN_BINS, "IAT_BUCKETS": IAT_BUCKETS, "IAT_SHIFT": IAT_SHIFT, "FLAG_CLASSES": FLAG_CLASSES,
-        "FLAG_ENTRIES": len(FLAG_TERNARY), "PROTO_CLASSES": PROTO_CLASSES, "MAP_KEYS": MAP_KEYS,
+        "LEN_BINS": LEN_BINS, "LEN_FINE": len(model.map.len_fine_lo), "IAT_BUCKETS": IAT_BUCKETS,
+        "IAT_SHIFT": IAT_SHIFT, "FLAG_CLASSES": FLAG_CLASSES, "FLAG_ENTRIES": len(FLAG_TERNARY),
+        "PROTO_CLASSES": PROTO_CLASSES, "MAP_KEYS": MAP_KEYS, "PORT_IDS": PORT_IDS_MAX,
+        "PORT_ENTRIES": len(model.map.port_vocab), "IDX_BUCKETS": IDX_BUCKETS,
+        **{f"SUB_{n.upper()}": s for n, s in zip(SUB_TOKENS, sizes)},
         "GLOBAL_ENTRIES": len(global_entries), "HARD_ENTRIES": len(hard), "SOFT_RULES": len(rules.soft),
-        "SOFT_ENTRIES": len(soft_entries), "ALPHA": alpha_i, "BETA": beta_i, "LAMBDA_H": fusion.lambda_h,
-        "USE_WINDOW": int(use_w), "USE_GLOBAL": int(use_g), "AGG_INCREMENTAL": int(inc is not None),
-        "RF_FEATURES": cfg.features, "D_V": cfg.d_v, "TABLE_BITS": b,
-        "EMA_SHIFT": ccfg.ema_shift, "EMA_FRAC": ccfg.ema_frac, "MAP_VERSION": ccfg.map_version,
+        "SOFT_ENTRIES": len(soft_entries), "ALPHA": alpha_i, "BETA": beta_i, "GAMMA": gamma_i,
+        "LAMBDA_H": fusion.lambda_h, "USE_WINDOW": int(cfg.uses_window), "USE_GLOBAL": int(bool(ng)),
+        "AGG_INCREMENTAL": int(incremental), "KERNEL_TABLE": int(not prf), "RF_FEATURES": m, "D_V": DV,
+        "TABLE_BITS": b, "EMA_SHIFT": ccfg.ema_shift, "EMA_FRAC": ccfg.ema_frac, "MAP_VERSION": ccfg.map_version,
+        "SAMPLE_SHIFT": ccfg.sample_shift, "SAMPLE_SLOTS": ccfg.sample_slots,
         "FLOW_PKTS_SAT": FLOW_PKTS_SATURATION, "RULE_KEY_FIELDS": len(KEY_FIELDS),
         "VERDICT_ETHERTYPE": ETH_P_VERDICT, "VERDICT_LEN": VERDICT_LEN, **flag_names,
     }
-    art = Artifact(
+    arrays = dict(zip(VALUE_TABLES, vals))
+    return Artifact(
         classes=list(model.classes), constants=constants, len_lo=model.map.len_lo.astype(np.int64),
-        flag_ternary=np.asarray(FLAG_TERNARY, np.int64), map=model.map.centroid_of_key.astype(np.int64),
-        window_k=k_int, window_p=p_int, global_entries=global_entries, hard=hard, soft_entries=soft_entries,
-        soft_weights=w_int, incremental=inc,
+        len_fine_lo=model.map.len_fine_lo.astype(np.int64), flag_ternary=np.asarray(FLAG_TERNARY, np.int64),
+        map=model.map.centroid_of_key.astype(np.int64), port_vocab=model.map.port_vocab.astype(np.int64), **arrays,
+        phi_q=phi_q, phi_k=phi_k, kernel=kernel.astype(np.int64), w_out=w_out, global_entries=global_entries,
+        hard=hard, soft_entries=soft_entries, soft_weights=w_int,
         resources={"per_flow_bits": flow, "tables": res_tables,
-                   "table_entries": int(sum(t["entries"] * t["copies"] for t in res_tables)),
-                   "table_bits": int(sum(t["bits"] * t["copies"] for t in res_tables)),
+                   "table_entries": int(sum(t["entries"] for t in res_tables)),
+                   "table_bits": int(sum(t["bits"] for t in res_tables)),
                    "bounds": {n: int(v) for n, v, _ in acc}},
         provenance={"model": cfg.model_dump(), "compile": ccfg.model_dump(), "fusion": fusion.model_dump(),
                     "beta_used": beta, "scales": {k: float(f"{v:.6g}") for k, v in
-                               {"k": scale_k, "u": scale_u, "w": scale_w, "nn": nn_scale}.items()},
+                                                  {"v": s_v, "o": s_o, "w": scale_w, "nn": nn_scale}.items()},
                     "rules_file": rules.path, "skipped_hard_rules": skipped, **(provenance or {})},
         rule_names={"hard": [r.name for r in rules.hard], "soft": [r.name for r in rules.soft]},
     )
-    return art

@@ -20,16 +20,18 @@ class Budgets(BaseModel):
 class CompileConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     bits: int = Field(8, ge=2, le=15, description="b: table value width")
-    fuse_bits: int = Field(8, ge=1, le=16, description="width of the fusion coefficients alpha, beta")
+    fuse_bits: int = Field(16, ge=2, le=24, description="width of the fusion coefficients alpha, beta, gamma")
     flow_slots: int = Field(65536, ge=2, le=2**24)
     ema_shift: int = Field(4, ge=1, le=16, description="k: EMA step eta = 2^-k")
     ema_frac: int = Field(16, ge=1, le=24, description="F: fixed-point fraction bits of the EMA registers")
     map_version: int = Field(1, ge=0, le=0xFFFF)
+    sample_shift: int = Field(4, ge=0, le=16, description="the token sample buffer takes every 2^k-th parsed packet")
+    sample_slots: int = Field(4096, ge=16, le=65536, description="slots of the token sample buffer (power of two)")
     budgets: Budgets = Budgets()
 
-    @field_validator("flow_slots")
+    @field_validator("flow_slots", "sample_slots")
     @classmethod
     def _pow2(cls, v: int) -> int:
         if v & (v - 1):
-            raise ValueError(f"flow_slots must be a power of two (slot = hash & (F-1)), got {v}")
+            raise ValueError(f"must be a power of two (the index is a mask: slot = hash & (F-1)), got {v}")
         return v

@@ -3,6 +3,7 @@
 It holds the constants (also emitted as a C/P4 header), every table's entries
 and the resource accounting. ``sha256`` covers the canonical JSON of all other
 fields, so a target can prove which tables it runs and a report can cite them.
+The meaning of every table is docs/pipeline.md.
 """
 
 from __future__ import annotations
@@ -18,7 +19,12 @@ import numpy as np
 
 from chimera.errors import ConfigError
 
-FORMAT = "chimera-artifact/1"
+FORMAT = "chimera-artifact/2"
+
+#: the Map tables: what a live control-plane update may change (docs/pipeline.md, "State and versions")
+MAP_TABLES = ("len_lo", "len_fine_lo", "flag_ternary", "map", "port_vocab")
+#: the value sub-token tables, in sub-token order
+VALUE_TABLES = ("val_len", "val_iat", "val_flags", "val_port", "val_index")
 
 
 @dataclass
@@ -27,31 +33,44 @@ class Artifact:
 
     classes: list[str]
     constants: dict[str, int]
-    len_lo: np.ndarray            # [LEN_BINS] range table lower bounds
+    len_lo: np.ndarray            # [LEN_BINS] coarse range table lower bounds (the centroid key)
+    len_fine_lo: np.ndarray       # [LEN_FINE] fine range table lower bounds (the length sub-token)
     flag_ternary: np.ndarray      # [E, 3] (value, mask, class), first match wins
     map: np.ndarray               # [MAP_KEYS] centroid id
-    window_k: np.ndarray          # [C, C] K_int
-    window_p: np.ndarray          # [C, C, Y] P_int = K_int * U_int
+    port_vocab: np.ndarray        # [P] responder ports; port_vocab[i] has id i + 1, every other port id 0
+    val_len: np.ndarray           # [2 * LEN_FINE, D_V] value tables (signed, TABLE_BITS)
+    val_iat: np.ndarray           # [2 * IAT_BUCKETS, D_V]
+    val_flags: np.ndarray         # [FLAG_CLASSES * PROTO_CLASSES, D_V]
+    val_port: np.ndarray          # [2 * PORT_IDS, D_V]
+    val_index: np.ndarray         # [IDX_BUCKETS, D_V]
+    phi_q: np.ndarray             # [C, m] query features (unsigned); zeros when KERNEL_TABLE
+    phi_k: np.ndarray             # [C, m] key features
+    kernel: np.ndarray            # [C, C] K_int (= phi_q phi_k^T exactly for prf; a clipped table otherwise)
+    w_out: np.ndarray             # [D_V, Y] class head (signed)
     global_entries: np.ndarray    # [G, 4 + Y + 1]: cq_value, cq_mask, pclass_value, pclass_mask, G[Y], Gz
     hard: np.ndarray              # [H, 7 + 7 + 2]: value[7], mask[7], rule index, label
     soft_entries: np.ndarray      # [S, 7 + 7 + 1]: value[7], mask[7], soft rule index (entries grouped by rule)
     soft_weights: np.ndarray      # [R, Y] W_int
-    incremental: dict[str, np.ndarray] | None = None  # phi_q, phi_k, values, w_out, g_inc, gz_inc
     resources: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
     rule_names: dict[str, list[str]] = field(default_factory=dict)
 
-    ARRAYS = ("len_lo", "flag_ternary", "map", "window_k", "window_p", "global_entries", "hard", "soft_entries",
-              "soft_weights")
+    ARRAYS = ("len_lo", "len_fine_lo", "flag_ternary", "map", "port_vocab", *VALUE_TABLES, "phi_q", "phi_k", "kernel",
+              "w_out", "global_entries", "hard", "soft_entries", "soft_weights")
 
     def c(self, name: str) -> int:
         return int(self.constants[name])
 
+    @property
+    def values(self) -> list[np.ndarray]:
+        """The five value tables in sub-token order."""
+        return [getattr(self, n) for n in VALUE_TABLES]
+
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
             "format": FORMAT, "classes": self.classes, "constants": self.constants,
-            "tables": {k: getattr(self, k).tolist() for k in self.ARRAYS},
-            "incremental": {k: v.tolist() for k, v in self.incremental.items()} if self.incremental else None,
+            "tables": {k: np.asarray(getattr(self, k)).tolist() for k in self.ARRAYS},
+            "shapes": {k: list(np.asarray(getattr(self, k)).shape) for k in self.ARRAYS},
             "resources": self.resources, "provenance": self.provenance, "rule_names": self.rule_names,
         }
         body["sha256"] = content_hash(body)
@@ -59,7 +78,7 @@ class Artifact:
 
     @property
     def sha256(self) -> str:
-        return self.to_json()["sha256"]
+        return str(self.to_json()["sha256"])
 
     def save(self, path: str | os.PathLike[str]) -> str:
         """Write atomically; returns the content hash."""
@@ -75,18 +94,23 @@ class Artifact:
         p = Path(path)
         if not p.is_file():
             raise ConfigError(f"{p}: no table artifact there", "compile one first (invoke run-experiment writes it)")
-        body = json.loads(p.read_text())
-        if body.get("format") != FORMAT:
-            raise ConfigError(f"{p}: format {body.get('format')!r}, expected {FORMAT!r}", "recompile the model")
+        try:
+            body = json.loads(p.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ConfigError(f"{p}: not a table artifact (invalid JSON: {e})",
+                              "recompile the model (invoke run-experiment writes artifacts/*.json)") from None
+        if not isinstance(body, dict) or body.get("format") != FORMAT:
+            got = body.get("format") if isinstance(body, dict) else type(body).__name__
+            raise ConfigError(f"{p}: format {got!r}, expected {FORMAT!r}", "recompile the model with this version")
         if content_hash(body) != body.get("sha256"):
             raise ConfigError(f"{p}: content does not match its sha256 (edited or corrupt)", "recompile the model")
-        t = body["tables"]
-        dtypes = {"window_p": np.int64, "global_entries": np.int64}
-        arrays = {k: np.asarray(t[k], dtypes.get(k, np.int64)) for k in Artifact.ARRAYS}
-        inc = body.get("incremental")
-        return Artifact(classes=body["classes"], constants=body["constants"], **arrays,
-                        incremental={k: np.asarray(v, np.int64) for k, v in inc.items()} if inc else None,
-                        resources=body["resources"], provenance=body["provenance"], rule_names=body["rule_names"])
+        try:
+            t, shapes = body["tables"], body["shapes"]
+            arrays = {k: np.asarray(t[k], np.int64).reshape(shapes[k]) for k in Artifact.ARRAYS}
+            return Artifact(classes=body["classes"], constants=body["constants"], **arrays,
+                            resources=body["resources"], provenance=body["provenance"], rule_names=body["rule_names"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise ConfigError(f"{p}: artifact is missing or mangles a field ({e})", "recompile the model") from None
 
 
 def content_hash(body: dict[str, Any]) -> str:

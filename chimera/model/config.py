@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Attention = Literal["prf", "rff", "softmax"]
 Keys = Literal["hybrid", "local", "global", "dense"]
@@ -18,8 +18,9 @@ class ModelConfig(BaseModel):
     random Fourier features, softmax = exact softmax kernel (control-plane
     only). keys: hybrid = local window + global tokens (default), local,
     global, dense = the whole flow prefix (control-plane only). aggregation:
-    batch = re-sum the window per packet (table lookups), incremental = running
-    S_t/Z_t accumulators per flow (m x d_v registers).
+    incremental = running S_t/Z_t accumulators per flow (m x d_v registers; what
+    the dataplanes run), batch = re-sum the window per packet (the reference's
+    cross-check: the same integers by construction).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -29,15 +30,17 @@ class ModelConfig(BaseModel):
     d_model: int = Field(16, ge=2, le=256)
     d_k: int = Field(8, ge=1, le=128)
     d_v: int = Field(8, ge=1, le=128)
-    features: int = Field(16, ge=2, le=512, description="m, random features")
-    n_global: int = Field(4, ge=0, le=64, description="global tokens per protocol class")
+    features: int = Field(8, ge=2, le=512, description="m, random features")
+    n_global: int = Field(4, ge=0, le=64, description="learned global tokens per protocol class")
+    len_fine: int = Field(256, ge=2, le=256, description="fine length bins of the value sub-token")
     attention: Attention = "prf"
     keys: Keys = "hybrid"
-    aggregation: Aggregation = "batch"
-    epochs: int = Field(6, ge=1, le=500)
+    aggregation: Aggregation = "incremental"
+    epochs: int = Field(40, ge=1, le=500)
+    patience: int = Field(8, ge=1, le=500, description="stop after this many epochs without a better val macro-F1")
     batch_size: int = Field(2048, ge=16)
     lr: float = Field(0.02, gt=0)
-    class_weight_power: float = Field(0.5, ge=0, le=1, description="0 = none, 1 = inverse frequency")
+    class_weight_power: float = Field(1.0, ge=0, le=1, description="0 = none, 1 = inverse frequency (balanced)")
 
     @field_validator("window")
     @classmethod
@@ -45,6 +48,12 @@ class ModelConfig(BaseModel):
         if v & (v - 1):
             raise ValueError(f"window must be a power of two (the ring index is a mask), got {v}")
         return v
+
+    @model_validator(mode="after")
+    def _dense_needs_prf(self) -> "ModelConfig":
+        if self.keys == "dense" and self.attention != "prf":
+            raise ValueError("keys=dense needs attention=prf (prefix sums need a factorized kernel)")
+        return self
 
     @property
     def software_only(self) -> bool:
@@ -71,6 +80,8 @@ class FusionConfig(BaseModel):
     mode: FusionMode = "cascade"
     alpha: float = Field(1.0, ge=0)
     beta: float = Field(0.5, ge=0)
+    gamma: float = Field(0.0, ge=0, description="weight of the fast-path class prior (the per-class verdict EMA); "
+                         "0 = off")
     tune_beta: bool = Field(True, description="pick beta on the validation split from beta_grid")
     beta_grid: tuple[float, ...] = (0.0, 0.1, 0.25, 0.5, 1.0, 2.0)
 

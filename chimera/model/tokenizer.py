@@ -1,12 +1,21 @@
-"""The Map stage: token features -> bin codes -> exact key -> centroid id.
+"""Partition and Map: each packet becomes a centroid id (for attention) and five value sub-tokens.
 
-The switch cannot cluster, so clustering happens on the *discretized* key
-space: every packet's token becomes a key (length bin from a range table,
-inter-arrival bucket, direction, TCP-flag class from a ternary table, protocol
-class); keys seen in training are clustered with weighted k-means, and every
-possible key (seen or not) is assigned its nearest centroid. The resulting
-table is total, so training, the reference pipeline and the dataplanes get
-the same centroid for the same packet by construction.
+The switch cannot cluster, so everything here is a table the dataplane looks up:
+
+- the **centroid** ``c`` (queries and keys of the attention): a coarse length bin
+  (range table, ``LEN_BINS`` bins), the inter-arrival bucket, the direction, the
+  TCP-flag class (ternary table) and the protocol class form an exact key; keys
+  seen in training are clustered with weighted k-means and every possible key is
+  given its nearest centroid, so the map table is total;
+- the **value sub-tokens** (Pegasus-style Partition -> Map -> SumReduce): a fine
+  length bin (range table, up to ``LEN_FINE_MAX`` bins from training quantiles) x
+  direction, the IAT bucket x direction, the flag class x protocol class, the
+  responder port's id (a vocabulary of the most frequent responder ports of the
+  training split; 0 = other) x direction, and the bucket of the flow's packet
+  count. Each indexes its own value table; a packet's value is their sum.
+
+The exact arithmetic (key layout, sub-token ids, packing) is docs/pipeline.md;
+training, the reference, the eBPF C and the P4 program use the same numbers.
 """
 
 from __future__ import annotations
@@ -16,13 +25,18 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.cluster import KMeans
 
-from chimera.data.tokens import IAT_BUCKETS, PROTO_CLASSES, Tokens, proto_class
+from chimera.data.tokens import IAT_BUCKETS, PROTO_CLASSES, Tokens, bit_length, proto_class
 from chimera.rules.ternary import first_match
 
 LEN_BINS = 16
 FLAG_CLASSES = 8
 DIRS = 2
 MAP_KEYS = LEN_BINS * IAT_BUCKETS * DIRS * FLAG_CLASSES * PROTO_CLASSES
+LEN_FINE_MAX = 256
+PORT_IDS_MAX = 64
+IDX_BUCKETS = 16
+#: value sub-tokens, in table order: (name, number of ids as a function of the fine-bin and port-id counts)
+SUB_TOKENS = ("len", "iat", "flags", "port", "index")
 
 #: TCP flags -> class, first match wins: (value, mask, class). Mirrored by the
 #: eBPF loop and the P4 ternary table (entries installed from the artifact).
@@ -49,17 +63,32 @@ def flag_class(tcp_flags: np.ndarray, table: np.ndarray | None = None) -> np.nda
 
 def len_bin(ip_len: np.ndarray, lo: np.ndarray) -> np.ndarray:
     """Range-table lookup: bin i covers [lo[i], lo[i+1] - 1]; lo[0] == 0."""
-    return (np.searchsorted(lo, np.asarray(ip_len, np.int64), side="right") - 1).astype(np.uint8)
+    return (np.searchsorted(lo, np.asarray(ip_len, np.int64), side="right") - 1).astype(np.int64)
 
 
 def map_key(lbin: np.ndarray, iat_b: np.ndarray, direction: np.ndarray, fclass: np.ndarray,
             pclass: np.ndarray) -> np.ndarray:
     """Exact-match key of the Map table (mixed radix, no multiplication needed in hardware: shifts)."""
-    k = lbin.astype(np.int64)
+    k = np.asarray(lbin, np.int64)
     k = k * IAT_BUCKETS + iat_b
     k = k * DIRS + direction
     k = k * FLAG_CLASSES + fclass
     return (k * PROTO_CLASSES + pclass).astype(np.int64)
+
+
+def responder_port(sport: np.ndarray, dport: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    """The port of the flow's responder: dport for packets in the first packet's direction, else sport."""
+    return np.where(np.asarray(direction) == 0, dport, sport).astype(np.int64)
+
+
+def index_bucket(flow_pkts: np.ndarray) -> np.ndarray:
+    """min(bit_length(packets of the flow so far, this one included), IDX_BUCKETS - 1)."""
+    return np.minimum(bit_length(np.asarray(flow_pkts, np.int64)), IDX_BUCKETS - 1)
+
+
+def sub_token_sizes(len_fine: int, port_ids: int) -> tuple[int, ...]:
+    """Number of ids of each value sub-token."""
+    return (len_fine * DIRS, IAT_BUCKETS * DIRS, FLAG_CLASSES * PROTO_CLASSES, port_ids * DIRS, IDX_BUCKETS)
 
 
 def _key_features(len_repr: np.ndarray) -> np.ndarray:
@@ -75,34 +104,76 @@ def _key_features(len_repr: np.ndarray) -> np.ndarray:
                             np.eye(PROTO_CLASSES)[pc] * 2.0])
 
 
+def quantile_edges(values: np.ndarray, n_bins: int) -> np.ndarray:
+    """Exactly ``n_bins`` strictly increasing lower bounds, lo[0] = 0, from the quantiles of ``values``.
+
+    Bins a sample cannot fill (few distinct values) sit above 65535 - n_bins, where no
+    IPv4 length reaches, so every id keeps a meaning and the range table stays sorted.
+    """
+    v = np.asarray(values, np.int64)
+    qs = np.quantile(v, np.linspace(0, 1, n_bins + 1)[1:-1]) if v.size else np.zeros(0)
+    edges = np.unique(np.r_[0, np.ceil(qs).astype(np.int64)])
+    while edges.size < n_bins:
+        edges = np.r_[edges, max(int(edges[-1]) + 1, 65536 - n_bins + edges.size)]
+    return edges[:n_bins].astype(np.int64)
+
+
 @dataclass
 class MapTables:
-    """Everything the Map stage needs, as installed in the dataplane."""
+    """Everything the Partition and Map stages need, as installed in the dataplane."""
 
-    len_lo: np.ndarray        # int64[LEN_BINS], lower bound of each length bin (lo[0] = 0)
+    len_lo: np.ndarray           # int64[LEN_BINS], coarse range table lower bounds (lo[0] = 0)
     centroid_of_key: np.ndarray  # uint8[MAP_KEYS]
     n_centroids: int
+    len_fine_lo: np.ndarray      # int64[len_fine], fine range table lower bounds
+    port_vocab: np.ndarray       # int64[P]: responder ports with ids 1..P (id 0 = any other port)
+
+    @property
+    def port_ids(self) -> int:
+        return int(self.port_vocab.size) + 1
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return sub_token_sizes(int(self.len_fine_lo.size), PORT_IDS_MAX)
 
     def keys(self, tok: Tokens) -> np.ndarray:
-        return map_key(len_bin(tok.ip_len, self.len_lo), tok.iat_bucket, tok.direction,
-                       flag_class(tok.tcp_flags), proto_class(tok.proto))
+        return map_key(len_bin(tok.ip_len, self.len_lo), tok.iat_bucket, tok.direction, flag_class(tok.tcp_flags),
+                       proto_class(tok.proto))
 
     def centroids(self, tok: Tokens) -> np.ndarray:
         return self.centroid_of_key[self.keys(tok)].astype(np.int64)
 
+    def port_id(self, port: np.ndarray) -> np.ndarray:
+        table = np.zeros(65536, np.int64)
+        table[self.port_vocab] = np.arange(1, self.port_vocab.size + 1)
+        return table[np.asarray(port, np.int64)]
 
-def fit_map(tok: Tokens, n_centroids: int, seed: int) -> MapTables:
-    """Length bins from quantiles, then weighted k-means over the observed keys."""
+    def sub_tokens(self, tok: Tokens, sport: np.ndarray, dport: np.ndarray, flow_pkts: np.ndarray) -> np.ndarray:
+        """[N, 5] value sub-token ids (docs/pipeline.md, step 3b); ``flow_pkts`` counts this packet."""
+        d = np.asarray(tok.direction, np.int64)
+        return np.column_stack([
+            len_bin(tok.ip_len, self.len_fine_lo) * DIRS + d,
+            np.asarray(tok.iat_bucket, np.int64) * DIRS + d,
+            flag_class(tok.tcp_flags).astype(np.int64) * PROTO_CLASSES + proto_class(tok.proto),
+            self.port_id(responder_port(sport, dport, d)) * DIRS + d,
+            index_bucket(flow_pkts),
+        ]).astype(np.int64)
+
+
+def fit_map(tok: Tokens, n_centroids: int, seed: int, *, len_fine: int = LEN_FINE_MAX, port_ids: int = PORT_IDS_MAX,
+            sport: np.ndarray | None = None, dport: np.ndarray | None = None) -> MapTables:
+    """Length bins from quantiles, k-means over the observed coarse keys, a responder-port vocabulary."""
     lens = np.asarray(tok.ip_len, np.int64)
-    qs = np.quantile(lens, np.linspace(0, 1, LEN_BINS + 1)[1:-1]) if lens.size else np.zeros(0)
-    edges = np.unique(np.r_[0, np.ceil(qs).astype(np.int64)])
-    # pad to exactly LEN_BINS strictly increasing lower bounds (unused bins sit above 64 KiB - 1)
-    while edges.size < LEN_BINS:
-        edges = np.r_[edges, max(int(edges[-1]) + 1, 65536 - LEN_BINS + edges.size)]
-    edges = edges[:LEN_BINS]
+    edges = quantile_edges(lens, LEN_BINS)
     repr_len = np.array([(edges[i] + (edges[i + 1] - 1 if i + 1 < LEN_BINS else max(edges[i], 1500))) / 2
                          for i in range(LEN_BINS)], np.float64)
-    m = MapTables(edges, np.zeros(MAP_KEYS, np.uint8), n_centroids)
+    vocab = np.zeros(0, np.int64)
+    if sport is not None and dport is not None and port_ids > 1:
+        resp = responder_port(sport, dport, tok.direction)
+        cnt = np.bincount(resp, minlength=65536)
+        top = np.argsort(-cnt, kind="stable")[:port_ids - 1]
+        vocab = np.sort(top[cnt[top] > 0]).astype(np.int64)
+    m = MapTables(edges, np.zeros(MAP_KEYS, np.uint8), n_centroids, quantile_edges(lens, len_fine), vocab)
     counts = np.bincount(m.keys(tok), minlength=MAP_KEYS).astype(np.float64)
     feats = _key_features(repr_len)
     seen = np.flatnonzero(counts > 0)

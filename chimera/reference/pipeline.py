@@ -1,11 +1,13 @@
 """The reference pipeline: the bit-exact integer model of the dataplane.
 
-Its specification is docs/pipeline.md (steps 0-9, widths, state). This module
-executes it: the stateful per-packet core (flow slots, tokens, window ring,
-attention sums, EMA registers) runs as one numba loop; the stateless steps
-(global layer, rules, fusion) are vectorized over all packets. The eBPF C and
-p4/chimera.p4 implement the same steps and are held to this module verdict for
-verdict by the conformance tests.
+Its specification is docs/pipeline.md (steps 0-10, widths, state). This module
+executes it in three passes over the packets, in arrival order: the stateful
+core (flow slots, tokens, window ring, attention accumulators, centroid EMA,
+token samples) as one numba loop; the rules, vectorized (they need only the
+core's direction and packet counts); then fusion with the fast-path class prior
+and the class EMA, sequential again (the prior depends on earlier verdicts).
+The eBPF C and p4/chimera.p4 implement the same steps and are held to this
+module verdict for verdict by the conformance tests.
 """
 
 from __future__ import annotations
@@ -63,18 +65,40 @@ def dataplane_parsed(table: PacketTable) -> np.ndarray:
             & (table.ip_version == 4) & (table.status == ParseStatus.OK))
 
 
+def pack_token(c: np.ndarray, sub: np.ndarray) -> np.ndarray:
+    """The window token as the ring stores it: c | s0 << 8 | s1 << 24 | s2 << 32 | s3 << 40 | s4 << 48."""
+    s = np.asarray(sub, np.int64)
+    return (np.asarray(c, np.int64) | s[..., 0] << 8 | s[..., 1] << 24 | s[..., 2] << 32 | s[..., 3] << 40
+            | s[..., 4] << 48)
+
+
+def sample_word(ip_len: np.ndarray, iat_b: np.ndarray, direction: np.ndarray, fclass: np.ndarray,
+                pclass: np.ndarray) -> np.ndarray:
+    """A token sample as the sample buffer stores it (docs/pipeline.md step 9)."""
+    return (np.asarray(ip_len, np.int64) << 16 | np.asarray(iat_b, np.int64) << 12 | np.asarray(direction, np.int64) << 11
+            | np.asarray(fclass, np.int64) << 8 | np.asarray(pclass, np.int64) << 6)
+
+
+def unpack_sample(words: np.ndarray) -> dict[str, np.ndarray]:
+    w = np.asarray(words, np.int64)
+    return {"ip_len": w >> 16 & 0xFFFF, "iat_bucket": w >> 12 & 0xF, "direction": w >> 11 & 1,
+            "flag_class": w >> 8 & 0x7, "proto_class": w >> 6 & 0x3}
+
+
 # --------------------------------------------------------------------------- state
 
 @dataclass
 class SwitchState:
-    """Registers of the dataplane; kept between runs so a run can continue (e.g. after a table install)."""
+    """Registers of the dataplane; kept between runs so a run can continue (e.g. across a table install)."""
 
     flow_slots: int
     window: int
     n_centroids: int
+    n_classes: int
     features: int = 1
     d_v: int = 1
-    incremental: bool = False  # S_t/Z_t accumulators per slot (m x d_v); else a 1-slot placeholder
+    incremental: bool = True
+    sample_slots: int = 16
     sig: np.ndarray = field(init=False)
     pkts: np.ndarray = field(init=False)
     last: np.ndarray = field(init=False)
@@ -84,6 +108,9 @@ class SwitchState:
     s_acc: np.ndarray = field(init=False)
     z_acc: np.ndarray = field(init=False)
     ema: np.ndarray = field(init=False)
+    class_ema: np.ndarray = field(init=False)
+    sample: np.ndarray = field(init=False)
+    sample_count: np.ndarray = field(init=False)
     counters: np.ndarray = field(init=False)  # [evictions, new_flows, parsed, unparsed]
 
     def __post_init__(self) -> None:
@@ -94,16 +121,19 @@ class SwitchState:
         self.orient = np.zeros(F, np.int64)
         self.head = np.zeros(F, np.int64)
         self.ring = np.zeros((F, L), np.int64)
-        self.s_acc = np.zeros((F if self.incremental else 1, self.features, self.d_v), np.int64)
-        self.z_acc = np.zeros((F if self.incremental else 1, self.features), np.int64)
+        n = F if self.incremental else 1
+        self.s_acc = np.zeros((n, self.features, self.d_v), np.int64)
+        self.z_acc = np.zeros((n, self.features), np.int64)
         self.ema = np.zeros(self.n_centroids, np.int64)
+        self.class_ema = np.zeros(self.n_classes, np.int64)
+        self.sample = np.zeros(self.sample_slots, np.int64)
+        self.sample_count = np.zeros(1, np.int64)
         self.counters = np.zeros(4, np.int64)
 
     @staticmethod
     def for_artifact(art: Artifact) -> "SwitchState":
-        inc = art.c("AGG_INCREMENTAL") == 1
-        return SwitchState(art.c("FLOW_SLOTS"), art.c("WINDOW"), art.c("NUM_CENTROIDS"),
-                           art.c("RF_FEATURES") if inc else 1, art.c("D_V") if inc else 1, inc)
+        return SwitchState(art.c("FLOW_SLOTS"), art.c("WINDOW"), art.c("NUM_CENTROIDS"), art.c("NUM_CLASSES"),
+                           art.c("RF_FEATURES"), art.c("D_V"), art.c("AGG_INCREMENTAL") == 1, art.c("SAMPLE_SLOTS"))
 
 
 @dataclass
@@ -124,7 +154,30 @@ class Verdicts:
         return int(self.label.shape[0])
 
 
-# --------------------------------------------------------------------------- stateful core
+# --------------------------------------------------------------------------- tables as the core reads them
+
+@dataclass
+class CoreTables:
+    """The artifact's tables in the dense shapes the numba core indexes."""
+
+    map_tbl: np.ndarray
+    port_id: np.ndarray        # [65536] responder port -> id
+    values: tuple[np.ndarray, ...]
+    phi_q: np.ndarray
+    phi_k: np.ndarray
+    kernel: np.ndarray
+    w_out: np.ndarray
+
+    @staticmethod
+    def of(art: Artifact) -> "CoreTables":
+        pid = np.zeros(65536, np.int64)
+        pid[art.port_vocab] = np.arange(1, art.port_vocab.size + 1)
+        return CoreTables(art.map.astype(np.int64), pid, tuple(np.ascontiguousarray(v, np.int64) for v in art.values),
+                          np.ascontiguousarray(art.phi_q, np.int64), np.ascontiguousarray(art.phi_k, np.int64),
+                          np.ascontiguousarray(art.kernel, np.int64), np.ascontiguousarray(art.w_out, np.int64))
+
+
+# --------------------------------------------------------------------------- pass 1: the stateful core
 
 @numba.njit(cache=True)
 def _bit_length(x):  # pragma: no cover - jitted
@@ -135,28 +188,42 @@ def _bit_length(x):  # pragma: no cover - jitted
     return n
 
 
+@numba.njit(cache=True, inline="always")
+def _token_value(tok, v0, v1, v2, v3, v4, out):  # pragma: no cover - jitted
+    """v(tok) = sum of the five value-table rows of the token's sub-tokens, into ``out``."""
+    s0, s1, s2 = (tok >> 8) & 0xFFFF, (tok >> 24) & 0xFF, (tok >> 32) & 0xFF
+    s3, s4 = (tok >> 40) & 0xFF, (tok >> 48) & 0xFF
+    for e in range(out.shape[0]):
+        out[e] = v0[s0, e] + v1[s1, e] + v2[s2, e] + v3[s3, e] + v4[s4, e]
+
+
 @numba.njit(cache=True)
-def _stateful(parsed, crc, swap, tsu, lbin, fclass, pclass, map_tbl, win_k, win_p, use_window, incremental,
-              phi_q, phi_k, vals, w_out, ema_shift, ema_frac, sig, pkts, last, orient, head, ring, s_acc, z_acc,
-              ema, counters):  # pragma: no cover - jitted
+def _core(parsed, crc, swap, tsu, lbin, fbin, fclass, pclass, ip_len, sport, dport, map_tbl, port_id, v0, v1, v2, v3,
+          v4, phi_q, phi_k, kernel, w_out, incremental, use_window, ema_shift, ema_frac, sample_shift, sig, pkts, last,
+          orient, head, ring, s_acc, z_acc, ema, sample, sample_count, counters):  # pragma: no cover - jitted
     n = parsed.shape[0]
     F = sig.shape[0]
     L = ring.shape[1]
-    Y = win_p.shape[2]
-    C = ema.shape[0]
+    Y = w_out.shape[1]
+    DV = w_out.shape[0]
     M = phi_q.shape[1]
-    DV = vals.shape[1]
+    C = ema.shape[0]
+    NS = sample.shape[0]
     cent = np.zeros(n, np.int64)
     direction = np.zeros(n, np.int64)
     flow_pkts = np.zeros(n, np.int64)
     flags = np.zeros(n, np.int64)
     A = np.zeros((n, Y), np.int64)
     Z = np.zeros(n, np.int64)
+    vin = np.zeros(DV, np.int64)
+    vout = np.zeros(DV, np.int64)
     h = np.zeros(DV, np.int64)
+    smask = (np.int64(1) << sample_shift) - 1
     for i in range(n):
         if not parsed[i]:
             counters[3] += 1
             continue
+        take_sample = (counters[2] & smask) == 0
         counters[2] += 1
         s = np.int64(crc[i]) & (F - 1)
         if pkts[s] > 0 and sig[s] != crc[i]:
@@ -179,22 +246,28 @@ def _stateful(parsed, crc, swap, tsu, lbin, fclass, pclass, map_tbl, win_k, win_
         d = swap[i] ^ orient[s]
         key = (((np.int64(lbin[i]) * 16 + iat_b) * 2 + d) * 8 + fclass[i]) * 4 + pclass[i]
         c = map_tbl[key]
+        npk = min(pkts[s] + 1, 0xFFFF)
+        resp = dport[i] if d == 0 else sport[i]
+        tok = (c | (fbin[i] * 2 + d) << 8 | (iat_b * 2 + d) << 24 | (fclass[i] * 4 + pclass[i]) << 32
+               | (port_id[resp] * 2 + d) << 40 | min(_bit_length(npk), 15) << 48)
         if incremental:
             if pkts[s] >= L:  # the token at head leaves the window
                 old = ring[s, head[s]]
+                co = old & 0xFF
+                _token_value(old, v0, v1, v2, v3, v4, vout)
                 for j in range(M):
-                    z_acc[s, j] -= phi_k[old, j]
+                    z_acc[s, j] -= phi_k[co, j]
                     for e in range(DV):
-                        s_acc[s, j, e] -= phi_k[old, j] * vals[old, e]
+                        s_acc[s, j, e] -= phi_k[co, j] * vout[e]
+            _token_value(tok, v0, v1, v2, v3, v4, vin)
             for j in range(M):
                 z_acc[s, j] += phi_k[c, j]
                 for e in range(DV):
-                    s_acc[s, j, e] += phi_k[c, j] * vals[c, e]
-        ring[s, head[s]] = c
+                    s_acc[s, j, e] += phi_k[c, j] * vin[e]
+        ring[s, head[s]] = tok
         head[s] = (head[s] + 1) & (L - 1)
-        pkts[s] = min(pkts[s] + 1, 0xFFFF)
+        pkts[s] = npk
         last[s] = tsu[i]
-        nv = min(pkts[s], L)
         if use_window:
             if incremental:
                 for e in range(DV):
@@ -211,19 +284,67 @@ def _stateful(parsed, crc, swap, tsu, lbin, fclass, pclass, map_tbl, win_k, win_
                 for j in range(M):
                     acc += phi_q[c, j] * z_acc[s, j]
                 Z[i] = acc
-            else:
-                for k in range(nv):
-                    ci = ring[s, k]
-                    Z[i] += win_k[c, ci]
+            else:  # batch: re-sum the window with the kernel table
+                for k in range(min(npk, L)):
+                    t = ring[s, k]
+                    kk = kernel[c, t & 0xFF]
+                    _token_value(t, v0, v1, v2, v3, v4, vout)
+                    Z[i] += kk
                     for y in range(Y):
-                        A[i, y] += win_p[c, ci, y]
+                        u = np.int64(0)
+                        for e in range(DV):
+                            u += w_out[e, y] * vout[e]
+                        A[i, y] += kk * u
         for j in range(C):
-            u = np.int64(1) << ema_frac if j == c else np.int64(0)
-            ema[j] += (u - ema[j]) >> ema_shift
+            u_j = np.int64(1) << ema_frac if j == c else np.int64(0)
+            ema[j] += (u_j - ema[j]) >> ema_shift
+        if take_sample:
+            sample[sample_count[0] & (NS - 1)] = (ip_len[i] << 16 | iat_b << 12 | d << 11 | fclass[i] << 8
+                                                  | pclass[i] << 6)
+            sample_count[0] += 1
         cent[i] = c
         direction[i] = d
-        flow_pkts[i] = pkts[s]
+        flow_pkts[i] = npk
     return cent, direction, flow_pkts, flags, A, Z
+
+
+# --------------------------------------------------------------------------- pass 3: fusion with the fast path
+
+@numba.njit(cache=True)
+def _fuse(parsed, A, Z, S, hard_label, alpha, beta, gamma, lambda_h, ema_shift, ema_frac, class_ema):
+    # pragma: no cover - jitted
+    n, Y = A.shape
+    label = np.full(n, 0xFF, np.int64)
+    score = np.zeros(n, np.int64)
+    veto = np.zeros(n, np.bool_)
+    fused = np.zeros((n, Y), np.int64)
+    for i in range(n):
+        if not parsed[i]:
+            continue
+        best = 0
+        for y in range(Y):
+            fused[i, y] = alpha * A[i, y] + beta * S[i, y] * Z[i] + ((gamma * class_ema[y] * Z[i]) >> ema_frac)
+            if fused[i, y] > fused[i, best]:
+                best = y
+        second = fused[i, best]
+        have = False
+        for y in range(Y):
+            if y != best and (not have or fused[i, y] > second):
+                second = fused[i, y]
+                have = True
+        margin = fused[i, best] - second
+        lab = best
+        sc = min(margin, np.int64(0xFFFFFFFF))
+        if hard_label[i] >= 0 and lambda_h == 1:
+            lab = hard_label[i]
+            sc = np.int64(0xFFFFFFFF)
+            veto[i] = True
+        label[i] = lab
+        score[i] = sc
+        for y in range(Y):
+            u = np.int64(1) << ema_frac if y == lab else np.int64(0)
+            class_ema[y] += (u - class_ema[y]) >> ema_shift
+    return label, score, veto, fused
 
 
 # --------------------------------------------------------------------------- pipeline
@@ -256,41 +377,33 @@ def run_reference(art: Artifact, table: PacketTable, ts_ns: np.ndarray | None = 
     st = state if state is not None else SwitchState.for_artifact(art)
     parsed = dataplane_parsed(table)
     crc, swap = flow_hash(table.src4, table.dst4, table.sport, table.dport, table.proto)
-    lb = len_bin(table.ip_len, art.len_lo).astype(np.int64)
     fc = flag_class(table.tcp_flags, art.flag_ternary).astype(np.int64)
     pc = proto_class(table.proto).astype(np.int64)
-    inc = art.incremental
-    Y, C = art.c("NUM_CLASSES"), art.c("NUM_CENTROIDS")
-    dummy2 = np.zeros((C, 1), np.int64)
-    cent, direction, fpk, flags, A, Z = _stateful(
-        parsed, crc.astype(np.int64), swap.astype(np.int64), ts_units(ts), lb, fc, pc, art.map.astype(np.int64),
-        art.window_k.astype(np.int64), art.window_p.astype(np.int64), art.c("USE_WINDOW") == 1, inc is not None,
-        inc["phi_q"] if inc else dummy2, inc["phi_k"] if inc else dummy2, inc["values"] if inc else dummy2,
-        inc["w_out"] if inc else np.zeros((1, Y), np.int64), art.c("EMA_SHIFT"), art.c("EMA_FRAC"),
-        st.sig, st.pkts, st.last, st.orient, st.head, st.ring, st.s_acc, st.z_acc, st.ema, st.counters)
+    ct = CoreTables.of(art)
+    cent, direction, fpk, flags, A, Z = _core(
+        parsed, crc.astype(np.int64), swap.astype(np.int64), ts_units(ts), len_bin(table.ip_len, art.len_lo),
+        len_bin(table.ip_len, art.len_fine_lo), fc, pc, table.ip_len.astype(np.int64), table.sport.astype(np.int64),
+        table.dport.astype(np.int64), ct.map_tbl, ct.port_id, *ct.values, ct.phi_q, ct.phi_k, ct.kernel, ct.w_out,
+        art.c("AGG_INCREMENTAL") == 1, art.c("USE_WINDOW") == 1, art.c("EMA_SHIFT"), art.c("EMA_FRAC"),
+        art.c("SAMPLE_SHIFT"), st.sig, st.pkts, st.last, st.orient, st.head, st.ring, st.s_acc, st.z_acc, st.ema,
+        st.sample, st.sample_count, st.counters)
     g, gz, ghit = global_dense(art)
     A = A + g[cent, pc]
     Z = Z + gz[cent, pc]
     flags = flags | np.where(ghit[cent, pc], int(VerdictFlag.GLOBAL_HIT), 0)
     keys = rule_keys(table.proto, table.tcp_flags, direction, fpk, table.sport, table.dport, table.ip_len)
-    hard_idx = first_match(keys, art.hard[:, :7], art.hard[:, 7:14]) if len(art.hard) else np.full(n, -1)
-    S = soft_scores(art, keys)
-    fused = art.c("ALPHA") * A + art.c("BETA") * S * Z[:, None]
-    label = np.argmax(fused, axis=1)
-    top2 = np.sort(fused, axis=1)[:, -2:] if Y >= 2 else np.concatenate([fused, fused], 1)
-    score = np.minimum(top2[:, 1] - top2[:, 0], SCORE_MAX)
-    rule = np.where(hard_idx >= 0, art.hard[np.maximum(hard_idx, 0), 14] if len(art.hard) else 0, NO_RULE)
-    veto = (hard_idx >= 0) & (art.c("LAMBDA_H") == 1)
-    if len(art.hard):
-        label = np.where(veto, art.hard[np.maximum(hard_idx, 0), 15], label)
-    score = np.where(veto, SCORE_MAX, score)
+    hard_idx = first_match(keys, art.hard[:, :7], art.hard[:, 7:14])
+    has_hard = hard_idx >= 0
+    hard_label = np.where(has_hard, art.hard[np.maximum(hard_idx, 0), 15] if len(art.hard) else 0, -1)
+    rule = np.where(has_hard, art.hard[np.maximum(hard_idx, 0), 14] if len(art.hard) else 0, NO_RULE)
+    label, score, veto, fused = _fuse(parsed, A, Z, soft_scores(art, keys), hard_label.astype(np.int64),
+                                      art.c("ALPHA"), art.c("BETA"), art.c("GAMMA"), art.c("LAMBDA_H"),
+                                      art.c("EMA_SHIFT"), art.c("EMA_FRAC"), st.class_ema)
     flags = flags | np.where(veto, int(VerdictFlag.HARD_VETO), 0)
     # unparsed packets: forwarded with a flag and no classification
     label = np.where(parsed, label, NO_LABEL)
-    score = np.where(parsed, score, 0)
     rule = np.where(parsed, rule, NO_RULE)
     flags = np.where(parsed, flags, int(VerdictFlag.UNPARSED))
-    fused = np.where(parsed[:, None], fused, 0)
     v = Verdicts(label=label.astype(np.uint8), flags=flags.astype(np.uint8), score=score.astype(np.uint32),
                  rule_id=rule.astype(np.uint8), centroid=np.where(parsed, cent, 0).astype(np.uint8),
                  map_version=np.full(n, art.c("MAP_VERSION"), np.uint16), fused=fused)

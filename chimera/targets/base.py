@@ -16,7 +16,7 @@ class TargetResult:
     """One verdict per replayed packet, the evictions the switch counted, and run details (loss, latency...)."""
 
     verdicts: Verdicts
-    evictions: int
+    evictions: int | None  # None: the target could not read its counters (reported as unknown)
     extra: dict[str, Any] = field(default_factory=dict)
 
 

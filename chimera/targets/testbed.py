@@ -31,10 +31,14 @@ log = logging.getLogger(__name__)
 DEFAULT_BUILD_DIR = Path(__file__).resolve().parents[2] / "build"
 
 
+#: state registers compared with the reference after a run (name in registers() -> SwitchState attribute)
+REGISTERS = {"ema": "ema", "class_ema": "class_ema", "sample": "sample", "sample_count": "sample_count"}
+
+
 def conformance(art: Artifact, replayed: PacketTable, got: Verdicts, received: np.ndarray, ts_in: np.ndarray,
-                ema: list[int] | None) -> tuple[int, int | None, int]:
-    """(packets whose verdict differs from the reference, EMA registers that differ or None if unread,
-    packets checked): the reference runs on exactly what the switch classified, on the switch's clock."""
+                regs: dict[str, Any]) -> tuple[int, int | None, int]:
+    """(packets whose verdict differs from the reference, state registers that differ or None if none were
+    read, packets checked): the reference runs on exactly what the switch classified, on the switch's clock."""
     rows = np.flatnonzero(received)
     ref, ref_state = run_reference(art, replayed.take(rows), ts_ns=ts_in[rows])
     mism = 0
@@ -43,10 +47,15 @@ def conformance(art: Artifact, replayed: PacketTable, got: Verdicts, received: n
         if mism_f:
             log.error("conformance: %d packets differ from the reference in '%s'", mism_f, f)
         mism = max(mism, mism_f)
-    ema_mism = None if ema is None else int(np.sum(np.asarray(ema) != ref_state.ema))
-    if ema_mism:
-        log.error("conformance: %d EMA occupancy registers differ from the reference", ema_mism)
-    return mism, ema_mism, int(rows.size)
+    reg_mism: int | None = None
+    for name, attr in REGISTERS.items():
+        if name not in regs:
+            continue
+        diff = int(np.sum(np.atleast_1d(np.asarray(regs[name])) != np.atleast_1d(getattr(ref_state, attr))))
+        if diff:
+            log.error("conformance: %d '%s' registers differ from the reference", diff, name)
+        reg_mism = (reg_mism or 0) + diff
+    return mism, reg_mism, int(rows.size)
 
 
 class TestbedTarget:
@@ -98,13 +107,14 @@ class TestbedTarget:
         got = collect(frames, files.sent, files.received)
         regs = s1.registers()
         s1.unload()
-        mism, ema_mism, checked = conformance(art, replayed, got.verdicts, got.received, got.ts_in, regs.get("ema"))
-        extra = {"lost": got.lost, "ema_mismatches": ema_mism, "foreign_frames": got.foreign,
+        mism, reg_mism, checked = conformance(art, replayed, got.verdicts, got.received, got.ts_in, regs)
+        extra = {"lost": got.lost, "register_mismatches": reg_mism, "foreign_frames": got.foreign,
                  "unmarked_frames": got.unmarked, "install_ms": install_s * 1e3, "reference_mismatches": mism,
                  "conformance_checked": checked, **latency_summary(got), "switch_counters": regs.get("counters", {})}
         log.info("[%s] %s: %d/%d packets classified, %d lost, %d differ from the reference", self.name, slug, checked,
                  len(table), got.lost, mism)
-        return TargetResult(got.verdicts, int(regs.get("counters", {}).get("evictions", 0)), extra)
+        evictions = regs.get("counters", {}).get("evictions")  # None: unknown (registers unreadable)
+        return TargetResult(got.verdicts, evictions, extra)
 
     def close(self) -> None:
         if self.testbed is not None:

@@ -1,4 +1,4 @@
-"""Stage 3, train: the Map stage and the attention model of a variant, then beta on validation.
+"""Stage 3, train: the Partition/Map tables and the attention model of a variant, then beta on validation.
 
 Models are cached within a run by what they depend on: variants that differ
 only in fusion or aggregation share one trained float model.
@@ -19,70 +19,89 @@ from chimera.metrics.classification import macro_f1
 from chimera.model.config import ModelConfig
 from chimera.model.fusion import float_fused
 from chimera.model.tokenizer import MapTables, fit_map
-from chimera.model.train import Contexts, TrainedModel, build_contexts, train
+from chimera.model.train import Contexts, TokenView, TrainedModel, build_contexts, token_view, train
 
 TOKEN_FIELDS = ("ip_len", "iat_bucket", "direction", "tcp_flags", "proto")
 
 
 @dataclass
 class ModelCache:
-    maps: dict[tuple[int, int], MapTables] = field(default_factory=dict)
+    maps: dict[tuple, tuple[MapTables, TokenView]] = field(default_factory=dict)
+    contexts: dict[tuple[int, str], Contexts] = field(default_factory=dict)
     models: dict[str, TrainedModel] = field(default_factory=dict)
-    contexts: dict[tuple[str, str], Contexts] = field(default_factory=dict)
+
+
+@dataclass
+class FittedModel:
+    """A float model with its token view and contexts; ``scores`` returns s_nn in the data's row order."""
+
+    model: TrainedModel
+    tokens: TokenView
+    val: Contexts
+    test: Contexts
+
+    def scores(self, split: str) -> np.ndarray:
+        ctx = self.val if split == "val" else self.test
+        return self.model.scores(self.tokens, ctx)[ctx.order]
 
 
 @dataclass
 class TrainedVariant:
-    """A variant's float model, its contexts on validation and test, beta, and its float test prediction."""
+    """A variant's float model, beta, and its float test prediction (in test-row order)."""
 
-    model: TrainedModel
-    val: Contexts
-    test: Contexts
+    fitted: FittedModel
     beta: float
     float_pred: np.ndarray
+
+    @property
+    def model(self) -> TrainedModel:
+        return self.fitted.model
 
 
 def _sub(tok: Tokens, rows: np.ndarray) -> Tokens:
     return Tokens(*(getattr(tok, f)[rows] for f in TOKEN_FIELDS))
 
 
-def _ctx(data: PreparedData, cache: ModelCache, mp: MapTables, cfg: ModelConfig, which: str,
-         rows: np.ndarray) -> Contexts:
-    key = (cfg.model_dump_json(include={"centroids", "window", "keys"}), which)
+def _contexts(data: PreparedData, cache: ModelCache, window: int, which: str, rows: np.ndarray) -> Contexts:
+    key = (window, which)
     if key not in cache.contexts:
-        cache.contexts[key] = build_contexts(data.tokens, data.ds.flows, mp, cfg, rows)
+        cache.contexts[key] = build_contexts(data.ds.flows, rows, window)
     return cache.contexts[key]
 
 
-def train_model(data: PreparedData, cfg: ModelConfig, seed: int,
-                cache: ModelCache | None = None) -> tuple[TrainedModel, Contexts, Contexts]:
-    """(float model, validation contexts, test contexts) for ``cfg``; cached by what the model depends on."""
+def train_model(data: PreparedData, cfg: ModelConfig, seed: int, cache: ModelCache | None = None) -> FittedModel:
+    """The float model for ``cfg`` with its contexts; cached by what it depends on."""
     cache = cache if cache is not None else ModelCache()
-    mk = (cfg.centroids, seed)
+    mk = (cfg.centroids, cfg.len_fine, seed)
     if mk not in cache.maps:
-        cache.maps[mk] = fit_map(_sub(data.tokens, data.train_rows), cfg.centroids, seed)
-    mp = cache.maps[mk]
-    ctr = _ctx(data, cache, mp, cfg, "train", data.train_rows)
-    cva = _ctx(data, cache, mp, cfg, "val", data.val_rows)
-    cte = _ctx(data, cache, mp, cfg, "test", data.test_rows)
+        t = data.ds.table
+        tr = data.train_rows
+        mp = fit_map(_sub(data.tokens, tr), cfg.centroids, seed, len_fine=cfg.len_fine, sport=t.sport[tr],
+                     dport=t.dport[tr])
+        cache.maps[mk] = (mp, token_view(t, data.tokens, data.ds.flows, mp))
+    mp, tv = cache.maps[mk]
+    ctr = _contexts(data, cache, cfg.window, "train", data.train_rows)
+    cva = _contexts(data, cache, cfg.window, "val", data.val_rows)
+    cte = _contexts(data, cache, cfg.window, "test", data.test_rows)
     k = cfg.model_dump_json(exclude={"aggregation"})  # batch and incremental share the float model
     if k not in cache.models:
-        cache.models[k] = train(cfg, data.classes, mp, ctr, data.y(data.train_rows), cva, data.y(data.val_rows), seed)
+        cache.models[k] = train(cfg, data.classes, mp, tv, ctr, data.y(ctr.rows), cva, data.y(cva.rows), seed)
     m = cache.models[k]
     if m.config != cfg:
         m = dataclasses.replace(m, config=cfg)
-    return m, cva, cte
+    return FittedModel(m, tv, cva, cte)
 
 
 def train_variant(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, seed: int,
                   cache: ModelCache) -> TrainedVariant:
     """Train the variant's model and pick beta on the validation split (float fusion)."""
-    model, cva, cte = train_model(data, v.model, seed, cache)
+    fm = train_model(data, v.model, seed, cache)
     beta = v.fusion.beta
     if v.fusion.tune_beta and v.fusion.mode in ("cascade", "soft"):
-        f1s = {b: macro_f1(data.y(data.val_rows), float_fused(model, cva, rules.fires["val"], rules.weights,
+        s_val = fm.scores("val")
+        f1s = {b: macro_f1(data.y(data.val_rows), float_fused(s_val, rules.fires["val"], rules.weights,
                                                                rules.hard["val"], v.fusion, b))
                for b in v.fusion.beta_grid}
         beta = max(f1s, key=lambda b: (f1s[b], -b))
-    pred = float_fused(model, cte, rules.fires["test"], rules.weights, rules.hard["test"], v.fusion, beta)
-    return TrainedVariant(model, cva, cte, beta, pred)
+    pred = float_fused(fm.scores("test"), rules.fires["test"], rules.weights, rules.hard["test"], v.fusion, beta)
+    return TrainedVariant(fm, beta, pred)

@@ -20,7 +20,7 @@ from chimera.errors import TargetError
 from chimera.formats.artifact import Artifact
 from chimera.targets.bmv2.compiler import compile_p4
 from chimera.targets.bmv2.p4rt import install, port_entries
-from chimera.targets.bmv2.schema import P4INFO, qualified
+from chimera.targets.bmv2.schema import COUNTER_SLOTS, P4INFO, qualified
 from chimera.targets.bmv2.thrift import THRIFT_PORT, parse_register, run_cli
 from chimera.testbed.nodes import TargetSwitch
 
@@ -99,50 +99,29 @@ class Bmv2Switch(TargetSwitch):
             return dt
 
     def registers(self) -> dict[str, Any]:
-        """Counters and EMA registers. BMv2's P4Runtime server does not read registers (UNIMPLEMENTED),
-        so on BMv2 they are read over its Thrift interface, inside the switch's namespace."""
+        """Counters and the state registers conformance compares, read over Thrift inside the switch's namespace
+        (BMv2's P4Runtime server answers UNIMPLEMENTED for register reads). {} when they cannot be read: the
+        caller then reports evictions and register conformance as unknown, never as 0."""
         try:
-            return asyncio.run(self._read_registers())
-        except Exception as e:  # noqa: BLE001 - finsy's P4ClientError; only UNIMPLEMENTED falls back
-            if "UNIMPLEMENTED" not in str(getattr(e, "code", "")) and "not supported" not in str(e):
-                raise
-        try:
-            return self._read_registers_thrift()
+            c = self._thrift_register("reg_counters")
+            art = self.artifact
+            signed = [v - (1 << 64) if v >= 1 << 63 else v for v in self._thrift_register("reg_ema")]
+            cls = [v - (1 << 64) if v >= 1 << 63 else v for v in self._thrift_register("reg_class_ema")]
+            out: dict[str, Any] = {"counters": dict(zip(COUNTER_SLOTS, c))}
+            if art is not None:
+                out.update({"ema": signed[: art.c("NUM_CENTROIDS")], "class_ema": cls[: art.c("NUM_CLASSES")],
+                            "sample": self._thrift_register("reg_sample")[: art.c("SAMPLE_SLOTS")],
+                            "sample_count": c[COUNTER_SLOTS.index("samples")]})
+            return out
         except TargetError as e:
-            log.warning("%s: registers not readable (%s); EMA conformance not checked", self.name, e.problem)
+            log.warning("%s: registers not readable (%s); evictions and register conformance unknown", self.name,
+                        e.problem)
             return {}
 
     def _thrift_register(self, name: str) -> list[int]:
         """A register's values over Thrift, from inside the switch's namespace (where its port listens)."""
         return parse_register(run_cli([f"register_read {qualified(name)}"], THRIFT_PORT, runner=self.cmd),
                               qualified(name))
-
-    def _read_registers_thrift(self) -> dict[str, Any]:
-        c = self._thrift_register("reg_counters")
-        n = self.artifact.c("NUM_CENTROIDS") if self.artifact is not None else None
-        ema = [v - (1 << 64) if v >= 1 << 63 else v for v in self._thrift_register("reg_ema")][:n]
-        names = ("evictions", "new_flows", "parsed", "unparsed")
-        return {"counters": {k: c[i] for i, k in enumerate(names)}, "ema": ema}
-
-    async def _read_registers(self) -> dict[str, Any]:
-        from finsy import P4RegisterEntry, Switch, SwitchOptions
-        out: dict[str, Any] = {}
-        async with Switch(self.name, self.grpc_addr, SwitchOptions(p4info=P4INFO, device_id=DEVICE_ID)) as sw:
-            def value(d: Any) -> int:
-                return int.from_bytes(d, "big") if isinstance(d, (bytes, bytearray)) else int(d)
-
-            counters = {}
-            async for e in sw.read(P4RegisterEntry(qualified("reg_counters"))):
-                counters[e.index] = value(e.data)
-            names = ("evictions", "new_flows", "parsed", "unparsed")
-            out["counters"] = {n: int(counters.get(i, 0)) for i, n in enumerate(names)}
-            ema: dict[int, int] = {}
-            async for e in sw.read(P4RegisterEntry(qualified("reg_ema"))):
-                ema[e.index] = value(e.data)
-            n = self.artifact.c("NUM_CENTROIDS") if self.artifact is not None else len(ema)
-            # bit<64> registers hold two's complement int<64>
-            out["ema"] = [v - (1 << 64) if v >= 1 << 63 else v for v in (ema.get(j, 0) for j in range(n))]
-        return out
 
     def unload(self) -> None:
         """Tables are replaced by the next versioned install; nothing to detach."""

@@ -17,28 +17,47 @@ from finsy import P4Schema, P4TableAction, P4TableEntry, P4TableMatch
 
 from chimera.errors import TargetError
 from chimera.formats.artifact import Artifact
-from chimera.targets.bmv2.schema import MAX_CENTROIDS, MAX_CLASSES, MAX_SOFT, MAX_WINDOW, P4INFO, qualified
+from chimera.targets.bmv2.schema import (MAX_CENTROIDS, MAX_CLASSES, MAX_DV, MAX_FEATURES, MAX_FLOW_SLOTS, MAX_LEN_FINE,
+                                         MAX_SAMPLE_SLOTS, MAX_SOFT, MAX_WINDOW, P4INFO, TABLE_BY_NAME, VALUE_TABLES,
+                                         qualified)
 
 TOP_PRIORITY = 1 << 20
 
 
-def pack_classes(values: np.ndarray) -> int:
-    """16 signed 32-bit values packed into the 512-bit action parameter (class y at bits 32y..32y+31)."""
+def pack(values: np.ndarray, width: int = 32) -> int:
+    """Signed values packed little-end first into one bit string (element i at bits width*i .. width*(i+1)-1)."""
     out = 0
-    for y, v in enumerate(np.asarray(values, np.int64).tolist()):
-        out |= (int(v) & 0xFFFFFFFF) << (32 * y)
+    mask = (1 << width) - 1
+    for i, v in enumerate(np.asarray(values, np.int64).tolist()):
+        out |= (int(v) & mask) << (width * i)
     return out
+
+
+def pack_classes(values: np.ndarray) -> int:
+    """16 signed 32-bit values packed into a 512-bit action parameter (class y at bits 32y..32y+31)."""
+    return pack(values, 32)
+
+
+#: chimera.p4's compile-time limits, by constant (its #error checks say the same)
+LIMITS = {"NUM_CLASSES": MAX_CLASSES, "WINDOW": MAX_WINDOW, "SOFT_RULES": MAX_SOFT, "NUM_CENTROIDS": MAX_CENTROIDS,
+          "FLOW_SLOTS": MAX_FLOW_SLOTS, "RF_FEATURES": MAX_FEATURES, "D_V": MAX_DV, "LEN_FINE": MAX_LEN_FINE,
+          "SAMPLE_SLOTS": MAX_SAMPLE_SLOTS}
 
 
 def check_supported(art: Artifact) -> str | None:
     """Why chimera.p4 cannot run this artifact, or None."""
-    limits = [("NUM_CLASSES", MAX_CLASSES), ("WINDOW", MAX_WINDOW), ("SOFT_RULES", MAX_SOFT),
-              ("NUM_CENTROIDS", MAX_CENTROIDS)]
-    for k, lim in limits:
+    for k, lim in LIMITS.items():
         if art.c(k) > lim:
             return f"{k}={art.c(k)} exceeds chimera.p4's maximum {lim}"
-    if art.incremental is not None:
-        return "incremental S_t/Z_t accumulators are not in chimera.p4 (batch only)"
+    if art.c("AGG_INCREMENTAL") != 1:
+        return ("the batch form (and the kernel-table attention of rff/softmax) runs on the reference only; "
+                "chimera.p4 keeps incremental S_t/Z_t accumulators")
+    for name, limit in (("hard_rules", len(art.hard)), ("global_layer", len(art.global_entries))):
+        if limit > TABLE_BY_NAME[name].size // 2:
+            return f"{limit} entries for table {name} exceed its per-version capacity {TABLE_BY_NAME[name].size // 2}"
+    per_rule = np.bincount(art.soft_entries[:, 14], minlength=1) if len(art.soft_entries) else np.zeros(1, int)
+    if per_rule.max() > TABLE_BY_NAME["soft_0"].size // 2:
+        return f"a soft rule with {per_rule.max()} entries exceeds a soft table's per-version capacity"
     return None
 
 
@@ -56,20 +75,19 @@ def _rule_match(ver: int, row: np.ndarray) -> dict[str, Any]:
     return m
 
 
-def model_entries(art: Artifact, ver: int) -> list[P4TableEntry]:
-    """Every model-table entry of one version of the artifact."""
-    why = check_supported(art)
-    if why:
-        raise TargetError(f"artifact not supported by chimera.p4: {why}", "use --target reference")
-    C, Y = art.c("NUM_CENTROIDS"), art.c("NUM_CLASSES")
-    out: list[P4TableEntry] = [
-        _t("params", {"ver": ver}, "set_params", alpha=art.c("ALPHA"), beta=art.c("BETA"),
-           lambda_h=art.c("LAMBDA_H"), map_version=art.c("MAP_VERSION"), use_window=art.c("USE_WINDOW"))]
-    lo = art.len_lo.tolist()
-    for b, start in enumerate(lo):
-        end = (lo[b + 1] - 1) if b + 1 < len(lo) else 0xFFFF
+def _ranges(lo: list[int]) -> list[tuple[int, int]]:
+    return [(start, (lo[b + 1] - 1) if b + 1 < len(lo) else 0xFFFF) for b, start in enumerate(lo)]
+
+
+def map_entries(art: Artifact, ver: int) -> list[P4TableEntry]:
+    """The Map tables of one version (what a live control-plane update rewrites): ranges, flags, map, ports."""
+    out: list[P4TableEntry] = []
+    for b, (start, end) in enumerate(_ranges(art.len_lo.tolist())):
         out.append(_t("len_range", {"ver": ver, "ip_len": (start, end)}, "set_len_bin", priority=TOP_PRIORITY - b,
                       bin=b))
+    for b, (start, end) in enumerate(_ranges(art.len_fine_lo.tolist())):
+        out.append(_t("len_fine_range", {"ver": ver, "ip_len": (start, end)}, "set_fine_bin",
+                      priority=TOP_PRIORITY - b, bin=b))
     for i, (v, m, c) in enumerate(art.flag_ternary.tolist()):
         match: dict[str, Any] = {"ver": ver}
         if m:
@@ -77,12 +95,31 @@ def model_entries(art: Artifact, ver: int) -> list[P4TableEntry]:
         out.append(_t("flag_ternary", match, "set_flag_class", priority=TOP_PRIORITY - i, cls=c))
     for k, c in enumerate(art.map.tolist()):
         out.append(_t("map_exact", {"ver": ver, "map_key": k}, "set_centroid", centroid=int(c)))
-    if art.c("USE_WINDOW"):
-        for i in range(art.c("WINDOW")):
-            for q in range(C):
-                for c in range(C):
-                    out.append(_t(f"window_{i}", {"ver": ver, "centroid": q, "key_centroid": c}, "win_add",
-                                  k=int(art.window_k[q, c]), p=pack_classes(art.window_p[q, c])))
+    for i, port in enumerate(art.port_vocab.tolist()):
+        out.append(_t("port_vocab", {"ver": ver, "port": int(port)}, "set_port_id", id=i + 1))
+    return out
+
+
+def model_entries(art: Artifact, ver: int) -> list[P4TableEntry]:
+    """Every model-table entry of one version of the artifact."""
+    why = check_supported(art)
+    if why:
+        raise TargetError(f"artifact not supported by chimera.p4: {why}", "use --target reference")
+    Y = art.c("NUM_CLASSES")
+    out: list[P4TableEntry] = [
+        _t("params", {"ver": ver}, "set_params", alpha=art.c("ALPHA"), beta=art.c("BETA"), gamma=art.c("GAMMA"),
+           lambda_h=art.c("LAMBDA_H"), map_version=art.c("MAP_VERSION"), use_window=art.c("USE_WINDOW"))]
+    out += map_entries(art, ver)
+    for (name, _, _), table in zip(VALUE_TABLES, art.values):
+        for sid, row in enumerate(table):
+            v = pack(row)
+            out.append(_t(f"{name}_in", {"ver": ver, "id": sid}, "val_in", v=v))
+            out.append(_t(f"{name}_out", {"ver": ver, "id": sid}, "val_out", v=v))
+    for c in range(art.c("NUM_CENTROIDS")):
+        out.append(_t("phi", {"ver": ver, "centroid": c}, "set_phi", q=pack(art.phi_q[c]), k=pack(art.phi_k[c])))
+        out.append(_t("phi_out", {"ver": ver, "centroid": c}, "set_phi_out", k=pack(art.phi_k[c])))
+    rows = [pack(art.w_out[e]) if e < art.w_out.shape[0] else 0 for e in range(MAX_DV)]
+    out.append(_t("w_out", {"ver": ver}, "set_wout", **{f"w{e}": r for e, r in enumerate(rows)}))
     for i, row in enumerate(art.global_entries.tolist()):
         match = {"ver": ver}
         if row[1]:
@@ -90,7 +127,7 @@ def model_entries(art: Artifact, ver: int) -> list[P4TableEntry]:
         if row[3]:
             match["proto_class"] = (row[2], row[3])
         out.append(_t("global_layer", match, "glob_add", priority=TOP_PRIORITY - i, gz=int(row[4 + Y]),
-                      p=pack_classes(row[4:4 + Y])))
+                      g=pack(row[4:4 + Y], 64)))
     for i, row in enumerate(art.hard):
         out.append(_t("hard_rules", _rule_match(ver, row), "hard_hit", priority=TOP_PRIORITY - i,
                       rule=int(row[14]), label=int(row[15])))

@@ -23,6 +23,10 @@ MAX_WINDOW = 16
 MAX_SOFT = 16
 MAX_CENTROIDS = 64
 MAX_FLOW_SLOTS = 65536
+MAX_FEATURES = 16
+MAX_DV = 16
+MAX_LEN_FINE = 256
+MAX_SAMPLE_SLOTS = 65536
 CONTROL = "ChimeraIngress"
 
 
@@ -66,16 +70,22 @@ class Register:
 ACTIONS = (
     Action("nop", 0x01000001),
     Action("set_egress", 0x01000002, (Param("port", 9),)),
-    Action("set_params", 0x01000003, (Param("alpha", 32), Param("beta", 32), Param("lambda_h", 1),
+    Action("set_params", 0x01000003, (Param("alpha", 32), Param("beta", 32), Param("gamma", 32), Param("lambda_h", 1),
                                       Param("map_version", 16), Param("use_window", 1))),
     Action("set_len_bin", 0x01000004, (Param("bin", 8),)),
     Action("set_flag_class", 0x01000005, (Param("cls", 8),)),
     Action("set_centroid", 0x01000006, (Param("centroid", 8),)),
-    Action("win_add", 0x01000007, (Param("k", 32), Param("p", 512))),
-    Action("glob_add", 0x01000008, (Param("gz", 32), Param("p", 512))),
+    Action("glob_add", 0x01000008, (Param("gz", 64), Param("g", 1024))),
     Action("hard_hit", 0x01000009, (Param("rule", 8), Param("label", 8))),
     Action("soft_add", 0x0100000A, (Param("w", 512),)),
     Action("set_active", 0x0100000B, (Param("ver", 1),)),
+    Action("set_fine_bin", 0x0100000C, (Param("bin", 8),)),
+    Action("set_port_id", 0x0100000D, (Param("id", 8),)),
+    Action("val_in", 0x0100000E, (Param("v", 512),)),
+    Action("val_out", 0x0100000F, (Param("v", 512),)),
+    Action("set_phi", 0x01000010, (Param("q", 512), Param("k", 512))),
+    Action("set_phi_out", 0x01000011, (Param("k", 512),)),
+    Action("set_wout", 0x01000012, tuple(Param(f"w{e}", 512) for e in range(MAX_DV))),
 )
 ACTION_BY_NAME = {a.name: a for a in ACTIONS}
 
@@ -83,16 +93,24 @@ VER = Key("ver", 1, "EXACT")
 RULE_KEYS = (VER, Key("proto", 8, "TERNARY"), Key("tcp_flags", 8, "TERNARY"), Key("dir", 8, "TERNARY"),
              Key("flow_pkts", 8, "TERNARY"), Key("sport", 16, "TERNARY"), Key("dport", 16, "TERNARY"),
              Key("ip_len", 16, "TERNARY"))
+#: value tables: (name, id width, size); each exists as <name>_in and <name>_out
+VALUE_TABLES = (("val_len", 16, 1024), ("val_iat", 8, 64), ("val_flags", 8, 64), ("val_port", 8, 256),
+                ("val_index", 8, 32))
 
 TABLES = (
     Table("active_version", 0x02000008, (), ("set_active",), 1),
     Table("port_map", 0x02000001, (Key("ingress_port", 9, "EXACT"),), ("set_egress", "nop"), 64),
     Table("params", 0x02000002, (VER,), ("set_params", "nop"), 2),
     Table("len_range", 0x02000003, (VER, Key("ip_len", 16, "RANGE")), ("set_len_bin", "nop"), 64),
+    Table("len_fine_range", 0x02000009, (VER, Key("ip_len", 16, "RANGE")), ("set_fine_bin", "nop"), 512),
     Table("flag_ternary", 0x02000004, (VER, Key("tcp_flags", 8, "TERNARY")), ("set_flag_class", "nop"), 32),
     Table("map_exact", 0x02000005, (VER, Key("map_key", 16, "EXACT")), ("set_centroid", "nop"), 32768),
-    *(Table(f"window_{i}", 0x02010000 + i, (VER, Key("centroid", 8, "EXACT"), Key("key_centroid", 8, "EXACT")),
-            ("win_add", "nop"), 8192) for i in range(MAX_WINDOW)),
+    Table("port_vocab", 0x0200000A, (VER, Key("port", 16, "EXACT")), ("set_port_id", "nop"), 128),
+    *(Table(f"{n}_{io}", 0x02030000 + 0x100 * k + i, (VER, Key("id", w, "EXACT")), (f"val_{io}", "nop"), size)
+      for i, (n, w, size) in enumerate(VALUE_TABLES) for k, io in enumerate(("in", "out"))),
+    Table("phi", 0x0200000B, (VER, Key("centroid", 8, "EXACT")), ("set_phi", "nop"), 128),
+    Table("phi_out", 0x0200000C, (VER, Key("centroid", 8, "EXACT")), ("set_phi_out", "nop"), 128),
+    Table("w_out", 0x0200000D, (VER,), ("set_wout", "nop"), 2),
     Table("global_layer", 0x02000006, (VER, Key("centroid", 8, "TERNARY"), Key("proto_class", 8, "TERNARY")),
           ("glob_add", "nop"), 512),
     Table("hard_rules", 0x02000007, RULE_KEYS, ("hard_hit", "nop"), 512),
@@ -106,11 +124,17 @@ REGISTERS = (
     Register("reg_pkts", 0x16000004, 16, MAX_FLOW_SLOTS),
     Register("reg_orient", 0x16000005, 1, MAX_FLOW_SLOTS),
     Register("reg_head", 0x16000006, 8, MAX_FLOW_SLOTS),
-    Register("reg_ring", 0x16000007, 8, MAX_FLOW_SLOTS * MAX_WINDOW),
+    Register("reg_ring", 0x16000007, 64, MAX_FLOW_SLOTS * MAX_WINDOW),
     Register("reg_ema", 0x16000008, 64, MAX_CENTROIDS),
     Register("reg_counters", 0x16000009, 64, 8),
+    Register("reg_s", 0x1600000A, 512, MAX_FLOW_SLOTS * MAX_FEATURES),
+    Register("reg_z", 0x1600000B, 512, MAX_FLOW_SLOTS),
+    Register("reg_class_ema", 0x1600000C, 64, MAX_CLASSES),
+    Register("reg_sample", 0x1600000D, 32, MAX_SAMPLE_SLOTS),
 )
 REGISTER_BY_NAME = {r.name: r for r in REGISTERS}
+#: the counters register's slots
+COUNTER_SLOTS = ("evictions", "new_flows", "parsed", "unparsed", "samples")
 
 
 def qualified(name: str) -> str:

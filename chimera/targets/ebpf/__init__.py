@@ -21,6 +21,8 @@ from chimera.targets.testbed import TestbedTarget
 from chimera.testbed.tools import testbed_unavailable_reason
 
 log = logging.getLogger(__name__)
+#: compile-time limits of chimera.bpf.c (its #error checks say the same)
+LIMITS = {"NUM_CLASSES": 16, "SOFT_RULES": 32, "RF_FEATURES": 16, "D_V": 16, "NUM_CENTROIDS": 256}
 
 
 def unavailable_reason() -> str | None:
@@ -68,10 +70,10 @@ class EbpfTarget(TestbedTarget):
 
     def unsupported(self, art: Artifact) -> str | None:
         """Why this artifact cannot run in the eBPF dataplane, or None."""
-        if art.incremental is not None:
-            return "incremental S_t/Z_t accumulators are not in the eBPF dataplane (batch only)"
-        if art.c("NUM_CLASSES") > 16:
-            return "more than 16 classes (eBPF stack budget)"
-        if art.c("SOFT_RULES") > 32:
-            return "more than 32 soft rules"
+        if art.c("AGG_INCREMENTAL") != 1:
+            return ("the batch form (and the kernel-table attention of rff/softmax) runs on the reference only; "
+                    "the eBPF dataplane keeps incremental S_t/Z_t accumulators")
+        for k, lim in LIMITS.items():
+            if art.c(k) > lim:
+                return f"{k}={art.c(k)} exceeds the eBPF program's maximum {lim}"
         return None

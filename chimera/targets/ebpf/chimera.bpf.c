@@ -3,11 +3,14 @@
  *
  * Integer semantics: docs/pipeline.md (chimera/reference/pipeline.py executes
  * them bit for bit); constants come from the generated header shared with
- * p4/chimera.p4. Narrow-key range/ternary tables (length bins,
- * TCP-flag classes, the global layer keyed on (centroid, protocol class)) are
+ * p4/chimera.p4. Narrow-key range/ternary/exact tables (length bins, TCP-flag
+ * classes, port ids, the global layer keyed on (centroid, protocol class)) are
  * installed pre-resolved as dense arrays: the loader computes the same first
  * match a TCAM would return. Hard/soft rules keep a true ternary linear scan.
- * Every model table has two versions; one write to `active` flips them.
+ * Attention is incremental: per-flow S[m][d_v] and Z[m] accumulators updated by
+ * the token entering and the one leaving the window, so the work per packet does
+ * not grow with the window. Every model table has two versions; one write to
+ * `active` flips them.
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -25,16 +28,31 @@
 #define Y CHIMERA_NUM_CLASSES
 #define C CHIMERA_NUM_CENTROIDS
 #define L CHIMERA_WINDOW
+#define M CHIMERA_RF_FEATURES
+#define DV CHIMERA_D_V
 #define NPC CHIMERA_PROTO_CLASSES
 #define HMAX MAX1(CHIMERA_HARD_ENTRIES)
 #define SMAX MAX1(CHIMERA_SOFT_ENTRIES)
 #define RMAX MAX1(CHIMERA_SOFT_RULES)
+/* value rows of the five sub-tokens, one table: sub-token j's rows start at OFF_j */
+#define OFF_LEN 0
+#define OFF_IAT (OFF_LEN + CHIMERA_SUB_LEN)
+#define OFF_FLAGS (OFF_IAT + CHIMERA_SUB_IAT)
+#define OFF_PORT (OFF_FLAGS + CHIMERA_SUB_FLAGS)
+#define OFF_INDEX (OFF_PORT + CHIMERA_SUB_PORT)
+#define VROWS (OFF_INDEX + CHIMERA_SUB_INDEX)
 
 #if Y > 16
-#error "the eBPF target supports at most 16 classes (stack budget)"
+#error "the eBPF target supports at most 16 classes"
 #endif
 #if CHIMERA_SOFT_RULES > 32
 #error "the eBPF target supports at most 32 soft rules (fired-rule bitmask)"
+#endif
+#if M > 16 || DV > 16
+#error "the eBPF target supports at most 16 random features and 16 value dimensions"
+#endif
+#if !CHIMERA_AGG_INCREMENTAL
+#error "the eBPF target runs the incremental attention form only (batch is the reference's cross-check)"
 #endif
 
 struct flow_slot {
@@ -43,18 +61,30 @@ struct flow_slot {
 	__u16 pkts;
 	__u8 orient;
 	__u8 head;
-	__u8 ring[L];
+	__u32 pad;
+	__u64 ring[L];
+	__s32 S[M][DV];
+	__s32 Z[M];
 };
 
-struct win_entry {
-	__u32 k;
-	__s32 p[Y];
+struct val_row {
+	__s32 v[DV];
+};
+
+struct phi_row {
+	__u32 q[M];
+	__u32 k[M];
+};
+
+struct wout {
+	__s32 w[DV][Y];
 };
 
 struct glob_entry {
 	__u32 hit;
-	__u32 gz;
-	__s32 g[Y];
+	__u32 pad;
+	__s64 gz;
+	__s64 g[Y];
 };
 
 /* Rule key packed as lo = proto | flags << 8 | dir << 16 | flow_pkts << 24 | sport << 32 | dport << 48,
@@ -86,12 +116,12 @@ struct soft_weights {
 struct params {
 	__u32 alpha;
 	__u32 beta;
+	__u32 gamma;
 	__u32 lambda_h;
 	__u32 map_version;
 	__u32 n_hard;
 	__u32 n_soft;
 	__u32 use_window;
-	__u32 pad;
 	/* soft entries are laid out [TCP-only][any protocol][UDP-only][other]: the range a packet
 	 * must scan, per protocol (0 TCP, 1 UDP, 2 other); entries outside it cannot match */
 	__u32 soft_lo[3];
@@ -102,12 +132,25 @@ struct ema_regs {
 	__s64 v[C];
 };
 
+struct class_ema_regs {
+	__s64 v[Y];
+};
+
 /* fields from chimera/formats/verdict.py, via the generated header (network byte order on the wire) */
 struct verdict_hdr {
 	CHIMERA_VERDICT_FIELDS_C
 } __attribute__((packed));
 
 _Static_assert(sizeof(struct verdict_hdr) == CHIMERA_VERDICT_LEN, "verdict header size");
+
+/* per-CPU scratch for the vectors (the stack holds 512 bytes) */
+struct scratch {
+	__s64 A[Y];
+	__s64 F[Y];
+	__s64 h[DV];
+	__s32 v[DV];
+	__s32 S[Y];
+};
 
 enum counter {
 	CNT_EVICTIONS = 0,
@@ -116,38 +159,55 @@ enum counter {
 	CNT_UNPARSED,
 	CNT_HEADROOM_FAIL,
 	CNT_REDIRECTED,
+	CNT_SAMPLES,
 	CNT_MAX = 8,
 };
 
-#define ARRAY(name, vtype, n)                                                                                  \
+/* Tables and registers are mmapable arrays: the loader writes a table version and reads the registers
+ * through a memory mapping (one memcpy, not one syscall per entry); `active` is flipped by one map update. */
+#define ARRAY(name, vtype, n, mflags)                                                                          \
 	struct {                                                                                               \
 		__uint(type, BPF_MAP_TYPE_ARRAY);                                                              \
-		__uint(max_entries, (n));                                                              \
+		__uint(max_entries, (n));                                                                      \
+		__uint(map_flags, (mflags));                                                                   \
 		__type(key, __u32);                                                                            \
 		__type(value, vtype);                                                                          \
 	} name SEC(".maps")
+#define MMAP BPF_F_MMAPABLE
 
-ARRAY(len_tbl, __u8, NV * 65536);
-ARRAY(flag_tbl, __u8, NV * 256);
-ARRAY(map_tbl, __u8, NV * CHIMERA_MAP_KEYS);
-ARRAY(win_tbl, struct win_entry, NV * C * C);
-ARRAY(glob_tbl, struct glob_entry, NV * C * NPC);
-ARRAY(hard_tbl, struct rule_entry, NV * HMAX);
-ARRAY(soft_tbl, struct soft_block, NV);
-ARRAY(softw_tbl, struct soft_weights, NV);
-ARRAY(params_tbl, struct params, NV);
-ARRAY(active, __u32, 1);
-ARRAY(flows, struct flow_slot, CHIMERA_FLOW_SLOTS);
-ARRAY(ema, struct ema_regs, 1);
-ARRAY(counters, __u64, CNT_MAX);
+ARRAY(len_tbl, __u8, NV * 65536, MMAP);
+ARRAY(fine_tbl, __u8, NV * 65536, MMAP);
+ARRAY(flag_tbl, __u8, NV * 256, MMAP);
+ARRAY(map_tbl, __u8, NV * CHIMERA_MAP_KEYS, MMAP);
+ARRAY(port_tbl, __u8, NV * 65536, MMAP);
+ARRAY(val_tbl, struct val_row, NV * VROWS, MMAP);
+ARRAY(phi_tbl, struct phi_row, NV * C, MMAP);
+ARRAY(wout_tbl, struct wout, NV, MMAP);
+ARRAY(glob_tbl, struct glob_entry, NV * C * NPC, MMAP);
+ARRAY(hard_tbl, struct rule_entry, NV * HMAX, MMAP);
+ARRAY(soft_tbl, struct soft_block, NV, MMAP);
+ARRAY(softw_tbl, struct soft_weights, NV, MMAP);
+ARRAY(params_tbl, struct params, NV, MMAP);
+ARRAY(active, __u32, 1, 0);
+ARRAY(flows, struct flow_slot, CHIMERA_FLOW_SLOTS, 0);
+ARRAY(ema, struct ema_regs, 1, MMAP);
+ARRAY(class_ema, struct class_ema_regs, 1, MMAP);
+ARRAY(sample, __u32, CHIMERA_SAMPLE_SLOTS, MMAP);
+ARRAY(counters, __u64, CNT_MAX, MMAP);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch_map SEC(".maps");
 
 #include "ports.bpf.h"
 
-static __always_inline void count(__u32 which)
+static __always_inline __u64 count(__u32 which)
 {
 	__u64 *c = bpf_map_lookup_elem(&counters, &which);
-	if (c)
-		__sync_fetch_and_add(c, 1);
+	return c ? __sync_fetch_and_add(c, 1) : 0;
 }
 
 static __always_inline __u32 bit_length32(__u32 x)
@@ -217,38 +277,14 @@ static __always_inline __u32 crc32_13(const __u8 *b)
 	return ~crc;
 }
 
-/* Loop bodies below run under bpf_loop(): the verifier checks each body once,
- * whatever the trip count, which keeps verification linear in the program. */
 /* (key & mask) == value on all fields, branch-free */
 static __always_inline int ternary(const struct rule_key *k, const struct rule_entry *e)
 {
 	return (((k->lo & e->mask_lo) ^ e->value_lo) | ((k->hi & e->mask_hi) ^ e->value_hi)) == 0;
 }
 
-/* A_y fits int32 and Z uint32: chimera.compile.build proves both bounds for every artifact */
-struct win_ctx {
-	__u32 ver, c, nv;
-	__u8 ring[L];
-	__u32 Z;
-	__s32 A[Y];
-};
-
-static long win_step(__u32 i, void *data)
-{
-	struct win_ctx *w = data;
-	if (i >= w->nv)
-		return 1;
-	__u32 wk = w->ver * C * C + w->c * C + (w->ring[i & (L - 1)] % C);
-	struct win_entry *we = bpf_map_lookup_elem(&win_tbl, &wk);
-	if (!we)
-		return 1;
-	w->Z += we->k;
-#pragma unroll
-	for (int y = 0; y < Y; y++)
-		w->A[y] += we->p[y];
-	return 0;
-}
-
+/* Loop bodies below run under bpf_loop(): the verifier checks each body once,
+ * whatever the trip count, which keeps verification linear in the program. */
 struct rule_ctx {
 	struct rule_key key;
 	__u32 ver, n;
@@ -266,6 +302,28 @@ static long hard_step(__u32 i, void *data)
 		x->hit = e->rule;
 		x->label = e->label;
 		return 1;
+	}
+	return 0;
+}
+
+/* v(tok) = the five value rows of the token's sub-tokens, summed (SumReduce); 0 on a missing row */
+static __always_inline int token_value(__u32 ver, __u64 tok, __s32 *v)
+{
+	__u32 idx[5] = {OFF_LEN + ((tok >> 8) & 0xFFFF), OFF_IAT + ((tok >> 24) & 0xFF),
+			OFF_FLAGS + ((tok >> 32) & 0xFF), OFF_PORT + ((tok >> 40) & 0xFF),
+			OFF_INDEX + ((tok >> 48) & 0xFF)};
+#pragma unroll
+	for (int e = 0; e < DV; e++)
+		v[e] = 0;
+#pragma unroll
+	for (int t = 0; t < 5; t++) {
+		__u32 k = ver * VROWS + idx[t];
+		struct val_row *r = bpf_map_lookup_elem(&val_tbl, &k);
+		if (!r)
+			return -1;
+#pragma unroll
+		for (int e = 0; e < DV; e++)
+			v[e] += r->v[e];
 	}
 	return 0;
 }
@@ -346,14 +404,15 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p, __u16 *et
 	return 1;
 }
 
-/* Steps 1-8 for one parsed packet; fills the verdict fields. */
-static __always_inline void classify(struct pkt *p, __u64 now, struct verdict_hdr *v)
+/* Steps 1-9 for one parsed packet; fills the verdict fields. */
+static __always_inline void classify(struct pkt *p, __u64 now, __u64 n_parsed, struct verdict_hdr *v)
 {
 	__u32 zero = 0;
 	__u32 *act = bpf_map_lookup_elem(&active, &zero);
 	__u32 ver = act ? (*act & 1) : 0;
 	struct params *pr = bpf_map_lookup_elem(&params_tbl, &ver);
-	if (!pr)
+	struct scratch *sc = bpf_map_lookup_elem(&scratch_map, &zero);
+	if (!pr || !sc)
 		return;
 	v->map_version = bpf_htons((__u16)pr->map_version);
 
@@ -383,17 +442,28 @@ static __always_inline void classify(struct pkt *p, __u64 now, struct verdict_hd
 		fs->sig = crc;
 		fs->orient = swap;
 		fs->head = 0;
+#pragma unroll
+		for (int j = 0; j < M; j++) {
+			fs->Z[j] = 0;
+#pragma unroll
+			for (int e = 0; e < DV; e++)
+				fs->S[j][e] = 0;
+		}
 	} else {
 		__u32 bl = bit_length32(tsu - fs->last);
 		iat_b = 1 + (bl < CHIMERA_IAT_BUCKETS - 2 ? bl : CHIMERA_IAT_BUCKETS - 2);
 	}
 	__u32 dir = swap ^ fs->orient;
-	/* 3. map */
+	__u32 npk = fs->pkts < 0xFFFF ? fs->pkts + 1 : 0xFFFF;
+	/* 3. partition and map */
 	__u32 k = ver * 65536 + p->ip_len;
 	__u8 *lb = bpf_map_lookup_elem(&len_tbl, &k);
+	__u8 *fb = bpf_map_lookup_elem(&fine_tbl, &k);
 	k = ver * 256 + p->flags;
 	__u8 *fc = bpf_map_lookup_elem(&flag_tbl, &k);
-	if (!lb || !fc)
+	k = ver * 65536 + (dir ? p->sport : p->dport);
+	__u8 *pid = bpf_map_lookup_elem(&port_tbl, &k);
+	if (!lb || !fb || !fc || !pid)
 		return;
 	__u32 pc = p->proto == 6 ? 1 : p->proto == 17 ? 2 : p->proto == 1 ? 3 : 0;
 	__u32 key = ((((__u32)*lb * CHIMERA_IAT_BUCKETS + iat_b) * 2 + dir) * CHIMERA_FLAG_CLASSES + *fc) * NPC + pc;
@@ -402,34 +472,84 @@ static __always_inline void classify(struct pkt *p, __u64 now, struct verdict_hd
 	if (!cp)
 		return;
 	__u32 c = *cp % C;
-	/* 4. window ring */
+	__u64 tok = (__u64)c | (__u64)(*fb * 2 + dir) << 8 | (__u64)(iat_b * 2 + dir) << 24 |
+		    (__u64)(*fc * NPC + pc) << 32 | (__u64)(*pid * 2 + dir) << 40 |
+		    (__u64)(bit_length32(npk) < 15 ? bit_length32(npk) : 15) << 48;
+	/* 4. window: the leaving token out, the new one in (S, Z accumulators) */
 	__u32 h = fs->head & (L - 1);
-	fs->ring[h] = c;
+	k = ver * C + c;
+	struct phi_row *ph = bpf_map_lookup_elem(&phi_tbl, &k);
+	if (!ph)
+		return;
+	if (fs->pkts >= L) {
+		__u64 old = fs->ring[h];
+		__u32 ko = ver * C + ((old & 0xFF) % C);
+		struct phi_row *po = bpf_map_lookup_elem(&phi_tbl, &ko);
+		if (!po || token_value(ver, old, sc->v))
+			return;
+#pragma unroll
+		for (int j = 0; j < M; j++) {
+			__s32 pk = po->k[j];
+			fs->Z[j] -= pk;
+#pragma unroll
+			for (int e = 0; e < DV; e++)
+				fs->S[j][e] -= pk * sc->v[e];
+		}
+	}
+	if (token_value(ver, tok, sc->v))
+		return;
+#pragma unroll
+	for (int j = 0; j < M; j++) {
+		__s32 pk = ph->k[j];
+		fs->Z[j] += pk;
+#pragma unroll
+		for (int e = 0; e < DV; e++)
+			fs->S[j][e] += pk * sc->v[e];
+	}
+	fs->ring[h] = tok;
 	fs->head = (h + 1) & (L - 1);
-	if (fs->pkts < 0xFFFF)
-		fs->pkts += 1;
+	fs->pkts = npk;
 	fs->last = tsu;
-	__u32 nv = fs->pkts < L ? fs->pkts : L;
-	/* 5. attention, division-free */
-	struct win_ctx wx = {.ver = ver, .c = c, .nv = nv};
-	__builtin_memcpy(wx.ring, fs->ring, L);
-	if (pr->use_window)
-		bpf_loop(L, win_step, &wx, 0);
-	__u32 Z = wx.Z;
-	__s32 A[Y];
+	/* 5. attention, division-free: h = phi_q S, A = W_out^T h, Z = phi_q Zacc; then the global layer */
+	__s64 Z = 0;
 #pragma unroll
 	for (int y = 0; y < Y; y++)
-		A[y] = wx.A[y];
+		sc->A[y] = 0;
+	if (pr->use_window) {
+		struct wout *wo = bpf_map_lookup_elem(&wout_tbl, &ver);
+		if (!wo)
+			return;
+#pragma unroll
+		for (int e = 0; e < DV; e++) {
+			__s64 acc = 0;
+#pragma unroll
+			for (int j = 0; j < M; j++)
+				acc += (__s64)ph->q[j] * fs->S[j][e];
+			sc->h[e] = acc;
+		}
+#pragma unroll
+		for (int y = 0; y < Y; y++) {
+			__s64 acc = 0;
+#pragma unroll
+			for (int e = 0; e < DV; e++)
+				acc += (__s64)wo->w[e][y] * sc->h[e];
+			sc->A[y] = acc;
+		}
+#pragma unroll
+		for (int j = 0; j < M; j++)
+			Z += (__s64)ph->q[j] * fs->Z[j];
+	}
 	__u32 gk = ver * C * NPC + c * NPC + pc;
 	struct glob_entry *ge = bpf_map_lookup_elem(&glob_tbl, &gk);
 	if (ge && ge->hit) {
 		flags |= CHIMERA_VFLAG_GLOBAL_HIT;
 		Z += ge->gz;
+#pragma unroll
 		for (int y = 0; y < Y; y++)
-			A[y] += ge->g[y];
+			sc->A[y] += ge->g[y];
 	}
 	/* 6. rules */
-	__u64 pk = fs->pkts < CHIMERA_FLOW_PKTS_SAT ? fs->pkts : CHIMERA_FLOW_PKTS_SAT;
+	__u64 pk = npk < CHIMERA_FLOW_PKTS_SAT ? npk : CHIMERA_FLOW_PKTS_SAT;
 	struct rule_key rk = {.lo = (__u64)p->proto | (__u64)p->flags << 8 | (__u64)dir << 16 | pk << 24 |
 				    (__u64)p->sport << 32 | (__u64)p->dport << 48,
 			      .hi = p->ip_len};
@@ -450,34 +570,37 @@ static __always_inline void classify(struct pkt *p, __u64 now, struct verdict_hd
 		barrier_var(idx); /* keep clang from computing the address before the bounds check */
 		fired |= (__u32)ternary(&rk, &sb->e[idx]) << (sb->e[idx].rule & 31);
 	}
-	/* 7. fusion: fused_y = ALPHA*A_y + BETA*S_y*Z; label = first argmax; score = top - second */
+	/* 7. fusion: fused_y = ALPHA*A_y + BETA*S_y*Z + ((GAMMA*E_y*Z) >> EMA_FRAC); first argmax; margin */
 	struct soft_weights *sw = bpf_map_lookup_elem(&softw_tbl, &ver);
-	if (!sw)
+	struct class_ema_regs *ce = bpf_map_lookup_elem(&class_ema, &zero);
+	if (!sw || !ce)
 		return;
-	__s32 S[Y] = {};
+#pragma unroll
+	for (int y = 0; y < Y; y++)
+		sc->S[y] = 0;
 	for (int r = 0; r < RMAX; r++) {
 		if (!(fired & (1u << r)))
 			continue;
 #pragma unroll
 		for (int y = 0; y < Y; y++)
-			S[y] += sw->w[r][y];
+			sc->S[y] += sw->w[r][y];
 	}
-	__s64 F[Y];
 	__u32 label = 0;
 #pragma unroll
 	for (int y = 0; y < Y; y++) {
-		F[y] = (__s64)pr->alpha * A[y] + (__s64)pr->beta * S[y] * (__s64)Z;
-		if (F[y] > F[label & 15])
+		sc->F[y] = (__s64)pr->alpha * sc->A[y] + (__s64)pr->beta * sc->S[y] * Z +
+			   (((__s64)pr->gamma * ce->v[y] * Z) >> CHIMERA_EMA_FRAC);
+		if (sc->F[y] > sc->F[label & 15])
 			label = y;
 	}
-	__s64 best = F[label & 15], second = 0;
+	__s64 best = sc->F[label & 15], second = 0;
 	int have = 0;
 #pragma unroll
 	for (int y = 0; y < Y; y++) {
 		if (y == label)
 			continue;
-		if (!have || F[y] > second) {
-			second = F[y];
+		if (!have || sc->F[y] > second) {
+			second = sc->F[y];
 			have = 1;
 		}
 	}
@@ -490,14 +613,25 @@ static __always_inline void classify(struct pkt *p, __u64 now, struct verdict_hd
 		score = 0xFFFFFFFF;
 		flags |= CHIMERA_VFLAG_HARD_VETO;
 	}
-	/* 8. two-timescale statistics */
+	/* 8. two timescales: centroid occupancy and class EMA, C_j += ((u_j << EMA_FRAC) - C_j) >> EMA_SHIFT */
 	struct ema_regs *em = bpf_map_lookup_elem(&ema, &zero);
 	if (em) {
-		/* C_j += ((u_j << EMA_FRAC) - C_j) >> EMA_SHIFT, u_j = [j == c]: branch-free, one lookup */
 		for (int j = 0; j < C; j++) {
 			__s64 u = (__s64)(j == c) << CHIMERA_EMA_FRAC;
 			em->v[j] += (u - em->v[j]) >> CHIMERA_EMA_SHIFT;
 		}
+	}
+#pragma unroll
+	for (int y = 0; y < Y; y++) {
+		__s64 u = (__s64)(y == label) << CHIMERA_EMA_FRAC;
+		ce->v[y] += (u - ce->v[y]) >> CHIMERA_EMA_SHIFT;
+	}
+	/* 9. token sample for the slow control loop */
+	if ((n_parsed & ((1ull << CHIMERA_SAMPLE_SHIFT) - 1)) == 0) {
+		__u32 si = (__u32)count(CNT_SAMPLES) & (CHIMERA_SAMPLE_SLOTS - 1);
+		__u32 *slot_w = bpf_map_lookup_elem(&sample, &si);
+		if (slot_w)
+			*slot_w = (__u32)p->ip_len << 16 | iat_b << 12 | dir << 11 | (__u32)*fc << 8 | pc << 6;
 	}
 	v->flags = flags;
 	v->label = label;
@@ -506,7 +640,7 @@ static __always_inline void classify(struct pkt *p, __u64 now, struct verdict_hd
 	v->centroid = c;
 }
 
-/* 9. emit: grow the head, move the MACs to the front, write the header, redirect. */
+/* 10. emit: grow the head, move the MACs to the front, write the header, redirect. */
 static __always_inline int emit(struct __sk_buff *skb, struct verdict_hdr *v, __u16 eth_type, __u64 t_in,
 				__u32 egress)
 {
@@ -552,8 +686,8 @@ int chimera_ingress(struct __sk_buff *skb)
 	v.label = 0xFF;
 	v.rule_id = 0xFF;
 	if (parse(skb, &p, &eth_type)) {
-		count(CNT_PARSED);
-		classify(&p, t_in, &v);
+		__u64 n_parsed = count(CNT_PARSED);
+		classify(&p, t_in, n_parsed, &v);
 	} else {
 		count(CNT_UNPARSED);
 		v.flags = CHIMERA_VFLAG_UNPARSED;

@@ -9,14 +9,18 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
+import mmap
 import os
 from typing import Any
+
+import numpy as np
 
 from chimera.errors import TargetError, ToolMissingError
 
 BPF_TC_INGRESS = 1
 BPF_TC_EGRESS = 2
 BPF_ANY = 0
+BPF_F_MMAPABLE = 1 << 10
 CLONE_NEWNET = 0x40000000
 LOG_SIZE = 1 << 22
 
@@ -60,9 +64,11 @@ def _lib() -> ctypes.CDLL:
         "bpf_map__fd": (I, [P]),
         "bpf_map__value_size": (U32, [P]),
         "bpf_map__max_entries": (U32, [P]),
+        "bpf_map__map_flags": (U32, [P]),
         "bpf_map_update_elem": (I, [I, P, P, ctypes.c_uint64]),
         "bpf_map_lookup_elem": (I, [I, P, P]),
         "bpf_map_update_batch": (I, [I, P, P, ctypes.POINTER(U32), ctypes.POINTER(BatchOpts)]),
+        "bpf_map_lookup_batch": (I, [I, P, P, P, P, ctypes.POINTER(U32), ctypes.POINTER(BatchOpts)]),
         "bpf_tc_hook_create": (I, [ctypes.POINTER(TcHook)]),
         "bpf_tc_hook_destroy": (I, [ctypes.POINTER(TcHook)]),
         "bpf_tc_attach": (I, [ctypes.POINTER(TcHook), ctypes.POINTER(TcOpts)]),
@@ -97,6 +103,7 @@ class BpfObject:
 
     def __init__(self, path: str) -> None:
         self.obj = None
+        self._maps: dict[str, BpfMap] = {}
         rc = self._open_load(path, log_level=0)
         if rc < 0:
             # load again with a verifier log: the kernel only writes one when asked
@@ -127,21 +134,62 @@ class BpfObject:
         return check(lib().bpf_program__fd(p), f"program fd of {name}")
 
     def map(self, name: str) -> "BpfMap":
+        """The object's map ``name`` (one BpfMap per name, so a memory mapping is made once)."""
+        if name in self._maps:
+            return self._maps[name]
         m = lib().bpf_object__find_map_by_name(self.obj, name.encode())
         if not m:
             raise TargetError(f"no map '{name}' in the object", "rebuild the eBPF object")
-        return BpfMap(name, check(lib().bpf_map__fd(m), f"map fd of {name}"), lib().bpf_map__value_size(m),
-                      lib().bpf_map__max_entries(m))
+        self._maps[name] = BpfMap(name, check(lib().bpf_map__fd(m), f"map fd of {name}"), lib().bpf_map__value_size(m),
+                      lib().bpf_map__max_entries(m), bool(lib().bpf_map__map_flags(m) & BPF_F_MMAPABLE))
+        return self._maps[name]
 
     def close(self) -> None:
+        """Unmap every map (a live mapping would keep its map alive), then close the object."""
+        for m in getattr(self, "_maps", {}).values():
+            m.close()
+        self._maps = {}
         if self.obj:
             lib().bpf_object__close(self.obj)
             self.obj = None
 
 
 class BpfMap:
-    def __init__(self, name: str, fd: int, value_size: int, max_entries: int) -> None:
+    def __init__(self, name: str, fd: int, value_size: int, max_entries: int, mmapable: bool = False) -> None:
         self.name, self.fd, self.value_size, self.max_entries = name, fd, value_size, max_entries
+        self.mmapable = mmapable
+        self._mem: mmap.mmap | None = None
+
+    @property
+    def elem_size(self) -> int:
+        """Bytes between consecutive values in the mapping (array values are 8-byte aligned)."""
+        return (self.value_size + 7) & ~7
+
+    def memory(self) -> np.ndarray:
+        """The map's values as a writable [max_entries, elem_size] uint8 view (BPF_F_MMAPABLE arrays only)."""
+        if not self.mmapable:
+            raise TargetError(f"map {self.name} is not mmapable", "declare it with BPF_F_MMAPABLE in chimera.bpf.c")
+        if self._mem is None:
+            size = self.elem_size * self.max_entries
+            self._mem = mmap.mmap(self.fd, (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE * mmap.PAGESIZE,
+                                  mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        return np.frombuffer(self._mem, np.uint8, self.elem_size * self.max_entries).reshape(self.max_entries,
+                                                                                             self.elem_size)
+
+    def write_rows(self, first_key: int, values: bytes) -> None:
+        """Entries [first_key, first_key + n) from packed values: a memcpy into the mapping."""
+        n = len(values) // self.value_size
+        rows = np.frombuffer(values, np.uint8).reshape(n, self.value_size)
+        self.memory()[first_key:first_key + n, : self.value_size] = rows
+
+    def read_rows(self, first_key: int, n: int) -> bytes:
+        """Packed values of entries [first_key, first_key + n), read through the mapping."""
+        return self.memory()[first_key:first_key + n, : self.value_size].tobytes()
+
+    def close(self) -> None:
+        if self._mem is not None:
+            self._mem.close()
+            self._mem = None
 
     def update(self, key: int, value: bytes, key_size: int = 4) -> None:
         k = ctypes.create_string_buffer(key.to_bytes(key_size, "little"), key_size)
@@ -154,6 +202,31 @@ class BpfMap:
         v = ctypes.create_string_buffer(n)
         check(lib().bpf_map_lookup_elem(self.fd, k, v), f"lookup of map {self.name}[{key}]")
         return v.raw
+
+    def lookup_batch(self, first_key: int, n: int) -> bytes:
+        """Values of array entries [first_key, first_key + n): batched from the map's start, else one by one."""
+        if first_key != 0:
+            return b"".join(self.lookup(k) for k in range(first_key, first_key + n))
+        out = bytearray()
+        vals = ctypes.create_string_buffer(n * self.value_size)
+        keys = (ctypes.c_uint32 * n)()
+        token_in, token_out = ctypes.c_uint32(0), ctypes.c_uint32(0)
+        opts = BatchOpts(sz=ctypes.sizeof(BatchOpts))
+        first = True
+        while len(out) < n * self.value_size:
+            count = ctypes.c_uint32(n - len(out) // self.value_size)
+            rc = lib().bpf_map_lookup_batch(self.fd, None if first else ctypes.byref(token_in), ctypes.byref(token_out),
+                                            keys, vals, ctypes.byref(count), ctypes.byref(opts))
+            if rc < 0 and ctypes.get_errno() != errno.ENOENT and -rc != errno.ENOENT:
+                check(rc, f"batch lookup of map {self.name}")
+            out += vals.raw[: count.value * self.value_size]
+            if rc < 0 or count.value == 0:  # ENOENT: the end of the map
+                break
+            token_in.value, first = token_out.value, False
+        if len(out) < n * self.value_size:
+            raise TargetError(f"batch lookup of map {self.name} returned {len(out) // self.value_size} of {n} entries",
+                              "the map is smaller than asked; rebuild the eBPF object for this artifact")
+        return bytes(out[: n * self.value_size])
 
     def update_batch(self, first_key: int, values: bytes) -> None:
         """Write consecutive array entries [first_key, first_key + n) in one syscall."""

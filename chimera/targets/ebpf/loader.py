@@ -24,7 +24,7 @@ from chimera.targets.ebpf.libbpf import BpfObject, NetnsOf, tc_attach, tc_detach
 
 log = logging.getLogger(__name__)
 NV = 2
-COUNTERS = ("evictions", "new_flows", "parsed", "unparsed", "headroom_fail", "redirected")
+COUNTERS = ("evictions", "new_flows", "parsed", "unparsed", "headroom_fail", "redirected", "samples")
 
 
 def flag_dense(art: Artifact) -> np.ndarray:
@@ -76,15 +76,14 @@ def soft_layout(entries: np.ndarray) -> tuple[np.ndarray, list[int], list[int]]:
 
 def table_images(art: Artifact) -> dict[str, bytes]:
     """Byte images of one version of every model table, laid out as the C structs."""
-    C, Y = art.c("NUM_CENTROIDS"), art.c("NUM_CLASSES")
-    if art.incremental is not None:
-        raise TargetError("the eBPF dataplane implements batch aggregation only",
-                          "run the incremental variant on --target reference (the ablation marks it)")
-    win = np.zeros(C * C, np.dtype([("k", "<u4"), ("p", "<i4", Y)]))
-    win["k"] = art.window_k.reshape(-1)
-    win["p"] = art.window_p.reshape(C * C, Y)
+    C, Y, M, DV = art.c("NUM_CENTROIDS"), art.c("NUM_CLASSES"), art.c("RF_FEATURES"), art.c("D_V")
+    if art.c("AGG_INCREMENTAL") != 1:
+        raise TargetError("the eBPF dataplane runs the incremental attention form only",
+                          "run batch / kernel-table variants on --target reference (the ablation marks them)")
+    phi = np.zeros(C, np.dtype([("q", "<u4", M), ("k", "<u4", M)]))
+    phi["q"], phi["k"] = art.phi_q, art.phi_k
     g, gz, hit = global_dense(art)
-    glob = np.zeros(C * PROTO_CLASSES, np.dtype([("hit", "<u4"), ("gz", "<u4"), ("g", "<i4", Y)]))
+    glob = np.zeros(C * PROTO_CLASSES, np.dtype([("hit", "<u4"), ("pad", "<u4"), ("gz", "<i8"), ("g", "<i8", Y)]))
     glob["hit"] = hit.reshape(-1)
     glob["gz"] = gz.reshape(-1)
     glob["g"] = g.reshape(-1, Y)
@@ -92,13 +91,22 @@ def table_images(art: Artifact) -> dict[str, bytes]:
     softw = np.zeros((rmax, Y), "<i4")
     softw[: art.soft_weights.shape[0]] = art.soft_weights
     soft, lo, hi = soft_layout(art.soft_entries)
-    params = struct.pack("<14I", art.c("ALPHA"), art.c("BETA"), art.c("LAMBDA_H"), art.c("MAP_VERSION"),
-                         art.c("HARD_ENTRIES"), art.c("SOFT_ENTRIES"), art.c("USE_WINDOW"), 0, *lo, *hi)
+    params = struct.pack("<14I", art.c("ALPHA"), art.c("BETA"), art.c("GAMMA"), art.c("LAMBDA_H"),
+                         art.c("MAP_VERSION"), art.c("HARD_ENTRIES"), art.c("SOFT_ENTRIES"), art.c("USE_WINDOW"),
+                         *lo, *hi)
+    ports = np.zeros(65536, np.uint8)
+    ports[art.port_vocab] = np.arange(1, art.port_vocab.size + 1)
+    lens = np.arange(65536)
     return {
-        "len_tbl": len_bin(np.arange(65536), art.len_lo).astype(np.uint8).tobytes(),
+        "len_tbl": len_bin(lens, art.len_lo).astype(np.uint8).tobytes(),
+        "fine_tbl": len_bin(lens, art.len_fine_lo).astype(np.uint8).tobytes(),
         "flag_tbl": flag_dense(art).tobytes(),
         "map_tbl": art.map.astype(np.uint8).tobytes(),
-        "win_tbl": win.tobytes(), "glob_tbl": glob.tobytes(),
+        "port_tbl": ports.tobytes(),
+        "val_tbl": np.concatenate(art.values).astype("<i4").tobytes(),
+        "phi_tbl": phi.tobytes(),
+        "wout_tbl": art.w_out.astype("<i4").tobytes(),
+        "glob_tbl": glob.tobytes(),
         "hard_tbl": _rule_rows(art.hard, hmax, False), "soft_tbl": _rule_rows(soft, smax, True),
         "softw_tbl": softw.tobytes(), "params_tbl": params,
     }
@@ -125,8 +133,8 @@ class EbpfPipeline:
             if len(img) != per * m.value_size:
                 raise TargetError(f"table {name}: image of {len(img)} bytes, map holds {per}x{m.value_size}",
                                   "the eBPF object was built for another artifact; rebuild it")
-            m.update_batch(new * per, img)
-        act.update(0, struct.pack("<I", new))
+            m.write_rows(new * per, img)  # the inactive version, through the mapping
+        act.update(0, struct.pack("<I", new))  # the flip: one syscall, after every write
         dt = time.perf_counter() - t0
         self.version = new
         return dt
@@ -147,11 +155,19 @@ class EbpfPipeline:
                 self.attached.append((netns_pid, i_idx))
 
     def counters(self) -> dict[str, int]:
-        m = self.obj.map("counters")
-        return {n: struct.unpack("<Q", m.lookup(i))[0] for i, n in enumerate(COUNTERS)}
+        raw = np.frombuffer(self.obj.map("counters").read_rows(0, len(COUNTERS)), "<u8")
+        return {n: int(v) for n, v in zip(COUNTERS, raw)}
 
     def ema(self) -> np.ndarray:
-        return np.frombuffer(self.obj.map("ema").lookup(0), "<i8").copy()
+        return np.frombuffer(self.obj.map("ema").read_rows(0, 1), "<i8").copy()
+
+    def class_ema(self) -> np.ndarray:
+        return np.frombuffer(self.obj.map("class_ema").read_rows(0, 1), "<i8").copy()
+
+    def samples(self) -> tuple[np.ndarray, int]:
+        """(the token sample buffer, how many samples were taken in all)."""
+        m = self.obj.map("sample")
+        return np.frombuffer(m.read_rows(0, m.max_entries), "<u4").astype(np.int64), self.counters()["samples"]
 
     def close(self) -> None:
         """Detach from every port this object was attached to, then unload."""

@@ -41,9 +41,12 @@ class EbpfSwitch(TargetSwitch):
         self.artifact = None
 
     def registers(self) -> dict[str, Any]:
+        """Counters and the state registers conformance compares: centroid and class EMA, token samples."""
         if self.pipeline is None or self.artifact is None:
             return {}
-        return {"counters": self.pipeline.counters(), "ema": self.pipeline.ema().tolist()}
+        sample, taken = self.pipeline.samples()
+        return {"counters": self.pipeline.counters(), "ema": self.pipeline.ema().tolist(),
+                "class_ema": self.pipeline.class_ema().tolist(), "sample": sample.tolist(), "sample_count": taken}
 
     def unload(self) -> None:
         """Detach the program from every port and unload it (maps go with it)."""

@@ -36,7 +36,7 @@ from chimera.formats import verdict
 from chimera.formats.verdict import ETH_P_VERDICT, NO_LABEL, NO_RULE, SCORE_MAX, VerdictFlag
 from chimera.model.config import FusionConfig
 from chimera.model.tokenizer import flag_class
-from chimera.model.train import TrainedModel, global_counts
+from chimera.model.train import TrainedModel
 from chimera.rules.spec import Rules
 from chimera.rules.ternary import fires_by_group, first_match
 
@@ -48,15 +48,19 @@ SCORE_SCALE = 1_000_000  # float margin -> verdict score (fixed point, saturatin
 
 def export_model(model: TrainedModel, rules: Rules, W: np.ndarray, fusion: FusionConfig, beta: float,
                  path: Path) -> Path:
-    """Write everything the classifier needs as one JSON file."""
+    """Write everything the classifier needs as one JSON file: the float tables, not the integer ones."""
     cfg = model.config
     entries, _ = rules.hard_entries(model.classes)
     a, b = fusion.coefficients(beta)
+    G, Gz = model.global_scores()
+    mp = model.map
     body = {
-        "classes": model.classes, "keys": cfg.keys, "window": cfg.window, "uses_global": cfg.uses_global,
-        "kernel": model.kernel.tolist(), "head": model.head.tolist(),
-        "global_counts": global_counts(model.global_tokens, cfg.centroids).tolist(),
-        "len_lo": model.map.len_lo.tolist(), "map": model.map.centroid_of_key.tolist(),
+        "classes": model.classes, "keys": cfg.keys, "window": cfg.window, "uses_window": cfg.uses_window,
+        "uses_global": cfg.uses_global, "kernel": model.kernel.tolist(),
+        "values": [v.tolist() for v in model.values], "w_out": model.w_out.tolist(),
+        "global": G.tolist(), "global_z": Gz.tolist(),
+        "len_lo": mp.len_lo.tolist(), "len_fine_lo": mp.len_fine_lo.tolist(), "map": mp.centroid_of_key.tolist(),
+        "port_vocab": mp.port_vocab.tolist(),
         "hard": [[*e.value, *e.mask, r, y] for e, r, y in entries], "soft": rules.soft_table().tolist(),
         "soft_weights": np.asarray(W).tolist(), "alpha": a, "beta": b, "lambda_h": fusion.lambda_h,
     }
@@ -69,7 +73,7 @@ class _Flow:
     orient: int
     last: int
     pkts: int
-    ring: deque
+    ring: deque  # (centroid, u [Y]) of the attended tokens
 
 
 class SoftwareClassifier:
@@ -78,16 +82,17 @@ class SoftwareClassifier:
     def __init__(self, model: dict[str, Any]) -> None:
         self.m = model
         self.K = np.asarray(model["kernel"])
-        self.U = np.asarray(model["head"])
-        self.G = np.asarray(model["global_counts"])
-        self.len_lo = np.asarray(model["len_lo"])
+        self.values = [np.asarray(v) for v in model["values"]]
+        self.w_out = np.asarray(model["w_out"])
+        self.G, self.Gz = np.asarray(model["global"]), np.asarray(model["global_z"])
+        self.len_lo, self.len_fine_lo = np.asarray(model["len_lo"]), np.asarray(model["len_fine_lo"])
         self.cmap = np.asarray(model["map"])
+        self.port_id = {int(p): i + 1 for i, p in enumerate(model["port_vocab"])}
         self.hard = np.asarray(model["hard"], np.int64).reshape(-1, 16)
         self.soft = np.asarray(model["soft"], np.int64).reshape(-1, 15)
         self.W = np.asarray(model["soft_weights"], np.float64).reshape(-1, len(model["classes"]))
         self.fclass = flag_class(np.arange(256))
         self.dense = model["keys"] == "dense"
-        self.uses_window = model["keys"] in ("hybrid", "local", "dense")
         self.flows: dict[tuple, _Flow] = {}
 
     def classify(self, frame: bytes, ts_ns: int) -> tuple[int, int, int, int, int]:
@@ -113,21 +118,24 @@ class SoftwareClassifier:
         else:
             iat_b = 1 + min(((tsu - f.last) & TS_UNIT_MASK).bit_length(), IAT_BUCKETS - 2)
         d = swap ^ f.orient
-        lbin = int(np.searchsorted(self.len_lo, ip_len, side="right") - 1)
-        pclass = {6: 1, 17: 2, 1: 3}.get(proto, 0)
-        c = int(self.cmap[(((lbin * IAT_BUCKETS + iat_b) * 2 + d) * 8 + int(self.fclass[tflags])) * 4 + pclass])
-        f.ring.append(c)
-        f.pkts += 1
+        f.pkts = min(f.pkts + 1, 0xFFFF)
         f.last = tsu
-        counts = np.zeros(self.K.shape[0])
-        if self.uses_window:
-            for ci in f.ring:
-                counts[ci] += 1
-        if self.m["uses_global"] and self.G[pclass].any():  # as the switch: a hit needs global tokens
-            counts = counts + self.G[pclass]
+        lbin = int(np.searchsorted(self.len_lo, ip_len, side="right") - 1)
+        fbin = int(np.searchsorted(self.len_fine_lo, ip_len, side="right") - 1)
+        pclass = {6: 1, 17: 2, 1: 3}.get(proto, 0)
+        fc = int(self.fclass[tflags])
+        c = int(self.cmap[(((lbin * IAT_BUCKETS + iat_b) * 2 + d) * 8 + fc) * 4 + pclass])
+        sub = (fbin * 2 + d, iat_b * 2 + d, fc * 4 + pclass, self.port_id.get(dp if d == 0 else sp, 0) * 2 + d,
+               min(f.pkts.bit_length(), 15))
+        f.ring.append((c, sum(self.values[t][sub[t]] for t in range(5)) @ self.w_out))
+        a, z = self.G[c, pclass].copy(), float(self.Gz[c, pclass])
+        if self.m["uses_global"]:
             flags |= int(VerdictFlag.GLOBAL_HIT)
-        w = counts * self.K[c]
-        s_nn = (w @ self.U) / max(w.sum(), 1e-6)
+        if self.m["uses_window"]:
+            for ci, u in f.ring:
+                a += self.K[c, ci] * u
+                z += self.K[c, ci]
+        s_nn = a / max(z, 1e-6)
         rk = np.array([[proto, tflags, d, min(f.pkts, 255), sp, dp, ip_len]], np.int64)
         fires = fires_by_group(rk, self.soft[:, :7], self.soft[:, 7:14], self.soft[:, 14], self.W.shape[0])[0]
         fused = self.m["alpha"] * s_nn + self.m["beta"] * (fires @ self.W if self.W.size else 0)
