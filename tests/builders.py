@@ -29,7 +29,7 @@ def quickstart_trained(data_root: Path = ROOT / "data", **model: Any):  # type: 
     cfg = load_experiment("quickstart", {"model": {"epochs": 2, **model}})
     v = resolve_variants(cfg)[0]
     data = prepare(resolve_dataset(cfg.dataset, data_root), cfg.seed)
-    rules = load_and_learn(cfg.rules, data, cfg.seed)
+    rules = load_and_learn(cfg.rules, data, cfg.seed, cfg.rule_precision_floor)
     return data, rules, v, train_variant(data, rules, v, cfg.seed, ModelCache())
 
 

@@ -146,3 +146,34 @@ def test_real_sample_through_dataset_override(tmp_path: Path, sample_dir: Path) 
     assert "far too small to reproduce" in (out / "report.md").read_text()
     assert json.loads((out / "manifest.json").read_text())["dataset"]["classes"] == [
         "ALEXA_PLAY", "ALEXA_STOP", "LAN_PLAY", "LAN_STOP", "POWER"]
+
+
+def test_imprecise_hard_rule_is_dropped_and_cascade_never_below_neural(tmp_path: Path) -> None:
+    """A hard rule that mislabels most of what it decides is not installed (named in a warning), and the
+    compiled fusion scores at least neural-only on validation."""
+    from chimera.experiments.stages.dataset import prepare, resolve_dataset
+    from chimera.experiments.stages.rules import learn_rules
+    from chimera.experiments.stages.train import ModelCache, train_variant
+    from chimera.experiments.config import resolve_variants
+    from chimera.metrics.classification import macro_f1
+    from chimera.rules.spec import load_rules
+    bad = tmp_path / "rules.yaml"
+    bad.write_text("hard:\n  - {name: all_tcp_is_syn_flood, label: SYN_FLOOD, match: {proto: tcp}}\n"
+                   "  - {name: syn_flood_no_options, label: SYN_FLOOD,\n"
+                   "     match: {proto: tcp, tcp_flags: {set: [SYN], unset: [ACK]}, ip_len: 40}}\n")
+    cfg = load_experiment(str(tiny(tmp_path)))
+    data = prepare(resolve_dataset(cfg.dataset, tmp_path / "data"), cfg.seed)
+    learned = learn_rules(load_rules(bad), data, cfg.seed, 0.9)
+    assert learned.dropped == ["all_tcp_is_syn_flood"]
+    assert [r.name for r in learned.rules.hard] == ["syn_flood_no_options"]
+    assert learned.hard_precision["all_tcp_is_syn_flood"][1] < 0.5
+    v = resolve_variants(cfg)[0]
+    tv = train_variant(data, learned, v, cfg.seed, ModelCache())
+    from chimera.model.config import FusionConfig
+    from chimera.model.fusion import float_fused
+    y_val, s_val = data.y(data.val_rows), tv.fitted.scores("val")
+    chosen = macro_f1(y_val, float_fused(s_val, learned.fires["val"], learned.weights, learned.hard["val"],
+                                         tv.fusion, tv.beta))
+    neural = macro_f1(y_val, float_fused(s_val, learned.fires["val"], learned.weights, learned.hard["val"],
+                                         FusionConfig(mode="neural"), 0.0))
+    assert chosen >= neural

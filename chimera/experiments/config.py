@@ -68,6 +68,8 @@ class ExperimentConfig(BaseModel):
     seed: int = 1
     dataset: DatasetSpec
     rules: str = "rules/default.yaml"
+    rule_precision_floor: float = Field(0.9, ge=0, le=1, description="hard rules less precise than this on the "
+                                        "training and validation packets they decide are not installed")
     target: Target = "auto"
     model: ModelConfig = ModelConfig()
     compile: CompileConfig = CompileConfig()

@@ -67,7 +67,7 @@ def _run(ctx: RunContext) -> list[VariantResult]:
              ds.manifest["name"], len(ds.table), ds.flows.n_flows, len(ds.classes), data.test_rows.size,
              data.replay_rows.size)
     with ctx.timed("rules"):
-        ctx.rules = rules = learn_rules(ctx.rule_file, data, cfg.seed)
+        ctx.rules = rules = learn_rules(ctx.rule_file, data, cfg.seed, cfg.rule_precision_floor)
     log.info("[2/7 rules] %s: %d hard, %d soft rules; soft weights learned (hinge-loss MRF)", rules.rules.path,
              len(rules.rules.hard), len(rules.rules.soft))
     results = []

@@ -20,7 +20,7 @@ import numpy as np
 from chimera.data.pcap import LINKTYPE_ETHERNET, PacketTable, ParseStatus
 from chimera.data.tokens import PROTO_CLASSES, proto_class, ts_units
 from chimera.formats.artifact import Artifact
-from chimera.formats.verdict import NO_LABEL, NO_RULE, SCORE_MAX, VerdictFlag
+from chimera.formats.verdict import NO_LABEL, NO_RULE, VerdictFlag
 from chimera.model.tokenizer import flag_class, len_bin
 from chimera.rules.spec import rule_keys
 from chimera.rules.ternary import fires_by_group, first_match

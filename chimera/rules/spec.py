@@ -183,6 +183,26 @@ class Rules:
         rows = [[*e.value, *e.mask, r] for r, ents in enumerate(self.soft_entries()) for e in ents]
         return np.asarray(rows, np.int64).reshape(-1, 2 * len(KEY_FIELDS) + 1)
 
+    def hard_precision(self, classes: list[str], keys: np.ndarray, y: np.ndarray) -> dict[str, tuple[int, float]]:
+        """Per installable hard rule: (packets it decides, i.e. is the first match for, precision on them)."""
+        entries, _ = self.hard_entries(classes)
+        out: dict[str, tuple[int, float]] = {}
+        if not entries:
+            return out
+        idx = first_match(keys, np.array([e.value for e, _, _ in entries]), np.array([e.mask for e, _, _ in entries]))
+        rule_of = np.array([r for _, r, _ in entries])
+        label_of = np.array([lab for _, _, lab in entries])
+        hit = idx >= 0
+        for r in sorted(set(rule_of.tolist())):
+            m = hit & (rule_of[np.maximum(idx, 0)] == r)
+            n = int(m.sum())
+            out[self.hard[r].name] = (n, float(np.mean(y[m] == label_of[idx[m]])) if n else float("nan"))
+        return out
+
+    def without_hard(self, names: list[str]) -> "Rules":
+        """The same rules less the named hard rules."""
+        return Rules(self.path, [r for r in self.hard if r.name not in names], list(self.soft))
+
     def soft_fires(self, keys: np.ndarray) -> np.ndarray:
         """[N, R] bool: which soft rules fire on each rule key (what the weights are learned from)."""
         t = self.soft_table()

@@ -31,7 +31,7 @@ def slug(name: str) -> str:
 
 
 def compile_variant(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, trained: TrainedVariant) -> Artifact:
-    return compile_model(trained.model, rules.rules, rules.weights, v.compile, v.fusion, trained.beta,
+    return compile_model(trained.model, rules.rules, rules.weights, v.compile, trained.fusion, trained.beta,
                          provenance={"dataset_sha256": data.ds.manifest.get("packets_sha256"), "variant": v.name})
 
 
@@ -56,6 +56,6 @@ def build_artifact(experiment: str = "quickstart", variant: int = 0, data_root: 
     cfg = load_experiment(experiment, overrides)
     v = resolve_variants(cfg, experiment)[variant]
     data = prepare(resolve_dataset(cfg.dataset, data_root), cfg.seed)
-    rules = load_and_learn(cfg.rules, data, cfg.seed)
+    rules = load_and_learn(cfg.rules, data, cfg.seed, cfg.rule_precision_floor)
     trained = train_variant(data, rules, v, cfg.seed, ModelCache())
     return BuiltArtifact(compile_variant(data, rules, v, trained), data, v, trained)

@@ -31,7 +31,8 @@ def score_variant(data: PreparedData, v: ResolvedVariant, trained: TrainedVarian
     pred = ex.pred
     row: dict[str, Any] = {"group": v.group, "variant": v.name, "software_only": v.software_only,
                            "attention": v.model.attention, "keys": v.model.keys, "aggregation": v.model.aggregation,
-                           "fusion": v.fusion.mode, "beta": trained.beta, "val_f1_nn": trained.model.val_f1,
+                           "fusion": trained.fusion.mode, "fusion_fallback": trained.fallback or "",
+                           "beta": trained.beta, "val_f1_nn": trained.model.val_f1,
                            "executed_on": ex.executed_on}
     packets = None
     if art is None:

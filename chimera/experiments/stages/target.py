@@ -51,7 +51,7 @@ def run_variant(target: Target, data: PreparedData, rules: LearnedRules, v: Reso
         if run_software is None:
             return Execution("software classifier (float, offline)", trained.float_pred, None, None,
                              seconds=time.perf_counter() - t0)
-        mj = export_model(trained.model, rules.rules, rules.weights, v.fusion, trained.beta,
+        mj = export_model(trained.model, rules.rules, rules.weights, trained.fusion, trained.beta,
                           run_dir / "artifacts" / f"{slug(v.name)}.software.json")
         res = run_software(mj, data.replay_table, run_dir, slug(v.name))
         pred = res.verdicts.label[pos].astype(np.int64)

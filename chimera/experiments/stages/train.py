@@ -7,6 +7,7 @@ only in fusion or aggregation share one trained float model.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,11 +17,12 @@ from chimera.experiments.config import ResolvedVariant
 from chimera.experiments.stages.dataset import PreparedData
 from chimera.experiments.stages.rules import LearnedRules
 from chimera.metrics.classification import macro_f1
-from chimera.model.config import ModelConfig
+from chimera.model.config import FusionConfig, ModelConfig
 from chimera.model.fusion import float_fused
 from chimera.model.tokenizer import MapTables, fit_map
 from chimera.model.train import Contexts, TokenView, TrainedModel, build_contexts, token_view, train
 
+log = logging.getLogger(__name__)
 TOKEN_FIELDS = ("ip_len", "iat_bucket", "direction", "tcp_flags", "proto")
 
 
@@ -47,11 +49,15 @@ class FittedModel:
 
 @dataclass
 class TrainedVariant:
-    """A variant's float model, beta, and its float test prediction (in test-row order)."""
+    """A variant's float model, the fusion it compiles with (beta picked on validation), and its float test
+    prediction (in test-row order). ``fusion`` is the variant's, or neural-only where the cascade scored
+    below neural-only on validation (``fallback`` says so)."""
 
     fitted: FittedModel
     beta: float
     float_pred: np.ndarray
+    fusion: FusionConfig
+    fallback: str | None = None
 
     @property
     def model(self) -> TrainedModel:
@@ -94,14 +100,25 @@ def train_model(data: PreparedData, cfg: ModelConfig, seed: int, cache: ModelCac
 
 def train_variant(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, seed: int,
                   cache: ModelCache) -> TrainedVariant:
-    """Train the variant's model and pick beta on the validation split (float fusion)."""
+    """Train the variant's model and pick beta on the validation split (float fusion).
+
+    The cascade never compiles to something that scores below neural-only on validation:
+    where every beta does, the variant falls back to neural-only fusion, and says so.
+    """
     fm = train_model(data, v.model, seed, cache)
-    beta = v.fusion.beta
-    if v.fusion.tune_beta and v.fusion.mode in ("cascade", "soft"):
-        s_val = fm.scores("val")
-        f1s = {b: macro_f1(data.y(data.val_rows), float_fused(s_val, rules.fires["val"], rules.weights,
-                                                               rules.hard["val"], v.fusion, b))
-               for b in v.fusion.beta_grid}
+    fusion, beta, fallback = v.fusion, v.fusion.beta, None
+    if v.fusion.mode in ("cascade", "soft"):
+        y_val, s_val = data.y(data.val_rows), fm.scores("val")
+        grid = v.fusion.beta_grid if v.fusion.tune_beta else (v.fusion.beta,)
+        f1s = {b: macro_f1(y_val, float_fused(s_val, rules.fires["val"], rules.weights, rules.hard["val"], v.fusion,
+                                              b)) for b in grid}
         beta = max(f1s, key=lambda b: (f1s[b], -b))
-    pred = float_fused(fm.scores("test"), rules.fires["test"], rules.weights, rules.hard["test"], v.fusion, beta)
-    return TrainedVariant(fm, beta, pred)
+        neural = FusionConfig(mode="neural", tune_beta=False, gamma=v.fusion.gamma)
+        nn_f1 = macro_f1(y_val, float_fused(s_val, rules.fires["val"], rules.weights, rules.hard["val"], neural, 0.0))
+        if f1s[beta] < nn_f1:
+            fallback = (f"neural-only: the {v.fusion.mode} fusion scored {f1s[beta]:.4f} < {nn_f1:.4f} macro-F1 "
+                        "on validation")
+            log.warning("%s: %s", v.name, fallback)
+            fusion, beta = neural, 0.0
+    pred = float_fused(fm.scores("test"), rules.fires["test"], rules.weights, rules.hard["test"], fusion, beta)
+    return TrainedVariant(fm, beta, pred, fusion, fallback)

@@ -76,7 +76,7 @@ def soft_layout(entries: np.ndarray) -> tuple[np.ndarray, list[int], list[int]]:
 
 def table_images(art: Artifact) -> dict[str, bytes]:
     """Byte images of one version of every model table, laid out as the C structs."""
-    C, Y, M, DV = art.c("NUM_CENTROIDS"), art.c("NUM_CLASSES"), art.c("RF_FEATURES"), art.c("D_V")
+    C, Y, M = art.c("NUM_CENTROIDS"), art.c("NUM_CLASSES"), art.c("RF_FEATURES")
     if art.c("AGG_INCREMENTAL") != 1:
         raise TargetError("the eBPF dataplane runs the incremental attention form only",
                           "run batch / kernel-table variants on --target reference (the ablation marks them)")
