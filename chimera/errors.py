@@ -42,3 +42,21 @@ class ToolMissingError(ChimeraError):
 
 class TargetError(ChimeraError):
     """A dataplane target failed to build, load or run."""
+
+
+class ResultsError(ChimeraError):
+    """A run's results cannot be written (disk full, permissions, a name that escapes results/)."""
+
+
+def disk_full_message(path: str, needed_bytes: int | None = None) -> tuple[str, str]:
+    """(problem, fix) for a full disk under ``path``: names the directory, what is free and what is needed."""
+    import shutil
+    from pathlib import Path
+
+    p = Path(path)
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    free = shutil.disk_usage(p).free
+    need = f"; it needs about {needed_bytes / 2**20:.1f} MiB more" if needed_bytes else ""
+    return (f"no space left on the disk of {path} ({free / 2**20:.1f} MiB free){need}",
+            f"free space there (df -h {p}) or write somewhere else (--results / --out / --data-root)")

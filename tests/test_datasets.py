@@ -12,6 +12,10 @@ import pytest
 from chimera.data.adapters import iscx_label, normalize
 from chimera.data.dataset import load_dataset
 from chimera.data.synthetic import SyntheticSpec, generate, profile_classes
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+from scapy.utils import wrpcap
+
 from chimera.errors import ConfigError, DatasetError
 
 from builders import TINY_MULTICLASS
@@ -156,3 +160,70 @@ def test_adapter_bad_inputs(tmp_path: Path) -> None:
         normalize("nope", flat, tmp_path / "o")
     with pytest.raises(DatasetError, match="not a normalized dataset"):
         load_dataset(flat)
+
+
+def _cap(path: Path, pkts: list, times: list[float]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for p, t in zip(pkts, times):
+        p.time = t
+    wrpcap(str(path), pkts)
+    return path
+
+
+def _udp(i: int, sport: int = 1000):  # type: ignore[no-untyped-def]
+    return Ether() / IP(src="10.0.0.1", dst=f"10.0.1.{i % 200 + 1}") / UDP(sport=sport, dport=53) / bytes(10)
+
+
+def test_decades_and_out_of_order_timelines_are_normalized(tmp_path: Path) -> None:
+    """1970 and 2022 timestamps in one capture, and small steps back: no crash, every adjustment counted."""
+    src = tmp_path / "src"
+    _cap(src / "A" / "a.pcap", [_udp(i) for i in range(6)], [5.0, 6.0, 1_650_000_000.0, 1_650_000_001.0,
+                                                              1_650_000_000.5, 1_650_000_002.0])
+    _cap(src / "B" / "b.pcap", [_udp(i, 2000) for i in range(3)], [100.0, 101.0, 102.0])
+    ds = load_dataset(normalize("folders", src, tmp_path / "out"))
+    a = next(c for c in ds.manifest["captures"] if c["label"] == "A")
+    assert a["timeline"]["rebased_jumps"] == 1 and a["timeline"]["clamped_backsteps"] == 1
+    assert a["timeline"]["jumps"][0]["at_frame"] == 2
+    assert np.all(np.diff(ds.table.ts_ns) >= 0)
+    assert ds.table.ts_ns.max() - ds.table.ts_ns.min() < 20 * 10**9  # decades folded into seconds
+
+
+def test_unreadable_capture_is_skipped_and_recorded(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    for cls in ("A", "B"):
+        shutil.copy(next(TINY_MULTICLASS.rglob("*.pcap")), (src / cls).mkdir(parents=True) or src / cls / "ok.pcap")
+    (src / "A" / "broken.pcap").write_bytes(b"this is not a capture")
+    ds = load_dataset(normalize("folders", src, tmp_path / "out"))
+    (u,) = ds.manifest["unreadable_captures"]
+    assert u["file"].endswith("broken.pcap") and "not a pcap" in u["reason"] and u["fix"]
+    (src / "B" / "ok.pcap").write_bytes(b"")  # class B loses its only capture: that is an error
+    with pytest.raises(DatasetError, match=r"class\(es\) \['B'\] have no readable capture"):
+        normalize("folders", src, tmp_path / "out2")
+
+
+def test_overlay_starts_captures_together_and_keeps_flow_features(tmp_path: Path) -> None:
+    from chimera.data.dataset import NormalizeOptions
+    seq = load_dataset(normalize("folders", TINY_MULTICLASS, tmp_path / "seq"))
+    ovl = load_dataset(normalize("folders", TINY_MULTICLASS, tmp_path / "ovl",
+                                 options=NormalizeOptions(layout="overlay")))
+    dur = lambda d: int(d.table.ts_ns.max() - d.table.ts_ns.min())  # noqa: E731
+    assert dur(ovl) < dur(seq) / 3  # six captures of ~8 s: played together, not back to back
+    assert ovl.manifest["normalization"]["layout"] == "overlay"
+    iat = lambda d: sorted(d.flows.iat_ns[d.flows.iat_ns >= 0].tolist())  # noqa: E731
+    assert iat(ovl) == iat(seq)
+
+
+def test_per_class_packet_cap_keeps_whole_flows(tmp_path: Path) -> None:
+    from chimera.data.dataset import NormalizeOptions
+    ds = load_dataset(normalize("folders", TINY_MULTICLASS, tmp_path / "cap",
+                                options=NormalizeOptions(max_packets_per_class=60)))
+    counts = np.bincount(ds.labels[ds.labels >= 0])
+    assert counts.max() <= 60 and counts.min() > 0
+    assert set(ds.manifest["capped_packets_per_class"]) == set(ds.classes)
+    full = load_dataset(normalize("folders", TINY_MULTICLASS, tmp_path / "full"))
+    import pandas as pd
+    key = ["src", "sport", "dst", "dport", "proto"]
+    kept = pd.read_csv(ds.root / "flows.csv").merge(pd.read_csv(full.root / "flows.csv"), on=key,
+                                                    suffixes=("", "_full"))
+    assert len(kept) == ds.flows.n_flows and (kept["packets"] == kept["packets_full"]).all()  # flows kept whole
+    assert full.flows.n_flows > ds.flows.n_flows

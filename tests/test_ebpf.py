@@ -189,3 +189,90 @@ def test_fast_path_prior_changes_verdicts_identically(target: EbpfTarget, tmp_pa
     _check(res_on, len(table))
     assert on.art.c("GAMMA") > 0 and off.art.c("GAMMA") == 0
     assert int(np.sum(res_on.verdicts.label != res_off.verdicts.label)) > 10
+
+
+INTERRUPT_AT = {
+    # stage -> (module attribute to wrap, so that Ctrl-C arrives right inside that stage)
+    "bring-up": ("chimera.testbed.topology", "offloads_off"),  # inside node.cmd(): leaves Mininet "waiting"
+    "install": ("chimera.targets.ebpf.loader", "EbpfPipeline.install"),
+    "replay": ("chimera.testbed.replay", "SwitchWatch.__enter__"),
+    "collect": ("chimera.targets.testbed", "collect"),
+}
+
+
+@pytest.mark.parametrize("stage", list(INTERRUPT_AT))
+def test_ctrl_c_at_every_stage_leaves_nothing(stage: str, tmp_path: Path) -> None:
+    """SIGINT during bring-up, install, replay or collect: afterwards no node process, no namespace (and so no
+    veth or tc filter), no BPF program or map of the run, no state file, nothing under /run."""
+    module, attr = INTERRUPT_AT[stage]
+    script = textwrap.dedent(f"""
+        import importlib, os, signal, sys, time
+        sys.path.insert(0, {str(ROOT)!r}); sys.path.insert(0, {str(ROOT / "tests")!r})
+        from pathlib import Path
+        from builders import quickstart_artifact
+        from chimera.targets.ebpf import EbpfTarget
+        from chimera.testbed.replay import ReplayConfig
+        built = quickstart_artifact()
+        mod = importlib.import_module({module!r})
+        owner, name = ({attr!r}.split(".") + [None])[:2]
+        obj = getattr(mod, owner) if name else mod
+        orig = getattr(obj, name or owner)
+        def interrupted(*a, **k):
+            if {stage!r} == "bring-up":  # Ctrl-C while Mininet waits for a node command's output
+                node = a[0]
+                node.sendCmd("sleep 2")
+                os.kill(os.getpid(), signal.SIGINT)
+                node.waitOutput()
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.2)  # Python raises KeyboardInterrupt at the next bytecode
+            return orig(*a, **k)
+        setattr(obj, name or owner, interrupted)
+        t = EbpfTarget(ReplayConfig(mode="pps", pps=4000), build_dir=Path({str(tmp_path)!r}))
+        try:
+            t.run(built.art, built.data.replay_table.take(__import__("numpy").arange(300)), Path({str(tmp_path)!r}), "x")
+        except KeyboardInterrupt:
+            print("INTERRUPTED", flush=True)
+        finally:
+            t.close()
+    """)
+    before = (bpf_programs(), bpf_maps(), run_state(), node_shells(), namespaces())
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert "INTERRUPTED" in p.stdout, p.stdout[-2000:] + p.stderr[-3000:]
+    time.sleep(0.5)
+    programs, maps, state, shells, netns = before
+    assert bpf_programs() <= programs, "a BPF program of the interrupted run is still loaded"
+    assert bpf_maps() <= maps, "a BPF map of the interrupted run is still there"
+    assert run_state() <= state, f"state left under {STATE_DIR}: {run_state() - state}"
+    assert node_shells() <= shells, "a node shell of the interrupted run survived"
+    assert namespaces() <= netns, "a network namespace of the interrupted run survived (with its veths)"
+
+
+def bpf_maps() -> set[int]:
+    out = subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True, text=True, check=True).stdout
+    return {m["id"] for m in json.loads(out) if m.get("name") in ("flows", "val_tbl", "phi_tbl", "ports")}
+
+
+def run_state() -> set[Path]:
+    return set(STATE_DIR.glob("*")) if STATE_DIR.exists() else set()
+
+
+def node_shells() -> set[int]:
+    return {int(d.name) for d in Path("/proc").iterdir() if d.name.isdigit() and "mininet:" in _cmd(d)}
+
+
+def namespaces() -> set[int]:
+    out = set()
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit():
+                out.add(os.stat(d / "ns" / "net").st_ino)
+        except OSError:
+            pass
+    return out
+
+
+def _cmd(d: Path) -> str:
+    try:
+        return (d / "cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""

@@ -185,3 +185,71 @@ def test_header_only_file_is_empty_table(tmp_path: Path) -> None:
     p = tmp_path / "hdr.pcap"
     p.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
     assert len(read_pcap(p)) == 0
+
+
+@pytest.mark.parametrize("linktype, head", [
+    (228, b""),                          # raw IPv4
+    (9, b"\xff\x03\x00\x21"),            # PPP in HDLC-like framing
+    (9, b"\x00\x21"),                    # PPP without framing
+    (104, b"\x0f\x00\x08\x00"),          # Cisco HDLC
+])
+def test_more_link_types(tmp_path: Path, linktype: int, head: bytes) -> None:
+    ip = bytes(IP(src="1.2.3.4", dst="5.6.7.8") / UDP(sport=53, dport=5353))
+    _write_dpkt(tmp_path / "x.pcap", [head + ip], linktype)
+    t = read_pcap(tmp_path / "x.pcap")
+    assert t.status[0] == ParseStatus.OK and t.ip_version[0] == 4
+    assert (t.sport[0], t.dport[0], t.src4[0]) == (53, 5353, 0x01020304)
+
+
+def test_raw_ipv6_link_type(tmp_path: Path) -> None:
+    _write_dpkt(tmp_path / "x.pcap", [bytes(IPv6(src="::1", dst="::2") / TCP(sport=9, dport=10))], 229)
+    t = read_pcap(tmp_path / "x.pcap")
+    assert t.status[0] == ParseStatus.OK and t.ip_version[0] == 6 and t.sport[0] == 9
+
+
+def test_qinq_reaches_ip(tmp_path: Path) -> None:
+    p = tmp_path / "qinq.pcap"
+    wrpcap(str(p), [Ether(type=0x88A8) / Dot1Q(vlan=100) / Dot1Q(vlan=7) / IP(src="10.0.0.1", dst="10.0.0.2")
+                    / UDP(sport=1, dport=2)])
+    t = read_pcap(p)
+    assert t.status[0] == ParseStatus.OK and t.l3_off[0] == 22 and bool(t.vlan[0]) and t.dport[0] == 2
+
+
+def test_ipv6_extension_headers_are_walked(tmp_path: Path) -> None:
+    from scapy.layers.inet6 import IPv6ExtHdrFragment, IPv6ExtHdrHopByHop
+    p = tmp_path / "v6.pcap"
+    wrpcap(str(p), [
+        Ether() / IPv6(src="::1", dst="::2") / IPv6ExtHdrHopByHop() / TCP(sport=80, dport=81, flags="S"),
+        Ether() / IPv6(src="::1", dst="::2") / IPv6ExtHdrFragment(offset=0, m=1) / UDP(sport=1, dport=2) / bytes(64),
+        Ether() / IPv6(src="::1", dst="::2") / IPv6ExtHdrFragment(offset=5, m=0, nh=17) / bytes(40),
+    ])
+    t = read_pcap(p)
+    assert t.status.tolist() == [ParseStatus.OK, ParseStatus.FRAGMENT, ParseStatus.FRAGMENT]
+    assert (t.proto[0], t.sport[0], t.dport[0], t.tcp_flags[0]) == (6, 80, 81, 0x02)
+    assert t.sport[1] == 0  # a fragment has no ports for us, as for IPv4
+
+
+def test_corrupt_capture_yields_its_readable_prefix(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    data = STRESS_PCAP.read_bytes()
+    p = tmp_path / "corrupt.pcap"
+    full = read_pcap(STRESS_PCAP)
+    cut = int(full.offset[10]) - 16  # the 11th record header
+    p.write_bytes(data[:cut] + struct.pack("<IIII", 1, 0, 10**7, 10**7) + data[cut + 16:])
+    t = read_pcap(p)
+    assert len(t) == 10 and t.corrupt and "the 10 frames before it are kept" in t.corrupt[0]
+    assert "corrupt record header" in caplog.text
+
+
+def test_pcapng_short_simple_packet_block_is_corrupt_not_a_frame(tmp_path: Path) -> None:
+    shb = struct.pack("<IIIHHqI", 0x0A0D0D0A, 28, 0x1A2B3C4D, 1, 0, -1, 28)
+    idb = struct.pack("<IIHHII", 1, 20, 1, 0, 65535, 20)
+    epb_frame = bytes(Ether() / IP() / UDP())
+    pad = (-len(epb_frame)) % 4
+    epb_len = 32 + len(epb_frame) + pad
+    epb = struct.pack("<IIIIIII", 6, epb_len, 0, 0, 0, len(epb_frame), len(epb_frame)) + epb_frame + bytes(pad) + \
+        struct.pack("<I", epb_len)
+    spb12 = struct.pack("<III", 3, 12, 12)  # a Simple Packet Block too short to hold its length field
+    p = tmp_path / "x.pcapng"
+    p.write_bytes(shb + idb + epb + spb12)
+    t = read_pcap(p)
+    assert len(t) == 1 and t.corrupt  # the one real frame; no phantom frame from the 12-byte block

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from chimera.data.dataset import CaptureSpec, write_dataset
+from chimera.data.dataset import CaptureSpec, NormalizeOptions, write_dataset
 from chimera.errors import DatasetError
 
 log = logging.getLogger(__name__)
@@ -108,7 +108,7 @@ ADAPTERS: dict[str, Adapter] = {
 
 
 def normalize(adapter: str, src: str | os.PathLike[str], out: str | os.PathLike[str], *, seed: int = 1,
-              overwrite: bool = False) -> Path:
+              overwrite: bool = False, options: NormalizeOptions = NormalizeOptions()) -> Path:
     """Turn a real dataset directory into a normalized dataset at ``out``."""
     if adapter not in ADAPTERS:
         raise DatasetError(f"unknown dataset adapter {adapter!r}", f"choose one of {sorted(ADAPTERS)}")
@@ -134,4 +134,4 @@ def normalize(adapter: str, src: str | os.PathLike[str], out: str | os.PathLike[
     caps = [CaptureSpec(f, label=lab) for f, lab in labelled]
     return write_dataset(out, caps, classes, name=f"{adapter}:{root.name}", source=adapter, seed=seed,
                          extra={"adapter": adapter, "src": str(root.resolve()), "skipped_files": skipped},
-                         overwrite=overwrite)
+                         overwrite=overwrite, options=options)

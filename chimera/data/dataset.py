@@ -1,8 +1,9 @@
 """The normalized dataset: the one on-disk format every source is turned into.
 
     <dataset>/
-      manifest.json   format, name, source, seed, classes, captures (+ sha256), counts by outcome
-      packets.pcap    every frame as untagged Ethernet, captures one after another in time
+      manifest.json   format, name, source, seed, classes, captures (+ sha256, timeline adjustments, skips),
+                      counts by outcome
+      packets.pcap    every frame as untagged Ethernet, in time order
       labels.npy      int16 per frame: class index, -1 where the source gives no label
       flows.csv       one row per flow: 5-tuple, label, split, packets (for people, not parsed back)
 
@@ -10,10 +11,26 @@ Real datasets (adapters) and the synthetic generator both end here, so the
 model, the reference pipeline and the replay all read the same thing. Writes go
 to a temporary sibling directory that is renamed at the end: an interrupted
 build never leaves a half dataset that looks complete.
+
+**Timelines.** Each capture keeps its frames in file order (the order the tap saw
+them; never reordered, across flows or within them). A timestamp a little
+behind its predecessor (up to ``max_backstep_s``, common with multi-queue
+capture) is clamped to it; a larger step back, or a jump forward of more than
+``max_jump_s`` (merged traces, rebased clocks, the 1970s), starts a new segment
+placed ``CAPTURE_GAP_NS`` after the previous one. Every adjustment is counted in
+the manifest per capture. Inter-arrival times inside a segment are untouched.
+
+**Layout.** ``sequential``: captures one after another, ``CAPTURE_GAP_NS`` apart
+(replay time = the sum of the captures). ``overlay``: every capture starts at the
+same instant, interleaved in time, as concurrent traffic would (replay time = the
+longest capture). Per-flow inter-arrival features are identical either way; flows
+of different captures that share a 5-tuple become one flow, as they would in a
+switch (counted in the manifest).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -27,10 +44,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tqdm import tqdm
+
 from chimera.data.flows import Flows, assign_flows, split_flows
 from chimera.data.pcap import PacketTable, read_pcap
-from chimera.data.pcapwrite import normalized_frames, write_pcap
-from chimera.errors import DatasetError
+from chimera.data.pcapwrite import write_normalized
+from chimera.errors import DatasetError, PcapError
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +58,41 @@ MANIFEST = "manifest.json"
 PACKETS = "packets.pcap"
 LABELS = "labels.npy"
 FLOWS = "flows.csv"
-#: Gap inserted between consecutive captures when they are concatenated.
+#: Gap inserted between consecutive captures (sequential layout) and between timeline segments.
 CAPTURE_GAP_NS = 1_000_000_000
+#: where normalized time starts (2023-11-14T22:13:20Z): any capture's clock maps to a sane date
+TIME_BASE_NS = 1_700_000_000 * 10**9
+
+
+@dataclass(frozen=True)
+class NormalizeOptions:
+    """How captures become one dataset (see the module docstring)."""
+
+    layout: str = "sequential"            # sequential | overlay
+    max_packets_per_class: int = 0        # 0 = all; else whole flows, earliest first, up to this many packets
+    max_jump_s: float = 3600.0            # a forward gap larger than this starts a new timeline segment
+    max_backstep_s: float = 1.0           # a step back up to this is clamped; larger starts a new segment
+
+    def __post_init__(self) -> None:
+        if self.layout not in ("sequential", "overlay"):
+            raise DatasetError(f"unknown layout {self.layout!r}", "use sequential or overlay")
+        if self.max_packets_per_class < 0 or self.max_jump_s <= 0 or self.max_backstep_s < 0:
+            raise DatasetError(f"invalid normalization options {self}",
+                               "max_packets_per_class >= 0, max_jump_s > 0, max_backstep_s >= 0")
+
+
+def normalize_timeline(ts_ns: np.ndarray, max_jump_s: float, max_backstep_s: float) -> tuple[np.ndarray, dict]:
+    """A capture's timestamps made non-decreasing and free of jumps, in file order; and what was adjusted."""
+    ts = np.asarray(ts_ns, np.int64)
+    if ts.size == 0:
+        return ts.copy(), {"clamped_backsteps": 0, "rebased_jumps": 0, "jumps": []}
+    d = np.diff(ts)
+    jump = (d > int(max_jump_s * 1e9)) | (d < -int(max_backstep_s * 1e9))
+    back = (d < 0) & ~jump
+    step = np.where(jump, CAPTURE_GAP_NS, np.where(back, 0, d))
+    out = ts[0] + np.r_[0, np.cumsum(step)]
+    jumps = [{"at_frame": int(i + 1), "gap_s": round(float(d[i]) / 1e9, 3)} for i in np.flatnonzero(jump)[:20]]
+    return out - out[0], {"clamped_backsteps": int(back.sum()), "rebased_jumps": int(jump.sum()), "jumps": jumps}
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
@@ -95,10 +147,54 @@ class Dataset:
         return out
 
 
+def _read_capture(spec: CaptureSpec, cls_index: dict[str, int]) -> tuple[PacketTable, np.ndarray]:
+    t = read_pcap(spec.path)
+    if spec.packet_labels is not None:
+        lab = np.asarray(spec.packet_labels, np.int16)
+        if lab.shape[0] != len(t):
+            raise DatasetError(f"{spec.path}: {lab.shape[0]} labels for {len(t)} packets",
+                               "regenerate the capture and its labels together")
+    elif spec.label is not None:
+        lab = np.full(len(t), cls_index[spec.label], np.int16)
+    else:
+        lab = np.full(len(t), -1, np.int16)
+    return t, lab
+
+
+def _cap_per_class(table: PacketTable, labels: np.ndarray, cap: int) -> tuple[np.ndarray, dict[str, int]]:
+    """Rows kept when each class keeps whole flows (earliest first) up to ``cap`` packets."""
+    flows = assign_flows(table)
+    keep = np.ones(len(table), bool)
+    dropped: dict[str, int] = {}
+    for y in np.unique(labels[labels >= 0]):
+        rows = np.flatnonzero(labels == y)
+        if rows.size <= cap:
+            continue
+        fid = flows.flow_id[rows]
+        in_flow = fid >= 0
+        firsts = np.unique(fid[in_flow])
+        order = firsts[np.argsort(table.ts_ns[flows.first_packet[firsts]], kind="stable")]
+        total, chosen = 0, []
+        for f in order:
+            n = int(flows.n_packets[f])
+            if chosen and total + n > cap:
+                break
+            chosen.append(f)
+            total += n
+        k = np.isin(fid, chosen) | (~in_flow & (np.cumsum(~in_flow) <= max(cap - total, 0)))
+        keep[rows[~k]] = False
+        dropped[str(int(y))] = int((~k).sum())
+    return keep, dropped
+
+
 def write_dataset(out_dir: str | os.PathLike[str], captures: list[CaptureSpec], classes: list[str], *,
                   name: str, source: str, seed: int, extra: dict[str, Any] | None = None,
-                  overwrite: bool = False) -> Path:
-    """Normalize captures into ``out_dir`` (atomically). Returns the dataset path."""
+                  overwrite: bool = False, options: NormalizeOptions = NormalizeOptions()) -> Path:
+    """Normalize captures into ``out_dir`` (atomically). Returns the dataset path.
+
+    A capture that cannot be read is skipped and recorded with the reason and the fix;
+    the build fails only when a class has no readable capture left.
+    """
     out = Path(out_dir)
     if out.exists() and not overwrite:
         raise DatasetError(f"{out}: already exists; refusing to overwrite it",
@@ -106,58 +202,89 @@ def write_dataset(out_dir: str | os.PathLike[str], captures: list[CaptureSpec], 
     if not captures:
         raise DatasetError(f"no captures to write into {out}", "check the input directory")
     cls_index = {c: i for i, c in enumerate(classes)}
-    tables, labels, cap_meta = [], [], []
-    t_next = 0
-    for spec in captures:
-        t = read_pcap(spec.path)
-        if spec.packet_labels is not None:
-            lab = np.asarray(spec.packet_labels, np.int16)
-            if lab.shape[0] != len(t):
-                raise DatasetError(f"{spec.path}: {lab.shape[0]} labels for {len(t)} packets",
-                                   "regenerate the capture and its labels together")
-        elif spec.label is not None:
-            lab = np.full(len(t), cls_index[spec.label], np.int16)
-        else:
-            lab = np.full(len(t), -1, np.int16)
+    tables, labels, cap_meta, unreadable = [], [], [], []
+    t_next = TIME_BASE_NS
+    for spec in tqdm(captures, desc=f"read {name}", unit="capture", leave=False):
+        try:
+            t, lab = _read_capture(spec, cls_index)
+        except PcapError as e:
+            log.warning("skipping unreadable capture %s: %s", spec.path, e.problem)
+            unreadable.append({"file": str(spec.path), "label": spec.label, "reason": e.problem, "fix": e.fix})
+            continue
+        ts, adj = normalize_timeline(t.ts_ns, options.max_jump_s, options.max_backstep_s)
+        if adj["clamped_backsteps"] or adj["rebased_jumps"]:
+            log.info("%s: timeline normalized (%d small steps back clamped, %d jumps rebased)", spec.path,
+                     adj["clamped_backsteps"], adj["rebased_jumps"])
         if len(t):
-            # captures follow each other in time; order within a capture is kept
-            shift = t_next - int(t.ts_ns.min())
-            t.ts_ns = t.ts_ns + shift
-            t_next = int(t.ts_ns.max()) + CAPTURE_GAP_NS
+            base = TIME_BASE_NS if options.layout == "overlay" else t_next
+            t.ts_ns = ts + base
+            t_next = max(t_next, int(t.ts_ns.max()) + CAPTURE_GAP_NS)
         tables.append(t)
         labels.append(lab)
         cap_meta.append({"file": str(spec.path), "label": spec.label, "packets": len(t),
                          "sha256": sha256_file(spec.path), "status": t.status_counts(),
-                         "truncated_records": t.truncated_records})
+                         "truncated_records": t.truncated_records, "corrupt": t.corrupt[0] if t.corrupt else None,
+                         "timeline": adj})
+    lost = sorted({u["label"] for u in unreadable if u["label"]} - {c["label"] for c in cap_meta})
+    if lost or not tables:
+        raise DatasetError(f"{out}: class(es) {lost or classes} have no readable capture left "
+                           f"({len(unreadable)} unreadable: {unreadable[0]['file']}: {unreadable[0]['reason']} ...)",
+                           unreadable[0]["fix"] if unreadable else "check the input captures")
     table = PacketTable.concat(tables)
     lab_all = np.concatenate(labels)
-    order = np.argsort(table.ts_ns, kind="stable")
+    keep, capped = (np.ones(len(table), bool), {})
+    if options.max_packets_per_class:
+        keep, capped = _cap_per_class(table, lab_all, options.max_packets_per_class)
+    kept = np.flatnonzero(keep)
+    order = kept[np.argsort(table.ts_ns[kept], kind="stable")]
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        frames = normalized_frames(table, order)
-        write_pcap(tmp / PACKETS, frames, table.ts_ns[order])
+        write_normalized(tmp / PACKETS, table, order, table.ts_ns[order])
         np.save(tmp / LABELS, lab_all[order])
         counts = {k: sum(c["status"][k] for c in cap_meta) for k in cap_meta[0]["status"]}
         manifest = {
             "format": FORMAT, "name": name, "source": source, "seed": seed, "classes": classes,
-            "captures": cap_meta, "packets": int(len(table)), "status": counts,
+            "captures": cap_meta, "packets": int(order.size), "status": counts,
             "truncated_records": sum(c["truncated_records"] for c in cap_meta),
-            "unlabelled_packets": int((lab_all < 0).sum()),
+            "unreadable_captures": unreadable, "normalization": dataclasses.asdict(options),
+            "capped_packets_per_class": {classes[int(k)]: v for k, v in capped.items()},
+            "unlabelled_packets": int((lab_all[order] < 0).sum()),
             "packets_sha256": sha256_file(tmp / PACKETS), **(extra or {}),
         }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
         ds = load_dataset(tmp)
+        manifest["cross_capture_flows"] = _cross_capture_flows(ds, table, order)
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
         _write_flows_csv(ds, tmp / FLOWS)
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise DatasetError(f"cannot write the dataset under {out.parent}: {e.strerror}",
+                           "free space on that disk (df -h) or choose another --out") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    log.info("dataset %s: %d packets, %d flows, %d classes -> %s", name, len(table), ds.flows.n_flows,
+    log.info("dataset %s: %d packets, %d flows, %d classes -> %s", name, order.size, ds.flows.n_flows,
              len(classes), out)
     return out
+
+
+def _cross_capture_flows(ds: "Dataset", table: PacketTable, order: np.ndarray) -> int:
+    """Flows of the normalized dataset made of packets from more than one capture (same 5-tuple)."""
+    f = ds.flows
+    ok = f.flow_id >= 0
+    if not ok.any():
+        return 0
+    cap = table.capture[order][ok].astype(np.int64)
+    fid = f.flow_id[ok]
+    lo = np.full(f.n_flows, np.iinfo(np.int64).max)
+    hi = np.full(f.n_flows, -1)
+    np.minimum.at(lo, fid, cap)
+    np.maximum.at(hi, fid, cap)
+    return int(np.sum(lo != hi))
 
 
 def _write_flows_csv(ds: Dataset, path: Path) -> None:

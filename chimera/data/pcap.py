@@ -6,9 +6,13 @@ numpy gathers that pull every header field for all frames at once. No
 per-packet Python objects are made, which is what makes it >1 M packets/s
 (``invoke bench --what ingest`` measures it against dpkt).
 
-Link types handled: Ethernet (with one 802.1Q/802.1ad tag), Linux cooked
-(SLL and SLL2), raw IP (DLT_RAW 12/14/101) and BSD loopback/NULL. Anything the
-parser cannot read is *counted* in ``PacketTable.status``, never dropped.
+Link types handled: Ethernet (with up to two 802.1Q/802.1ad tags: QinQ), Linux
+cooked (SLL and SLL2), raw IP (12, 14, 101; 228 IPv4, 229 IPv6), PPP (9, with or
+without HDLC framing), Cisco HDLC (104) and BSD loopback/NULL. IPv6 extension
+headers are walked to the transport header (a fragment header makes the packet a
+FRAGMENT, as for IPv4). Anything the parser cannot read is *counted* in
+``PacketTable.status``, never dropped; a capture that is corrupt part-way yields
+its readable prefix with a warning.
 """
 
 from __future__ import annotations
@@ -30,12 +34,18 @@ log = logging.getLogger(__name__)
 # Link-layer header types (tcpdump.org/linktypes.html).
 LINKTYPE_NULL = 0
 LINKTYPE_ETHERNET = 1
+LINKTYPE_PPP = 9
 LINKTYPE_RAW = 101
 LINKTYPE_RAW_ALT = (12, 14)
+LINKTYPE_C_HDLC = 104
 LINKTYPE_LINUX_SLL = 113
+LINKTYPE_IPV4 = 228
+LINKTYPE_IPV6 = 229
 LINKTYPE_LINUX_SLL2 = 276
-SUPPORTED_LINKTYPES = {LINKTYPE_NULL, LINKTYPE_ETHERNET, LINKTYPE_RAW, *LINKTYPE_RAW_ALT,
-                       LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2}
+SUPPORTED_LINKTYPES = {LINKTYPE_NULL, LINKTYPE_ETHERNET, LINKTYPE_PPP, LINKTYPE_RAW, *LINKTYPE_RAW_ALT,
+                       LINKTYPE_C_HDLC, LINKTYPE_LINUX_SLL, LINKTYPE_IPV4, LINKTYPE_IPV6, LINKTYPE_LINUX_SLL2}
+LINKTYPE_HINT = ("supported: Ethernet (1), Linux cooked SLL (113) / SLL2 (276), raw IP (12, 14, 101, 228, 229), "
+                 "PPP (9), Cisco HDLC (104), NULL (0); convert others with tcprewrite --dlt=enet or editcap -T ether")
 
 ETH_P_IP = 0x0800
 ETH_P_IPV6 = 0x86DD
@@ -58,7 +68,7 @@ class ParseStatus(enum.IntEnum):
     OK = 0            # IPv4 or IPv6 with its L4 header (or a non-TCP/UDP protocol)
     NON_IP = 1        # ARP, LLC, LLDP, ...
     TRUNCATED = 2     # captured bytes end inside the L2/L3/L4 header
-    FRAGMENT = 3      # IPv4 fragment (MF set or offset != 0): no ports
+    FRAGMENT = 3      # IPv4 or IPv6 fragment (MF set or offset != 0): no ports
     BAD_IP = 4        # version/IHL/total-length nonsense
     EMPTY = 5         # zero captured bytes
 
@@ -95,6 +105,7 @@ class PacketTable:
     tcp_flags: np.ndarray    # uint8 (0 when not TCP)
     files: list[str] = field(default_factory=list)
     truncated_records: int = 0   # incomplete records at the end of files (not in the table)
+    corrupt: list[str] = field(default_factory=list)  # captures read only up to a corrupt record: why
 
     def __len__(self) -> int:
         return int(self.ts_ns.shape[0])
@@ -128,7 +139,8 @@ class PacketTable:
                 cols[c].append(v)
             files.extend(t.files)
         return PacketTable(**{c: np.concatenate(v) for c, v in cols.items()}, files=files,
-                           truncated_records=sum(t.truncated_records for t in tables))
+                           truncated_records=sum(t.truncated_records for t in tables),
+                           corrupt=[m for t in tables for m in t.corrupt])
 
 
 # ----------------------------------------------------------------------------- walks
@@ -224,6 +236,11 @@ def _walk_pcapng(buf: np.ndarray, big: bool):  # pragma: no cover - jitted
         if off + blen > n:
             err = 1
             break
+        # every block type's fixed fields must fit in the block: no read past its end
+        if (btype == 0x0A0D0D0A and blen < 28) or (btype == 1 and blen < 20) or \
+                ((btype == 6 or btype == 2) and blen < 32) or (btype == 3 and blen < 16):
+            err = 2
+            break
         if btype == 1:
             if nidb == idbs.shape[0]:
                 idbs = np.concatenate((idbs, np.empty(nidb, np.int64)))
@@ -293,13 +310,35 @@ def _parse(buf, offset, caplen, linktype, status, ethertype, vlan, l3_off, ip_ve
                 continue
             et = _u16(buf, o + 12)
             l3 = 14
-            if et == 0x8100 or et == 0x88A8:
-                if c < 18:
-                    status[i] = 2
-                    continue
+            tags = 0
+            while (et == 0x8100 or et == 0x88A8) and tags < 2:  # 802.1Q, and QinQ's outer 802.1ad
+                if c < l3 + 4:
+                    break
                 vlan[i] = True
-                et = _u16(buf, o + 16)
-                l3 = 18
+                et = _u16(buf, o + l3 + 2)
+                l3 += 4
+                tags += 1
+            if et == 0x8100 or et == 0x88A8:
+                status[i] = 2 if c < l3 + 4 else 1  # cut inside a tag, or deeper than QinQ
+                continue
+        elif lt == 9:  # PPP, with or without HDLC-like framing (FF 03)
+            l3 = 2 if c >= 2 and buf[o] == 0xFF and buf[o + 1] == 0x03 else 0
+            if c < l3 + 2:
+                status[i] = 2
+                continue
+            pp = _u16(buf, o + l3)
+            et = 0x0800 if pp == 0x0021 else (0x86DD if pp == 0x0057 else 0)
+            l3 += 2
+        elif lt == 104:  # Cisco HDLC: address, control, EtherType
+            if c < 4:
+                status[i] = 2
+                continue
+            et = _u16(buf, o + 2)
+            l3 = 4
+        elif lt == 228:
+            et = 0x0800
+        elif lt == 229:
+            et = 0x86DD
         elif lt == 113:
             if c < 16:
                 status[i] = 2
@@ -373,11 +412,34 @@ def _parse(buf, offset, caplen, linktype, status, ethertype, vlan, l3_off, ip_ve
             ip_version[i] = 6
             ip_len[i] = min(np.int64(_u16(buf, b + 4)) + 40, 0xFFFF)
             ttl[i] = buf[b + 7]
-            proto[i] = buf[b + 6]
             for k in range(16):
                 src[i, k] = buf[b + 8 + k]
                 dst[i, k] = buf[b + 24 + k]
+            # walk the extension headers: hop-by-hop 0, routing 43, fragment 44, AH 51, destination options 60
+            nh = buf[b + 6]
             l4 = 40
+            cut = False
+            for _ in range(8):
+                if nh != 0 and nh != 43 and nh != 44 and nh != 51 and nh != 60:
+                    break
+                if avail < l4 + 8:
+                    cut = True
+                    break
+                if nh == 44:
+                    fo = _u16(buf, b + l4 + 2)
+                    if (fo >> 3) != 0 or (fo & 1) != 0:
+                        frag = True
+                    ext = 8
+                elif nh == 51:
+                    ext = (np.int64(buf[b + l4 + 1]) + 2) * 4
+                else:
+                    ext = (np.int64(buf[b + l4 + 1]) + 1) * 8
+                nh = buf[b + l4]
+                l4 += ext
+            if cut or avail < l4:
+                status[i] = 2
+                continue
+            proto[i] = nh
         else:
             continue
         if frag:
@@ -424,6 +486,7 @@ class RawCapture:
     ts_ns: np.ndarray
     linktype: np.ndarray
     truncated_tail: bool
+    corrupt: str | None = None  # why the walk stopped early (the frames before it are kept), or None
 
 
 def _load_bytes(path: Path) -> np.ndarray:
@@ -457,17 +520,26 @@ def read_raw(path: str | os.PathLike[str]) -> RawCapture:
     endian, frac_to_ns = magics[magic_le]
     linktype = struct.unpack(endian + "I", head[20:24])[0] & 0x0FFFFFFF
     if linktype not in SUPPORTED_LINKTYPES:
-        raise PcapError(f"{p}: unsupported link type {linktype}",
-                        "supported: Ethernet (1), Linux cooked SLL (113) / SLL2 (276), raw IP (12, 14, 101), "
-                        "NULL (0); convert with tcprewrite --dlt=enet")
+        raise PcapError(f"{p}: unsupported link type {linktype}", LINKTYPE_HINT)
     offs, caps, wires, secs, fracs, end, err = _walk_pcap(body, endian == ">", 24)
+    corrupt = None
     if err == 2:
-        raise PcapError(f"{p}: corrupt record header at byte {end} (captured length > {MAX_SANE_CAPLEN})",
-                        "the file is damaged; repair the readable prefix with 'pcapfix' or 'editcap'")
+        corrupt = _corrupt(p, f"corrupt record header at byte {end} (captured length > {MAX_SANE_CAPLEN})",
+                           offs.shape[0])
     ts = secs.astype(np.int64) * 1_000_000_000 + fracs.astype(np.int64) * frac_to_ns
     if err == 1:
         log.warning("%s: incomplete last record at byte %d (file cut short); it is counted and skipped", p, end)
-    return RawCapture(data, offs, caps, wires, ts, np.full(offs.shape[0], linktype, np.uint16), err == 1)
+    return RawCapture(data, offs, caps, wires, ts, np.full(offs.shape[0], linktype, np.uint16), err == 1, corrupt)
+
+
+def _corrupt(p: Path, what: str, readable: int) -> str:
+    """A capture corrupt part-way keeps its readable prefix (with a warning); one with no readable frame fails."""
+    fix = "the file is damaged; repair it with 'pcapfix' or cut the readable prefix with 'editcap'"
+    if readable == 0:
+        raise PcapError(f"{p}: {what}, before any complete frame", fix)
+    msg = f"{what}; the {readable} frames before it are kept"
+    log.warning("%s: %s (%s)", p, msg, fix)
+    return msg
 
 
 def _idb_info(body: np.ndarray, off: int, endian: str) -> tuple[int, int]:
@@ -499,18 +571,19 @@ def _read_pcapng(p: Path, data: np.ndarray, body: np.ndarray) -> RawCapture:
     if endian is None:
         raise PcapError(f"{p}: pcapng byte-order magic is wrong ({bom.hex()})", "the file is damaged")
     offs, caps, wires, tss, ifs, idbs, end, err = _walk_pcapng(body, endian == ">")
+    corrupt = None
     if err == 2:
-        raise PcapError(f"{p}: corrupt pcapng block at byte {end}", "the file is damaged; repair it with 'pcapfix'")
+        corrupt = _corrupt(p, f"corrupt pcapng block at byte {end}", offs.shape[0])
     if err == 3:
-        raise PcapError(f"{p}: pcapng sections with different byte orders", "split it with editcap first")
+        corrupt = _corrupt(p, f"a pcapng section at byte {end} changes the byte order (split it with editcap)",
+                           offs.shape[0])
     infos = [_idb_info(body, int(o), endian) for o in idbs]
     if offs.shape[0] and (not infos or int(ifs.max()) >= len(infos)):
         raise PcapError(f"{p}: packet refers to an interface with no Interface Description Block",
                         "the file is damaged")
     for lt, _ in infos:
         if lt not in SUPPORTED_LINKTYPES:
-            raise PcapError(f"{p}: unsupported link type {lt}",
-                            "supported: Ethernet, Linux cooked SLL/SLL2, raw IP, NULL; convert with tcprewrite --dlt=enet")
+            raise PcapError(f"{p}: unsupported link type {lt}", LINKTYPE_HINT)
     linktype = np.array([lt for lt, _ in infos] or [0], np.uint16)[ifs] if offs.shape[0] else np.zeros(0, np.uint16)
     ts = np.zeros(offs.shape[0], np.int64)
     for i, (_, (num, den)) in enumerate(infos):
@@ -522,7 +595,7 @@ def _read_pcapng(p: Path, data: np.ndarray, body: np.ndarray) -> RawCapture:
                      + (t % np.uint64(den)) * np.uint64(num) // np.uint64(den)).astype(np.int64)
     if err == 1:
         log.warning("%s: incomplete last block at byte %d (file cut short); it is counted and skipped", p, end)
-    return RawCapture(data, offs, caps, wires, ts, linktype, err == 1)
+    return RawCapture(data, offs, caps, wires, ts, linktype, err == 1, corrupt)
 
 
 def read_pcap(path: str | os.PathLike[str]) -> PacketTable:
@@ -532,4 +605,5 @@ def read_pcap(path: str | os.PathLike[str]) -> PacketTable:
     n = raw.offset.shape[0]
     return PacketTable(ts_ns=raw.ts_ns, caplen=raw.caplen, wirelen=raw.wirelen, offset=raw.offset,
                        capture=np.zeros(n, np.uint16), linktype=raw.linktype, **cols,
-                       files=[str(path)], truncated_records=int(raw.truncated_tail))
+                       files=[str(path)], truncated_records=int(raw.truncated_tail),
+                       corrupt=[raw.corrupt] if raw.corrupt else [])

@@ -36,14 +36,23 @@ class SyntheticDataset(BaseModel):
     max_packets_per_flow: int = Field(400, ge=2)
 
 
+class NormalizeSpec(BaseModel):
+    """How a raw dataset directory is normalized (chimera.data.dataset.NormalizeOptions)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    layout: Literal["sequential", "overlay"] = "sequential"
+    max_packets_per_class: int = Field(0, ge=0, description="0 = all")
+
+
 class DatasetSpec(BaseModel):
     """Exactly one of: synthetic (generated, cached under data/), or path (a normalized dataset,
-    or a raw dataset directory normalized with ``adapter``)."""
+    or a raw dataset directory normalized with ``adapter`` and ``normalize``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     synthetic: SyntheticDataset | None = None
     path: str | None = None
     adapter: str = "ciciot2022"
+    normalize: NormalizeSpec = NormalizeSpec()
 
     @model_validator(mode="after")
     def _one(self) -> "DatasetSpec":

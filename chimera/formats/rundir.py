@@ -8,25 +8,33 @@
     report.md       the human-readable report
 
 A run is built in ``results/<experiment>/.<run-id>.partial`` and renamed when
-complete. A failed run is moved to ``results/<experiment>/.failed/<run-id>``
+complete; its manifest is written at the start (status ``running``, with the
+pid) and rewritten at the end, so even a SIGKILLed run leaves a manifest that
+says what it was. A failed run is moved to ``results/<experiment>/.failed/<run-id>``
 (kept for debugging, never mistaken for a result); finished runs are never
-overwritten: a run id that exists gets a numeric suffix.
+overwritten: a run id that exists gets a numeric suffix. An experiment name must
+be a plain name: it can never write outside the results root.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import json
 import logging
 import os
 import platform
+import re
 import shutil
+import socket
 import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from chimera.errors import ResultsError, disk_full_message
 
 log = logging.getLogger(__name__)
 
@@ -70,13 +78,30 @@ def git_state(root: Path) -> dict[str, Any]:
     return {"commit": run("rev-parse", "HEAD"), "dirty": bool(run("status", "--porcelain"))}
 
 
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def check_name(name: str, what: str = "experiment name") -> str:
+    """A name used as a directory under results/: letters, digits, '.', '_', '-'; no path, no leading dot."""
+    if not NAME_RE.fullmatch(name or "") or ".." in name:
+        raise ResultsError(f"{what} {name!r} is not a plain name: it would write outside results/",
+                           "use letters, digits, '.', '_' and '-' only (e.g. name: my-ablation)")
+    return name
+
+
+def dir_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
+
+
 class RunDir:
     """Context manager that owns one run directory and finishes it atomically."""
 
     def __init__(self, results_root: str | os.PathLike[str], experiment: str, target: str) -> None:
+        check_name(experiment)
+        check_name(target, "target name")
         stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         self.exp_dir = Path(results_root) / experiment
-        self.exp_dir.mkdir(parents=True, exist_ok=True)
         base = f"{stamp}-{target}"
         rid, i = base, 1
         while any(p.exists() for p in (self.exp_dir / rid, self.exp_dir / f".{rid}.partial",
@@ -87,18 +112,39 @@ class RunDir:
         self.path = self.exp_dir / f".{rid}.partial"
         self.final = self.exp_dir / rid
         self.manifest: dict[str, Any] = {"experiment": experiment, "run_id": rid, "target": target,
-                                         "started": dt.datetime.now().isoformat(timespec="seconds")}
+                                         "started": dt.datetime.now().isoformat(timespec="seconds"),
+                                         "status": "running", "pid": os.getpid(), "host": socket.gethostname()}
 
     def __enter__(self) -> "RunDir":
-        self.path.mkdir()
-        (self.path / "figures").mkdir()
-        (self.path / "artifacts").mkdir()
+        try:
+            self.exp_dir.mkdir(parents=True, exist_ok=True)
+            self.path.mkdir()
+            (self.path / "figures").mkdir()
+            (self.path / "artifacts").mkdir()
+        except OSError as e:
+            raise self._error(e) from None
+        self.write_json("manifest.json", self.manifest)  # a killed run still says what it was
         return self
+
+    def _error(self, e: OSError) -> ResultsError:
+        if e.errno in DISK_FULL:
+            return ResultsError(*disk_full_message(str(self.exp_dir), dir_size(self.path) or None))
+        return ResultsError(f"cannot write the run directory {self.path}: {e.strerror}",
+                            "check the permissions of the results directory, or pass --results elsewhere")
 
     def write_json(self, name: str, obj: Any) -> Path:
         p = self.path / name
-        p.write_text(json.dumps(obj, indent=2, default=str))
+        try:
+            tmp = p.with_name(p.name + ".tmp")
+            tmp.write_text(json.dumps(obj, indent=2, default=str))
+            os.replace(tmp, p)
+        except OSError as e:
+            raise self._error(e) from None
         return p
+
+    def set_target(self, target: str, why: str) -> None:
+        """Record that the run executes on another target than the one asked for (and why): run id, manifest."""
+        self.manifest.update({"target": target, "target_requested": self.manifest["target"], "target_fallback": why})
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         self.manifest["finished"] = dt.datetime.now().isoformat(timespec="seconds")
@@ -112,9 +158,14 @@ class RunDir:
         self.manifest["error"] = f"{et.__name__}: {ev}"
         try:
             self.write_json("manifest.json", self.manifest)
+        except ResultsError as e:
+            log.error("could not update the manifest of the failed run: %s", e.problem)
+        try:
             failed = self.exp_dir / ".failed"
             failed.mkdir(exist_ok=True)
             os.replace(self.path, failed / self.run_id)
             log.error("run failed; partial output kept in %s", failed / self.run_id)
         except OSError:
             shutil.rmtree(self.path, ignore_errors=True)
+        if isinstance(ev, OSError) and ev.errno in DISK_FULL:
+            raise self._error(ev) from None

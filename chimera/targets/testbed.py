@@ -22,8 +22,8 @@ from chimera.errors import TargetError
 from chimera.formats.artifact import Artifact
 from chimera.reference.pipeline import Verdicts, run_reference
 from chimera.targets.base import TargetResult
-from chimera.testbed.collect import collect, latency_summary
-from chimera.testbed.nodes import TargetSwitch
+from chimera.testbed.collect import account, collect, latency_summary
+from chimera.testbed.nodes import SENDER_MTU, TargetSwitch
 from chimera.testbed.replay import ReplayConfig, replay
 from chimera.testbed.topology import Testbed
 
@@ -103,16 +103,19 @@ class TestbedTarget:
         pcap, frames, replayed = self._replay_pcap(table, run_dir)
         s1 = self.testbed.s1
         install_s = s1.load(art)
-        files = replay(self.testbed.h1, self.testbed.h2, pcap, self.replay_cfg, run_dir / "replay", slug)
+        files = replay(self.testbed.h1, self.testbed.h2, pcap, self.replay_cfg, run_dir / "replay", slug,
+                       switch_alive=s1.alive)
         got = collect(frames, files.sent, files.received)
+        acc, _ = account(frames, got, files.failed_to_send, files.dropped_at_receiver, SENDER_MTU)
         regs = s1.registers()
         s1.unload()
         mism, reg_mism, checked = conformance(art, replayed, got.verdicts, got.received, got.ts_in, regs)
-        extra = {"lost": got.lost, "register_mismatches": reg_mism, "foreign_frames": got.foreign,
+        extra = {**acc.as_dict(), "register_mismatches": reg_mism, "foreign_frames": got.foreign,
                  "unmarked_frames": got.unmarked, "install_ms": install_s * 1e3, "reference_mismatches": mism,
                  "conformance_checked": checked, **latency_summary(got), "switch_counters": regs.get("counters", {})}
-        log.info("[%s] %s: %d/%d packets classified, %d lost, %d differ from the reference", self.name, slug, checked,
-                 len(table), got.lost, mism)
+        log.info("[%s] %s: %d/%d frames with a verdict, %d not sent, %d dropped by the capture, %d lost; "
+                 "%d differ from the reference", self.name, slug, checked, len(table), acc.not_sent,
+                 acc.dropped_by_capture, acc.lost, mism)
         evictions = regs.get("counters", {}).get("evictions")  # None: unknown (registers unreadable)
         return TargetResult(got.verdicts, evictions, extra)
 

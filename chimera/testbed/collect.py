@@ -102,3 +102,35 @@ def latency_summary(c: Collected) -> dict[str, float]:
             out[f"latency_{name}_p99_us"] = float(np.percentile(arr, 99))
     return out
 
+
+
+@dataclass
+class Accounting:
+    """Where every replayed frame ended: exactly one of these, and they sum to ``replayed``."""
+
+    replayed: int
+    verdicts: int                # arrived at h2 with a verdict
+    not_sent: int                # tcpreplay could not send them (reason below)
+    not_sent_reason: str
+    dropped_by_capture: int      # the switch forwarded them; the kernel dropped them before tcpdump at h2
+    lost: int                    # unexplained: sent, not captured, no tool reports a drop
+
+    def as_dict(self) -> dict[str, int | str]:
+        return {"replayed": self.replayed, "verdicts": self.verdicts, "not_sent": self.not_sent,
+                "not_sent_reason": self.not_sent_reason, "dropped_by_capture": self.dropped_by_capture,
+                "lost": self.lost}
+
+
+def account(replayed: list[bytes], got: Collected, failed_to_send: int, dropped_at_receiver: int,
+            sender_mtu: int) -> tuple[Accounting, np.ndarray]:
+    """The accounting of a replay, and which frames were not sent (frames larger than the sender's MTU
+    cannot leave it; tcpreplay counts them as failed)."""
+    too_big = np.fromiter((len(f) > sender_mtu + 14 for f in replayed), bool, len(replayed)) & ~got.received
+    reason = f"larger than the sender's MTU ({sender_mtu} bytes)"
+    if failed_to_send != int(too_big.sum()):
+        reason += f"; tcpreplay reported {failed_to_send} failed, {int(too_big.sum())} are oversized"
+    not_sent = max(failed_to_send, int(too_big.sum()))
+    missing = len(replayed) - int(got.received.sum()) - not_sent
+    dropped = min(dropped_at_receiver, max(missing, 0))
+    return Accounting(len(replayed), int(got.received.sum()), not_sent, reason if not_sent else "",
+                      dropped, max(missing - dropped, 0)), too_big

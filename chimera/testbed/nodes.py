@@ -73,6 +73,18 @@ class TargetSwitch(Switch, abc.ABC):
     def unload(self) -> None:
         """Remove the loaded model (and anything attached for it); the topology calls this at teardown."""
 
+    def run_state_dirs(self) -> list[Path]:
+        """Directories outside the run directory this switch creates (e.g. under /run); removed at teardown."""
+        return []
+
+    def alive(self) -> str | None:
+        """Why the switch cannot forward right now, or None: the node's shell must be running (subclasses add
+        their dataplane). Checked before, during and after every replay."""
+        shell = getattr(self, "shell", None)
+        if shell is None or shell.poll() is not None:
+            return f"{self.name}'s node shell exited"
+        return None
+
     def registers(self) -> dict[str, Any]:
         return {}
 

@@ -12,6 +12,7 @@ import functools
 import json
 import logging
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -117,6 +118,8 @@ def cleanup_stale() -> int:
     for f, st in stale:
         n = sum(_kill_netns(node["netns"]) for node in st.get("nodes", [])
                 if node.get("netns") and node["netns"] not in live_ns)
+        for d in st.get("run_state", []):
+            shutil.rmtree(d, ignore_errors=True)
         log.warning("removed leftovers of an interrupted run (%s): %d processes", f.name, n)
         killed += n
         f.unlink(missing_ok=True)
@@ -157,11 +160,13 @@ class Testbed:
         return self
 
     def _record(self) -> None:
+        """What this run created, on disk before anything else happens: the next run can remove it all."""
         assert self.net is not None
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         nodes = [{"name": n.name, "pid": n.pid, "netns": _netns_inode(n.pid)} for n in self.net.hosts + self.net.switches]
+        run_state = [str(d) for sw in self.net.switches for d in getattr(sw, "run_state_dirs", lambda: [])()]
         self.state_file.write_text(json.dumps({"owner": os.getpid(), "owner_start": _start_time(os.getpid()),
-                                               "started": time.time(), "nodes": nodes}))
+                                               "started": time.time(), "nodes": nodes, "run_state": run_state}))
 
     @property
     def h1(self) -> Any:
@@ -180,25 +185,61 @@ class Testbed:
         return self.net.get("s1")  # type: ignore[union-attr,no-any-return]
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
-        try:
-            if self.net is not None:
-                st = json.loads(self.state_file.read_text()) if self.state_file.exists() else {"nodes": []}
-                shells_ok = all(_alive(n["pid"]) for n in st["nodes"])
-                if shells_ok:
-                    log.info("[testbed] stopping (nodes, links and programs this run created)")
-                    self.net.stop()
-                else:  # a node shell died (killed switch): Mininet would wait on it forever
-                    log.warning("[testbed] a node shell died; removing the run's namespaces directly")
-                    self._unload_quietly()
-                # processes a node started may outlive its shell: its namespace goes with them
-                for node in st["nodes"]:
-                    if node["netns"]:
-                        _kill_netns(node["netns"])
-        finally:
+        """Teardown in a fixed order; every step runs even if one before it failed (or is interrupted), and the
+        state file goes only when every step succeeded (else the next run's cleanup_stale finishes the job)."""
+        st = self._state()
+        if self.net is not None:  # interrupted before the state file was written: take the nodes from the net
+            known = {n.get("pid") for n in st["nodes"]}
+            st["nodes"] += [{"name": n.name, "pid": n.pid, "netns": _netns_inode(n.pid)}
+                            for n in self.net.hosts + self.net.switches if n.pid not in known]
+        steps = [("unload the dataplanes", self._unload_quietly), ("stop the network", self._stop_net),
+                 ("kill what is left in the run's namespaces", lambda: self._kill_namespaces(st)),
+                 ("remove the switches' run state", lambda: self._remove_run_state(st))]
+        failed = 0
+        for what, step in steps:
+            try:
+                step()
+            except BaseException as e:  # noqa: BLE001 - Ctrl-C inside teardown must not skip the next step
+                failed += 1
+                log.error("[testbed] teardown step '%s' failed: %s: %s", what, type(e).__name__, e)
+        if failed:
+            log.error("[testbed] %d of %d teardown steps failed; %s kept for the next run's cleanup", failed,
+                      len(steps), self.state_file)
+        else:
             self.state_file.unlink(missing_ok=True)
-            self.net = None
-            if self._old_term is not None:
-                signal.signal(signal.SIGTERM, self._old_term)
+        self.net = None
+        if self._old_term is not None:
+            signal.signal(signal.SIGTERM, self._old_term)
+            self._old_term = None
+
+    def _state(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.state_file.read_text()) if self.state_file.exists() else {"nodes": []}
+        except (OSError, json.JSONDecodeError):
+            return {"nodes": []}
+
+    def _stop_net(self) -> None:
+        if self.net is None:
+            return
+        nodes = self.net.hosts + self.net.switches
+        for n in nodes:  # a command interrupted by Ctrl-C leaves the shell 'waiting': Mininet would assert
+            n.waiting = False
+        if all(n.shell is not None and n.shell.poll() is None for n in nodes):
+            log.info("[testbed] stopping (nodes, links and programs this run created)")
+            self.net.stop()
+        else:  # a node shell died (killed switch): Mininet would wait on it forever
+            log.warning("[testbed] a node shell died; removing the run's namespaces directly")
+
+    def _kill_namespaces(self, st: dict[str, Any]) -> None:
+        """Processes a node started may outlive its shell; with them gone the namespace, its veths, their tc
+        filters and the programs those hold go too."""
+        for node in st.get("nodes", []):
+            if node.get("netns"):
+                _kill_netns(node["netns"])
+
+    def _remove_run_state(self, st: dict[str, Any]) -> None:
+        for d in st.get("run_state", []):
+            shutil.rmtree(d, ignore_errors=True)
 
     def _unload_quietly(self) -> None:
         for sw in self.net.switches if self.net is not None else []:

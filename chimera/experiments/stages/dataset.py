@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from chimera.data.adapters import normalize
-from chimera.data.dataset import MANIFEST, Dataset, load_dataset
+from chimera.data.dataset import FORMAT as DATASET_FORMAT
+from chimera.data.dataset import MANIFEST, Dataset, NormalizeOptions, load_dataset
 from chimera.data.pcap import PacketTable
 from chimera.data.synthetic import SyntheticSpec, generate
 from chimera.data.tokens import Tokens, dataplane_eligible, tokenize
@@ -27,11 +28,33 @@ from chimera.rules.spec import rule_keys
 log = logging.getLogger(__name__)
 
 
+DATA_CODE = Path(__file__).resolve().parents[2] / "data"
+
+
+def _code_fingerprint() -> str:
+    """Hash of the data layer's code: a cached dataset made by other code is never reused."""
+    h = hashlib.sha256(DATASET_FORMAT.encode())
+    for f in sorted(DATA_CODE.glob("*.py")):
+        h.update(f.name.encode() + f.read_bytes())
+    return h.hexdigest()
+
+
+def _raw_fingerprint(root: Path) -> list[tuple[str, int, int]]:
+    """(path, size, mtime) of every file under a raw dataset directory: what a cache of it depends on."""
+    return sorted((str(f.relative_to(root)), f.stat().st_size, f.stat().st_mtime_ns)
+                  for f in root.rglob("*") if f.is_file())
+
+
+def cache_key(*parts: object) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 def resolve_dataset(spec: DatasetSpec, data_root: Path) -> Dataset:
-    """Generate (cached) or load/normalize the dataset an experiment names."""
+    """Generate or normalize the dataset an experiment names, cached under ``data_root`` by content:
+    the generator arguments or the raw files' listing, the normalization options and the data code."""
     if spec.synthetic is not None:
         s = spec.synthetic
-        key = hashlib.sha256(json.dumps(s.model_dump(), sort_keys=True).encode()).hexdigest()[:10]
+        key = cache_key(s.model_dump(), _code_fingerprint())
         out = data_root / "synthetic" / f"{s.profile}-{s.flows}-s{s.seed}-{key}"
         if not (out / MANIFEST).exists():
             generate(SyntheticSpec(**s.model_dump()), out, overwrite=out.exists())
@@ -42,11 +65,12 @@ def resolve_dataset(spec: DatasetSpec, data_root: Path) -> Dataset:
                            "pass a normalized dataset or a raw dataset directory to --dataset")
     if (path / MANIFEST).exists():
         return load_dataset(path)
-    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:10]
+    key = cache_key(spec.adapter, spec.normalize.model_dump(), _raw_fingerprint(path), _code_fingerprint())
     out = data_root / "normalized" / f"{spec.adapter}-{path.name}-{key}"
     if not (out / MANIFEST).exists():
         log.info("normalizing raw dataset %s with the %s adapter -> %s", path, spec.adapter, out)
-        normalize(spec.adapter, path, out, overwrite=out.exists())
+        normalize(spec.adapter, path, out, overwrite=out.exists(),
+                  options=NormalizeOptions(**spec.normalize.model_dump()))
     return load_dataset(out)
 
 

@@ -123,6 +123,16 @@ class Bmv2Switch(TargetSwitch):
         return parse_register(run_cli([f"register_read {qualified(name)}"], THRIFT_PORT, runner=self.cmd),
                               qualified(name))
 
+    def run_state_dirs(self) -> list[Path]:
+        return [self.sock_dir]
+
+    def alive(self) -> str | None:
+        why = super().alive()
+        if why is None and (self.proc is None or self.proc.poll() is not None):
+            code = None if self.proc is None else self.proc.returncode
+            why = f"simple_switch_grpc of {self.name} is not running (exit code {code}; see {self.log_dir / 'stdout.log'})"
+        return why
+
     def unload(self) -> None:
         """Tables are replaced by the next versioned install; nothing to detach."""
 

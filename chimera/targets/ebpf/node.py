@@ -48,6 +48,12 @@ class EbpfSwitch(TargetSwitch):
         return {"counters": self.pipeline.counters(), "ema": self.pipeline.ema().tolist(),
                 "class_ema": self.pipeline.class_ema().tolist(), "sample": sample.tolist(), "sample_count": taken}
 
+    def alive(self) -> str | None:
+        why = super().alive()
+        if why is None and self.pipeline is None:
+            why = f"{self.name} has no program attached"
+        return why
+
     def unload(self) -> None:
         """Detach the program from every port and unload it (maps go with it)."""
         if self.pipeline is not None:

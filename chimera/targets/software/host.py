@@ -21,7 +21,8 @@ import numpy as np
 from chimera.errors import TargetError
 from chimera.targets.base import TargetResult
 from chimera.targets.software.classifier import SoftwareClassifier
-from chimera.testbed.collect import collect, latency_summary
+from chimera.testbed.collect import account, collect, latency_summary
+from chimera.testbed.nodes import SENDER_MTU
 from chimera.testbed.replay import ReplayConfig, replay
 
 log = logging.getLogger(__name__)
@@ -42,11 +43,18 @@ def run_on_classifier_host(tb: Any, model_json: Path, pcap: Path, frames: list[b
                     raise TargetError(f"the software classifier on sc did not start (see {log_f.name})",
                                       "check that the model file is valid and python can import chimera there")
                 time.sleep(0.1)
-            files = replay(tb.h1, tb.h2, pcap, replay_cfg, run_dir / "replay", slug)
+            files = replay(tb.h1, tb.h2, pcap, replay_cfg, run_dir / "replay", slug,
+                           switch_alive=lambda: tb.s1.alive() or (None if daemon.poll() is None else
+                                                                   f"the classifier on sc exited ({daemon.returncode})"))
         finally:
             daemon.terminate()
-            daemon.wait(timeout=10)
+            try:
+                daemon.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                daemon.wait()
     got = collect(frames, files.sent, files.received)
+    acc, _ = account(frames, got, files.failed_to_send, files.dropped_at_receiver, SENDER_MTU)
     clf = SoftwareClassifier(json.loads(model_json.read_text()))
     rows = np.flatnonzero(got.received)
     v = got.verdicts
@@ -56,8 +64,8 @@ def run_on_classifier_host(tb: Any, model_json: Path, pcap: Path, frames: list[b
                                                                 int(v.score[i]), int(v.centroid[i]))
     if mism:
         log.error("software classifier: %d verdicts differ from the offline re-run", mism)
-    extra = {"lost": got.lost, "foreign_frames": got.foreign, "unmarked_frames": got.unmarked,
+    extra = {**acc.as_dict(), "foreign_frames": got.foreign, "unmarked_frames": got.unmarked,
              "reference_mismatches": mism, "conformance_checked": int(rows.size), **latency_summary(got)}
     log.info("[sc] %s: %d/%d packets classified by the software classifier host, %d lost", slug, rows.size,
-             len(frames), got.lost)
+             len(frames), acc.lost)
     return TargetResult(got.verdicts, 0, extra)
