@@ -66,17 +66,22 @@ def setup(c: Context) -> None:
             "out": "output directory (default data/<profile>-<flows>-s<seed>)",
             "attacks": "comma list of SCAN,SYN_FLOOD,UDP_DOS", "drift": "size/timing drift by the end",
             "adapter": "normalize a real dataset instead: ciciot2022 | iscxvpn2016 | peerrush | folders",
-            "src": "directory of the real dataset (with --adapter)", "overwrite": "replace an existing output"})
+            "src": "directory of the real dataset (with --adapter)", "overwrite": "replace an existing output",
+            "layout": "with --adapter: sequential (captures back to back) | overlay (all start together)",
+            "max_packets_per_class": "with --adapter: keep whole flows, earliest first, up to this many per class"})
 @cli
 def dataset(c: Context, profile: str = "ciciot", flows: int = 2000, seed: int = 1, out: str = "",
             attacks: str = "", drift: float = 0.0, duration: float = 120.0, adapter: str = "", src: str = "",
-            overwrite: bool = False, verbose: bool = False) -> None:
+            overwrite: bool = False, layout: str = "sequential", max_packets_per_class: int = 0,
+            verbose: bool = False) -> None:
     """Generate a synthetic dataset, or normalize a real one (--adapter/--src)."""
     if adapter:
         from chimera.data.adapters import normalize
+        from chimera.data.dataset import NormalizeOptions
         if not src:
             raise Exit("dataset: --adapter needs --src DIR (the unpacked dataset)", code=2)
-        path = normalize(adapter, src, out or f"data/{adapter}", seed=seed, overwrite=overwrite)
+        path = normalize(adapter, src, out or f"data/{adapter}", seed=seed, overwrite=overwrite,
+                         options=NormalizeOptions(layout=layout, max_packets_per_class=max_packets_per_class))
     else:
         from chimera.data.synthetic import SyntheticSpec, generate
         spec = SyntheticSpec(profile=profile, flows=flows, seed=seed, duration_s=duration, drift=drift,
@@ -85,7 +90,7 @@ def dataset(c: Context, profile: str = "ciciot", flows: int = 2000, seed: int = 
     logging.getLogger("tasks").info("dataset written: %s", path)
 
 
-@task(help={"what": "ingest | reference | install | switch | fidelity", "pcap": "capture to benchmark (ingest)"})
+@task(help={"what": "ingest | reference | install | switch | fidelity | scale", "pcap": "capture to benchmark (ingest)"})
 @cli
 def bench(c: Context, what: str = "ingest", pcap: str = "", verbose: bool = False) -> None:
     """Benchmarks; each prints its measured rates and ratios."""
@@ -110,16 +115,21 @@ def bench(c: Context, what: str = "ingest", pcap: str = "", verbose: bool = Fals
             "target": "auto | reference | ebpf | bmv2 (default: the experiment's, auto = ebpf when possible)",
             "dataset": "use this dataset instead: a normalized dataset or a raw dataset directory",
             "adapter": "adapter for a raw --dataset directory (ciciot2022, iscxvpn2016, peerrush, folders)",
+            "layout": "raw --dataset: sequential (captures back to back) | overlay (all start together)",
+            "max_packets_per_class": "raw --dataset: keep whole flows, earliest first, up to this many per class",
             "results": "results root directory"})
 @cli
 def run_experiment(c: Context, name: str = "quickstart", target: str = "", dataset: str = "",
-                   adapter: str = "ciciot2022", results: str = "results", verbose: bool = False) -> None:
+                   adapter: str = "ciciot2022", layout: str = "sequential", max_packets_per_class: int = 0,
+                   results: str = "results", verbose: bool = False) -> None:
     """Run an experiment end to end; results land in results/<name>/<run-id>/."""
     from chimera.experiments.config import load_experiment
     from chimera.experiments.runner import run_experiment as run
-    overrides = {"dataset": {"path": dataset, "adapter": adapter, "synthetic": None}} if dataset else None
+    overrides = {"dataset": {"path": dataset, "adapter": adapter, "synthetic": None,
+                             "normalize": {"layout": layout, "max_packets_per_class": max_packets_per_class}}} \
+        if dataset else None
     cfg = load_experiment(name, overrides)
-    out = run(cfg, target=target or None, results_root=results, experiment_file=name)
+    out = run(cfg, target=target or None, results_root=results, experiment_file=name, dataset_override=dataset)
     logging.getLogger("tasks").info("report: %s", out / "report.md")
 
 

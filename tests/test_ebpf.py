@@ -276,3 +276,22 @@ def _cmd(d: Path) -> str:
         return (d / "cmdline").read_bytes().decode(errors="replace")
     except OSError:
         return ""
+
+
+def test_fallback_to_the_reference_is_marked_everywhere(tmp_path: Path) -> None:
+    """Asked for eBPF, every variant of which can only run on the reference: the run id, the manifest and the
+    report all say reference, and why."""
+    import yaml
+    from chimera.experiments.config import load_experiment
+    from chimera.experiments.runner import run_experiment
+    cfg = {"name": "fallback", "dataset": {"synthetic": {"profile": "ciciot", "flows": 120, "duration_s": 10,
+                                                           "max_packets_per_flow": 20}},
+           "model": {"epochs": 1, "centroids": 8}, "variants": [{"name": "Batch", "model": {"aggregation": "batch"}}]}
+    p = tmp_path / "fallback.yaml"
+    p.write_text(yaml.safe_dump(cfg))
+    out = run_experiment(load_experiment(str(p)), target="ebpf", results_root=tmp_path / "r", data_root=tmp_path / "d")
+    m = json.loads((out / "manifest.json").read_text())
+    assert out.name.endswith("-reference") and m["target"] == "reference" and m["target_requested"] == "ebpf"
+    assert "batch form" in m["target_fallback"] and "Batch" in m["variant_fallbacks"]
+    report = (out / "report.md").read_text()
+    assert "asked for target **ebpf**; ran on **reference**" in report and "variant **Batch** ran on the reference" in report

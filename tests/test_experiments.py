@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -177,3 +178,76 @@ def test_imprecise_hard_rule_is_dropped_and_cascade_never_below_neural(tmp_path:
     neural = macro_f1(y_val, float_fused(s_val, learned.fires["val"], learned.weights, learned.hard["val"],
                                          FusionConfig(mode="neural"), 0.0))
     assert chosen >= neural
+
+
+@pytest.mark.parametrize("over, match", [
+    ({"dataset": {"synthetic": {"profile": "ciciot", "drift": -0.5}}}, "drift: Input should be greater than"),
+    ({"dataset": {"synthetic": {"profile": "ciciot", "attacks": ["NUKE"]}}}, r"unknown attack\(s\) \['NUKE'\]"),
+    ({"dataset": {"path": "/x", "adapter": "nope"}}, "unknown adapter 'nope'"),
+    ({"variants": []}, "variants: List should have at least 1 item"),
+    ({"name": "../x"}, "not a plain name: it would write outside results/"),
+    ({"name": ".hidden"}, "not a plain name"),
+])
+def test_every_config_mistake_is_named_before_any_work(tmp_path: Path, over: dict, match: str) -> None:
+    cfg = json.loads(json.dumps(TINY))
+    if "dataset" in over:
+        cfg["dataset"] = over.pop("dataset")
+    cfg.update(over)
+    p = tmp_path / "bad.yaml"
+    p.write_text(yaml.safe_dump(cfg))
+    with pytest.raises(ConfigError, match=match) as ei:
+        load_experiment(str(p))
+    assert "bad.yaml" in str(ei.value) and "fix:" in str(ei.value)
+    assert not (tmp_path / "results").exists() and not (tmp_path / "data").exists()
+
+
+def test_top_level_list_is_a_named_error(tmp_path: Path) -> None:
+    p = tmp_path / "list.yaml"
+    p.write_text("- name: a\n- name: b\n")
+    with pytest.raises(ConfigError, match="top level is a list"):
+        load_experiment(str(p), {"dataset": {"path": "/x", "synthetic": None}})
+
+
+def test_results_root_full_disk_is_a_named_error(tmp_path: Path) -> None:
+    """A results directory on a full disk: a ResultsError naming the directory and space, no traceback, and the
+    results written before are untouched."""
+    import subprocess
+    from chimera.errors import ResultsError
+    mnt = tmp_path / "tiny-disk"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=150k", "tmpfs", str(mnt)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        (mnt / "results" / "tiny").mkdir(parents=True)
+        keep = mnt / "results" / "tiny" / "earlier-run"
+        keep.mkdir()
+        (keep / "manifest.json").write_text('{"status": "complete"}')
+        cfg = load_experiment(str(tiny(tmp_path, variants=[{"name": "Chimera"}])))
+        with pytest.raises(ResultsError, match=r"no space left on the disk of .*tiny-disk.*MiB free") as ei:
+            run_experiment(cfg, target="reference", results_root=mnt / "results", data_root=tmp_path / "data")
+        assert "fix:" in str(ei.value)
+        assert (keep / "manifest.json").read_text() == '{"status": "complete"}'
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+def test_report_says_what_was_run_and_accounts_for_every_packet(tmp_path: Path) -> None:
+    """--dataset replaces the experiment's data: the title and notes say so; every packet is in one category."""
+    from builders import STRESS_PCAP
+    src = tmp_path / "raw"
+    for cls, files in (("A", [STRESS_PCAP]), ("B", sorted(TINY_MULTICLASS.rglob("*.pcap"))[:2])):
+        (src / cls).mkdir(parents=True)
+        for i, f in enumerate(files):
+            shutil.copy(f, src / cls / f"{i}.pcap")
+    cfg = load_experiment(str(tiny(tmp_path, variants=[{"name": "Chimera"}])),
+                          {"dataset": {"path": str(src), "adapter": "folders", "synthetic": None}})
+    out = run_experiment(cfg, target="reference", results_root=tmp_path / "results", data_root=tmp_path / "data",
+                         dataset_override=str(src))
+    m = json.loads((out / "manifest.json").read_text())
+    acc = m["dataset"]["accounting"]
+    assert sum(acc.values()) == m["dataset"]["packets"]
+    assert acc["not classified: IPv6 (the dataplanes parse IPv4)"] > 0 and acc["not classified: IP fragment"] > 0
+    report = (out / "report.md").read_text()
+    assert report.startswith("# tiny on folders:raw") and f"run here on `{src}` (--dataset)" in report
+    assert "small synthetic" not in report.splitlines()[0] and "## Packet accounting" in report
+    assert f"--dataset {src}" in report

@@ -9,7 +9,7 @@ from chimera.errors import ConfigError
 
 log = logging.getLogger(__name__)
 BENCHES = {"reference": "chimera.bench.reference", "install": "chimera.bench.install",
-           "switch": "chimera.bench.switch", "fidelity": "chimera.bench.fidelity"}
+           "switch": "chimera.bench.switch", "fidelity": "chimera.bench.fidelity", "scale": "chimera.bench.scale"}
 
 
 def dispatch(what: str) -> None:

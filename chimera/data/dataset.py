@@ -31,6 +31,7 @@ switch (counted in the manifest).
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
 import json
 import logging
@@ -39,7 +40,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -49,7 +50,7 @@ from tqdm import tqdm
 from chimera.data.flows import Flows, assign_flows, split_flows
 from chimera.data.pcap import PacketTable, read_pcap
 from chimera.data.pcapwrite import write_normalized
-from chimera.errors import DatasetError, PcapError
+from chimera.errors import ChimeraError, DatasetError, PcapError, disk_full_message
 
 log = logging.getLogger(__name__)
 
@@ -221,7 +222,7 @@ def write_dataset(out_dir: str | os.PathLike[str], captures: list[CaptureSpec], 
             t_next = max(t_next, int(t.ts_ns.max()) + CAPTURE_GAP_NS)
         tables.append(t)
         labels.append(lab)
-        cap_meta.append({"file": str(spec.path), "label": spec.label, "packets": len(t),
+        cap_meta.append({"file": str(spec.path), "label": spec.label, "packets": len(t), "bytes": spec.path.stat().st_size,
                          "sha256": sha256_file(spec.path), "status": t.status_counts(),
                          "truncated_records": t.truncated_records, "corrupt": t.corrupt[0] if t.corrupt else None,
                          "timeline": adj})
@@ -237,38 +238,54 @@ def write_dataset(out_dir: str | os.PathLike[str], captures: list[CaptureSpec], 
         keep, capped = _cap_per_class(table, lab_all, options.max_packets_per_class)
     kept = np.flatnonzero(keep)
     order = kept[np.argsort(table.ts_ns[kept], kind="stable")]
+    manifest = {
+        "format": FORMAT, "name": name, "source": source, "seed": seed, "classes": classes,
+        "captures": cap_meta, "packets": int(order.size),
+        "status": {k: sum(c["status"][k] for c in cap_meta) for k in cap_meta[0]["status"]},
+        "truncated_records": sum(c["truncated_records"] for c in cap_meta),
+        "unreadable_captures": unreadable, "normalization": dataclasses.asdict(options),
+        "capped_packets_per_class": {classes[int(k)]: v for k, v in capped.items()},
+        "unlabelled_packets": int((lab_all[order] < 0).sum()),
+        "input_bytes": sum(c["bytes"] for c in cap_meta), **(extra or {}),
+    }
+    return finish_dataset(out, manifest, lambda pcap: write_normalized(pcap, table, order, table.ts_ns[order]),
+                          lab_all[order], lambda ds: _cross_capture_flows(ds, table, order))
+
+
+def finish_dataset(out: Path, manifest: dict[str, Any], write_packets: Callable[[Path], int], labels: np.ndarray,
+                   cross_capture: Callable[["Dataset"], int] | None = None) -> Path:
+    """Write packets.pcap (by ``write_packets``, streamed), labels, manifest and flows.csv into a temporary
+    sibling of ``out`` and rename it into place: a dataset appears whole or not at all."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        write_normalized(tmp / PACKETS, table, order, table.ts_ns[order])
-        np.save(tmp / LABELS, lab_all[order])
-        counts = {k: sum(c["status"][k] for c in cap_meta) for k in cap_meta[0]["status"]}
-        manifest = {
-            "format": FORMAT, "name": name, "source": source, "seed": seed, "classes": classes,
-            "captures": cap_meta, "packets": int(order.size), "status": counts,
-            "truncated_records": sum(c["truncated_records"] for c in cap_meta),
-            "unreadable_captures": unreadable, "normalization": dataclasses.asdict(options),
-            "capped_packets_per_class": {classes[int(k)]: v for k, v in capped.items()},
-            "unlabelled_packets": int((lab_all[order] < 0).sum()),
-            "packets_sha256": sha256_file(tmp / PACKETS), **(extra or {}),
-        }
+        write_packets(tmp / PACKETS)
+        np.save(tmp / LABELS, np.asarray(labels, np.int16))
+        manifest["packets_sha256"] = sha256_file(tmp / PACKETS)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
         ds = load_dataset(tmp)
-        manifest["cross_capture_flows"] = _cross_capture_flows(ds, table, order)
+        if "status" not in manifest:
+            manifest["status"] = ds.table.status_counts()
+        manifest["cross_capture_flows"] = cross_capture(ds) if cross_capture else 0
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
         _write_flows_csv(ds, tmp / FLOWS)
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)
-    except OSError as e:
+    except (OSError, ChimeraError) as e:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise DatasetError(f"cannot write the dataset under {out.parent}: {e.strerror}",
-                           "free space on that disk (df -h) or choose another --out") from None
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DatasetError(*disk_full_message(str(out.parent), int(manifest.get("input_bytes", 0)) or None)) \
+                from None
+        if isinstance(e, OSError):
+            raise DatasetError(f"cannot write the dataset under {out.parent}: {e.strerror}",
+                               "check the permissions there or choose another --out") from None
+        raise
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    log.info("dataset %s: %d packets, %d flows, %d classes -> %s", name, order.size, ds.flows.n_flows,
-             len(classes), out)
+    log.info("dataset %s: %d packets, %d flows, %d classes -> %s", manifest["name"], manifest["packets"],
+             ds.flows.n_flows, len(manifest["classes"]), out)
     return out
 
 

@@ -101,6 +101,42 @@ def normalized_chunks(table: PacketTable, rows: np.ndarray,
         yield out, np.asarray(ts_all[sel] if ts_ns is None else ts_all[start:start + CHUNK], np.int64)
 
 
+def _normalized_records(table: PacketTable, sel: np.ndarray, ts: np.ndarray, maps: dict[int, np.ndarray]) -> bytes:
+    """pcap records of rows ``sel`` as untagged Ethernet. Frames that are already untagged Ethernet are copied
+    with one numpy gather per capture file; only tagged or non-Ethernet frames are rewritten one by one.
+    The wire length keeps what the link header change removed or added."""
+    lt, vlan, l3 = table.linktype[sel], table.vlan[sel], table.l3_off[sel].astype(np.int64)
+    plain = (lt == LINKTYPE_ETHERNET) & ~vlan
+    caplen = table.caplen[sel].astype(np.int64)
+    wirelen = table.wirelen[sel].astype(np.int64)
+    delta = np.where(plain, 0, 14 - l3)  # bytes the new link header adds (negative: tags removed)
+    cap_out, wire_out = caplen + delta, np.maximum(wirelen + delta, caplen + delta)
+    rec = 16 + cap_out
+    off = np.r_[0, np.cumsum(rec)[:-1]]
+    buf = np.zeros(int(rec.sum()), np.uint8)
+    rh = np.zeros((sel.size, 4), "<u4")
+    rh[:, 0], rh[:, 1], rh[:, 2], rh[:, 3] = ts // 1_000_000_000, ts % 1_000_000_000, cap_out, wire_out
+    buf[(off[:, None] + np.arange(16)).ravel()] = rh.view(np.uint8).ravel()
+    cap = table.capture[sel]
+    for ci in np.unique(cap):
+        if int(ci) not in maps:
+            maps[int(ci)] = read_raw(table.files[int(ci)]).data
+        data = maps[int(ci)]
+        fast = np.flatnonzero(plain & (cap == ci))
+        if fast.size:
+            n = caplen[fast]
+            intra = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+            src = np.repeat(table.offset[sel[fast]].astype(np.int64), n) + intra
+            buf[np.repeat(off[fast] + 16, n) + intra] = data[src]
+        for k in np.flatnonzero(~plain & (cap == ci)).tolist():
+            r = int(sel[k])
+            o, c = int(table.offset[r]), int(table.caplen[r])
+            f = to_ethernet(bytes(data[o:o + c]), int(table.linktype[r]), int(table.l3_off[r]),
+                            int(table.ethertype[r]), bool(table.vlan[r]))
+            buf[off[k] + 16:off[k] + 16 + len(f)] = np.frombuffer(f, np.uint8)
+    return buf.tobytes()
+
+
 def normalized_frames(table: PacketTable, rows: np.ndarray) -> list[bytes]:
     """Frames of ``rows`` as untagged Ethernet, in the order given (for replays: small tables)."""
     return [f for chunk, _ in normalized_chunks(table, rows) for f in chunk]
@@ -108,6 +144,17 @@ def normalized_frames(table: PacketTable, rows: np.ndarray) -> list[bytes]:
 
 def write_normalized(path: Path, table: PacketTable, rows: np.ndarray, ts_ns: np.ndarray) -> int:
     """Stream ``rows`` of ``table`` (any link types, any files) into one Ethernet pcap at ``ts_ns``."""
-    with open(path, "wb") as fh:
-        fh.write(PCAP_HEADER)
-        return write_chunks(fh, normalized_chunks(table, rows, ts_ns))
+    ts = np.asarray(ts_ns, np.int64)
+    if ts.size and (ts.min() < 0 or ts.max() // 1_000_000_000 > MAX_PCAP_SECONDS):
+        raise DatasetError(f"timestamps outside what a pcap can hold ({int(ts.min())} .. {int(ts.max())} ns)",
+                           "normalize the capture timeline first (chimera.data.dataset does: rebase time jumps)")
+    maps: dict[int, np.ndarray] = {}
+    try:
+        with open(path, "wb") as fh:
+            fh.write(PCAP_HEADER)
+            for start in range(0, rows.shape[0], CHUNK):
+                fh.write(_normalized_records(table, rows[start:start + CHUNK], ts[start:start + CHUNK], maps))
+    except OSError as e:
+        raise ChimeraError(f"cannot write {path}: {e.strerror}",
+                           "free space on that disk (df -h) or write elsewhere") from None
+    return int(rows.shape[0])

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import os
-import struct
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,9 +25,10 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from chimera.data.dataset import CaptureSpec, write_dataset
-from chimera.data.pcapwrite import write_pcap
-from chimera.errors import ConfigError
+from chimera.data.dataset import FORMAT as DATASET_FORMAT
+from chimera.data.dataset import TIME_BASE_NS, finish_dataset
+from chimera.data.pcapwrite import PCAP_HEADER, write_pcap
+from chimera.errors import ConfigError, DatasetError
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +133,7 @@ class SyntheticSpec:
     diurnal: float = 0.0
     max_packets_per_flow: int = 400
     class_weights: dict[str, float] = field(default_factory=dict)
+    snaplen: int = 0  # 0 = whole frames; else capture at most this many bytes per frame (headers-only traces)
 
 
 @dataclass
@@ -247,47 +248,104 @@ class _Builder:
         return made
 
 
-def _frames(b: _Builder, order: np.ndarray, flow: np.ndarray, fwd: np.ndarray, size: np.ndarray,
-            flags: np.ndarray) -> list[bytes]:
-    """Ethernet/IPv4/TCP|UDP frames with valid IPv4 header checksums."""
+MAX_HEADER = 14 + 20 + 40  # Ethernet, IPv4, TCP with 20 option bytes
+MAC_C, MAC_S = np.frombuffer(bytes.fromhex("02000a000001"), np.uint8), np.frombuffer(bytes.fromhex("02000a000002"), np.uint8)
+
+
+def _be(col: np.ndarray, value: np.ndarray, width: int, hdr: np.ndarray) -> None:
+    """Write ``value`` big-endian into ``width`` bytes of every row of ``hdr`` from column ``col``."""
+    v = np.asarray(value, np.uint64)
+    for k in range(width):
+        hdr[:, col + k] = (v >> np.uint64(8 * (width - 1 - k))) & np.uint64(0xFF)
+
+
+def _chunk_records(b: _Builder, ttls: np.ndarray, pos: np.ndarray, sel: np.ndarray, flow: np.ndarray,
+                   fwd: np.ndarray, size: np.ndarray, flags: np.ndarray, ts_ns: np.ndarray, snaplen: int = 0) -> bytes:
+    """pcap records (ns) of packets ``sel`` (in send order; ``pos`` their global send index), built with numpy:
+    Ethernet/IPv4/TCP|UDP with valid IPv4 header checksums and zero payloads."""
+    ep = np.asarray(b.endpoints, np.int64)[flow[sel]]
+    cip, cport, sip, sport, proto = ep.T
+    fw = fwd[sel]
+    src, dst = np.where(fw, cip, sip), np.where(fw, sip, cip)
+    sp, dp = np.where(fw, cport, sport), np.where(fw, sport, cport)
+    sz = size[sel]
+    tcp = proto == TCP
+    opt = np.where(sz == -1, 20, np.where(sz == -2, 0, 12))
+    payload = np.maximum(sz, 0)
+    l4 = np.where(tcp, 20 + opt, 8)
+    hlen = 14 + 20 + l4
+    flen = hlen + payload
+    n = sel.size
+    hdr = np.zeros((n, MAX_HEADER), np.uint8)
+    hdr[:, 0:6] = np.where(fw[:, None], MAC_S, MAC_C)
+    hdr[:, 6:12] = np.where(fw[:, None], MAC_C, MAC_S)
+    hdr[:, 12], hdr[:, 13] = 0x08, 0x00
+    ident = pos & 0xFFFF
+    ttl = np.where(fw, ttls[flow[sel]], 64)
+    total = 20 + l4 + payload
+    csum = 0x4500 + total + ident + 0x4000 + ((ttl << 8) | proto) + (src >> 16) + (src & 0xFFFF) + (dst >> 16) \
+        + (dst & 0xFFFF)
+    csum = (csum & 0xFFFF) + (csum >> 16)
+    csum = (csum & 0xFFFF) + (csum >> 16)
+    hdr[:, 14], hdr[:, 15] = 0x45, 0
+    _be(16, total, 2, hdr)
+    _be(18, ident, 2, hdr)
+    hdr[:, 20], hdr[:, 21] = 0x40, 0
+    hdr[:, 22], hdr[:, 23] = ttl, proto
+    _be(24, ~csum & 0xFFFF, 2, hdr)
+    _be(26, src, 4, hdr)
+    _be(30, dst, 4, hdr)
+    _be(34, sp, 2, hdr)
+    _be(36, dp, 2, hdr)
+    _be(38, np.where(tcp, 1000 + pos, 8 + payload) & np.where(tcp, 0xFFFFFFFF, 0xFFFF), 4, hdr)  # seq / (len, csum)
+    udp = ~tcp  # UDP: length then a zero checksum in bytes 38-41
+    hdr[udp, 38], hdr[udp, 39] = ((8 + payload[udp]) >> 8) & 0xFF, (8 + payload[udp]) & 0xFF
+    hdr[udp, 40], hdr[udp, 41] = 0, 0
+    hdr[tcp, 46] = (((20 + opt[tcp]) // 4) << 4).astype(np.uint8)
+    hdr[tcp, 47] = flags[sel][tcp]
+    hdr[tcp, 48], hdr[tcp, 49] = 0xFF, 0xFF
+    caplen = np.minimum(flen, snaplen) if snaplen else flen
+    rec = 16 + caplen
+    off = np.r_[0, np.cumsum(rec)[:-1]]
+    buf = np.zeros(int(rec.sum()), np.uint8)
+    rh = np.zeros((n, 4), "<u4")
+    rh[:, 0], rh[:, 1], rh[:, 2], rh[:, 3] = ts_ns // 1_000_000_000, ts_ns % 1_000_000_000, caplen, flen
+    buf[(off[:, None] + np.arange(16)).ravel()] = rh.view(np.uint8).ravel()
+    cols = np.arange(MAX_HEADER)
+    keep = cols[None, :] < np.minimum(hlen, caplen)[:, None]
+    buf[(off[:, None] + 16 + cols[None, :])[keep]] = hdr[keep]
+    return buf.tobytes()
+
+
+def _write_packets(path: Path, b: _Builder, order: np.ndarray, flow: np.ndarray, fwd: np.ndarray, size: np.ndarray,
+                   flags: np.ndarray, ts_ns: np.ndarray, chunk: int = 50_000) -> int:
+    """Stream the frames, in send order, into a nanosecond Ethernet pcap: one chunk in memory at a time."""
     rng = np.random.default_rng(b.spec.seed + 1)
     ttls = rng.choice((64, 128, 255), size=len(b.endpoints))
-    out = []
-    ident = 0
-    for i in order:
-        f = int(flow[i])
-        cip, cport, sip, sport_srv, proto = b.endpoints[f]
-        if fwd[i]:
-            src, sp, dst, dp = cip, cport, sip, sport_srv
-        else:
-            src, sp, dst, dp = sip, sport_srv, cip, cport
-        sz = int(size[i])
-        if proto == TCP:
-            opt = {-1: 20, -2: 0}.get(sz, 12)   # SYN: MSS/SACK/TS/WS; flood SYN: none; else timestamps
-            payload = max(sz, 0)
-            l4 = struct.pack("!HHIIBBHHH", sp, dp, 1000 + ident, 0, ((20 + opt) // 4) << 4, int(flags[i]),
-                             65535, 0, 0) + bytes(opt) + bytes(payload)
-        else:
-            payload = max(sz, 0)
-            l4 = struct.pack("!HHHH", sp, dp, 8 + payload, 0) + bytes(payload)
-        total = 20 + len(l4)
-        hdr = bytearray(struct.pack("!BBHHHBBHII", 0x45, 0, total, ident & 0xFFFF, 0x4000,
-                                    int(ttls[f]) if fwd[i] else 64, proto, 0, src, dst))
-        csum = sum(struct.unpack("!10H", hdr))
-        csum = (csum & 0xFFFF) + (csum >> 16)
-        csum = (csum & 0xFFFF) + (csum >> 16)
-        hdr[10:12] = struct.pack("!H", ~csum & 0xFFFF)
-        mac_c, mac_s = bytes.fromhex("02000a000001"), bytes.fromhex("02000a000002")
-        eth = (mac_s + mac_c if fwd[i] else mac_c + mac_s) + b"\x08\x00"
-        out.append(eth + bytes(hdr) + l4)
-        ident += 1
-    return out
+    with open(path, "wb") as fh:
+        fh.write(PCAP_HEADER)
+        for start in range(0, order.size, chunk):
+            sel = order[start:start + chunk]
+            pos = np.arange(start, start + sel.size, dtype=np.int64)
+            fh.write(_chunk_records(b, ttls, pos, sel, flow, fwd, size, flags, ts_ns[start:start + chunk],
+                                    b.spec.snaplen))
+    return int(order.size)
 
 
 def generate(spec: SyntheticSpec, out_dir: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-    """Generate a labelled synthetic dataset (normalized format) into ``out_dir``."""
+    """Generate a labelled synthetic dataset (normalized format) into ``out_dir``.
+
+    The frames are written once, streamed in send order, straight into the dataset's packets.pcap (they are
+    already untagged Ethernet in time order: nothing to normalize, no second copy).
+    """
     if spec.flows < 10:
         raise ConfigError(f"flows={spec.flows} is too few", "ask for at least 10 flows")
+    if spec.drift < 0:
+        raise ConfigError(f"drift={spec.drift} is negative", "give drift >= 0 (the growth of sizes and timings)")
+    out = Path(out_dir)
+    if out.exists() and not overwrite:
+        raise DatasetError(f"{out}: already exists; refusing to overwrite it",
+                           "pick another --out, or pass --overwrite to replace it")
     classes = profile_classes(spec.profile, tuple(spec.attacks))
     shapes = PROFILES[spec.profile]
     b = _Builder(spec)
@@ -305,18 +363,18 @@ def generate(spec: SyntheticSpec, out_dir: str | os.PathLike[str], *, overwrite:
     ts = np.concatenate(b.p.ts)
     flow = np.concatenate(b.p.flow)
     order = np.argsort(ts, kind="stable")
-    ts_ns = np.rint(ts[order] * 1e9).astype(np.int64) + 1_700_000_000 * 10**9
-    frames = _frames(b, order, flow, np.concatenate(b.p.fwd), np.concatenate(b.p.size), np.concatenate(b.p.flags))
+    ts_ns = np.rint(ts[order] * 1e9).astype(np.int64) + TIME_BASE_NS
+    fwd, size, flags = np.concatenate(b.p.fwd), np.concatenate(b.p.size), np.concatenate(b.p.flags)
     labels = np.asarray(b.labels, np.int16)[flow[order]]
-    with tempfile.TemporaryDirectory() as tmp:
-        raw = Path(tmp) / "synthetic.pcap"
-        write_pcap(raw, frames, ts_ns)
-        meta = {"generator": {"profile": spec.profile, "flows": len(b.endpoints), "seed": spec.seed,
+    b.p = _Pkts()  # the per-flow lists are no longer needed
+    manifest = {"format": DATASET_FORMAT, "name": f"synthetic-{spec.profile}", "source": "synthetic",
+                "seed": spec.seed, "classes": classes, "captures": [], "packets": int(order.size),
+                "unlabelled_packets": 0, "truncated_records": 0, "unreadable_captures": [],
+                "generator": {"profile": spec.profile, "flows": len(b.endpoints), "seed": spec.seed,
                               "duration_s": spec.duration_s, "attacks": list(spec.attacks),
-                              "attack_share": spec.attack_share, "drift": spec.drift, "diurnal": spec.diurnal}}
-        return write_dataset(out_dir, [CaptureSpec(raw, packet_labels=labels)], classes,
-                             name=f"synthetic-{spec.profile}", source="synthetic", seed=spec.seed, extra=meta,
-                             overwrite=overwrite)
+                              "attack_share": spec.attack_share, "drift": spec.drift, "diurnal": spec.diurnal,
+                              "snaplen": spec.snaplen}}
+    return finish_dataset(out, manifest, lambda p: _write_packets(p, b, order, flow, fwd, size, flags, ts_ns), labels)
 
 
 def write_class_folders(spec: SyntheticSpec, out_dir: str | os.PathLike[str], files_per_class: int = 2) -> Path:

@@ -12,10 +12,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from chimera.compile.config import CompileConfig
-from chimera.errors import ConfigError
+from chimera.data.adapters import ADAPTERS
+from chimera.data.synthetic import ATTACKS
+from chimera.errors import ConfigError, ResultsError
+from chimera.formats.rundir import check_name
 from chimera.model.config import FusionConfig, ModelConfig
 from chimera.testbed.replay import ReplayConfig
 
@@ -31,9 +34,17 @@ class SyntheticDataset(BaseModel):
     duration_s: float = Field(120.0, gt=0)
     attacks: tuple[str, ...] = ()
     attack_share: float = Field(0.05, ge=0, le=0.9)
-    drift: float = 0.0
+    drift: float = Field(0.0, ge=0, le=10, description="sizes and timings grow to (1 + drift) x by the end")
     diurnal: float = Field(0.0, ge=0, le=1)
     max_packets_per_flow: int = Field(400, ge=2)
+
+    @field_validator("attacks")
+    @classmethod
+    def _known_attacks(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [a for a in v if a not in ATTACKS]
+        if bad:
+            raise ValueError(f"unknown attack(s) {bad}; choose from {list(ATTACKS)}")
+        return v
 
 
 class NormalizeSpec(BaseModel):
@@ -53,6 +64,13 @@ class DatasetSpec(BaseModel):
     path: str | None = None
     adapter: str = "ciciot2022"
     normalize: NormalizeSpec = NormalizeSpec()
+
+    @field_validator("adapter")
+    @classmethod
+    def _known_adapter(cls, v: str) -> str:
+        if v not in ADAPTERS:
+            raise ValueError(f"unknown adapter {v!r}; choose one of {sorted(ADAPTERS)}")
+        return v
 
     @model_validator(mode="after")
     def _one(self) -> "DatasetSpec":
@@ -84,7 +102,15 @@ class ExperimentConfig(BaseModel):
     compile: CompileConfig = CompileConfig()
     fusion: FusionConfig = FusionConfig()
     replay: ReplayConfig = ReplayConfig()
-    variants: list[Variant] = [Variant(name="Chimera")]
+    variants: list[Variant] = Field([Variant(name="Chimera")], min_length=1)
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, v: str) -> str:
+        try:
+            return check_name(v)
+        except ResultsError as e:
+            raise ValueError(e.problem) from None
 
 
 class ResolvedVariant(BaseModel):
@@ -149,6 +175,9 @@ def load_experiment(name_or_path: str, overrides: dict[str, Any] | None = None) 
         mark = getattr(e, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark else ""
         raise ConfigError(f"{p}: YAML syntax error{at}: {getattr(e, 'problem', e)}", "fix the YAML") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{p}: the top level is a {type(raw).__name__}, not a mapping of keys (name:, dataset:, ...)",
+                          "see experiments/quickstart.yaml for the layout")
     raw = _merge(raw, overrides or {})
     try:
         cfg = ExperimentConfig.model_validate(raw)

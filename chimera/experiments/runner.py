@@ -34,20 +34,25 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_experiment(cfg: ExperimentConfig, *, target: str | None = None, results_root: str | Path = "results",
-                   data_root: str | Path = "data", experiment_file: str = "") -> Path:
-    """Run every variant of ``cfg`` on ``target``; returns the finished run directory."""
+                   data_root: str | Path = "data", experiment_file: str = "", dataset_override: str = "") -> Path:
+    """Run every variant of ``cfg`` on ``target``; returns the finished run directory.
+
+    ``dataset_override``: the --dataset the user gave in place of the experiment's own data (the report says so).
+    """
     variants = resolve_variants(cfg, experiment_file or cfg.name)
     rule_file = load_rules(rules_path(cfg.rules))  # a bad rule file fails here, before any run directory exists
     tgt = select_target(target or cfg.target, cfg.replay)
     with RunDir(results_root, cfg.name, tgt.name) as run:
         ctx = RunContext(cfg, variants, tgt, run, Path(data_root), rule_file)
         run.manifest.update({"config": json.loads(cfg.model_dump_json()), "seed": cfg.seed, "git": git_state(ROOT),
-                             "environment": environment(), "target_detail": tgt.describe()})
+                             "environment": environment(), "target_detail": tgt.describe(),
+                             "dataset_override": dataset_override or None})
         (run.path / "config.yaml").write_text(yaml.safe_dump(json.loads(cfg.model_dump_json()), sort_keys=False))
         try:
             results = _run(ctx)
         finally:
             tgt.close()
+        _record_fallbacks(ctx, results)
         write_outputs(ctx, results)
     return run.final
 
@@ -62,7 +67,10 @@ def _run(ctx: RunContext) -> list[VariantResult]:
                                                                    "status", "packets_sha256", "generator",
                                                                    "skipped_files")}
     ctx.run.manifest["dataset"].update({"path": str(ds.root), "flows": ds.flows.n_flows,
-                                        "split_packets": data.split_sizes()})
+                                        "split_packets": data.split_sizes(), "accounting": data.accounting(),
+                                        "normalization": ds.manifest.get("normalization"),
+                                        "unreadable_captures": ds.manifest.get("unreadable_captures"),
+                                        "cross_capture_flows": ds.manifest.get("cross_capture_flows")})
     log.info("[1/7 dataset] %s: %d packets, %d flows, %d classes; test split %d packets (%d replayed)",
              ds.manifest["name"], len(ds.table), ds.flows.n_flows, len(ds.classes), data.test_rows.size,
              data.replay_rows.size)
@@ -91,3 +99,13 @@ def _run(ctx: RunContext) -> list[VariantResult]:
         results.append(r)
     log.info("[7/7 outputs] %s", ctx.run.path)
     return results
+
+
+def _record_fallbacks(ctx: RunContext, results: list[VariantResult]) -> None:
+    """Variants that ran elsewhere than the chosen target are named in the manifest; when every variant did,
+    the run itself is marked (run id, manifest target) with the reason."""
+    where = {r.row["variant"]: r.row["executed_on"] for r in results}
+    fallbacks = {r.row["variant"]: r.row["target_fallback"] for r in results if r.row.get("target_fallback")}
+    ctx.run.manifest.update({"variant_targets": where, "variant_fallbacks": fallbacks})
+    if fallbacks and len(fallbacks) == len(results) and ctx.target.name != "reference":
+        ctx.run.set_target("reference", "every variant fell back: " + "; ".join(sorted(set(fallbacks.values()))))

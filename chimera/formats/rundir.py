@@ -143,8 +143,17 @@ class RunDir:
         return p
 
     def set_target(self, target: str, why: str) -> None:
-        """Record that the run executes on another target than the one asked for (and why): run id, manifest."""
-        self.manifest.update({"target": target, "target_requested": self.manifest["target"], "target_fallback": why})
+        """The run executed on another target than the one asked for: the run id and the manifest say so."""
+        check_name(target, "target name")
+        requested = self.manifest["target"]
+        base = self.run_id.rsplit(f"-{requested}", 1)[0] + f"-{target}"
+        rid, i = base, 1
+        while (self.exp_dir / rid).exists() or (self.exp_dir / ".failed" / rid).exists():
+            i += 1
+            rid = f"{base}-{i}"
+        self.run_id, self.final = rid, self.exp_dir / rid
+        self.manifest.update({"run_id": rid, "target": target, "target_requested": requested,
+                              "target_fallback": why})
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         self.manifest["finished"] = dt.datetime.now().isoformat(timespec="seconds")

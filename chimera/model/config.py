@@ -41,6 +41,8 @@ class ModelConfig(BaseModel):
     batch_size: int = Field(2048, ge=16)
     lr: float = Field(0.02, gt=0)
     class_weight_power: float = Field(1.0, ge=0, le=1, description="0 = none, 1 = inverse frequency (balanced)")
+    max_train_packets: int = Field(0, ge=0, description="0 = every training packet; else a seeded sample of "
+                                   "whole training flows up to this many packets (large datasets)")
 
     @field_validator("window")
     @classmethod

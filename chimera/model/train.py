@@ -195,7 +195,14 @@ class TrainedModel:
         p = tv.pclass[ctx.rows]
         a, z = G[q, p], Gz[q, p]
         if self.config.uses_window:
-            u_all = sum(self.values[j][tv.sub[:, j]] for j in range(len(SUB_TOKENS))) @ self.w_out  # per packet
+            # token values only for the packets some window touches (not the whole table)
+            touched = np.unique(ctx.rows if self.config.keys == "dense" else ctx.window[ctx.window >= 0])
+            u_t = sum(self.values[j][tv.sub[touched, j]] for j in range(len(SUB_TOKENS))) @ self.w_out
+            u_all = np.zeros((tv.centroid.shape[0], u_t.shape[1])) if touched.size * 4 > tv.centroid.shape[0] else None
+            if u_all is not None:
+                u_all[touched] = u_t
+            else:  # few rows of a large table: index through a compact map
+                u_all = _Compact(touched, u_t)
             if self.config.keys == "dense":  # causal attention over each flow's whole prefix
                 a, z = a.copy(), z.copy()
                 starts = np.flatnonzero(np.r_[True, ctx.flow_start[1:] != ctx.flow_start[:-1]])
@@ -211,6 +218,16 @@ class TrainedModel:
                 a = a + np.einsum("nl,nly->ny", w, u_all[np.maximum(ctx.window, 0)])
                 z = z + w.sum(1)
         return a / np.maximum(z, KERNEL_FLOOR)[:, None]
+
+
+class _Compact:
+    """Rows of a large per-packet array held only for ``rows`` (indexing with other rows is a bug)."""
+
+    def __init__(self, rows: np.ndarray, values: np.ndarray) -> None:
+        self.rows, self.values = rows, values
+
+    def __getitem__(self, idx: np.ndarray) -> np.ndarray:
+        return self.values[np.searchsorted(self.rows, idx)]
 
 
 def _batches(ctx: Contexts, batch_size: int, gen: torch.Generator) -> list[np.ndarray]:

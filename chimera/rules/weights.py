@@ -9,7 +9,9 @@ minimizing the structured hinge loss
     mean_i  w_i * max_y ( [y != y_i] + s_sym,y(x_i) - s_sym,y_i(x_i) )  + lam * |W|^2
 
 with projected (W >= 0) Adam. For this rule structure MAP inference is an
-argmax, so this is the max-margin HL-MRF weight learning objective.
+argmax, so this is the max-margin HL-MRF weight learning objective. It is
+evaluated over the distinct (fired rules, label) pairs weighted by their counts:
+the same mean, in time independent of the number of packets.
 """
 
 from __future__ import annotations
@@ -25,11 +27,21 @@ def learn_soft_weights(fires: np.ndarray, y: np.ndarray, n_classes: int, *, seed
     if n_rules == 0 or fires.shape[0] == 0:
         return np.zeros((n_rules, n_classes))
     torch.manual_seed(seed)
-    f = torch.from_numpy(fires.astype(np.float32))
-    yt = torch.from_numpy(y.astype(np.int64))
+    # The objective depends on a packet only through (which rules fire, its label): the mean over packets is
+    # the count-weighted mean over the distinct pairs, a few hundred rows however many packets there are.
     freq = np.bincount(y, minlength=n_classes).astype(np.float64)
     cw = np.where(freq > 0, (freq.sum() / np.maximum(freq, 1) / n_classes) ** class_weight_power, 0.0)
-    sw = torch.tensor(cw, dtype=torch.float32)[yt]
+    if n_rules < 56:  # one integer per (pattern, label): a 1-D unique
+        bits = fires.astype(np.int64) @ (np.int64(1) << np.arange(n_rules, dtype=np.int64))
+        keys, counts = np.unique(bits * n_classes + y, return_counts=True)
+        pat, lab = keys // n_classes, keys % n_classes
+        patterns = ((pat[:, None] >> np.arange(n_rules)) & 1).astype(np.float32)
+    else:
+        rows, counts = np.unique(np.column_stack([fires.astype(np.int64), y]), axis=0, return_counts=True)
+        patterns, lab = rows[:, :n_rules].astype(np.float32), rows[:, n_rules]
+    f = torch.from_numpy(patterns)
+    yt = torch.from_numpy(lab.astype(np.int64))
+    sw = torch.tensor(cw[lab] * counts / counts.sum() * len(counts), dtype=torch.float32)
     w = torch.zeros(n_rules, n_classes, requires_grad=True)
     opt = torch.optim.Adam([w], lr=0.05)
     delta = 1.0 - torch.nn.functional.one_hot(yt, n_classes).float()

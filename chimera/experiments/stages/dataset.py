@@ -18,7 +18,7 @@ import numpy as np
 from chimera.data.adapters import normalize
 from chimera.data.dataset import FORMAT as DATASET_FORMAT
 from chimera.data.dataset import MANIFEST, Dataset, NormalizeOptions, load_dataset
-from chimera.data.pcap import PacketTable
+from chimera.data.pcap import PacketTable, ParseStatus
 from chimera.data.synthetic import SyntheticSpec, generate
 from chimera.data.tokens import Tokens, dataplane_eligible, tokenize
 from chimera.errors import DatasetError
@@ -84,7 +84,6 @@ class PreparedData:
     val_rows: np.ndarray
     test_rows: np.ndarray      # eligible, labelled test packets (rows of ds.table)
     replay_rows: np.ndarray    # everything the switch sees: test-split packets and packets of no flow
-    rule_keys: np.ndarray      # [N, 7] offline rule keys for every packet
     _replay_table: PacketTable | None = field(default=None, repr=False)
 
     @property
@@ -93,6 +92,12 @@ class PreparedData:
 
     def y(self, rows: np.ndarray) -> np.ndarray:
         return self.ds.labels[rows].astype(np.int64)
+
+    def rule_keys(self, rows: np.ndarray) -> np.ndarray:
+        """[len(rows), 7] offline rule keys of packets ``rows`` (docs/pipeline.md step 6)."""
+        t, f = self.ds.table, self.ds.flows
+        return rule_keys(t.proto[rows], t.tcp_flags[rows], f.direction[rows], f.pkt_index[rows] + 1, t.sport[rows],
+                         t.dport[rows], t.ip_len[rows])
 
     @property
     def replay_table(self) -> PacketTable:
@@ -105,6 +110,34 @@ class PreparedData:
     def test_in_replay(self) -> np.ndarray:
         """Position of each test packet in the replay."""
         return np.searchsorted(self.replay_rows, self.test_rows)
+
+    def accounting(self) -> dict[str, int]:
+        """Every packet of the dataset in exactly one category: classified (by split) or why not."""
+        t = self.ds.table
+        n = len(t)
+        cat = np.full(n, "", object)
+        names = {ParseStatus.NON_IP: "not classified: non-IP frame", ParseStatus.TRUNCATED: "not classified: truncated",
+                 ParseStatus.FRAGMENT: "not classified: IP fragment", ParseStatus.BAD_IP: "not classified: bad IP header",
+                 ParseStatus.EMPTY: "not classified: empty frame"}
+        for st, name in names.items():
+            cat[t.status == st] = name
+        cat[(t.status == ParseStatus.OK) & (t.ip_version == 6)] = "not classified: IPv6 (the dataplanes parse IPv4)"
+        eligible = dataplane_eligible(t)
+        cat[eligible & (self.ds.labels < 0)] = "not classified: no label"
+        for rows, name in ((self.train_rows, "classified: train"), (self.val_rows, "classified: validation"),
+                           (self.test_rows, "classified: test")):
+            cat[rows] = name
+        if (cat == "").any():  # a case the categories above miss would be a bug here, not a packet to drop
+            raise DatasetError(f"{int((cat == '').sum())} packets fall in no accounting category",
+                               "report this: chimera/experiments/stages/dataset.py accounting")
+        keys, counts = np.unique(cat.astype(str), return_counts=True)
+        return {str(k): int(c) for k, c in zip(keys, counts)}
+
+    def test_flows_per_class(self) -> dict[str, int]:
+        """Test flows per class (how much a class's F1 rests on)."""
+        fid = self.ds.flows.flow_id[self.test_rows]
+        lab = self.ds.labels[self.test_rows]
+        return {c: int(np.unique(fid[lab == y]).size) for y, c in enumerate(self.classes)}
 
     def split_sizes(self) -> dict[str, int]:
         return {"train": int(self.train_rows.size), "val": int(self.val_rows.size), "test": int(self.test_rows.size),
@@ -128,8 +161,5 @@ def prepare(ds: Dataset, seed: int) -> PreparedData:
     if present.size < 2:
         raise DatasetError(f"dataset {ds.root}: the training split has only class {classes[present[0]]}",
                            "use more flows per class")
-    f = ds.flows
-    keys = rule_keys(ds.table.proto, ds.table.tcp_flags, f.direction, f.pkt_index + 1, ds.table.sport,
-                     ds.table.dport, ds.table.ip_len)
-    replay = np.flatnonzero((split == 2) | (f.flow_id < 0))
-    return PreparedData(ds, tokenize(ds.table, ds.flows), rows[0], rows[1], rows[2], replay, keys)
+    replay = np.flatnonzero((split == 2) | (ds.flows.flow_id < 0))
+    return PreparedData(ds, tokenize(ds.table, ds.flows), rows[0], rows[1], rows[2], replay)

@@ -33,7 +33,7 @@ def score_variant(data: PreparedData, v: ResolvedVariant, trained: TrainedVarian
                            "attention": v.model.attention, "keys": v.model.keys, "aggregation": v.model.aggregation,
                            "fusion": trained.fusion.mode, "fusion_fallback": trained.fallback or "",
                            "beta": trained.beta, "val_f1_nn": trained.model.val_f1,
-                           "executed_on": ex.executed_on}
+                           "executed_on": ex.executed_on, "target_fallback": ex.fell_back or ""}
     packets = None
     if art is None:
         row.update({"bits_per_flow": np.nan, "table_entries": np.nan, "table_kbits": np.nan,

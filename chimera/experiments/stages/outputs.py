@@ -36,4 +36,5 @@ def write_outputs(ctx: RunContext, results: list[VariantResult]) -> None:
     ctx.run.manifest.update({"timings_s": ctx.timings, "variants": [v.model_dump(mode="json") for v in ctx.variants],
                              "figures": [str(p.relative_to(run)) for p in figs]})
     assert ctx.data is not None
-    write_report(run / "report.md", ctx.cfg, ctx.data.ds, ablation, pcs, ctx.target, ctx.run.manifest)
+    write_report(run / "report.md", ctx.cfg, ctx.data.ds, ablation, pcs, ctx.target, ctx.run.manifest,
+                 ctx.data.test_flows_per_class())

@@ -42,17 +42,17 @@ def rules_path(path: str) -> Path:
 
 def learn_rules(rules: Rules, data: PreparedData, seed: int, precision_floor: float = 0.9) -> LearnedRules:
     seen = np.concatenate([data.train_rows, data.val_rows])
-    prec = rules.hard_precision(data.classes, data.rule_keys[seen], data.y(seen))
+    prec = rules.hard_precision(data.classes, data.rule_keys(seen), data.y(seen))
     dropped = [n for n, (k, p) in prec.items() if k and p < precision_floor]
     for n in dropped:
         log.warning("hard rule '%s' (%s): precision %.3f on the %d training/validation packets it decides is below "
                     "the floor %.2f; not installed", n, rules.path, prec[n][1], prec[n][0], precision_floor)
     rules = rules.without_hard(dropped)
-    W = learn_soft_weights(rules.soft_fires(data.rule_keys[data.train_rows]), data.y(data.train_rows),
+    W = learn_soft_weights(rules.soft_fires(data.rule_keys(data.train_rows)), data.y(data.train_rows),
                            len(data.classes), seed=seed)
     splits = {"val": data.val_rows, "test": data.test_rows}
-    return LearnedRules(rules, W, {k: rules.soft_fires(data.rule_keys[r]) for k, r in splits.items()},
-                        {k: rules.hard_labels(data.classes, data.rule_keys[r]) for k, r in splits.items()}, prec,
+    return LearnedRules(rules, W, {k: rules.soft_fires(data.rule_keys(r)) for k, r in splits.items()},
+                        {k: rules.hard_labels(data.classes, data.rule_keys(r)) for k, r in splits.items()}, prec,
                         dropped)
 
 

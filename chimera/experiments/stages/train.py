@@ -68,6 +68,20 @@ def _sub(tok: Tokens, rows: np.ndarray) -> Tokens:
     return Tokens(*(getattr(tok, f)[rows] for f in TOKEN_FIELDS))
 
 
+def train_sample(data: PreparedData, max_packets: int, seed: int) -> np.ndarray:
+    """The training rows: all, or whole training flows drawn with ``seed`` until ``max_packets`` are reached."""
+    rows = data.train_rows
+    if not max_packets or rows.size <= max_packets:
+        return rows
+    fid = data.ds.flows.flow_id[rows]
+    flows = np.unique(fid)
+    order = np.random.default_rng(seed).permutation(flows)
+    sizes = np.bincount(fid, minlength=int(flows.max()) + 1)[order]
+    chosen = order[: max(1, int(np.searchsorted(np.cumsum(sizes), max_packets, side="right")))]
+    log.info("training on %d of %d training flows (max_train_packets=%d)", chosen.size, flows.size, max_packets)
+    return rows[np.isin(fid, chosen)]
+
+
 def _contexts(data: PreparedData, cache: ModelCache, window: int, which: str, rows: np.ndarray) -> Contexts:
     key = (window, which)
     if key not in cache.contexts:
@@ -78,15 +92,15 @@ def _contexts(data: PreparedData, cache: ModelCache, window: int, which: str, ro
 def train_model(data: PreparedData, cfg: ModelConfig, seed: int, cache: ModelCache | None = None) -> FittedModel:
     """The float model for ``cfg`` with its contexts; cached by what it depends on."""
     cache = cache if cache is not None else ModelCache()
-    mk = (cfg.centroids, cfg.len_fine, seed)
+    tr = train_sample(data, cfg.max_train_packets, seed)
+    mk = (cfg.centroids, cfg.len_fine, seed, cfg.max_train_packets)
     if mk not in cache.maps:
         t = data.ds.table
-        tr = data.train_rows
         mp = fit_map(_sub(data.tokens, tr), cfg.centroids, seed, len_fine=cfg.len_fine, sport=t.sport[tr],
                      dport=t.dport[tr])
         cache.maps[mk] = (mp, token_view(t, data.tokens, data.ds.flows, mp))
     mp, tv = cache.maps[mk]
-    ctr = _contexts(data, cache, cfg.window, "train", data.train_rows)
+    ctr = _contexts(data, cache, cfg.window, f"train:{cfg.max_train_packets}", tr)
     cva = _contexts(data, cache, cfg.window, "val", data.val_rows)
     cte = _contexts(data, cache, cfg.window, "test", data.test_rows)
     k = cfg.model_dump_json(exclude={"aggregation"})  # batch and incremental share the float model

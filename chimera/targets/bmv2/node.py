@@ -19,7 +19,7 @@ from typing import Any
 from chimera.errors import TargetError
 from chimera.formats.artifact import Artifact
 from chimera.targets.bmv2.compiler import compile_p4
-from chimera.targets.bmv2.p4rt import install, port_entries
+from chimera.targets.bmv2.p4rt import install, port_entries, translated
 from chimera.targets.bmv2.schema import COUNTER_SLOTS, P4INFO, qualified
 from chimera.targets.bmv2.thrift import THRIFT_PORT, parse_register, run_cli
 from chimera.testbed.nodes import TargetSwitch
@@ -83,7 +83,12 @@ class Bmv2Switch(TargetSwitch):
         # Versioned installs with one flip (p4rt.install) are for swapping tables under live traffic.
         self._installed, self._ports_done, self.version = {}, False, 1
         self.version = 1 - self.version
-        dt = asyncio.run(self._program(js, art, self.version, force=True))
+        try:
+            dt = asyncio.run(self._program(js, art, self.version, force=True))
+        except (TargetError, KeyboardInterrupt):
+            raise
+        except Exception as e:  # noqa: BLE001 - finsy's P4ClientError and gRPC errors, translated once
+            raise translated(f"pipeline push and install on {self.name}", e) from None
         self.artifact = art
         return dt
 

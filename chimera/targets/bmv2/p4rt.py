@@ -24,6 +24,27 @@ from chimera.targets.bmv2.schema import (MAX_CENTROIDS, MAX_CLASSES, MAX_DV, MAX
 TOP_PRIORITY = 1 << 20
 
 
+class P4RuntimeError(TargetError):
+    """A P4Runtime call failed: finsy's P4ClientError translated once, here, with the code and what to do."""
+
+    def __init__(self, operation: str, code: str, details: str) -> None:
+        self.operation, self.code = operation, code
+        super().__init__(f"P4Runtime {operation} failed: {code}: {details[:1500]}",
+                         "the switch rejected the request: check that p4/chimera.p4 and its committed P4Info match "
+                         "(invoke p4info --check) and that simple_switch_grpc is up (see its log in the run "
+                         "directory)")
+
+    @property
+    def is_not_found(self) -> bool:
+        return self.code == "NOT_FOUND"
+
+
+def translated(operation: str, e: BaseException) -> P4RuntimeError:
+    """P4RuntimeError for any exception out of finsy (its P4ClientError carries a gRPC code)."""
+    code = getattr(getattr(e, "code", None), "name", None) or type(e).__name__
+    return P4RuntimeError(operation, str(code), str(e))
+
+
 def pack(values: np.ndarray, width: int = 32) -> int:
     """Signed values packed little-end first into one bit string (element i at bits width*i .. width*(i+1)-1)."""
     out = 0
