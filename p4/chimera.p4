@@ -340,7 +340,7 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
         meta.hard_rule = rule;
         meta.hard_label = label;
     }
-#define ADD_SOFT(i) meta.s##i = meta.s##i + EL32(w, i);
+#define ADD_SOFT(i) meta.s##i = meta.s##i + (int<64>)EL32(w, i);
     /* a soft rule fired: S_y += W[r, y] (each soft table holds one rule's entries) */
     @id(0x0100000A) action soft_add(bit<512> w) { FOR16(ADD_SOFT) }
 

@@ -54,7 +54,7 @@ def compile_p4(art: Artifact, build_dir: Path) -> Path:
     src = out / P4_SOURCE.name
     shutil.copyfile(P4_SOURCE, src)
     r = subprocess.run([p4c, "--arch", "v1model", "--std", "p4-16", "-o", str(js) + ".tmp",
-                        "--p4runtime-files", str(out / "p4c.p4info.txt"), str(src)], capture_output=True, text=True)
+                        "--p4runtime-files", str(out / "p4c.p4info.txtpb"), str(src)], capture_output=True, text=True)
     if r.returncode != 0:
         raise CompilationError(f"p4c-bm2-ss failed on {P4_SOURCE}:\n{r.stderr[-4000:]}",
                                "this is a bug in chimera.p4 for this configuration: report it with the header")

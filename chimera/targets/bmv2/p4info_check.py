@@ -30,7 +30,7 @@ def check_against_p4c(art: Artifact, build_dir: Path) -> list[str]:
 
     js = compile_p4(art, build_dir)
     theirs, ours = p4i.P4Info(), p4i.P4Info()
-    text_format.Parse((js.parent / "p4c.p4info.txt").read_text(), theirs)
+    text_format.Parse((js.parent / "p4c.p4info.txtpb").read_text(), theirs)
     text_format.Parse(P4INFO.read_text(), ours)
     a, b = _summary(theirs), _summary(ours)
     return [f"{k}: p4c {a.get(k)} != committed {b.get(k)}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
