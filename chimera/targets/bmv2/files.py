@@ -3,7 +3,8 @@
 ``simple_switch --use-files`` takes port 1's input from ``port1_in.pcap`` and writes
 port 2's output to ``port2_out.pcap``; tables are installed with simple_switch_CLI
 (Thrift) from the same entities the P4Runtime layer sends. Every verdict is then
-compared with the reference pipeline fed the frames and BMv2's own timestamps.
+compared with the reference pipeline fed the frames and BMv2's own timestamps,
+and so are the state registers (EMA, class EMA, token samples) read before the switch stops.
 This needs only p4c-bm2-ss, simple_switch and simple_switch_CLI (no PI, no gRPC,
 no root), so it runs wherever BMv2 is installed.
 """
@@ -23,11 +24,11 @@ from chimera.data.pcap import PacketTable, read_pcap
 from chimera.data.pcapwrite import normalized_frames, write_pcap
 from chimera.errors import TargetError, ToolMissingError
 from chimera.formats.artifact import Artifact
-from chimera.reference.pipeline import Verdicts, run_reference
 from chimera.targets.bmv2 import p4rt
 from chimera.targets.bmv2.compiler import INSTALL_HINT, compile_p4
 from chimera.targets.bmv2.schema import TABLE_BY_NAME, qualified
-from chimera.targets.bmv2.thrift import THRIFT_PORT, run_cli
+from chimera.targets.bmv2.thrift import THRIFT_PORT, read_state, run_cli
+from chimera.targets.testbed import conformance
 from chimera.testbed.collect import collect
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,8 @@ def cli_commands(art: Artifact, ver: int = 1) -> list[str]:
 class FileRunResult:
     sent: int
     received: int
-    mismatches: dict[str, int]
+    verdict_mismatches: int
+    register_mismatches: int | None  # None: registers could not be read
 
 
 def run_files(art: Artifact, table: PacketTable, work: Path, timeout_s: float = 300) -> FileRunResult:
@@ -108,13 +110,11 @@ def run_files(art: Artifact, table: PacketTable, work: Path, timeout_s: float = 
             if n == len(frames) or (n == last and time.monotonic() - t0 > START_WAIT_S + 10):
                 break
             last = n
+        regs = read_state(art)
     finally:
         sw.terminate()
         sw.wait(timeout=10)
     got = collect(frames, work / "port1_in.pcap", out)
-    rows = np.flatnonzero(got.received)
-    ref, _ = run_reference(art, replayed.take(rows), ts_ns=got.ts_in[rows])
-    mism = {f: int(np.sum(getattr(ref, f) != getattr(got.verdicts, f)[rows]))
-            for f in Verdicts.HEADER_FIELDS}
-    return FileRunResult(len(frames), int(rows.size), mism)
+    mism, reg_mism, checked = conformance(art, replayed, got.verdicts, got.received, got.ts_in, regs)
+    return FileRunResult(len(frames), checked, mism, reg_mism)
 

@@ -20,8 +20,8 @@ from chimera.errors import TargetError
 from chimera.formats.artifact import Artifact
 from chimera.targets.bmv2.compiler import compile_p4
 from chimera.targets.bmv2.p4rt import install, port_entries, translated
-from chimera.targets.bmv2.schema import COUNTER_SLOTS, P4INFO, qualified
-from chimera.targets.bmv2.thrift import THRIFT_PORT, parse_register, run_cli
+from chimera.targets.bmv2.schema import P4INFO
+from chimera.targets.bmv2.thrift import THRIFT_PORT, read_state
 from chimera.testbed.nodes import TargetSwitch
 
 log = logging.getLogger(__name__)
@@ -108,25 +108,11 @@ class Bmv2Switch(TargetSwitch):
         (BMv2's P4Runtime server answers UNIMPLEMENTED for register reads). {} when they cannot be read: the
         caller then reports evictions and register conformance as unknown, never as 0."""
         try:
-            c = self._thrift_register("reg_counters")
-            art = self.artifact
-            signed = [v - (1 << 64) if v >= 1 << 63 else v for v in self._thrift_register("reg_ema")]
-            cls = [v - (1 << 64) if v >= 1 << 63 else v for v in self._thrift_register("reg_class_ema")]
-            out: dict[str, Any] = {"counters": dict(zip(COUNTER_SLOTS, c))}
-            if art is not None:
-                out.update({"ema": signed[: art.c("NUM_CENTROIDS")], "class_ema": cls[: art.c("NUM_CLASSES")],
-                            "sample": self._thrift_register("reg_sample")[: art.c("SAMPLE_SLOTS")],
-                            "sample_count": c[COUNTER_SLOTS.index("samples")]})
-            return out
+            return read_state(self.artifact, THRIFT_PORT, runner=self.cmd)
         except TargetError as e:
             log.warning("%s: registers not readable (%s); evictions and register conformance unknown", self.name,
                         e.problem)
             return {}
-
-    def _thrift_register(self, name: str) -> list[int]:
-        """A register's values over Thrift, from inside the switch's namespace (where its port listens)."""
-        return parse_register(run_cli([f"register_read {qualified(name)}"], THRIFT_PORT, runner=self.cmd),
-                              qualified(name))
 
     def run_state_dirs(self) -> list[Path]:
         return [self.sock_dir]
