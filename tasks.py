@@ -117,18 +117,25 @@ def bench(c: Context, what: str = "ingest", pcap: str = "", verbose: bool = Fals
             "adapter": "adapter for a raw --dataset directory (ciciot2022, iscxvpn2016, peerrush, folders)",
             "layout": "raw --dataset: sequential (captures back to back) | overlay (all start together)",
             "max_packets_per_class": "raw --dataset: keep whole flows, earliest first, up to this many per class",
-            "results": "results root directory"})
+            "results": "results root directory",
+            "compression": "stability/cadence experiments: simulated seconds per replayed second (1 = the real day)"})
 @cli
 def run_experiment(c: Context, name: str = "quickstart", target: str = "", dataset: str = "",
                    adapter: str = "ciciot2022", layout: str = "sequential", max_packets_per_class: int = 0,
-                   results: str = "results", verbose: bool = False) -> None:
+                   results: str = "results", compression: float = 0.0, verbose: bool = False) -> None:
     """Run an experiment end to end; results land in results/<name>/<run-id>/."""
     from chimera.experiments.config import load_experiment
     from chimera.experiments.runner import run_experiment as run
-    overrides = {"dataset": {"path": dataset, "adapter": adapter, "synthetic": None,
-                             "normalize": {"layout": layout, "max_packets_per_class": max_packets_per_class}}} \
-        if dataset else None
-    cfg = load_experiment(name, overrides)
+    overrides: dict[str, Any] = {}
+    if dataset:
+        overrides["dataset"] = {"path": dataset, "adapter": adapter, "synthetic": None,
+                                "normalize": {"layout": layout, "max_packets_per_class": max_packets_per_class}}
+    if compression:
+        if load_experiment(name).kind not in ("stability", "cadence"):
+            raise Exit(f"run-experiment: --compression applies to stability and cadence experiments, not {name}",
+                       code=2)
+        overrides["stability"] = {"compression": compression}
+    cfg = load_experiment(name, overrides or None)
     out = run(cfg, target=target or None, results_root=results, experiment_file=name, dataset_override=dataset)
     logging.getLogger("tasks").info("report: %s", out / "report.md")
 

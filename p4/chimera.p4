@@ -28,6 +28,15 @@
 #include <v1model.p4>
 
 #include "chimera_constants.h"
+#ifndef CHIMERA_EMA_SHIFT2
+#define CHIMERA_EMA_SHIFT2 0
+#endif
+/* the EMA step for d = u - C: eta = 2^-EMA_SHIFT (+ 2^-EMA_SHIFT2 when EMA_SHIFT2 > 0), shifts and adds only */
+#if CHIMERA_EMA_SHIFT2 > 0
+#define EMA_STEP(d) (((d) >> CHIMERA_EMA_SHIFT) + ((d) >> CHIMERA_EMA_SHIFT2))
+#else
+#define EMA_STEP(d) ((d) >> CHIMERA_EMA_SHIFT)
+#endif
 
 #define MAX_CLASSES 16
 #define MAX_WINDOW 16
@@ -687,14 +696,14 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
                 meta.score = 0xFFFFFFFF;
                 meta.vflags = meta.vflags | CHIMERA_VFLAG_HARD_VETO;
             }
-            /* 8. two timescales: C_j += ((u_j << EMA_FRAC) - C_j) >> EMA_SHIFT (centroids, then classes) */
+            /* 8. two timescales: C_j += EMA_STEP((u_j << EMA_FRAC) - C_j) (centroids, then classes) */
 #define EMA(j) \
             if (j < CHIMERA_NUM_CENTROIDS) { \
                 reg_ema.read(e64, j); \
                 ee = (int<64>)e64; \
                 u = 0; \
                 if (meta.c == j) { u = (int<64>)1 << CHIMERA_EMA_FRAC; } \
-                ee = ee + ((u - ee) >> CHIMERA_EMA_SHIFT); \
+                ee = ee + EMA_STEP(u - ee); \
                 reg_ema.write(j, (bit<64>)ee); \
             }
             FOR64(EMA)
@@ -704,7 +713,7 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
                 ee = (int<64>)e64; \
                 u = 0; \
                 if (meta.label == y) { u = (int<64>)1 << CHIMERA_EMA_FRAC; } \
-                ee = ee + ((u - ee) >> CHIMERA_EMA_SHIFT); \
+                ee = ee + EMA_STEP(u - ee); \
                 reg_class_ema.write(y, (bit<64>)ee); \
             }
             FOR16(CLASS_EMA)

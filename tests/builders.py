@@ -11,9 +11,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def quickstart_artifact(data_root: Path = ROOT / "data", dataset: dict[str, Any] | None = None,
-                        flow_slots: int = 65536, fusion: dict[str, Any] | None = None, **model: Any) -> BuiltArtifact:
+                        flow_slots: int = 65536, fusion: dict[str, Any] | None = None,
+                        compile: dict[str, Any] | None = None, **model: Any) -> BuiltArtifact:
     """The quickstart variant trained for 2 epochs, optionally on another dataset or with another slot count."""
-    over: dict[str, Any] = {"model": {"epochs": 2, **model}, "compile": {"flow_slots": flow_slots},
+    over: dict[str, Any] = {"model": {"epochs": 2, **model}, "compile": {"flow_slots": flow_slots, **(compile or {})},
                             "fusion": fusion or {}}
     if dataset is not None:
         over["dataset"] = dataset

@@ -116,10 +116,13 @@ def oracle(art, pkts: list[dict]) -> tuple[list[tuple], dict]:
             rule = hard[14]
             if C["LAMBDA_H"]:
                 label, score, flags = hard[15], SCORE_MAX, flags | 0x01
+        def step(d: int) -> int:  # eta = 2^-EMA_SHIFT (+ 2^-EMA_SHIFT2 when EMA_SHIFT2 > 0)
+            s2 = C.get("EMA_SHIFT2", 0)
+            return (d >> C["EMA_SHIFT"]) + ((d >> s2) if s2 else 0)
         for j in range(NC):
-            ema[j] += (((1 << C["EMA_FRAC"]) if j == c else 0) - ema[j]) >> C["EMA_SHIFT"]
+            ema[j] += step(((1 << C["EMA_FRAC"]) if j == c else 0) - ema[j])
         for y in range(Y):
-            cema[y] += (((1 << C["EMA_FRAC"]) if y == label else 0) - cema[y]) >> C["EMA_SHIFT"]
+            cema[y] += step(((1 << C["EMA_FRAC"]) if y == label else 0) - cema[y])
         if take:
             sample[n_samples % len(sample)] = p["ip_len"] << 16 | iat << 12 | d << 11 | fc << 8 | pc << 6
             n_samples += 1

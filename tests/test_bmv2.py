@@ -77,7 +77,7 @@ def test_bmv2_conformance_stress(target: Bmv2Target, tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(FILES_WHY is not None, reason=f"BMv2 file-mode conformance needs p4c + BMv2: {FILES_WHY}")
-@pytest.mark.parametrize("which", ["quickstart", "sample", "stress"])
+@pytest.mark.parametrize("which", ["quickstart", "sample", "stress", "fast-path"])
 def test_bmv2_file_mode_conformance(which: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """chimera.p4 on simple_switch (pcap in, pcap out): every verdict equals the reference's."""
     from chimera.targets.bmv2.files import run_files
@@ -87,10 +87,42 @@ def test_bmv2_file_mode_conformance(which: str, tmp_path: Path, request: pytest.
         art, table = built.art, built.data.ds.table
     elif which == "stress":
         art, table = quickstart_artifact(flow_slots=64).art, read_pcap(STRESS_PCAP)
+    elif which == "fast-path":  # the class prior on, and the two-shift EMA step (eta = 2^-2 + 2^-4)
+        built = quickstart_artifact(fusion={"gamma": 4.0, "tune_beta": False}, compile={"ema_eta": 0.3})
+        art, table = built.art, built.data.ds.table.take(built.data.replay_rows[:3000])
+        assert art.c("GAMMA") > 0 and art.c("EMA_SHIFT2") == 4
     else:
         built = quickstart_artifact()
         art, table = built.art, built.data.ds.table.take(built.data.replay_rows[:3000])
     r = run_files(art, table, tmp_path / "bmv2")
-    assert r.received == r.sent == len(table)
+    assert r.received == r.sent == len(table), r
     assert r.verdict_mismatches == 0
     assert r.register_mismatches == 0
+
+
+@needs_bmv2
+@pytest.mark.root
+@pytest.mark.parametrize("held", ["cached", "read-back"])
+def test_bmv2_conformance_across_live_installs(held: str, target: Bmv2Target, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The slow loop installing live over P4Runtime while paced traffic flows: at least two flips, each under
+    1 s, and every verdict and register equals the reference replayed on the switch's version record.
+    ``read-back``: the node forgets what each version holds, so every install first reads the version's
+    entries back from the switch (the path taken after a failed install) and diffs against them."""
+    import numpy as np
+
+    from chimera.controlplane.config import ControlPlaneConfig
+    from chimera.controlplane.loop import SlowLoop
+    from chimera.targets.bmv2 import p4rt
+    if held == "read-back":
+        real = p4rt.sync_version
+        monkeypatch.setattr("chimera.targets.bmv2.node.sync_version",
+                            lambda sw, art, ver, _held, **kw: real(sw, art, ver, None, **kw))
+    built = quickstart_artifact()
+    table = built.data.ds.table.take(built.data.replay_rows[:1500])
+    loop = SlowLoop(built.art, ControlPlaneConfig(t_cp_s=1.0, tau_map=0.0, min_samples=16, rebin="all"))
+    res = target.run(built.art, table, tmp_path, f"live-{held}", control=loop)
+    _check(res, len(table))
+    inst = [s for s in loop.steps if s.decision == "install"]
+    assert len(inst) >= 2 and all(s.install_ms < 1000 for s in inst)
+    assert len(np.unique(res.verdicts.map_version)) >= 2

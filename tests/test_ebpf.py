@@ -180,14 +180,15 @@ def test_software_classifier_host_path(target: EbpfTarget, tmp_path: Path) -> No
 
 
 def test_fast_path_prior_changes_verdicts_identically(target: EbpfTarget, tmp_path: Path) -> None:
-    """With the fast-path class prior on (gamma > 0), the switch's verdicts move and still equal the reference's."""
+    """With the fast-path class prior on (gamma > 0), the switch's verdicts move and still equal the reference's;
+    eta = 0.3 takes the two-shift EMA step (2^-2 + 2^-4)."""
     off = quickstart_artifact()
-    on = quickstart_artifact(fusion={"gamma": 4.0, "tune_beta": False})
+    on = quickstart_artifact(fusion={"gamma": 4.0, "tune_beta": False}, compile={"ema_eta": 0.3})
     table = off.data.replay_table
     res_off = target.run(off.art, table, tmp_path, "prior-off")
     res_on = target.run(on.art, table, tmp_path, "prior-on")
     _check(res_on, len(table))
-    assert on.art.c("GAMMA") > 0 and off.art.c("GAMMA") == 0
+    assert on.art.c("GAMMA") > 0 and off.art.c("GAMMA") == 0 and on.art.c("EMA_SHIFT2") == 4
     assert int(np.sum(res_on.verdicts.label != res_off.verdicts.label)) > 10
 
 
@@ -295,3 +296,109 @@ def test_fallback_to_the_reference_is_marked_everywhere(tmp_path: Path) -> None:
     assert "batch form" in m["target_fallback"] and "Batch" in m["variant_fallbacks"]
     report = (out / "report.md").read_text()
     assert "asked for target **ebpf**; ran on **reference**" in report and "variant **Batch** ran on the reference" in report
+
+
+# --------------------------------------------------------------------------- live updates (two-timescale)
+
+def _other_version(art):  # type: ignore[no-untyped-def]
+    """A Map version that differs for almost every packet: bins shifted, centroids permuted."""
+    from chimera.controlplane.recluster import MapVersion
+    lo = art.len_lo.copy()
+    lo[1:] = np.minimum(lo[1:] + 7, 65535 - np.arange(lo.size - 1, 0, -1))
+    return MapVersion(art.c("MAP_VERSION") + 1, lo, art.len_fine_lo, (art.map + 7) % art.c("NUM_CENTROIDS"))
+
+
+def test_mid_burst_flip_at_100kpps_mixes_no_versions(target: EbpfTarget, tmp_path: Path) -> None:
+    """A Map update flips halfway through a burst sent at >= 100 kpps: the verdicts switch version exactly
+    once, and every packet equals the reference computed with its one version (a packet that mixed old and
+    new tables would get a centroid neither version gives)."""
+    from chimera.controlplane.config import ControlPlaneConfig
+    from chimera.controlplane.loop import ControlStep, SlowLoop
+    from chimera.controlplane.recluster import Proposal
+    from chimera.data.dataset import load_dataset
+    from chimera.data.synthetic import SyntheticSpec, generate
+
+    art = quickstart_artifact().art
+    table = load_dataset(generate(SyntheticSpec(profile="ciciot", flows=900, seed=9, duration_s=5,
+                                                max_packets_per_flow=60), tmp_path / "burst")).table
+    n = len(table)
+    assert n >= 15000
+
+    class FlipAtHalf(SlowLoop):
+        def propose(self, regs, t_trace_s):  # type: ignore[no-untyped-def]
+            st = ControlStep(len(self.steps), t_trace_s, t_trace_s, self.current.version)
+            self.steps.append(st)
+            if self.current.version == art.c("MAP_VERSION") and regs["counters"]["parsed"] >= n // 2:
+                mv = _other_version(art)
+                return st, Proposal(mv, 1.0, 0, {"total": 0, "map_exact": 0, "len_range": 0, "len_fine_range": 0},
+                                    self.fitter.centers, 0.0)
+            st.decision = "hold"
+            return st, None
+
+    loop = FlipAtHalf(art, ControlPlaneConfig(t_cp_s=1.0), compression=200.0)  # a tick every 5 ms
+    saved = target.replay_cfg
+    target.replay_cfg = ReplayConfig(mode="topspeed")
+    try:
+        res = target.run(art, table, tmp_path, "burst", control=loop)
+    finally:
+        target.replay_cfg = saved
+    _check(res, n)
+    assert res.extra["sent_pps"] >= 100_000, res.extra["sent_pps"]
+    ver = res.verdicts.map_version.astype(np.int64)
+    assert set(np.unique(ver)) == {art.c("MAP_VERSION"), art.c("MAP_VERSION") + 1}
+    assert np.all(np.diff(ver) >= 0)  # one switch, in arrival order
+    k = int(np.argmax(ver > art.c("MAP_VERSION")))
+    assert 0.2 * n < k < 0.9 * n, k  # mid-burst
+    from chimera.reference.pipeline import run_reference
+    old_only, _ = run_reference(art, table.take(np.arange(n)), ts_ns=None)
+    assert np.mean(res.verdicts.centroid[k:] != old_only.centroid[k:]) > 0.5  # the new version really differs
+
+
+def test_conformance_across_live_installs(target: EbpfTarget, tmp_path: Path) -> None:
+    """The real slow loop installing every 100 ms while the quickstart traffic flows: several installs, every
+    verdict and the EMA registers equal the reference replayed on the switch's version record."""
+    from chimera.controlplane.config import ControlPlaneConfig
+    from chimera.controlplane.loop import SlowLoop
+    built = quickstart_artifact()
+    table = built.data.replay_table
+    loop = SlowLoop(built.art, ControlPlaneConfig(t_cp_s=0.1, tau_map=0.0, min_samples=16, rebin="all"))
+    res = target.run(built.art, table, tmp_path, "live", control=loop)
+    _check(res, len(table))
+    inst = [s for s in loop.steps if s.decision == "install"]
+    assert len(inst) >= 2 and all(s.install_ms < 20 for s in inst)
+    assert len(np.unique(res.verdicts.map_version)) >= 2
+
+
+def test_failed_install_leaves_the_active_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write that fails midway (e.g. a map update error) is never flipped to: the active slot and its
+    map version stay; the next install succeeds and flips."""
+    import struct
+
+    from chimera.targets.ebpf.build import build_object
+    from chimera.targets.ebpf.libbpf import BpfMap
+    from chimera.targets.ebpf.loader import EbpfPipeline
+    art = quickstart_artifact().art
+    new = _other_version(art).apply(art)
+    p = EbpfPipeline(build_object(art, tmp_path))
+    try:
+        p.install(art)
+        slot = p.active_slot()
+        real = BpfMap.write_rows
+
+        def failing(self, first_key, values):  # type: ignore[no-untyped-def]
+            if self.name == "map_tbl":
+                raise OSError("injected map write failure")
+            return real(self, first_key, values)
+
+        monkeypatch.setattr(BpfMap, "write_rows", failing)
+        with pytest.raises(OSError, match="injected"):
+            p.install(new)
+        params = p.obj.map("params_tbl")
+        assert p.active_slot() == slot
+        assert struct.unpack("<5I", params.read_rows(slot, 1)[:20])[4] == art.c("MAP_VERSION")
+        monkeypatch.setattr(BpfMap, "write_rows", real)
+        p.install(new)
+        assert p.active_slot() != slot
+        assert struct.unpack("<5I", params.read_rows(p.active_slot(), 1)[:20])[4] == new.c("MAP_VERSION")
+    finally:
+        p.close()

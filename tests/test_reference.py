@@ -61,7 +61,9 @@ def random_artifact(seed: int, *, C: int = 6, Y: int = 3, L: int = 4, F: int = 8
     consts = {"NUM_CLASSES": Y, "NUM_CENTROIDS": C, "WINDOW": L, "FLOW_SLOTS": F, "USE_WINDOW": use_window,
               "ALPHA": int(rng.integers(0, 256)), "BETA": int(rng.integers(0, 256)), "LAMBDA_H": lambda_h,
               "GAMMA": int(rng.integers(0, 256)) if gamma is None else gamma,
-              "SOFT_RULES": n_soft, "EMA_SHIFT": int(rng.integers(1, 8)), "EMA_FRAC": 16, "MAP_VERSION": 3,
+              "SOFT_RULES": n_soft, "EMA_SHIFT": int(rng.integers(1, 8)), "EMA_FRAC": 16,
+              "EMA_SHIFT2": int(np.random.default_rng(seed + 999).choice([0, 0, 2, 9])),  # own rng: draws above stay
+              "MAP_VERSION": 3,
               "AGG_INCREMENTAL": int(form == "incremental"), "KERNEL_TABLE": int(form == "table"), "RF_FEATURES": m,
               "D_V": dv, "LEN_FINE": nfine, "SAMPLE_SHIFT": int(rng.integers(0, 3)), "SAMPLE_SLOTS": 16}
     ports = np.sort(rng.choice(np.array([53, 80, 443, 1234, 40000, 5353]), int(rng.integers(0, 5)), replace=False))

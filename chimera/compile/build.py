@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from chimera.compile.config import CompileConfig
+from chimera.compile.config import CompileConfig, ema_eta_effective, ema_shifts
 from chimera.data.tokens import IAT_BUCKETS, IAT_SHIFT, PROTO_CLASSES
 from chimera.errors import BudgetError, ConfigError
 from chimera.formats.artifact import VALUE_TABLES, Artifact
@@ -215,6 +215,7 @@ def compile_model(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: C
                           "lower model.window, model.features or model.d_v, or raise budgets.per_flow_bits")
 
     flag_names = {f"VFLAG_{f.name}": int(f.value) for f in VerdictFlag}
+    ema_a, ema_b = ema_shifts(ccfg.ema_eta)
     constants = {
         "NUM_CLASSES": Y, "NUM_CENTROIDS": C, "WINDOW": L, "WINDOW_MASK": L - 1, "FLOW_SLOTS": ccfg.flow_slots,
         "LEN_BINS": LEN_BINS, "LEN_FINE": len(model.map.len_fine_lo), "IAT_BUCKETS": IAT_BUCKETS,
@@ -226,7 +227,7 @@ def compile_model(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: C
         "SOFT_ENTRIES": len(soft_entries), "ALPHA": alpha_i, "BETA": beta_i, "GAMMA": gamma_i,
         "LAMBDA_H": fusion.lambda_h, "USE_WINDOW": int(cfg.uses_window), "USE_GLOBAL": int(bool(ng)),
         "AGG_INCREMENTAL": int(incremental), "KERNEL_TABLE": int(not prf), "RF_FEATURES": m, "D_V": DV,
-        "TABLE_BITS": b, "EMA_SHIFT": ccfg.ema_shift, "EMA_FRAC": ccfg.ema_frac, "MAP_VERSION": ccfg.map_version,
+        "TABLE_BITS": b, "EMA_SHIFT": ema_a, "EMA_SHIFT2": ema_b, "EMA_FRAC": ccfg.ema_frac, "MAP_VERSION": ccfg.map_version,
         "SAMPLE_SHIFT": ccfg.sample_shift, "SAMPLE_SLOTS": ccfg.sample_slots,
         "FLOW_PKTS_SAT": FLOW_PKTS_SATURATION, "RULE_KEY_FIELDS": len(KEY_FIELDS),
         "VERDICT_ETHERTYPE": ETH_P_VERDICT, "VERDICT_LEN": VERDICT_LEN, **flag_names,
@@ -243,7 +244,7 @@ def compile_model(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: C
                    "table_bits": int(sum(t["bits"] for t in res_tables)),
                    "bounds": {n: int(v) for n, v, _ in acc}},
         provenance={"model": cfg.model_dump(), "compile": ccfg.model_dump(), "fusion": fusion.model_dump(),
-                    "beta_used": beta, "scales": {k: float(f"{v:.6g}") for k, v in
+                    "beta_used": beta, "ema_eta_effective": ema_eta_effective(ema_a, ema_b), "scales": {k: float(f"{v:.6g}") for k, v in
                                                   {"v": s_v, "o": s_o, "w": scale_w, "nn": nn_scale}.items()},
                     "rules_file": rules.path, "skipped_hard_rules": skipped, **(provenance or {})},
         rule_names={"hard": [r.name for r in rules.hard], "soft": [r.name for r in rules.soft]},

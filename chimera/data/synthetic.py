@@ -121,7 +121,14 @@ def profile_classes(profile: str, attacks: tuple[str, ...] = ()) -> list[str]:
 @dataclass
 class SyntheticSpec:
     """Generator knobs. ``drift`` scales sizes/timing linearly up to (1+drift) by the end;
-    ``diurnal`` modulates flow arrivals with one compressed day over ``duration_s``."""
+    ``diurnal`` modulates flow arrivals with one compressed day over ``duration_s``.
+
+    ``class_weights_end``: class weights at the end of the capture; a flow's class is then
+    drawn with the weights interpolated linearly at its start time (a class mix that drifts).
+    ``attack_at_s``: attacks come as one burst starting at this time (the default, None,
+    starts each attack at a random time). ``drift_step_at_s``: the drift comes as one step at
+    this time (flows starting later get the full 1 + drift) instead of growing linearly.
+    """
 
     profile: str = "ciciot"
     flows: int = 2000
@@ -133,6 +140,9 @@ class SyntheticSpec:
     diurnal: float = 0.0
     max_packets_per_flow: int = 400
     class_weights: dict[str, float] = field(default_factory=dict)
+    class_weights_end: dict[str, float] = field(default_factory=dict)
+    attack_at_s: float | None = None
+    drift_step_at_s: float | None = None
     snaplen: int = 0  # 0 = whole frames; else capture at most this many bytes per frame (headers-only traces)
 
 
@@ -183,10 +193,11 @@ class _Builder:
         self.p.flags.append(flags)
         self.p.flow.append(np.full(t.shape[0], fid, np.int64))
 
-    def normal_flow(self, label: int, c: ClassShape, vpn: bool) -> None:
+    def normal_flow(self, label: int, c: ClassShape, vpn: bool, t0: float | None = None) -> None:
         s, rng = self.spec, self.rng
-        t0 = self._start_time()
-        drift = 1.0 + s.drift * t0 / s.duration_s
+        t0 = self._start_time() if t0 is None else t0
+        ramp = t0 / s.duration_s if s.drift_step_at_s is None else float(t0 >= s.drift_step_at_s)
+        drift = 1.0 + s.drift * ramp
         tcp = rng.uniform() < c.tcp
         n = int(np.clip(rng.lognormal(np.log(c.pkts_median), c.pkts_sigma), 2, s.max_packets_per_flow))
         iat = rng.lognormal(np.log(c.iat_ms * drift), c.iat_sigma, size=n) * 1e-3
@@ -218,13 +229,17 @@ class _Builder:
         ep = (self._client(), int(rng.integers(32768, 61000)), int(rng.choice(self.servers)), dport, proto)
         self._add(label, ep, t, fwd, size, flags)
 
+    def _attack_start(self) -> float:
+        at = self.spec.attack_at_s
+        return self._start_time() if at is None else float(at)
+
     def attack_flows(self, label: int, kind: str, budget: int) -> int:
         """Adds attack flows; returns how many flows were made."""
         _s, rng = self.spec, self.rng
         victim = int(rng.choice(self.servers))
         made = 0
         if kind == "SCAN":  # one scanner probing many ports: 2-packet flows (SYN, RST-ACK)
-            scanner, t = self._client(), self._start_time()
+            scanner, t = self._client(), self._attack_start()
             for _ in range(budget):
                 t += rng.exponential(2e-3)
                 ep = (scanner, int(rng.integers(40000, 60000)), victim, int(rng.integers(1, 10000)), TCP)
@@ -232,7 +247,7 @@ class _Builder:
                           np.array([0, 0]), np.array([SYN, RST | ACK]))
                 made += 1
         elif kind == "SYN_FLOOD":  # spoofed single SYNs without options: 40-byte IP packets
-            t = self._start_time()
+            t = self._attack_start()
             for _ in range(budget):
                 t += rng.exponential(0.5e-3)
                 ep = (int(rng.integers(0x0B000000, 0xDF000000)), int(rng.integers(1024, 65535)), victim, 80, TCP)
@@ -241,7 +256,7 @@ class _Builder:
         elif kind == "UDP_DOS":  # a few sources blasting fixed-size datagrams
             for _ in range(max(1, budget)):
                 n = int(rng.integers(50, 200))
-                t = self._start_time() + np.cumsum(rng.exponential(0.3e-3, size=n))
+                t = self._attack_start() + np.cumsum(rng.exponential(0.3e-3, size=n))
                 ep = (self._client(), int(rng.integers(1024, 65535)), victim, int(rng.choice((53, 123, 80))), UDP)
                 self._add(label, ep, t, np.ones(n, bool), np.full(n, 1200), np.zeros(n, np.int64))
                 made += 1
@@ -340,6 +355,20 @@ def generate(spec: SyntheticSpec, out_dir: str | os.PathLike[str], *, overwrite:
     """
     if spec.flows < 10:
         raise ConfigError(f"flows={spec.flows} is too few", "ask for at least 10 flows")
+    unknown = set(spec.class_weights) | set(spec.class_weights_end)
+    unknown -= set(profile_classes(spec.profile))
+    if unknown:
+        raise ConfigError(f"class weights name classes the {spec.profile} profile does not have: {sorted(unknown)}",
+                          f"use names from {profile_classes(spec.profile)}")
+    for what, cw in (("class_weights", spec.class_weights), ("class_weights_end", spec.class_weights_end)):
+        normal = [n for n in profile_classes(spec.profile) if n not in ATTACKS]
+        if any(v < 0 for v in cw.values()) or (cw and sum(cw.get(n, 1.0) for n in normal) <= 0):
+            raise ConfigError(f"{what} {cw}: weights must be >= 0 with at least one class above 0",
+                              "give non-negative weights (a class not named weighs 1)")
+    for what, at in (("attack_at_s", spec.attack_at_s), ("drift_step_at_s", spec.drift_step_at_s)):
+        if at is not None and not 0 <= at < spec.duration_s:
+            raise ConfigError(f"{what}={at} is outside the capture (0..{spec.duration_s} s)",
+                              "give a time inside the capture")
     if spec.drift < 0:
         raise ConfigError(f"drift={spec.drift} is negative", "give drift >= 0 (the growth of sizes and timings)")
     out = Path(out_dir)
@@ -353,10 +382,18 @@ def generate(spec: SyntheticSpec, out_dir: str | os.PathLike[str], *, overwrite:
     n_normal = spec.flows - n_attack_total
     normal_names = classes[: len(classes) - len(spec.attacks)]
     w = np.array([spec.class_weights.get(n, 1.0) for n in normal_names], float)
-    picks = b.rng.choice(len(normal_names), size=n_normal, p=w / w.sum())
-    for label in tqdm(picks, desc=f"synthetic {spec.profile}", unit="flow", leave=False):
+    if spec.class_weights_end:  # a drifting mix: start times first, then each flow's class at its time
+        w_end = np.array([spec.class_weights_end.get(n, 1.0) for n in normal_names], float)
+        starts = np.array([b._start_time() for _ in range(n_normal)])
+        frac = (starts / spec.duration_s)[:, None]
+        wt = (1 - frac) * w / w.sum() + frac * w_end / w_end.sum()
+        cum = np.cumsum(wt, axis=1)
+        picks = np.minimum((b.rng.uniform(size=(n_normal, 1)) * cum[:, -1:] > cum).sum(1), len(normal_names) - 1)
+    else:
+        starts, picks = None, b.rng.choice(len(normal_names), size=n_normal, p=w / w.sum())
+    for i, label in enumerate(tqdm(picks, desc=f"synthetic {spec.profile}", unit="flow", leave=False)):
         vpn = spec.profile == "iscxvpn" and label >= len(shapes)
-        b.normal_flow(int(label), shapes[int(label) % len(shapes)], vpn)
+        b.normal_flow(int(label), shapes[int(label) % len(shapes)], vpn, None if starts is None else float(starts[i]))
     for k, kind in enumerate(spec.attacks):
         budget = n_attack_total // len(spec.attacks)
         b.attack_flows(len(normal_names) + k, kind, budget if kind != "UDP_DOS" else max(1, budget // 20))
@@ -373,7 +410,9 @@ def generate(spec: SyntheticSpec, out_dir: str | os.PathLike[str], *, overwrite:
                 "generator": {"profile": spec.profile, "flows": len(b.endpoints), "seed": spec.seed,
                               "duration_s": spec.duration_s, "attacks": list(spec.attacks),
                               "attack_share": spec.attack_share, "drift": spec.drift, "diurnal": spec.diurnal,
-                              "snaplen": spec.snaplen}}
+                              "snaplen": spec.snaplen, "class_weights": spec.class_weights,
+                              "class_weights_end": spec.class_weights_end, "attack_at_s": spec.attack_at_s,
+                              "drift_step_at_s": spec.drift_step_at_s}}
     return finish_dataset(out, manifest, lambda p: _write_packets(p, b, order, flow, fwd, size, flags, ts_ns), labels)
 
 

@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from chimera.compile.config import CompileConfig
+from chimera.controlplane.config import DAY_S, ControlPlaneConfig
 from chimera.data.adapters import ADAPTERS
 from chimera.data.synthetic import ATTACKS
 from chimera.errors import ConfigError, ResultsError
@@ -37,6 +38,11 @@ class SyntheticDataset(BaseModel):
     drift: float = Field(0.0, ge=0, le=10, description="sizes and timings grow to (1 + drift) x by the end")
     diurnal: float = Field(0.0, ge=0, le=1)
     max_packets_per_flow: int = Field(400, ge=2)
+    class_weights: dict[str, float] = Field(default_factory=dict, description="relative class weights (default 1)")
+    class_weights_end: dict[str, float] = Field(default_factory=dict, description="class weights at the end of the "
+                                                "capture: the mix drifts linearly from class_weights to these")
+    attack_at_s: float | None = Field(None, ge=0, description="attacks as one burst starting here (default: random)")
+    drift_step_at_s: float | None = Field(None, ge=0, description="the drift as one step here (default: linear)")
 
     @field_validator("attacks")
     @classmethod
@@ -88,9 +94,80 @@ class Variant(BaseModel):
     fusion: dict[str, Any] = {}
 
 
+Kind = Literal["variants", "stability", "cadence"]
+Configuration = Literal["Chimera", "Fast-Only", "Static-Map"]
+
+
+class StabilitySpec(BaseModel):
+    """A simulated day replayed through the switch (stability24h, hyper_cadence).
+
+    The day is time-compressed before anything is trained: flows arrive, drift and follow the diurnal load
+    on a day of ``day_hours / compression`` real hours, while each flow keeps its own packet timing, so the
+    model trains on the trace exactly as it is replayed. ``compression: 1`` is the real day.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    compression: float = Field(576.0, ge=1, le=DAY_S, description="simulated seconds per trace second")
+    day_hours: float = Field(24.0, gt=0, le=24)
+    train_hours: float = Field(6.0, gt=0, description="the model trains on flows that start in these first hours")
+    attack_at_hour: float | None = Field(1.0, ge=0, description="the attack burst starts here")
+    drift_step_at_hour: float | None = Field(None, ge=0, description="the drift as one step here (default: linear)")
+    bin_minutes: float = Field(60.0, gt=0, description="F1 time bins (simulated minutes)")
+    last_hours: float = Field(6.0, gt=0, description="'the last hours', compared with the training hours")
+    configurations: list[Configuration] = Field(["Chimera", "Fast-Only", "Static-Map"], min_length=1)
+    bootstrap: int = Field(200, ge=0, le=10000, description="resamples of flows per bin for the 95% intervals")
+    diagnose: bool = Field(True, description="also run slow-loop variants on the reference to explain the result")
+
+    @model_validator(mode="after")
+    def _inside_the_day(self) -> "StabilitySpec":
+        if self.train_hours >= self.day_hours:
+            raise ValueError(f"train_hours ({self.train_hours}) must be below day_hours ({self.day_hours})")
+        if self.last_hours > self.day_hours - self.train_hours:
+            raise ValueError(f"last_hours ({self.last_hours}) must fit after the training hours")
+        for k in ("attack_at_hour", "drift_step_at_hour"):
+            v = getattr(self, k)
+            if v is not None and v >= self.day_hours:
+                raise ValueError(f"{k} ({v}) must fall inside the day (< {self.day_hours} h)")
+        return self
+
+    @property
+    def day_s(self) -> float:
+        return self.day_hours * 3600.0
+
+    @property
+    def trace_s(self) -> float:
+        """The compressed day's length on the trace's (replay) clock."""
+        return self.day_s / self.compression
+
+
+class CadenceSpec(BaseModel):
+    """The eta x T_cp sweep (hyper_cadence): eta is the dataplane EMA step, T_cp the slow loop's period."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    etas: list[float] = Field([0.05, 0.1, 0.3, 0.5], min_length=1)
+    t_cp_s: list[float] = Field([10.0, 60.0, 300.0, 1800.0], min_length=1)
+
+    @field_validator("etas")
+    @classmethod
+    def _eta_range(cls, v: list[float]) -> list[float]:
+        bad = [x for x in v if not 2**-16 <= x <= 0.75]
+        if bad:
+            raise ValueError(f"eta values {bad} are out of range [2^-16, 0.75]")
+        return v
+
+    @field_validator("t_cp_s")
+    @classmethod
+    def _tcp_range(cls, v: list[float]) -> list[float]:
+        bad = [x for x in v if not 0 < x <= DAY_S]
+        if bad:
+            raise ValueError(f"T_cp values {bad} are out of range (0, {DAY_S:.0f}] s")
+        return v
+
+
 class ExperimentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str
+    kind: Kind = "variants"
     description: str = ""
     seed: int = 1
     dataset: DatasetSpec
@@ -102,7 +179,22 @@ class ExperimentConfig(BaseModel):
     compile: CompileConfig = CompileConfig()
     fusion: FusionConfig = FusionConfig()
     replay: ReplayConfig = ReplayConfig()
+    control: ControlPlaneConfig = ControlPlaneConfig()
+    stability: StabilitySpec | None = None
+    cadence: CadenceSpec | None = None
     variants: list[Variant] = Field([Variant(name="Chimera")], min_length=1)
+
+    @model_validator(mode="after")
+    def _kind_sections(self) -> "ExperimentConfig":
+        if self.kind in ("stability", "cadence"):
+            if self.dataset.synthetic is None:
+                raise ValueError(f"kind {self.kind} generates its own day-long trace: give dataset.synthetic "
+                                 "(a real capture has no compressible day)")
+            if self.stability is None:
+                raise ValueError(f"kind {self.kind} needs a stability: section (compression, train_hours, ...)")
+        if self.kind == "cadence" and self.cadence is None:
+            raise ValueError("kind cadence needs a cadence: section (etas, t_cp_s)")
+        return self
 
     @field_validator("name")
     @classmethod

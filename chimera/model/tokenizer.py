@@ -91,8 +91,16 @@ def sub_token_sizes(len_fine: int, port_ids: int) -> tuple[int, ...]:
     return (len_fine * DIRS, IAT_BUCKETS * DIRS, FLAG_CLASSES * PROTO_CLASSES, port_ids * DIRS, IDX_BUCKETS)
 
 
-def _key_features(len_repr: np.ndarray) -> np.ndarray:
-    """Feature vector of every one of the MAP_KEYS keys, for clustering."""
+def bin_repr(edges: np.ndarray) -> np.ndarray:
+    """A representative length per coarse bin (its midpoint; the open last bin counts up to 1500)."""
+    n = edges.size
+    return np.array([(edges[i] + (edges[i + 1] - 1 if i + 1 < n else max(edges[i], 1500))) / 2 for i in range(n)],
+                    np.float64)
+
+
+def key_features(len_repr: np.ndarray) -> np.ndarray:
+    """Feature vector of every one of the MAP_KEYS keys, for clustering. The length feature belongs to the bin
+    index (through ``len_repr``), so a key keeps its features when the bins are re-fitted (the control plane)."""
     k = np.arange(MAP_KEYS)
     pc = k % PROTO_CLASSES
     fc = (k // PROTO_CLASSES) % FLAG_CLASSES
@@ -165,8 +173,7 @@ def fit_map(tok: Tokens, n_centroids: int, seed: int, *, len_fine: int = LEN_FIN
     """Length bins from quantiles, k-means over the observed coarse keys, a responder-port vocabulary."""
     lens = np.asarray(tok.ip_len, np.int64)
     edges = quantile_edges(lens, LEN_BINS)
-    repr_len = np.array([(edges[i] + (edges[i + 1] - 1 if i + 1 < LEN_BINS else max(edges[i], 1500))) / 2
-                         for i in range(LEN_BINS)], np.float64)
+    repr_len = bin_repr(edges)
     vocab = np.zeros(0, np.int64)
     if sport is not None and dport is not None and port_ids > 1:
         resp = responder_port(sport, dport, tok.direction)
@@ -175,7 +182,7 @@ def fit_map(tok: Tokens, n_centroids: int, seed: int, *, len_fine: int = LEN_FIN
         vocab = np.sort(top[cnt[top] > 0]).astype(np.int64)
     m = MapTables(edges, np.zeros(MAP_KEYS, np.uint8), n_centroids, quantile_edges(lens, len_fine), vocab)
     counts = np.bincount(m.keys(tok), minlength=MAP_KEYS).astype(np.float64)
-    feats = _key_features(repr_len)
+    feats = key_features(repr_len)
     seen = np.flatnonzero(counts > 0)
     k = min(n_centroids, seen.size)
     km = KMeans(n_clusters=k, n_init=4, random_state=seed).fit(feats[seen], sample_weight=counts[seen])

@@ -13,6 +13,7 @@ module verdict for verdict by the conformance tests.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numba
 import numpy as np
@@ -130,6 +131,12 @@ class SwitchState:
         self.sample_count = np.zeros(1, np.int64)
         self.counters = np.zeros(4, np.int64)
 
+    def registers(self) -> dict[str, Any]:
+        """The registers a control plane reads, shaped as the switches' ``registers()`` return them."""
+        return {"ema": self.ema.copy(), "class_ema": self.class_ema.copy(), "sample": self.sample.copy(),
+                "sample_count": int(self.sample_count[0]),
+                "counters": dict(zip(("evictions", "new_flows", "parsed", "unparsed"), self.counters.tolist()))}
+
     @staticmethod
     def for_artifact(art: Artifact) -> "SwitchState":
         return SwitchState(art.c("FLOW_SLOTS"), art.c("WINDOW"), art.c("NUM_CENTROIDS"), art.c("NUM_CLASSES"),
@@ -197,9 +204,17 @@ def _token_value(tok, v0, v1, v2, v3, v4, out):  # pragma: no cover - jitted
         out[e] = v0[s0, e] + v1[s1, e] + v2[s2, e] + v3[s3, e] + v4[s4, e]
 
 
+@numba.njit(cache=True, inline="always")
+def _ema_step(d, shift, shift2):  # pragma: no cover - jitted
+    """The EMA increment for d = u - C: (d >> EMA_SHIFT) + (d >> EMA_SHIFT2), the second term only when
+    EMA_SHIFT2 > 0 (eta = 2^-EMA_SHIFT + 2^-EMA_SHIFT2)."""
+    return (d >> shift) + ((d >> shift2) if shift2 > 0 else 0)
+
+
 @numba.njit(cache=True)
 def _core(parsed, crc, swap, tsu, lbin, fbin, fclass, pclass, ip_len, sport, dport, map_tbl, port_id, v0, v1, v2, v3,
-          v4, phi_q, phi_k, kernel, w_out, incremental, use_window, ema_shift, ema_frac, sample_shift, sig, pkts, last,
+          v4, phi_q, phi_k, kernel, w_out, incremental, use_window, ema_shift, ema_shift2, ema_frac, sample_shift, sig,
+          pkts, last,
           orient, head, ring, s_acc, z_acc, ema, sample, sample_count, counters):  # pragma: no cover - jitted
     n = parsed.shape[0]
     F = sig.shape[0]
@@ -297,7 +312,7 @@ def _core(parsed, crc, swap, tsu, lbin, fbin, fclass, pclass, ip_len, sport, dpo
                         A[i, y] += kk * u
         for j in range(C):
             u_j = np.int64(1) << ema_frac if j == c else np.int64(0)
-            ema[j] += (u_j - ema[j]) >> ema_shift
+            ema[j] += _ema_step(u_j - ema[j], ema_shift, ema_shift2)
         if take_sample:
             sample[sample_count[0] & (NS - 1)] = (ip_len[i] << 16 | iat_b << 12 | d << 11 | fclass[i] << 8
                                                   | pclass[i] << 6)
@@ -311,7 +326,7 @@ def _core(parsed, crc, swap, tsu, lbin, fbin, fclass, pclass, ip_len, sport, dpo
 # --------------------------------------------------------------------------- pass 3: fusion with the fast path
 
 @numba.njit(cache=True)
-def _fuse(parsed, A, Z, S, hard_label, alpha, beta, gamma, lambda_h, ema_shift, ema_frac, class_ema):
+def _fuse(parsed, A, Z, S, hard_label, alpha, beta, gamma, lambda_h, ema_shift, ema_shift2, ema_frac, class_ema):
     # pragma: no cover - jitted
     n, Y = A.shape
     label = np.full(n, 0xFF, np.int64)
@@ -343,7 +358,7 @@ def _fuse(parsed, A, Z, S, hard_label, alpha, beta, gamma, lambda_h, ema_shift, 
         score[i] = sc
         for y in range(Y):
             u = np.int64(1) << ema_frac if y == lab else np.int64(0)
-            class_ema[y] += (u - class_ema[y]) >> ema_shift
+            class_ema[y] += _ema_step(u - class_ema[y], ema_shift, ema_shift2)
     return label, score, veto, fused
 
 
@@ -369,6 +384,11 @@ def soft_scores(art: Artifact, keys: np.ndarray) -> np.ndarray:
     return fires.astype(np.int64) @ art.soft_weights.reshape(-1, art.c("NUM_CLASSES"))
 
 
+def ema_shift2(art: Artifact) -> int:
+    """EMA_SHIFT2 (0: a single-shift step)."""
+    return int(art.constants.get("EMA_SHIFT2", 0))
+
+
 def run_reference(art: Artifact, table: PacketTable, ts_ns: np.ndarray | None = None,
                   state: SwitchState | None = None) -> tuple[Verdicts, SwitchState]:
     """Verdict of every packet of ``table`` (in row order); ``ts_ns`` overrides the switch clock."""
@@ -384,7 +404,7 @@ def run_reference(art: Artifact, table: PacketTable, ts_ns: np.ndarray | None = 
         parsed, crc.astype(np.int64), swap.astype(np.int64), ts_units(ts), len_bin(table.ip_len, art.len_lo),
         len_bin(table.ip_len, art.len_fine_lo), fc, pc, table.ip_len.astype(np.int64), table.sport.astype(np.int64),
         table.dport.astype(np.int64), ct.map_tbl, ct.port_id, *ct.values, ct.phi_q, ct.phi_k, ct.kernel, ct.w_out,
-        art.c("AGG_INCREMENTAL") == 1, art.c("USE_WINDOW") == 1, art.c("EMA_SHIFT"), art.c("EMA_FRAC"),
+        art.c("AGG_INCREMENTAL") == 1, art.c("USE_WINDOW") == 1, art.c("EMA_SHIFT"), ema_shift2(art), art.c("EMA_FRAC"),
         art.c("SAMPLE_SHIFT"), st.sig, st.pkts, st.last, st.orient, st.head, st.ring, st.s_acc, st.z_acc, st.ema,
         st.sample, st.sample_count, st.counters)
     g, gz, ghit = global_dense(art)
@@ -398,7 +418,7 @@ def run_reference(art: Artifact, table: PacketTable, ts_ns: np.ndarray | None = 
     rule = np.where(has_hard, art.hard[np.maximum(hard_idx, 0), 14] if len(art.hard) else 0, NO_RULE)
     label, score, veto, fused = _fuse(parsed, A, Z, soft_scores(art, keys), hard_label.astype(np.int64),
                                       art.c("ALPHA"), art.c("BETA"), art.c("GAMMA"), art.c("LAMBDA_H"),
-                                      art.c("EMA_SHIFT"), art.c("EMA_FRAC"), st.class_ema)
+                                      art.c("EMA_SHIFT"), ema_shift2(art), art.c("EMA_FRAC"), st.class_ema)
     flags = flags | np.where(veto, int(VerdictFlag.HARD_VETO), 0)
     # unparsed packets: forwarded with a flag and no classification
     label = np.where(parsed, label, NO_LABEL)
@@ -408,3 +428,42 @@ def run_reference(art: Artifact, table: PacketTable, ts_ns: np.ndarray | None = 
                  rule_id=rule.astype(np.uint8), centroid=np.where(parsed, cent, 0).astype(np.uint8),
                  map_version=np.full(n, art.c("MAP_VERSION"), np.uint16), fused=fused)
     return v, st
+
+
+# --------------------------------------------------------------------------- live table updates
+
+def concat_verdicts(parts: list[Verdicts]) -> Verdicts:
+    """Verdicts of consecutive packet ranges as one."""
+    return Verdicts(*(np.concatenate([getattr(p, f) for p in parts]) for f in
+                      ("label", "flags", "score", "rule_id", "centroid", "map_version", "fused")))
+
+
+def run_reference_segments(arts: list[Artifact], starts: list[int], table: PacketTable,
+                           ts_ns: np.ndarray | None = None,
+                           state: SwitchState | None = None) -> tuple[Verdicts, SwitchState]:
+    """Packets ``starts[k]`` up to ``starts[k + 1]`` computed with ``arts[k]`` (``starts[0]`` = 0), the state
+    carried across: a table install between two packets, as the switch does it (the versions' flip)."""
+    ts = table.ts_ns if ts_ns is None else np.asarray(ts_ns, np.int64)
+    st = state if state is not None else SwitchState.for_artifact(arts[0])
+    bounds = [*starts, len(table)]
+    parts = []
+    for art, a, b in zip(arts, bounds[:-1], bounds[1:]):
+        if b > a:
+            v, st = run_reference(art, table.take(slice(a, b)), ts_ns=ts[a:b], state=st)  # type: ignore[arg-type]
+            parts.append(v)
+    if not parts:
+        return run_reference(arts[0], table, ts_ns=ts, state=st)
+    return concat_verdicts(parts), st
+
+
+def run_reference_versions(arts: dict[int, Artifact], table: PacketTable, versions: np.ndarray,
+                           ts_ns: np.ndarray | None = None) -> tuple[Verdicts, SwitchState]:
+    """The reference on the switch's own record of its installs: packet i is computed with the tables of
+    ``versions[i]`` (the map version in its verdict header), switching exactly where the switch did."""
+    v = np.asarray(versions, np.int64)
+    missing = sorted(set(np.unique(v).tolist()) - set(arts))
+    if missing:
+        raise KeyError(f"map versions {missing} were seen in verdicts but never installed")
+    starts = [0, *(np.flatnonzero(v[1:] != v[:-1]) + 1).tolist()] if v.size else [0]
+    return run_reference_segments([arts[int(v[s])] if v.size else next(iter(arts.values())) for s in starts],
+                                  starts, table, ts_ns)

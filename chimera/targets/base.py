@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from chimera.controlplane.loop import SlowLoop
 from chimera.data.pcap import PacketTable
 from chimera.formats.artifact import Artifact
 from chimera.reference.pipeline import Verdicts
@@ -23,7 +24,11 @@ class TargetResult:
 class Target(Protocol):
     name: str
 
-    def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str) -> TargetResult: ...
+    def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str,
+            control: SlowLoop | None = None) -> TargetResult:
+        """Verdicts of ``table`` with ``art`` loaded; ``control``: the slow loop installs Map updates as the
+        traffic flows (every version it made active is then in ``control.artifacts``)."""
+        ...
 
     def unsupported(self, art: Artifact) -> str | None: ...
 

@@ -18,11 +18,13 @@ import numpy as np
 
 from chimera.data.pcap import PacketTable, read_pcap
 from chimera.data.pcapwrite import normalized_frames, write_pcap
+from chimera.controlplane.live import LiveControl
+from chimera.controlplane.loop import SlowLoop
 from chimera.errors import TargetError
 from chimera.formats.artifact import Artifact
-from chimera.reference.pipeline import Verdicts, run_reference
+from chimera.reference.pipeline import Verdicts, run_reference, run_reference_versions
 from chimera.targets.base import TargetResult
-from chimera.testbed.collect import account, collect, latency_summary
+from chimera.testbed.collect import account, collect, latency_summary, rates
 from chimera.testbed.nodes import SENDER_MTU, TargetSwitch
 from chimera.testbed.replay import ReplayConfig, replay
 from chimera.testbed.topology import Testbed
@@ -35,12 +37,23 @@ DEFAULT_BUILD_DIR = Path(__file__).resolve().parents[2] / "build"
 REGISTERS = {"ema": "ema", "class_ema": "class_ema", "sample": "sample", "sample_count": "sample_count"}
 
 
-def conformance(art: Artifact, replayed: PacketTable, got: Verdicts, received: np.ndarray, ts_in: np.ndarray,
-                regs: dict[str, Any]) -> tuple[int, int | None, int]:
+def conformance(art: Artifact | dict[int, Artifact], replayed: PacketTable, got: Verdicts, received: np.ndarray,
+                ts_in: np.ndarray, regs: dict[str, Any]) -> tuple[int, int | None, int]:
     """(packets whose verdict differs from the reference, state registers that differ or None if none were
-    read, packets checked): the reference runs on exactly what the switch classified, on the switch's clock."""
+    read, packets checked): the reference runs on exactly what the switch classified, on the switch's clock.
+
+    ``art`` may be every map version a run installed: the reference then switches versions at exactly the
+    packets where the switch did (the map version in each verdict header is the switch's own record).
+    """
     rows = np.flatnonzero(received)
-    ref, ref_state = run_reference(art, replayed.take(rows), ts_ns=ts_in[rows])
+    if isinstance(art, dict):
+        try:
+            ref, ref_state = run_reference_versions(art, replayed.take(rows), got.map_version[rows], ts_ns=ts_in[rows])
+        except KeyError as e:
+            raise TargetError(f"conformance: {e.args[0]}", "a verdict names a map version the control plane never "
+                              "installed: a switch bug (or a foreign switch on the link)") from None
+    else:
+        ref, ref_state = run_reference(art, replayed.take(rows), ts_ns=ts_in[rows])
     mism = 0
     for f in Verdicts.HEADER_FIELDS:
         mism_f = int(np.sum(getattr(ref, f) != getattr(got, f)[rows]))
@@ -94,7 +107,8 @@ class TestbedTarget:
         """Why this target cannot run the artifact (subclasses say), or None."""
         return None
 
-    def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str) -> TargetResult:
+    def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str,
+            control: SlowLoop | None = None) -> TargetResult:
         why = self.unsupported(art)
         if why:
             raise TargetError(f"artifact not supported by the {self.name} dataplane: {why}", "use --target reference")
@@ -103,16 +117,19 @@ class TestbedTarget:
         pcap, frames, replayed = self._replay_pcap(table, run_dir)
         s1 = self.testbed.s1
         install_s = s1.load(art)
+        live = control is not None and control.cfg.enabled
         files = replay(self.testbed.h1, self.testbed.h2, pcap, self.replay_cfg, run_dir / "replay", slug,
-                       switch_alive=s1.alive)
+                       switch_alive=s1.alive, during=(lambda: LiveControl(s1, control)) if live else None)
         got = collect(frames, files.sent, files.received)
         acc, _ = account(frames, got, files.failed_to_send, files.dropped_at_receiver, SENDER_MTU)
         regs = s1.registers()
         s1.unload()
-        mism, reg_mism, checked = conformance(art, replayed, got.verdicts, got.received, got.ts_in, regs)
+        versions = control.artifacts if control is not None else art
+        mism, reg_mism, checked = conformance(versions, replayed, got.verdicts, got.received, got.ts_in, regs)
         extra = {**acc.as_dict(), "register_mismatches": reg_mism, "foreign_frames": got.foreign,
                  "unmarked_frames": got.unmarked, "install_ms": install_s * 1e3, "reference_mismatches": mism,
-                 "conformance_checked": checked, **latency_summary(got), "switch_counters": regs.get("counters", {})}
+                 "conformance_checked": checked, **latency_summary(got), **rates(got),
+                 "switch_counters": regs.get("counters", {})}
         log.info("[%s] %s: %d/%d frames with a verdict, %d not sent, %d dropped by the capture, %d lost; "
                  "%d differ from the reference", self.name, slug, checked, len(table), acc.not_sent,
                  acc.dropped_by_capture, acc.lost, mism)

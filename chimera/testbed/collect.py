@@ -103,6 +103,14 @@ def latency_summary(c: Collected) -> dict[str, float]:
     return out
 
 
+def rates(c: Collected) -> dict[str, float]:
+    """The offered rate (h1's send timestamps) and the rate the switch saw (its ingress timestamps), pps."""
+    out: dict[str, float] = {}
+    for name, ts in (("sent_pps", c.t_send[c.t_send > 0]), ("switch_pps", c.ts_in[c.received])):
+        if ts.size > 1 and ts.max() > ts.min():
+            out[name] = float((ts.size - 1) / ((ts.max() - ts.min()) / 1e9))
+    return out
+
 
 @dataclass
 class Accounting:

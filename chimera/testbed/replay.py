@@ -17,6 +17,7 @@ import signal
 import threading
 import subprocess
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -134,11 +135,14 @@ class SwitchWatch:
 
 
 def replay(h1: Any, h2: Any, pcap: Path, cfg: ReplayConfig, out_dir: Path, tag: str,
-           switch_alive: Callable[[], str | None] = lambda: None) -> ReplayFiles:
+           switch_alive: Callable[[], str | None] = lambda: None,
+           during: Callable[[], AbstractContextManager[Any]] | None = None) -> ReplayFiles:
     """Send ``pcap`` from h1 with the configured pacing; returns the two captures and the tools' counts.
 
     ``switch_alive`` returns why the switch is dead, or None; it is checked before,
     polled during and checked after the replay, and a dead switch fails the run.
+    ``during`` is entered as soon as the sender starts and left when it ends (e.g. the
+    control plane's loop, which runs while the traffic flows).
     """
     def check(when: str) -> None:
         why = switch_alive()
@@ -160,7 +164,7 @@ def replay(h1: Any, h2: Any, pcap: Path, cfg: ReplayConfig, out_dir: Path, tag: 
         # one CPU: the switch sees packets in send order and its per-flow state is never raced
         cmd = ["taskset", "-c", "0", "tcpreplay", "-i", "h1-eth0", *pace, *extra, str(pcap)]
         r = h1.popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        with SwitchWatch(switch_alive, r) as watch:
+        with SwitchWatch(switch_alive, r) as watch, (during() if during else nullcontext()):
             out, _ = r.communicate()
         text = out.decode(errors="replace")
         if watch.died is not None:

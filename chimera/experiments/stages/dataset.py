@@ -144,13 +144,27 @@ class PreparedData:
                 "replayed": int(self.replay_rows.size)}
 
 
-def prepare(ds: Dataset, seed: int) -> PreparedData:
-    """Split ``ds`` by flow and tokenize it; errors name what is too small and how to fix it."""
+def time_split(ds: Dataset, seed: int, train_until_ns: int) -> np.ndarray:
+    """Per-packet split for drift runs: flows that start before ``train_until_ns`` are split 75/10/15 as usual;
+    every later flow is test. The model never sees the future, and the early test flows give the
+    undrifted yardstick."""
+    fs = ds.flow_split(seed)
+    starts = ds.table.ts_ns[ds.flows.first_packet]
+    fs = np.where(starts < train_until_ns, fs, 2).astype(np.int8)
+    out = np.full(len(ds.table), -1, np.int8)
+    ok = ds.flows.flow_id >= 0
+    out[ok] = fs[ds.flows.flow_id[ok]]
+    return out
+
+
+def prepare(ds: Dataset, seed: int, train_until_ns: int | None = None) -> PreparedData:
+    """Split ``ds`` by flow (or by time, see ``time_split``) and tokenize it; errors name what is too small
+    and how to fix it."""
     classes = ds.classes
     if len(classes) < 2:
         raise DatasetError(f"dataset {ds.root} has one class ({classes}); a classifier needs two or more",
                            "use a dataset with at least two labelled classes")
-    split = ds.packet_split(seed)
+    split = ds.packet_split(seed) if train_until_ns is None else time_split(ds, seed, train_until_ns)
     ok = dataplane_eligible(ds.table) & (ds.labels >= 0)
     rows = [np.flatnonzero(ok & (split == k)) for k in range(3)]
     for k, name in enumerate(("train", "validation", "test")):
@@ -163,3 +177,18 @@ def prepare(ds: Dataset, seed: int) -> PreparedData:
                            "use more flows per class")
     replay = np.flatnonzero((split == 2) | (ds.flows.flow_id < 0))
     return PreparedData(ds, tokenize(ds.table, ds.flows), rows[0], rows[1], rows[2], replay)
+
+
+def record_dataset(manifest: dict, data: PreparedData, split_rule: str | None = None) -> None:
+    """The dataset's identity, splits and packet accounting in the run's manifest (what the report shows)."""
+    ds = data.ds
+    m = {k: ds.manifest.get(k) for k in ("name", "source", "seed", "classes", "packets", "status", "packets_sha256",
+                                          "generator", "skipped_files")}
+    m.update({"path": str(ds.root), "flows": ds.flows.n_flows, "split_packets": data.split_sizes(),
+              "accounting": data.accounting(), "normalization": ds.manifest.get("normalization"),
+              "unreadable_captures": ds.manifest.get("unreadable_captures"),
+              "cross_capture_flows": ds.manifest.get("cross_capture_flows"),
+              "test_flows_per_class": data.test_flows_per_class(), "split_rule": split_rule})
+    manifest["dataset"] = m
+    log.info("[dataset] %s: %d packets, %d flows, %d classes; test split %d packets (%d replayed)", ds.manifest["name"],
+             len(ds.table), ds.flows.n_flows, len(ds.classes), data.test_rows.size, data.replay_rows.size)

@@ -33,7 +33,7 @@ from chimera.testbed.collect import collect
 
 log = logging.getLogger(__name__)
 TOOLS = ("p4c-bm2-ss", "simple_switch", "simple_switch_CLI")
-START_WAIT_S = 20  # simple_switch waits this long before reading its input file (install takes ~4 s)
+START_WAIT_S = 30  # simple_switch waits this long before reading its input file (install takes ~4-10 s)
 
 
 def unavailable_reason() -> str | None:
@@ -87,8 +87,8 @@ def run_files(art: Artifact, table: PacketTable, work: Path, timeout_s: float = 
     sw = subprocess.Popen(["simple_switch", "--use-files", str(START_WAIT_S), "-i", f"1@{work}/port1", "-i",
                            f"2@{work}/port2", "--thrift-port", str(THRIFT_PORT), "--log-level", "off", str(js)],
                           stdout=open(work / "switch.log", "w"), stderr=subprocess.STDOUT)
+    t0 = time.monotonic()
     try:
-        t0 = time.monotonic()
         while True:  # wait for the Thrift server
             try:
                 if "port_map" in run_cli(["show_tables"]):
@@ -103,6 +103,9 @@ def run_files(art: Artifact, table: PacketTable, work: Path, timeout_s: float = 
         if bad:
             raise TargetError(f"simple_switch_CLI rejected entries: {bad[:3]}",
                               "the entities and the P4 program disagree: run tests/test_p4.py")
+        if time.monotonic() - t0 > START_WAIT_S - 1:  # frames may have met half-installed tables
+            raise TargetError(f"installing the tables took {time.monotonic() - t0:.0f} s, past simple_switch's "
+                              f"{START_WAIT_S} s start delay", "run again on a less loaded machine")
         last, deadline = -1, time.monotonic() + timeout_s
         while time.monotonic() < deadline:  # until every frame is out, or output stops growing
             time.sleep(2)

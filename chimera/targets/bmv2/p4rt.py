@@ -18,7 +18,8 @@ from finsy import P4Schema, P4TableAction, P4TableEntry, P4TableMatch
 from chimera.errors import TargetError
 from chimera.formats.artifact import Artifact
 from chimera.targets.bmv2.schema import (MAX_CENTROIDS, MAX_CLASSES, MAX_DV, MAX_FEATURES, MAX_FLOW_SLOTS, MAX_LEN_FINE,
-                                         MAX_SAMPLE_SLOTS, MAX_SOFT, MAX_WINDOW, P4INFO, TABLE_BY_NAME, VALUE_TABLES,
+                                         MAX_SAMPLE_SLOTS, MAX_SOFT, MAX_WINDOW, P4INFO, TABLE_BY_NAME, TABLES,
+                                         VALUE_TABLES,
                                          qualified)
 
 TOP_PRIORITY = 1 << 20
@@ -190,3 +191,60 @@ async def install(switch: Any, art: Artifact, ver: int, stale: list[P4TableEntry
         await switch.insert(entries[i:i + batch])
     await switch.modify([flip_entry(ver)])
     return time.perf_counter() - t0, entries
+
+
+def _short(name: Any) -> Any:
+    """Entries read back from the switch carry P4Info aliases ("map_exact"), ours full names."""
+    return name.rsplit(".", 1)[-1] if isinstance(name, str) else name
+
+
+def _entry_key(e: P4TableEntry) -> tuple[Any, ...]:
+    return (_short(e.table_id), tuple(sorted((e.match or {}).items())), e.priority)
+
+
+def _action_key(e: P4TableEntry) -> tuple[Any, ...]:
+    a = e.action
+    return (_short(getattr(a, "name", None)), tuple(sorted(getattr(a, "args", {}).items())))
+
+
+def version_diff(held: list[P4TableEntry], entries: list[P4TableEntry]
+                 ) -> tuple[list[P4TableEntry], list[P4TableEntry], list[P4TableEntry]]:
+    """(deletes, modifies, inserts) that turn the entries a version holds into ``entries``."""
+    old = {_entry_key(e): e for e in held}
+    new = {_entry_key(e): e for e in entries}
+    deletes = [e for k, e in old.items() if k not in new]
+    inserts = [e for k, e in new.items() if k not in old]
+    modifies = [e for k, e in new.items() if k in old and _action_key(old[k]) != _action_key(e)]
+    return deletes, modifies, inserts
+
+
+async def read_version(switch: Any, ver: int) -> list[P4TableEntry]:
+    """Every entry version ``ver`` holds, read back from the switch (model tables only)."""
+    out: list[P4TableEntry] = []
+    for t in TABLES:
+        if t.keys and t.keys[0].name == "ver":
+            async for e in switch.read(P4TableEntry(qualified(t.name))):
+                if isinstance(e, P4TableEntry) and (e.match or {}).get("ver") == ver:
+                    out.append(e)
+    return out
+
+
+async def sync_version(switch: Any, art: Artifact, ver: int, held: list[P4TableEntry] | None,
+                       batch: int = 1000) -> tuple[float, list[P4TableEntry], int]:
+    """A live install: bring version ``ver`` (inactive) to ``art`` with the fewest writes, then flip.
+
+    ``held``: what ``ver`` holds now (None: nothing yet). A live Map update changes only the Map tables
+    and the parameters (the map version), so it writes just those entries. Returns (seconds from the
+    first write to the acknowledged flip, the entries ``ver`` now holds, writes issued). If a write is
+    rejected, the flip is never sent: the active version is untouched.
+    """
+    entries = model_entries(art, ver)
+    if held is None:  # unknown (never written, or a failed install): read what the version holds
+        held = await read_version(switch, ver)
+    deletes, modifies, inserts = version_diff(held, entries)
+    t0 = time.perf_counter()
+    for op, todo in ((switch.delete, deletes), (switch.modify, modifies), (switch.insert, inserts)):
+        for i in range(0, len(todo), batch):
+            await op(todo[i:i + batch])
+    await switch.modify([flip_entry(ver)])
+    return time.perf_counter() - t0, entries, len(deletes) + len(modifies) + len(inserts) + 1

@@ -18,6 +18,15 @@
 #include <bpf/bpf_endian.h>
 
 #include "chimera_constants.h"
+#ifndef CHIMERA_EMA_SHIFT2
+#define CHIMERA_EMA_SHIFT2 0
+#endif
+/* the EMA step for d = u - C: eta = 2^-EMA_SHIFT (+ 2^-EMA_SHIFT2 when EMA_SHIFT2 > 0), shifts and adds only */
+#if CHIMERA_EMA_SHIFT2 > 0
+#define EMA_STEP(d) (((d) >> CHIMERA_EMA_SHIFT) + ((d) >> CHIMERA_EMA_SHIFT2))
+#else
+#define EMA_STEP(d) ((d) >> CHIMERA_EMA_SHIFT)
+#endif
 
 #ifndef barrier_var
 #define barrier_var(var) asm volatile("" : "+r"(var))
@@ -613,18 +622,18 @@ static __always_inline void classify(struct pkt *p, __u64 now, __u64 n_parsed, s
 		score = 0xFFFFFFFF;
 		flags |= CHIMERA_VFLAG_HARD_VETO;
 	}
-	/* 8. two timescales: centroid occupancy and class EMA, C_j += ((u_j << EMA_FRAC) - C_j) >> EMA_SHIFT */
+	/* 8. two timescales: centroid occupancy and class EMA, C_j += EMA_STEP((u_j << EMA_FRAC) - C_j) */
 	struct ema_regs *em = bpf_map_lookup_elem(&ema, &zero);
 	if (em) {
 		for (int j = 0; j < C; j++) {
 			__s64 u = (__s64)(j == c) << CHIMERA_EMA_FRAC;
-			em->v[j] += (u - em->v[j]) >> CHIMERA_EMA_SHIFT;
+			em->v[j] += EMA_STEP(u - em->v[j]);
 		}
 	}
 #pragma unroll
 	for (int y = 0; y < Y; y++) {
 		__s64 u = (__s64)(y == label) << CHIMERA_EMA_FRAC;
-		ce->v[y] += (u - ce->v[y]) >> CHIMERA_EMA_SHIFT;
+		ce->v[y] += EMA_STEP(u - ce->v[y]);
 	}
 	/* 9. token sample for the slow control loop */
 	if ((n_parsed & ((1ull << CHIMERA_SAMPLE_SHIFT) - 1)) == 0) {

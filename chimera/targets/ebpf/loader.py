@@ -120,12 +120,19 @@ class EbpfPipeline:
         self.attached: list[tuple[int, int]] = []  # (netns pid, ifindex)
         self.version: int | None = None
 
-    def install(self, art: Artifact) -> float:
-        """Write the inactive version and flip; returns seconds from first write to the flip."""
+    def install(self, art: Artifact) -> tuple[float, int]:
+        """Write the inactive version and flip; returns (seconds from the first write to the flip, rows written).
+
+        Only tables whose image differs from what the inactive version already holds are written, so a
+        live Map update (docs/pipeline.md, "State and versions") writes the Map tables and the parameters,
+        and a fresh object gets everything. Every write lands before the one flip: if one fails, the
+        active version is untouched and the half-written one is never flipped to.
+        """
         images = table_images(art)
         act = self.obj.map("active")
         cur = struct.unpack("<I", act.lookup(0))[0] & 1 if self.version is not None else 1
         new = 1 - cur
+        rows = 0
         t0 = time.perf_counter()
         for name, img in images.items():
             m = self.obj.map(name)
@@ -133,11 +140,19 @@ class EbpfPipeline:
             if len(img) != per * m.value_size:
                 raise TargetError(f"table {name}: image of {len(img)} bytes, map holds {per}x{m.value_size}",
                                   "the eBPF object was built for another artifact; rebuild it")
-            m.write_rows(new * per, img)  # the inactive version, through the mapping
+            held = np.frombuffer(m.read_rows(new * per, per), np.uint8).reshape(per, m.value_size)
+            changed = np.any(held != np.frombuffer(img, np.uint8).reshape(per, m.value_size), axis=1)
+            if changed.any():
+                m.write_rows(new * per, img)  # the inactive version, through the mapping
+                rows += int(changed.sum())
         act.update(0, struct.pack("<I", new))  # the flip: one syscall, after every write
         dt = time.perf_counter() - t0
         self.version = new
-        return dt
+        return dt, rows
+
+    def active_slot(self) -> int:
+        """Which of the two table slots packets read now."""
+        return struct.unpack("<I", self.obj.map("active").lookup(0))[0] & 1
 
     def attach(self, netns_pid: int, ports: list[tuple[str, str]], prog: str = "chimera_ingress") -> None:
         """Attach to clsact ingress of each in-port and redirect it to its out-port (names in the netns)."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from chimera.controlplane.loop import InstallReport
+from chimera.errors import TargetError
 from chimera.formats.artifact import Artifact
 from chimera.targets.ebpf.build import build_object, build_redirect_object
 from chimera.targets.ebpf.loader import EbpfPipeline
@@ -26,12 +28,23 @@ class EbpfSwitch(TargetSwitch):
         self.unload()
         obj = build_object(art, self.build_dir)
         self.pipeline = EbpfPipeline(obj)
-        dt = self.pipeline.install(art)
+        dt, _ = self.pipeline.install(art)
         self.pipeline.attach(self.pid, self.port_pairs())
         self.artifact = art
         log.info("%s: eBPF pipeline attached to %s (tables installed in %.1f ms)", self.name,
                  ", ".join(i for i, _ in self.port_pairs()), dt * 1e3)
         return dt
+
+    def install_map(self, art: Artifact) -> InstallReport:
+        """A live update under traffic: write the tables that differ into the inactive version, then flip."""
+        if self.pipeline is None or self.artifact is None:
+            raise TargetError(f"{self.name} has no pipeline loaded", "load a model before installing updates")
+        try:
+            dt, rows = self.pipeline.install(art)
+        except OSError as e:
+            raise TargetError(f"live install on {self.name} failed: {e}", "the old version stays active") from None
+        self.artifact = art
+        return InstallReport(dt, rows)
 
     def load_redirect(self, pairs: list[tuple[str, str]]) -> None:
         """No pipeline: a plain redirect along ``pairs`` (the software-classifier path)."""

@@ -1,0 +1,30 @@
+"""Control-plane configuration (validated at load; a value out of range is an error naming the key)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DAY_S = 86400.0
+
+
+class ControlPlaneConfig(BaseModel):
+    """The slow loop. Times are simulated seconds (the day being replayed); a time-compressed run divides
+    them by its compression factor on the wall clock."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    enabled: bool = Field(True, description="false: the switch runs the compiled tables all day (no installs)")
+    t_cp_s: float = Field(900.0, gt=0, le=DAY_S, description="T_cp: the slow loop's period (simulated seconds)")
+    tau_map: float = Field(0.05, ge=0, lt=1, description="install only when more than this share of the sampled "
+                           "recent tokens would change centroid or length bin (Δmap > τ_map)")
+    rebin: Literal["off", "coarse", "all"] = Field(
+        "coarse", description="re-fit length range tables to the current quantiles: off, the coarse (centroid key) "
+        "bins, or the fine (value sub-token) bins too")
+    recluster: bool = Field(True, description="re-cluster the Map keys (k-means, warm-started from the installed map)")
+    lloyd_iterations: int = Field(10, ge=0, le=100)
+    min_samples: int = Field(256, ge=16, description="fewer sampled tokens than this: skip the step")
+    reference_install_ms: float = Field(5.0, gt=0, le=60_000, description="the reference target's simulated "
+                                        "Δt_install (the flip takes effect this long after the decision)")
+    on_install_failure: Literal["continue", "stop"] = Field(
+        "continue", description="a failed install keeps the old version; continue the run, or stop it")

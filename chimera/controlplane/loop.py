@@ -1,0 +1,159 @@
+"""The slow loop's decisions and their record: every T_cp, read, propose, install when Δmap > τ_map.
+
+The loop talks to a switch through ``SwitchControl`` (registers in, one versioned
+install out); the eBPF and BMv2 switch nodes and the offline reference provide
+it. Each step is one row of the run's control log. A failed install (an entry
+rejected, a P4Runtime or map-update error) leaves the old version active: the
+switches write the inactive version and flip only after every write succeeded,
+so a half-written version is never active. The loop records the failure and
+goes on, or stops the run if the configuration says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from chimera.controlplane.config import ControlPlaneConfig
+from chimera.controlplane.recluster import MapVersion, Proposal, Reclusterer
+from chimera.errors import ChimeraError, TargetError
+from chimera.formats.artifact import Artifact
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class InstallReport:
+    """What one live install cost on the target."""
+
+    seconds: float          # Δt_install: first write to the acknowledged flip
+    entries_written: int    # writes the target issued (rows or P4Runtime updates)
+
+
+class SwitchControl(Protocol):
+    """What the slow loop needs of a switch."""
+
+    def registers(self) -> dict[str, Any]: ...
+
+    def install_map(self, art: Artifact) -> InstallReport: ...
+
+
+@dataclass
+class ControlStep:
+    """One tick of the slow loop (a row of control.csv)."""
+
+    step: int
+    t_trace_s: float             # since the replay began (the trace's clock)
+    t_day_s: float               # simulated time of day
+    version: int                 # map version active before the step
+    samples: int = 0             # sampled tokens the proposal used
+    new_samples: int = 0         # samples taken since the previous step
+    occupancy_shift: float = math.nan  # total-variation distance of the centroid EMA from the last install's
+    delta: float = math.nan      # Δmap
+    decision: str = ""           # few-samples | hold | install | failed
+    installed_version: int | None = None
+    install_ms: float = math.nan
+    entries_written: int = 0
+    churn: int = 0
+    churn_map: int = 0
+    churn_bins: int = 0
+    propose_ms: float = math.nan
+    error: str = ""
+
+
+def occupancy(ema: np.ndarray) -> np.ndarray:
+    e = np.maximum(np.asarray(ema, np.float64), 0)
+    return e / e.sum() if e.sum() > 0 else e
+
+
+@dataclass
+class SlowLoop:
+    """The decisions of one run; ``artifacts`` holds every version ever made active (for conformance)."""
+
+    base: Artifact
+    cfg: ControlPlaneConfig
+    compression: float = 1.0
+    day_offset_s: float = 0.0
+    steps: list[ControlStep] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.current = MapVersion.of(self.base)
+        self.artifacts: dict[int, Artifact] = {self.current.version: self.base}
+        self.fitter = Reclusterer(self.base, self.cfg)
+        self._count = 0
+        self._occ: np.ndarray | None = None
+
+    @property
+    def period_trace_s(self) -> float:
+        """T_cp on the trace's clock (the wall clock of a replay)."""
+        return self.cfg.t_cp_s / self.compression
+
+    def propose(self, regs: dict[str, Any], t_trace_s: float) -> tuple[ControlStep, Proposal | None]:
+        """Read the registers and decide; returns the step and the proposal to install (None: hold)."""
+        st = ControlStep(len(self.steps), t_trace_s, self.day_offset_s + t_trace_s * self.compression,
+                         self.current.version)
+        self.steps.append(st)
+        count = int(regs.get("sample_count", 0))
+        words = np.asarray(regs.get("sample", []), np.int64)[: min(count, len(regs.get("sample", [])))]
+        st.new_samples, self._count = count - self._count, count
+        occ = occupancy(regs.get("ema", []))
+        if self._occ is None:
+            self._occ = occ
+        st.occupancy_shift = float(0.5 * np.abs(occ - self._occ).sum()) if occ.size == self._occ.size else math.nan
+        p = self.fitter.propose(self.current, words)
+        if p is None:
+            st.decision = "few-samples"
+            return st, None
+        st.samples, st.delta, st.propose_ms = p.samples, p.delta, p.seconds * 1e3
+        st.churn, st.churn_map = p.churn["total"], p.churn["map_exact"]
+        st.churn_bins = p.churn["len_range"] + p.churn["len_fine_range"]
+        if p.delta <= self.cfg.tau_map:
+            st.decision = "hold"
+            return st, None
+        return st, p
+
+    def artifact_for(self, p: Proposal) -> Artifact:
+        return p.mapv.apply(self.base)
+
+    def installed(self, st: ControlStep, p: Proposal, art: Artifact, rep: InstallReport,
+                  occ: np.ndarray | None = None) -> None:
+        st.decision, st.installed_version = "install", p.mapv.version
+        st.install_ms, st.entries_written = rep.seconds * 1e3, rep.entries_written
+        self.current = p.mapv
+        self.artifacts[p.mapv.version] = art
+        self.fitter.accept(p)
+        if occ is not None:
+            self._occ = occ
+
+    def failed(self, st: ControlStep, err: BaseException) -> None:
+        st.decision, st.error = "failed", str(err).splitlines()[0][:300]
+        log.warning("control plane: install of map version %d failed (the old version %d stays active): %s",
+                    (self.current.version + 1) & 0xFFFF, self.current.version, st.error)
+        if self.cfg.on_install_failure == "stop":
+            raise TargetError(f"control plane: an install failed and the experiment says stop: {st.error}",
+                              "fix the failure, or set control.on_install_failure: continue")
+
+    def run_step(self, switch: SwitchControl, t_trace_s: float) -> ControlStep:
+        """One tick against a switch: read, decide, install (the switch flips only after every write)."""
+        regs = switch.registers()
+        st, p = self.propose(regs, t_trace_s)
+        if p is None:
+            return st
+        art = self.artifact_for(p)
+        try:
+            rep = switch.install_map(art)
+        except ChimeraError as e:
+            self.failed(st, e)
+            return st
+        self.installed(st, p, art, rep, occupancy(regs.get("ema", [])))
+        log.debug("control plane: t=%.1fs (day %.0fs): Δmap %.3f > τ %.3f: map version %d installed in %.2f ms, "
+                 "%d entries changed", st.t_trace_s, st.t_day_s, st.delta, self.cfg.tau_map, p.mapv.version,
+                 st.install_ms, st.churn)
+        return st
+
+    def log_rows(self) -> list[dict[str, Any]]:
+        return [asdict(s) for s in self.steps]

@@ -1,0 +1,88 @@
+"""The variants kind: dataset -> rules -> (per variant) train -> compile -> target -> metrics -> tables.
+
+Software-only variants (exact softmax, dense attention) have no tables: they
+are evaluated by the float software classifier and marked † everywhere.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pandas as pd
+from tqdm import tqdm
+
+from chimera.experiments.stages.compile import compile_variant, save_artifact
+from chimera.experiments.stages.context import RunContext
+from chimera.experiments.stages.dataset import prepare, record_dataset, resolve_dataset
+from chimera.experiments.stages.metrics import VariantResult, score_variant
+from chimera.experiments.stages.rules import learn_rules
+from chimera.experiments.stages.target import run_variant
+from chimera.experiments.stages.train import train_variant
+from chimera.metrics import classification as cm
+
+log = logging.getLogger(__name__)
+METRIC_COLUMNS = ("macro_f1", "macro_precision", "macro_recall", "accuracy", "bits_per_flow", "table_entries",
+                  "table_kbits", "float_int_agreement")
+
+
+def run(ctx: RunContext) -> None:
+    cfg = ctx.cfg
+    log.info("[1/7 dataset] %s", cfg.dataset.model_dump(exclude_none=True))
+    with ctx.timed("dataset"):
+        ctx.data = data = prepare(resolve_dataset(cfg.dataset, ctx.data_root), cfg.seed)
+    record_dataset(ctx.run.manifest, data)
+    with ctx.timed("rules"):
+        ctx.rules = rules = learn_rules(ctx.rule_file, data, cfg.seed, cfg.rule_precision_floor)
+    log.info("[2/7 rules] %s: %d hard, %d soft rules; soft weights learned (hinge-loss MRF)", rules.rules.path,
+             len(rules.rules.hard), len(rules.rules.soft))
+    results = []
+    for v in tqdm(ctx.variants, desc=f"{cfg.name} variants", unit="variant"):
+        log.info("[3/7 train] %s", v.name)
+        with ctx.timed(f"train:{v.name}"):
+            trained = train_variant(data, rules, v, cfg.seed, ctx.cache)
+        art, sha = None, None
+        if not v.software_only:
+            with ctx.timed(f"compile:{v.name}"):
+                art = compile_variant(data, rules, v, trained)
+                sha = save_artifact(art, ctx.run.path / "artifacts", v.name)
+            log.info("[4/7 compile] %s: %d bits/flow, %d table entries, artifact %s", v.name,
+                     art.resources["per_flow_bits"]["total"], art.resources["table_entries"], sha[:12])
+        with ctx.timed(f"target:{v.name}"):
+            ex = run_variant(ctx.target, data, rules, v, trained, art, ctx.run.path)
+        log.info("[5/7 target] %s: %s", v.name, ex.executed_on)
+        r = score_variant(data, v, trained, art, sha, ex)
+        log.info("[6/7 metrics] %s%s: macro-F1 %.4f (P %.4f, R %.4f)", v.name, " †" if v.software_only else "",
+                 r.row["macro_f1"], r.row["macro_precision"], r.row["macro_recall"])
+        results.append(r)
+    log.info("[7/7 outputs] %s", ctx.run.path)
+    _record_fallbacks(ctx, results)
+    write_tables(ctx, results)
+
+
+def write_tables(ctx: RunContext, results: list[VariantResult]) -> None:
+    """ablation.csv (one row per variant), metrics.csv (long form), per_class.csv, confusion.csv, and per
+    packet / per flow tables of the first switch variant."""
+    run = ctx.run.path
+    ablation = pd.DataFrame([r.row for r in results])
+    ablation.to_csv(run / "ablation.csv", index=False)
+    ablation.melt(id_vars=["variant"], value_vars=[c for c in METRIC_COLUMNS if c in ablation],
+                  var_name="metric").to_csv(run / "metrics.csv", index=False)
+    pd.concat([r.per_class for r in results], ignore_index=True).to_csv(run / "per_class.csv", index=False)
+    pd.concat([r.confusion.assign(variant=r.row["variant"]) for r in results]).to_csv(run / "confusion.csv",
+                                                                                       index=False)
+    packets = next((r.packets for r in results if r.packets is not None), None)
+    if packets is not None:
+        packets.to_csv(run / "packets.csv.gz", index=False)
+        cm.flow_level(packets["flow"].to_numpy(), packets["label"].to_numpy(),
+                      packets["pred"].to_numpy()).to_csv(run / "flows.csv", index=False)
+    ctx.run.manifest["variants"] = [v.model_dump(mode="json") for v in ctx.variants]
+
+
+def _record_fallbacks(ctx: RunContext, results: list[VariantResult]) -> None:
+    """Variants that ran elsewhere than the chosen target are named in the manifest; when every variant did,
+    the run itself is marked (run id, manifest target) with the reason."""
+    where = {r.row["variant"]: r.row["executed_on"] for r in results}
+    fallbacks = {r.row["variant"]: r.row["target_fallback"] for r in results if r.row.get("target_fallback")}
+    ctx.run.manifest.update({"variant_targets": where, "variant_fallbacks": fallbacks})
+    if fallbacks and len(fallbacks) == len(results) and ctx.target.name != "reference":
+        ctx.run.set_target("reference", "every variant fell back: " + "; ".join(sorted(set(fallbacks.values()))))

@@ -1,0 +1,96 @@
+"""F1 over time: per-bin macro-F1 with flow-bootstrap intervals, and labels computed from such a trace.
+
+A bin's macro-F1 is over the classes present in the bin (chimera.metrics.
+classification.macro_f1). Its 95% interval resamples the bin's *flows* with
+replacement (packets of one flow are not independent), ``bootstrap`` times.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from chimera.metrics.classification import macro_f1
+
+
+def _macro_f1_weighted(y: np.ndarray, pred: np.ndarray, w: np.ndarray, k: int) -> float:
+    """macro_f1 of packets with multiplicities ``w`` (classes present: w > 0), via a weighted confusion."""
+    keep = w > 0
+    if not keep.any():
+        return float("nan")
+    yk, pk, wk = y[keep], pred[keep], w[keep]
+    other = np.where((pk >= 0) & (pk < k), pk, k)  # a verdict outside the classes (NO_LABEL) counts as wrong
+    cm = np.bincount(yk * (k + 1) + other, weights=wk, minlength=k * (k + 1)).reshape(k, k + 1)
+    tp = np.diag(cm[:, :k])
+    support = cm.sum(1)
+    predicted = cm[:, :k].sum(0)
+    present = support > 0
+    prec = np.divide(tp, predicted, out=np.zeros(k), where=predicted > 0)
+    rec = np.divide(tp, support, out=np.zeros(k), where=support > 0)
+    f1 = np.divide(2 * prec * rec, prec + rec, out=np.zeros(k), where=(prec + rec) > 0)
+    return float(f1[present].mean())
+
+
+def binned_f1(t_s: np.ndarray, y: np.ndarray, pred: np.ndarray, flow: np.ndarray, bin_s: float, n_classes: int,
+              bootstrap: int = 200, seed: int = 0, t_end_s: float | None = None) -> pd.DataFrame:
+    """One row per time bin: start/middle (hours), packets, flows, macro-F1 and its 95% interval."""
+    t_s, y, pred, flow = (np.asarray(a) for a in (t_s, y, pred, flow))
+    end = float(t_s.max()) if t_end_s is None and t_s.size else float(t_end_s or 0.0)
+    n_bins = max(1, int(np.ceil(end / bin_s - 1e-9)))
+    b = np.minimum((t_s // bin_s).astype(np.int64), n_bins - 1)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n_bins):
+        sel = np.flatnonzero(b == i)
+        f1, lo, hi, nf = float("nan"), float("nan"), float("nan"), 0
+        if sel.size:
+            yy, pp = y[sel].astype(np.int64), pred[sel].astype(np.int64)
+            f1 = macro_f1(yy, pp)
+            uf, inv = np.unique(flow[sel], return_inverse=True)
+            nf = uf.size
+            if bootstrap and nf > 1:
+                draws = rng.integers(0, nf, size=(bootstrap, nf))
+                boots = [_macro_f1_weighted(yy, pp, np.bincount(d, minlength=nf)[inv].astype(np.float64), n_classes)
+                         for d in draws]
+                lo, hi = (float(x) for x in np.nanpercentile(boots, [2.5, 97.5]))
+        rows.append({"bin": i, "t_start_h": i * bin_s / 3600, "t_mid_h": (i + 0.5) * bin_s / 3600,
+                     "packets": int(sel.size), "flows": int(nf), "f1": f1, "f1_lo": lo, "f1_hi": hi})
+    return pd.DataFrame(rows)
+
+
+def window_mean(bins: pd.DataFrame, start_h: float, end_h: float) -> float:
+    """Mean F1 of the bins whose middle falls in [start_h, end_h)."""
+    sel = bins[(bins["t_mid_h"] >= start_h) & (bins["t_mid_h"] < end_h)]["f1"].dropna()
+    return float(sel.mean()) if len(sel) else float("nan")
+
+
+def trace_stability(bins: pd.DataFrame, step_h: float | None, after_h: float = 0.0) -> dict[str, float | int | str]:
+    """Labels computed from an F1 trace (never typed in).
+
+    - ``noise``: the median half-width of the bins' 95% intervals (what a bin-to-bin move must exceed);
+    - ``oscillations``: sign changes of ΔF1 between consecutive significant moves (|ΔF1| > 2 * noise), after
+      ``after_h`` (the training hours);
+    - ``response_h``: after a drift step at ``step_h``, hours until F1 stays within 2 * noise of its level
+      over the last quarter of the day (NaN without a step);
+    - ``label``: ``oscillating`` (>= 3 oscillations), ``slow`` (response over 6 h), else ``stable``.
+    """
+    b = bins.dropna(subset=["f1"])
+    half = ((b["f1_hi"] - b["f1_lo"]) / 2).dropna()
+    noise = float(half.median()) if len(half) else 0.0
+    tail = b[b["t_mid_h"] >= after_h]
+    d = np.diff(tail["f1"].to_numpy())
+    sig = d[np.abs(d) > 2 * noise]
+    osc = int(np.sum(np.sign(sig[1:]) != np.sign(sig[:-1]))) if sig.size > 1 else 0
+    response = float("nan")
+    if step_h is not None:
+        last = b[b["t_mid_h"] >= b["t_mid_h"].max() * 0.75]["f1"]
+        level = float(last.mean()) if len(last) else float("nan")
+        post = b[b["t_mid_h"] >= step_h]
+        off = np.abs(post["f1"].to_numpy() - level) > 2 * noise
+        if off.any():
+            k = int(np.flatnonzero(off)[-1]) + 1  # the first bin after which it stays within the band
+            response = (float(post["t_mid_h"].iloc[k]) if k < len(post) else float(post["t_mid_h"].iloc[-1])) - step_h
+        else:
+            response = 0.0
+    label = "oscillating" if osc >= 3 else ("slow" if response == response and response > 6 else "stable")
+    return {"noise": noise, "oscillations": osc, "response_h": response, "label": label}

@@ -1,0 +1,46 @@
+"""The report of a cadence run (hyper_cadence): the eta x T_cp table and heatmap, and which kappa fits."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from chimera.report import figures
+from chimera.report.common import figure_lines, header, reproduce, table
+from chimera.report.run import RunView
+
+COLUMNS = ["eta", "eta_effective", "t_cp_s", "memory_depth_pkts", "memory_depth_sim_s", "budget_ratio", "installs",
+           "churn_per_install", "f1_mean", "f1_last", "oscillations", "response_h", "label"]
+
+
+def _kappa(k: pd.DataFrame) -> list[str]:
+    best = int(k["agree"].max())
+    fit = k[k["agree"] == best]
+    n = int(k["cells"].iloc[0])
+    lo, hi = float(fit["kappa"].min()), float(fit["kappa"].max())
+    lines = [f"The paper's condition eta < 1 / (1 + kappa * T_cp / Δt_install) classifies at best {best} of {n} cells "
+             f"as measured (stable = not oscillating), for kappa in [{lo:.3g}, {hi:.3g}]."]
+    if fit["predicted_stable"].eq(n).all():
+        lines.append("At those kappa it predicts every cell stable: in these measurements the condition does not bind "
+                     "(no cell oscillated, or none that it could single out).")
+    return lines
+
+
+def render(run: RunView) -> list[str]:
+    cells = run.table("cadence.csv")
+    op = (run.manifest.get("stability") or {}).get("operating_point") or {}
+    figs = figures.cadence_heatmap(cells, run.figures_dir, op.get("eta"), op.get("t_cp_s"))
+    lines = header(run, "update cadence (eta x T_cp)")
+    lines += ["eta: the dataplane EMA step (fast timescale; realized as 2^-a + 2^-b, eta_effective), memory depth "
+              "1/eta packets; T_cp: the slow loop's period in simulated seconds. Labels are computed from each cell's "
+              "F1 trace (chimera.metrics.timeseries.trace_stability): oscillations = sign changes of ΔF1 above twice "
+              "the bins' noise, response = hours after the drift step until F1 settles.", ""]
+    lines += ["## Table", "", table(cells[[c for c in COLUMNS if c in cells]]), ""]
+    lines += ["## F1 over eta x T_cp", "", *figure_lines(run, [run.rel(p) for p in figs]),
+              f"(operating point: eta {op.get('eta')}, T_cp {op.get('t_cp_s')} s)", ""]
+    if run.has("kappa.csv"):
+        lines += ["## The stability condition", "", *_kappa(run.table("kappa.csv")), ""]
+    if "reference_mismatches" in cells:
+        lines += [f"Conformance: {int(cells['reference_mismatches'].sum())} verdicts differ from the reference over "
+                  "all cells.", ""]
+    lines += reproduce(run)
+    return lines

@@ -1,0 +1,49 @@
+"""The report of a variants run (quickstart, ablation): one row per variant, per class, confusion, counters."""
+
+from __future__ import annotations
+
+from chimera.report import figures
+from chimera.report.common import accounting, figure_lines, header, replay_accounting, reproduce, table
+from chimera.report.run import RunView
+
+
+def render(run: RunView) -> list[str]:
+    ablation = run.table("ablation.csv")
+    ablation["group"] = ablation["group"].astype(object).where(ablation["group"].notna(), "").astype(str)
+    pcs = run.table("per_class.csv")
+    conf = run.table("confusion.csv")
+    out = run.figures_dir
+    main = str(ablation.iloc[0]["variant"])
+    figs = figures.ablation(ablation, out) if len(ablation) > 1 else []
+    figs += figures.confusion(conf[conf["variant"] == main].drop(columns=["variant"]), out,
+                              f"{main} (test packets)")
+    figs += figures.per_class(pcs, out)
+    fig_rel = [run.rel(p) for p in figs]
+
+    lines = header(run, "Chimera experiment")
+    cols = ["group", "variant", "software_only", "macro_f1", "macro_precision", "macro_recall", "bits_per_flow",
+            "table_entries", "table_kbits", "float_int_agreement", "executed_on"]
+    t = ablation[[c for c in cols if c in ablation]].copy()
+    t["variant"] = t["variant"] + t["software_only"].map({True: " †", False: ""})
+    t = t.drop(columns=["software_only"])
+    lines += ["## Results (test split, packet level)", "", table(t), "",
+              "† control-plane only: cannot run in a switch; evaluated by the float software classifier.",
+              "bits_per_flow: all per-flow register state the build needs; table_entries/kbits: all tables.", ""]
+    lines += ["## Figures", "", *figure_lines(run, fig_rel), ""]
+    lines += [f"## Per class: {main}", "", table(pcs[pcs["variant"] == main].drop(columns=["variant"])), ""]
+    lines += accounting(run)
+    lines += replay_accounting(ablation)
+    extra = [c for c in ("hard_vetoes", "evictions", "unparsed", "reference_mismatches", "register_mismatches",
+                         "latency_switch_p50_us", "latency_switch_p99_us", "latency_host_p50_us",
+                         "latency_host_p99_us", "install_ms") if c in ablation]
+    if extra:
+        lines += ["## Dataplane counters", "", table(ablation[["variant", *extra]]), ""]
+    if "reference_mismatches" in ablation:
+        lines += ["reference_mismatches: packets whose verdict differs from the reference pipeline run on the same "
+                  "frames with the switch's own timestamps (conformance; 0 is the only acceptable value). Latency: "
+                  "in-switch from the verdict header's timestamps, host-to-host from the h1/h2 captures. "
+                  "evictions: '—' where the switch's counters could not be read (unknown, not 0).", ""]
+    lines += reproduce(run)
+    if run.manifest.get("variant_fallbacks"):
+        lines += ["(variants named above run on the reference target whichever target is asked for)", ""]
+    return lines
