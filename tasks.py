@@ -90,7 +90,8 @@ def dataset(c: Context, profile: str = "ciciot", flows: int = 2000, seed: int = 
     logging.getLogger("tasks").info("dataset written: %s", path)
 
 
-@task(help={"what": "ingest | reference | install | switch | fidelity | scale", "pcap": "capture to benchmark (ingest)"})
+@task(help={"what": "ingest | reference | install | switch | fidelity | scale | sweep",
+            "pcap": "capture to benchmark (ingest)"})
 @cli
 def bench(c: Context, what: str = "ingest", pcap: str = "", verbose: bool = False) -> None:
     """Benchmarks; each prints its measured rates and ratios."""
@@ -128,8 +129,13 @@ def run_experiment(c: Context, name: str = "quickstart", target: str = "", datas
     from chimera.experiments.runner import run_experiment as run
     overrides: dict[str, Any] = {}
     if dataset:
-        overrides["dataset"] = {"path": dataset, "adapter": adapter, "synthetic": None,
-                                "normalize": {"layout": layout, "max_packets_per_class": max_packets_per_class}}
+        from chimera.experiments.config import MULTI_DATASET_KINDS
+        spec = {"path": dataset, "adapter": adapter, "synthetic": None,
+                "normalize": {"layout": layout, "max_packets_per_class": max_packets_per_class}}
+        if load_experiment(name).kind in MULTI_DATASET_KINDS:  # replaces the experiment's list of datasets
+            overrides["datasets"] = {Path(dataset).name or "dataset": spec}
+        else:
+            overrides["dataset"] = spec
     if compression:
         if load_experiment(name).kind not in ("stability", "cadence"):
             raise Exit(f"run-experiment: --compression applies to stability and cadence experiments, not {name}",
@@ -137,6 +143,30 @@ def run_experiment(c: Context, name: str = "quickstart", target: str = "", datas
         overrides["stability"] = {"compression": compression}
     cfg = load_experiment(name, overrides or None)
     out = run(cfg, target=target or None, results_root=results, experiment_file=name, dataset_override=dataset)
+    logging.getLogger("tasks").info("report: %s", out / "report.md")
+
+
+@task(help={"name": "experiment to sweep (experiments/<name>.yaml) or a YAML path",
+            "seeds": "comma-separated seeds, e.g. 1,2,3 (mean and 95% CI across them)",
+            "datasets": "comma-separated: names of the experiment's datasets, or dataset directories",
+            "target": "reference | ebpf | bmv2 | auto (default: the experiment's)",
+            "ray": "HEAD:PORT of a Ray cluster (default: a local Ray instance sized to this machine)",
+            "retries": "retries of a task whose worker or node dies (then it is recorded as failed)",
+            "sequential": "run the tasks one after another in this process (no Ray)",
+            "results": "results root directory"})
+@cli
+def sweep(c: Context, name: str = "quickstart", seeds: str = "1", datasets: str = "", target: str = "",
+          ray: str = "", retries: int = 2, sequential: bool = False, results: str = "results",
+          verbose: bool = False) -> None:
+    """Fan an experiment's variants x seeds x datasets out as Ray tasks; merge into results/sweep-<name>/<run>/."""
+    from chimera.errors import ConfigError
+    from chimera.sweep.driver import sweep as run
+    try:
+        seed_list = [int(x) for x in seeds.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"--seeds {seeds!r} is not a comma-separated list of integers", "e.g. --seeds 1,2,3") from None
+    out = run(name, seed_list, [d for d in datasets.split(",") if d] or None, target, ray or None, retries, results,
+              executor="sequential" if sequential else "ray")
     logging.getLogger("tasks").info("report: %s", out / "report.md")
 
 

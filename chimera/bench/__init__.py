@@ -9,7 +9,8 @@ from chimera.errors import ConfigError
 
 log = logging.getLogger(__name__)
 BENCHES = {"reference": "chimera.bench.reference", "install": "chimera.bench.install",
-           "switch": "chimera.bench.switch", "fidelity": "chimera.bench.fidelity", "scale": "chimera.bench.scale"}
+           "switch": "chimera.bench.switch", "fidelity": "chimera.bench.fidelity", "scale": "chimera.bench.scale",
+           "sweep": "chimera.bench.sweep"}
 
 
 def dispatch(what: str) -> None:

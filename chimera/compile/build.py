@@ -36,7 +36,7 @@ from chimera.model.config import FusionConfig
 from chimera.model.tokenizer import (FLAG_CLASSES, FLAG_TERNARY, IDX_BUCKETS, LEN_BINS, MAP_KEYS, PORT_IDS_MAX,
                                      SUB_TOKENS)
 from chimera.model.train import TrainedModel
-from chimera.rules.spec import FLOW_PKTS_SATURATION, KEY_FIELDS, Rules
+from chimera.rules.spec import FLOW_PKTS_SATURATION, KEY_FIELDS, Rules, compile_match
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +78,21 @@ def per_flow_bits(window: int, features: int, d_v: int, aggregation: str) -> dic
         out["S_t (m x d_v x 32)"] = features * d_v * ACC_BITS
         out["Z_t (m x 32)"] = features * ACC_BITS
     out["total"] = sum(out.values())
+    return out
+
+
+def planned_constants(model: Any, ccfg: CompileConfig, rules: Rules, n_classes: int | None = None) -> dict[str, int]:
+    """The artifact constants a model config will compile to, known before any training: a target checks its
+    compiled-in limits against these so that a run too big for it fails in seconds, not at install time.
+    ``HARD_ENTRIES`` counts every hard rule (an upper bound: rules for absent labels are dropped later);
+    ``SOFT_ENTRIES_PER_RULE`` is the largest soft rule's entry count."""
+    out = {"WINDOW": model.window, "NUM_CENTROIDS": model.centroids, "RF_FEATURES": model.features,
+           "D_V": model.d_v, "LEN_FINE": model.len_fine, "FLOW_SLOTS": ccfg.flow_slots,
+           "SAMPLE_SLOTS": ccfg.sample_slots, "SOFT_RULES": len(rules.soft),
+           "HARD_ENTRIES": sum(len(compile_match(r.match, f"{rules.path}: hard rule '{r.name}'")) for r in rules.hard),
+           "SOFT_ENTRIES_PER_RULE": max((len(e) for e in rules.soft_entries()), default=0)}
+    if n_classes is not None:
+        out["NUM_CLASSES"] = n_classes
     return out
 
 

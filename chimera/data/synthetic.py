@@ -396,7 +396,7 @@ def generate(spec: SyntheticSpec, out_dir: str | os.PathLike[str], *, overwrite:
         b.normal_flow(int(label), shapes[int(label) % len(shapes)], vpn, None if starts is None else float(starts[i]))
     for k, kind in enumerate(spec.attacks):
         budget = n_attack_total // len(spec.attacks)
-        b.attack_flows(len(normal_names) + k, kind, budget if kind != "UDP_DOS" else max(1, budget // 20))
+        b.attack_flows(len(normal_names) + k, kind, budget if kind != "UDP_DOS" else max(3, budget // 20))  # >= 3 flows: one per split
     ts = np.concatenate(b.p.ts)
     flow = np.concatenate(b.p.flow)
     order = np.argsort(ts, kind="stable")

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from chimera.baselines.zoo import BASELINES, SEQUENCE_BASELINES
 from chimera.compile.config import CompileConfig
 from chimera.controlplane.config import DAY_S, ControlPlaneConfig
 from chimera.data.adapters import ADAPTERS
@@ -25,6 +26,13 @@ from chimera.testbed.replay import ReplayConfig
 
 EXPERIMENTS_DIR = Path(__file__).resolve().parents[2] / "experiments"
 Target = Literal["auto", "reference", "ebpf", "bmv2"]
+
+
+def _known(values: list[str] | tuple[str, ...], known: tuple[str, ...] | list[str], what: str) -> None:
+    """A validator's check: every name in ``values`` is one of ``known`` (the error lists them)."""
+    bad = [v for v in values if v not in known]
+    if bad:
+        raise ValueError(f"unknown {what}(s) {bad}; choose from {list(known)}")
 
 
 class SyntheticDataset(BaseModel):
@@ -47,9 +55,7 @@ class SyntheticDataset(BaseModel):
     @field_validator("attacks")
     @classmethod
     def _known_attacks(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        bad = [a for a in v if a not in ATTACKS]
-        if bad:
-            raise ValueError(f"unknown attack(s) {bad}; choose from {list(ATTACKS)}")
+        _known(v, ATTACKS, "attack")
         return v
 
 
@@ -94,7 +100,9 @@ class Variant(BaseModel):
     fusion: dict[str, Any] = {}
 
 
-Kind = Literal["variants", "stability", "cadence"]
+Kind = Literal["variants", "stability", "cadence", "accuracy", "resources", "input_scale", "hyper_dim", "roc"]
+#: kinds that run on several named datasets (``datasets:``; ``--dataset`` replaces the list by one)
+MULTI_DATASET_KINDS = ("accuracy", "resources", "input_scale", "hyper_dim", "roc")
 Configuration = Literal["Chimera", "Fast-Only", "Static-Map"]
 
 
@@ -164,13 +172,68 @@ class CadenceSpec(BaseModel):
         return v
 
 
+class BaselinesSpec(BaseModel):
+    """The paper's baselines (chimera.baselines.zoo), trained on Chimera's training packets."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    methods: list[str] = Field(default_factory=lambda: list(BASELINES), min_length=1)
+    window: int = Field(8, ge=1, le=64, description="packets per decision of the window models")
+    leo_depth: int = Field(8, ge=1, le=16, description="Leo's tree depth (leaf table <= 2^depth entries)")
+    leo_window: int = Field(4, ge=1, le=64, description="packets Leo's features may look back on")
+    epochs: int = Field(10, ge=1, le=200)
+    max_train_packets: int = Field(60000, ge=0, description="0 = all; else a seeded sample of the training packets")
+
+    @field_validator("methods")
+    @classmethod
+    def _known_methods(cls, v: list[str]) -> list[str]:
+        _known(v, tuple(BASELINES), "baseline")
+        return v
+
+
+class SweepSpec(BaseModel):
+    """input_scale (windows) and hyper_dim (m x d_v x quantization bits, against a per-flow budget)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    windows: list[int] = Field([2, 4, 8, 16, 32], min_length=1)
+    features: list[int] = Field([4, 8, 16], min_length=1, description="m, random features")
+    d_v: list[int] = Field([4, 8, 16], min_length=1)
+    bits: list[int] = Field([4, 8], min_length=1, description="b, table value width")
+    per_flow_budget_bits: int = Field(8192, ge=1, description="the budget the ratio divides by (1 KB = 8192)")
+    sequence_baselines: list[str] = Field(["BoS", "RNN-B", "CNN-M"], description="input_scale: baselines swept")
+
+    @field_validator("windows")
+    @classmethod
+    def _windows(cls, v: list[int]) -> list[int]:
+        bad = [w for w in v if w < 1 or w & (w - 1)]
+        if bad:
+            raise ValueError(f"windows {bad}: Chimera's ring needs a power of two >= 1")
+        return v
+
+    @field_validator("sequence_baselines")
+    @classmethod
+    def _known_sequence(cls, v: list[str]) -> list[str]:
+        _known(v, SEQUENCE_BASELINES, "sequence baseline")
+        return v
+
+
+class RocSpec(BaseModel):
+    """roc: anomaly detectors trained on benign flows, scored on the injected attacks."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    window: int = Field(8, ge=1, le=64)
+    codes: int = Field(8, ge=1, le=64, description="latent codes of the integer table AutoEncoder")
+    attack_classes: list[str] = Field(default_factory=lambda: list(ATTACKS))
+    epochs: int = Field(10, ge=1, le=200)
+
+
 class ExperimentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str
     kind: Kind = "variants"
     description: str = ""
     seed: int = 1
-    dataset: DatasetSpec
+    dataset: DatasetSpec | None = None
+    datasets: dict[str, DatasetSpec] = Field(default_factory=dict, description="named datasets (multi-dataset kinds)")
     rules: str = "rules/default.yaml"
     rule_precision_floor: float = Field(0.9, ge=0, le=1, description="hard rules less precise than this on the "
                                         "training and validation packets they decide are not installed")
@@ -182,10 +245,18 @@ class ExperimentConfig(BaseModel):
     control: ControlPlaneConfig = ControlPlaneConfig()
     stability: StabilitySpec | None = None
     cadence: CadenceSpec | None = None
+    baselines: BaselinesSpec = BaselinesSpec()
+    sweep: SweepSpec = SweepSpec()
+    roc: RocSpec = RocSpec()
     variants: list[Variant] = Field([Variant(name="Chimera")], min_length=1)
 
     @model_validator(mode="after")
     def _kind_sections(self) -> "ExperimentConfig":
+        if self.kind in MULTI_DATASET_KINDS:
+            if (self.dataset is None) == (not self.datasets):
+                raise ValueError(f"kind {self.kind}: give datasets: (named datasets) or one dataset:")
+        elif self.dataset is None or self.datasets:
+            raise ValueError(f"kind {self.kind} runs on one dataset: give dataset: (and no datasets:)")
         if self.kind in ("stability", "cadence"):
             if self.dataset.synthetic is None:
                 raise ValueError(f"kind {self.kind} generates its own day-long trace: give dataset.synthetic "
@@ -195,6 +266,13 @@ class ExperimentConfig(BaseModel):
         if self.kind == "cadence" and self.cadence is None:
             raise ValueError("kind cadence needs a cadence: section (etas, t_cp_s)")
         return self
+
+    def named_datasets(self) -> dict[str, DatasetSpec]:
+        """The datasets a multi-dataset kind runs on, by name."""
+        if self.datasets:
+            return dict(self.datasets)
+        assert self.dataset is not None
+        return {"dataset": self.dataset}
 
     @field_validator("name")
     @classmethod
@@ -270,7 +348,10 @@ def load_experiment(name_or_path: str, overrides: dict[str, Any] | None = None) 
     if not isinstance(raw, dict):
         raise ConfigError(f"{p}: the top level is a {type(raw).__name__}, not a mapping of keys (name:, dataset:, ...)",
                           "see experiments/quickstart.yaml for the layout")
-    raw = _merge(raw, overrides or {})
+    over = dict(overrides or {})
+    if "datasets" in over:  # a --dataset replaces the experiment's named datasets, never adds to them
+        raw = {**raw, "datasets": over.pop("datasets"), "dataset": None}
+    raw = _merge(raw, over)
     try:
         cfg = ExperimentConfig.model_validate(raw)
     except ValidationError as e:

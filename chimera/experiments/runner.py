@@ -18,6 +18,7 @@ from chimera.experiments.config import ExperimentConfig, resolve_variants
 from chimera.experiments.kinds import KINDS
 from chimera.experiments.stages.context import RunContext
 from chimera.experiments.stages.rules import rules_path
+from chimera.experiments.stages.target import preflight
 from chimera.formats.rundir import RunDir, environment, git_state
 from chimera.report.render import render
 from chimera.rules.spec import load_rules
@@ -37,6 +38,11 @@ def run_experiment(cfg: ExperimentConfig, *, target: str | None = None, results_
     rule_file = load_rules(rules_path(cfg.rules))  # a bad rule file fails here, before any run directory exists
     kind = KINDS[cfg.kind]
     tgt = select_target(target or cfg.target, cfg.replay)
+    try:
+        preflight(tgt, variants, rule_file, where=experiment_file or cfg.name)  # classes are checked after the data
+    except BaseException:
+        tgt.close()
+        raise
     with RunDir(results_root, cfg.name, tgt.name) as run:
         ctx = RunContext(cfg, variants, tgt, run, Path(data_root), rule_file)
         run.manifest.update({"kind": cfg.kind, "config": json.loads(cfg.model_dump_json()), "seed": cfg.seed,

@@ -13,7 +13,11 @@ SMALL_REAL_PACKETS = 100_000
 
 INT_COLUMNS = ("bits_per_flow", "table_entries", "support", "hard_vetoes", "evictions", "unparsed", "lost",
                "reference_mismatches", "register_mismatches", "packets", "replayed", "verdicts", "not_sent",
-               "dropped_by_capture", "installs", "failed_installs", "churn_total", "entries_written", "steps")
+               "dropped_by_capture", "installs", "failed_installs", "churn_total", "entries_written", "steps",
+               "per_flow_bits", "exact_bits", "ternary_range_bits", "action_data_bits", "input_bits", "key_size",
+               "value_size", "max_entries", "type", "m", "d_v", "bits", "window", "formula_bits", "budget_bits",
+               "entries", "entry_bits", "bitwidth", "size", "test_packets", "attack_packets", "benign_train_packets",
+               "leaves")
 
 
 def _float(x: float) -> str:

@@ -100,3 +100,97 @@ def cadence_heatmap(cells: pd.DataFrame, out: Path, eta: float | None, t_cp: flo
         r, c = list(m.index).index(eta), list(m.columns).index(t_cp)
         ax.add_patch(plt.Rectangle((c, r), 1, 1, fill=False, edgecolor="red", lw=2.5))
     return _save(fig, out, "cadence_heatmap")
+
+
+def method_f1(df: pd.DataFrame, out: Path) -> list[Path]:
+    """Macro-F1 per method and dataset (Table 1 as bars); software rows marked † in the label."""
+    sns.set_theme(style="whitegrid")
+    d = df[df["f1"].notna()].copy()
+    d["method"] = d["method"] + d["kind"].map(lambda k: " †" if k == "software" else "")
+    fig, ax = plt.subplots(figsize=(9, 0.35 * d["method"].nunique() * max(1, d["dataset"].nunique()) / 2 + 2))
+    sns.barplot(data=d, y="method", x="f1", hue="dataset", ax=ax)
+    ax.set(xlabel="packet-level macro-F1 (test split)", ylabel="", xlim=(0, 1))
+    return _save(fig, out, "accuracy_f1")
+
+
+def pareto(df: pd.DataFrame, out: Path) -> list[Path]:
+    """F1 against per-flow state bits, one panel per dataset, the Pareto front (max F1 at <= bits) drawn."""
+    sns.set_theme(style="whitegrid")
+    d = df[df["f1"].notna() & df["per_flow_bits"].notna()].copy()
+    sets = list(d["dataset"].unique())
+    fig, axes = plt.subplots(1, len(sets), figsize=(5 * len(sets), 4), squeeze=False)
+    for ax, name in zip(axes[0], sets):
+        s = d[d["dataset"] == name].sort_values(["per_flow_bits", "f1"], ascending=[True, False])
+        sns.scatterplot(data=s, x="per_flow_bits", y="f1", hue="method", style="kind", s=80, ax=ax, legend=ax is axes[0][0])
+        front, best = [], -1.0
+        for _, r in s.iterrows():
+            if r["f1"] > best:
+                best = r["f1"]
+                front.append((max(r["per_flow_bits"], 1), r["f1"]))
+        if front:
+            xs, ys = zip(*front)
+            ax.step(xs, ys, where="post", color="black", lw=1, label="Pareto front")
+        ax.set(xscale="log", xlabel="per-flow state (bits, allocated/stored)", ylabel="macro-F1", title=name)
+    if axes[0][0].get_legend() is not None:
+        sns.move_legend(axes[0][0], "upper left", bbox_to_anchor=(0, -0.2), ncol=3, fontsize=7)
+    return _save(fig, out, "pareto")
+
+
+def input_scale(df: pd.DataFrame, out: Path) -> list[Path]:
+    """F1 against window L per method; per-flow bits on a second axis (dashed)."""
+    sns.set_theme(style="whitegrid")
+    fig, ax = plt.subplots(figsize=(7, 4))
+    sns.lineplot(data=df, x="window", y="f1", hue="method", marker="o", ax=ax)
+    ax2 = ax.twinx()
+    bits = df.groupby(["method", "window"], as_index=False)["per_flow_bits"].first()
+    for name, g in bits.groupby("method"):
+        ax2.plot(g["window"], g["per_flow_bits"], ls="--", alpha=0.5, label=f"{name} bits")
+    ax.set(xscale="log", xlabel="window L (packets per decision)", ylabel="macro-F1")
+    ax.set_xticks(sorted(df["window"].unique()))
+    ax.set_xticklabels([str(w) for w in sorted(df["window"].unique())])
+    ax2.set(yscale="log", ylabel="per-flow bits (dashed)")
+    ax2.grid(False)
+    return _save(fig, out, "input_scale")
+
+
+def hyper_dim_heatmap(df: pd.DataFrame, out: Path, bits: int, op: tuple[int, int] | None) -> list[Path]:
+    """F1 over m x d_v at quantization ``bits`` per dataset; the operating point boxed, † over budget."""
+    sets = list(df["dataset"].unique())
+    fig, axes = plt.subplots(1, len(sets), figsize=(4.5 * len(sets), 3.8), squeeze=False)
+    for ax, name in zip(axes[0], sets):
+        s = df[(df["dataset"] == name) & (df["bits"] == bits)]
+        piv = s.pivot(index="m", columns="d_v", values="f1")
+        over = s.pivot(index="m", columns="d_v", values="over_budget")
+        annot = piv.map(lambda v: f"{v:.3f}") + over.map(lambda o: " †" if o else "")
+        sns.heatmap(piv, annot=annot, fmt="", cmap="viridis", ax=ax, cbar=ax is axes[0][-1])
+        if op is not None and op[0] in piv.index and op[1] in piv.columns:
+            i, j = list(piv.index).index(op[0]), list(piv.columns).index(op[1])
+            ax.add_patch(plt.Rectangle((j, i), 1, 1, fill=False, edgecolor="red", lw=2))
+        ax.set(title=f"{name}, b = {bits}", xlabel="d_v", ylabel="m")
+    return _save(fig, out, f"hyper_dim_b{bits}")
+
+
+def roc_curves(curves: pd.DataFrame, aucs: pd.DataFrame, out: Path) -> list[Path]:
+    sns.set_theme(style="whitegrid")
+    sets = list(curves["dataset"].unique())
+    fig, axes = plt.subplots(1, len(sets), figsize=(4.5 * len(sets), 4), squeeze=False)
+    for ax, name in zip(axes[0], sets):
+        for det, g in curves[curves["dataset"] == name].groupby("detector", sort=False):
+            auc = aucs[(aucs["dataset"] == name) & (aucs["detector"] == det)]["auc"].iloc[0]
+            ax.plot(g["fpr"], g["tpr"], label=f"{det} (AUC {auc:.3f})")
+        ax.plot([0, 1], [0, 1], color="grey", ls=":")
+        ax.set(title=name, xlabel="false positive rate", ylabel="true positive rate")
+        ax.legend(fontsize=7, loc="lower right")
+    return _save(fig, out, "roc")
+
+
+def resources_bits(df: pd.DataFrame, out: Path, budget: int) -> list[Path]:
+    sns.set_theme(style="whitegrid")
+    d = df.copy()
+    d["row"] = d["method"] + " (" + d["where"] + ")"
+    fig, ax = plt.subplots(figsize=(8, 0.4 * len(d) + 1.5))
+    sns.barplot(data=d, y="row", x="per_flow_bits", hue="method", dodge=False, ax=ax, legend=False)
+    ax.axvline(budget, color="red", ls="--", label=f"budget {budget} bits")
+    ax.set(xscale="log", xlabel="per-flow state (bits, allocated)", ylabel="")
+    ax.legend()
+    return _save(fig, out, "resources_per_flow")

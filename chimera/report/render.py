@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from chimera.errors import ResultsError
-from chimera.report import cadence, stability, variants
+from chimera.report import cadence, stability, variants, yardsticks
 from chimera.report.run import RunView
 
 log = logging.getLogger(__name__)
@@ -17,6 +17,11 @@ RENDERERS: dict[str, Callable[[RunView], list[str]]] = {
     "variants": variants.render,
     "stability": stability.render,
     "cadence": cadence.render,
+    "accuracy": yardsticks.render_accuracy,
+    "resources": yardsticks.render_resources,
+    "input_scale": yardsticks.render_input_scale,
+    "hyper_dim": yardsticks.render_hyper_dim,
+    "roc": yardsticks.render_roc,
 }
 
 

@@ -32,6 +32,15 @@ class Target(Protocol):
 
     def unsupported(self, art: Artifact) -> str | None: ...
 
+    def limits(self) -> dict[str, int]:
+        """Compiled-in maxima of the dataplane, by artifact constant ({}: none); checked before training."""
+        ...
+
     def describe(self) -> dict[str, Any]: ...
 
     def close(self) -> None: ...
+
+
+def exceeded(constants: dict[str, int], limits: dict[str, int]) -> list[tuple[str, int, int]]:
+    """(constant, planned value, limit) for every planned constant over its limit."""
+    return [(k, v, limits[k]) for k, v in constants.items() if k in limits and v > limits[k]]

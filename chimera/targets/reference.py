@@ -27,6 +27,9 @@ class ReferenceTarget:
         """The reference runs every artifact."""
         return None
 
+    def limits(self) -> dict[str, int]:
+        return {}
+
     def describe(self) -> dict[str, Any]:
         return {"target": "reference", "clock": "capture timestamps"}
 

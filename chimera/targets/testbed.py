@@ -107,6 +107,9 @@ class TestbedTarget:
         """Why this target cannot run the artifact (subclasses say), or None."""
         return None
 
+    def limits(self) -> dict[str, int]:
+        return {}
+
     def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str,
             control: SlowLoop | None = None) -> TargetResult:
         why = self.unsupported(art)

@@ -49,6 +49,7 @@ def run(ctx: RunContext) -> None:
     assert st is not None and cad is not None
     with ctx.timed("dataset"):
         ctx.data = data = prepare_day(ctx)
+        ctx.check_classes(len(data.classes))
     with ctx.timed("rules"):
         ctx.rules = rules = learn_rules(ctx.rule_file, data, cfg.seed, cfg.rule_precision_floor)
     v = ctx.variants[0]

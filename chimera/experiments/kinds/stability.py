@@ -158,6 +158,7 @@ def run(ctx: RunContext) -> None:
     assert st is not None
     with ctx.timed("dataset"):
         ctx.data = data = prepare_day(ctx)
+        ctx.check_classes(len(data.classes))
     ctx.run.manifest["stability"] = {"compression": st.compression, "trace_s": st.trace_s, "day_hours": st.day_hours,
                                      "t_cp_s": cfg.control.t_cp_s, "t_cp_replay_s": cfg.control.t_cp_s / st.compression}
     with ctx.timed("rules"):

@@ -30,6 +30,7 @@ def run(ctx: RunContext) -> None:
     log.info("[1/7 dataset] %s", cfg.dataset.model_dump(exclude_none=True))
     with ctx.timed("dataset"):
         ctx.data = data = prepare(resolve_dataset(cfg.dataset, ctx.data_root), cfg.seed)
+        ctx.check_classes(len(data.classes))
     record_dataset(ctx.run.manifest, data)
     with ctx.timed("rules"):
         ctx.rules = rules = learn_rules(ctx.rule_file, data, cfg.seed, cfg.rule_precision_floor)

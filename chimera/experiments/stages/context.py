@@ -11,6 +11,7 @@ from pathlib import Path
 from chimera.experiments.config import ExperimentConfig, ResolvedVariant
 from chimera.experiments.stages.dataset import PreparedData
 from chimera.experiments.stages.rules import LearnedRules
+from chimera.experiments.stages.target import preflight
 from chimera.experiments.stages.train import ModelCache
 from chimera.formats.rundir import RunDir
 from chimera.rules.spec import Rules
@@ -29,6 +30,10 @@ class RunContext:
     rules: LearnedRules | None = None       # set by the rules stage
     cache: ModelCache = field(default_factory=ModelCache)
     timings: dict[str, float] = field(default_factory=dict)
+
+    def check_classes(self, n_classes: int) -> None:
+        """Once the dataset is known: the class count against the target's limit, before any training."""
+        preflight(self.target, self.variants, self.rule_file, n_classes, self.cfg.name)
 
     @contextmanager
     def timed(self, what: str) -> Iterator[None]:

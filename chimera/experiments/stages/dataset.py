@@ -7,6 +7,10 @@ switch would see goes through it.
 
 from __future__ import annotations
 
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import hashlib
 import json
 import logging
@@ -57,7 +61,9 @@ def resolve_dataset(spec: DatasetSpec, data_root: Path) -> Dataset:
         key = cache_key(s.model_dump(), _code_fingerprint())
         out = data_root / "synthetic" / f"{s.profile}-{s.flows}-s{s.seed}-{key}"
         if not (out / MANIFEST).exists():
-            generate(SyntheticSpec(**s.model_dump()), out, overwrite=out.exists())
+            with _build_lock(out):  # two sweep tasks on one node may ask for the same dataset at once
+                if not (out / MANIFEST).exists():
+                    generate(SyntheticSpec(**s.model_dump()), out, overwrite=out.exists())
         return load_dataset(out)
     path = Path(spec.path).expanduser()  # type: ignore[arg-type]
     if not path.exists():
@@ -68,10 +74,25 @@ def resolve_dataset(spec: DatasetSpec, data_root: Path) -> Dataset:
     key = cache_key(spec.adapter, spec.normalize.model_dump(), _raw_fingerprint(path), _code_fingerprint())
     out = data_root / "normalized" / f"{spec.adapter}-{path.name}-{key}"
     if not (out / MANIFEST).exists():
-        log.info("normalizing raw dataset %s with the %s adapter -> %s", path, spec.adapter, out)
-        normalize(spec.adapter, path, out, overwrite=out.exists(),
-                  options=NormalizeOptions(**spec.normalize.model_dump()))
+        with _build_lock(out):
+            if not (out / MANIFEST).exists():
+                log.info("normalizing raw dataset %s with the %s adapter -> %s", path, spec.adapter, out)
+                normalize(spec.adapter, path, out, overwrite=out.exists(),
+                          options=NormalizeOptions(**spec.normalize.model_dump()))
     return load_dataset(out)
+
+
+@contextmanager
+def _build_lock(out: Path) -> Iterator[None]:
+    """An exclusive lock (flock) next to a cache entry while it is built: one builder per node, the others wait
+    and then read what it wrote."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.parent / f".{out.name}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 @dataclass
@@ -175,6 +196,13 @@ def prepare(ds: Dataset, seed: int, train_until_ns: int | None = None) -> Prepar
     if present.size < 2:
         raise DatasetError(f"dataset {ds.root}: the training split has only class {classes[present[0]]}",
                            "use more flows per class")
+    for k, name in ((0, "training"), (2, "test")):  # a class never trained on, or never scored, skews macro-F1
+        missing = sorted(set(range(len(classes))) - set(np.unique(ds.labels[rows[k]]).tolist()))
+        if missing:
+            raise DatasetError(f"dataset {ds.root}: class(es) {[classes[i] for i in missing]} have no packets in "
+                               f"the {name} split (split by flow, seed {seed})",
+                               "use more flows of those classes (each needs >= 3 flows for a 75/10/15 split), "
+                               "or remove them from the dataset")
     replay = np.flatnonzero((split == 2) | (ds.flows.flow_id < 0))
     return PreparedData(ds, tokenize(ds.table, ds.flows), rows[0], rows[1], rows[2], replay)
 

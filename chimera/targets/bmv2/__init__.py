@@ -20,7 +20,7 @@ from chimera.errors import ToolMissingError
 from chimera.formats.artifact import Artifact
 from chimera.targets.bmv2.compiler import INSTALL_HINT
 from chimera.targets.bmv2.node import Bmv2Switch
-from chimera.targets.bmv2.p4rt import check_supported
+from chimera.targets.bmv2.p4rt import check_supported, p4_limits
 from chimera.targets.testbed import TestbedTarget
 from chimera.testbed.tools import testbed_unavailable_reason
 
@@ -51,3 +51,6 @@ class Bmv2Target(TestbedTarget):
 
     def unsupported(self, art: Artifact) -> str | None:
         return check_supported(art)
+
+    def limits(self) -> dict[str, int]:
+        return p4_limits()

@@ -66,6 +66,12 @@ LIMITS = {"NUM_CLASSES": MAX_CLASSES, "WINDOW": MAX_WINDOW, "SOFT_RULES": MAX_SO
           "SAMPLE_SLOTS": MAX_SAMPLE_SLOTS}
 
 
+def p4_limits() -> dict[str, int]:
+    """chimera.p4's compiled-in maxima by artifact constant, entry caps per version included."""
+    return {**LIMITS, "HARD_ENTRIES": TABLE_BY_NAME["hard_rules"].size // 2,
+            "SOFT_ENTRIES_PER_RULE": TABLE_BY_NAME["soft_0"].size // 2}
+
+
 def check_supported(art: Artifact) -> str | None:
     """Why chimera.p4 cannot run this artifact, or None."""
     for k, lim in LIMITS.items():

@@ -68,6 +68,9 @@ class EbpfTarget(TestbedTarget):
         finally:
             s1.unload()
 
+    def limits(self) -> dict[str, int]:
+        return dict(LIMITS)
+
     def unsupported(self, art: Artifact) -> str | None:
         """Why this artifact cannot run in the eBPF dataplane, or None."""
         if art.c("AGG_INCREMENTAL") != 1:

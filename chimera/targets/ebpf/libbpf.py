@@ -65,6 +65,10 @@ def _lib() -> ctypes.CDLL:
         "bpf_map__value_size": (U32, [P]),
         "bpf_map__max_entries": (U32, [P]),
         "bpf_map__map_flags": (U32, [P]),
+        "bpf_map__key_size": (U32, [P]),
+        "bpf_map__name": (ctypes.c_char_p, [P]),
+        "bpf_map__type": (I, [P]),
+        "bpf_object__next_map": (P, [P, P]),
         "bpf_map_update_elem": (I, [I, P, P, ctypes.c_uint64]),
         "bpf_map_lookup_elem": (I, [I, P, P]),
         "bpf_map_update_batch": (I, [I, P, P, ctypes.POINTER(U32), ctypes.POINTER(BatchOpts)]),
@@ -152,6 +156,26 @@ class BpfObject:
         if self.obj:
             lib().bpf_object__close(self.obj)
             self.obj = None
+
+
+def map_specs(path: str | os.PathLike[str]) -> list[dict[str, int | str]]:
+    """Every map an object file declares (name, type, key/value size in bytes, max entries), read by libbpf
+    from the ELF without loading it (no privileges needed): the allocation, as the kernel will make it."""
+    obj = lib().bpf_object__open_file(os.fsencode(path), None)
+    if not obj:
+        raise TargetError(f"{path}: libbpf could not open the object ({os.strerror(ctypes.get_errno())})",
+                          "rebuild it: invoke build --target ebpf")
+    out: list[dict[str, int | str]] = []
+    try:
+        m = lib().bpf_object__next_map(obj, None)
+        while m:
+            out.append({"name": lib().bpf_map__name(m).decode(), "type": int(lib().bpf_map__type(m)),
+                        "key_size": int(lib().bpf_map__key_size(m)), "value_size": int(lib().bpf_map__value_size(m)),
+                        "max_entries": int(lib().bpf_map__max_entries(m))})
+            m = lib().bpf_object__next_map(obj, m)
+    finally:
+        lib().bpf_object__close(obj)
+    return out
 
 
 class BpfMap:

@@ -1,0 +1,207 @@
+"""The neural baselines of the paper's Table 1, in PyTorch, on the flow's last packets.
+
+Every model reads the same per-packet encoding of the window features
+(chimera.baselines.features): per lag, a presence bit, IP length / 1500, IAT
+bucket / 15, direction and the eight TCP flag bits; plus the protocol class
+one-hot of the current packet. MLPs see the window flattened; RNNs and CNNs see
+it as a sequence, oldest packet first.
+
+- N3IC: a binary MLP (sign weights and activations, straight-through gradients),
+  as N3IC runs binary neural networks on NIC/switch hardware.
+- MLP-B: the same layout in float.
+- BoS: a binarized RNN (GRU cell whose hidden state is binarized each step,
+  as Brain-on-Switch keeps a few-bit hidden state per flow).
+- RNN-B: a float GRU.
+- CNN-B/M/L: 1-D convolutions over the window, small/medium/large.
+
+Model size is measured from the trained module's parameters: 1 bit per
+binarized weight, 32 bits per float parameter.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from chimera.baselines.features import MISSING, WindowSpec
+from chimera.data.tokens import PROTO_CLASSES, proto_class
+from chimera.metrics.classification import macro_f1
+
+log = logging.getLogger(__name__)
+PER_LAG = 12  # present, len, iat, dir, 8 flag bits
+
+
+def encode(x: np.ndarray, spec: WindowSpec) -> np.ndarray:
+    """[N, window, PER_LAG + PROTO_CLASSES] float32, oldest packet first (window features -> model input)."""
+    n, L = x.shape[0], spec.window
+    nf = len(spec.fields)
+    lag = x[:, : L * nf].reshape(n, L, nf)[:, ::-1]  # lag 0 (current) last
+    idx = {f: i for i, f in enumerate(spec.fields)}
+    present = lag[..., 0] != MISSING
+    out = np.zeros((n, L, PER_LAG + PROTO_CLASSES), np.float32)
+    out[..., 0] = present
+    out[..., 1] = np.where(present, np.clip(lag[..., idx["ip_len"]], 0, 1500) / 1500.0, 0)
+    out[..., 2] = np.where(present, lag[..., idx["iat_bucket"]] / 15.0, 0)
+    out[..., 3] = np.where(present, lag[..., idx["direction"]], 0)
+    flags = np.where(present, lag[..., idx["tcp_flags"]], 0).astype(np.int64)
+    for b in range(8):
+        out[..., 4 + b] = (flags >> b) & 1
+    if "proto" in spec.extra:
+        pc = proto_class(x[:, L * nf + list(spec.extra).index("proto")].astype(np.uint8))
+        out[np.arange(n), :, PER_LAG + pc] = 1.0
+    return out
+
+
+class _SignSTE(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        ctx.save_for_backward(x)
+        return torch.where(x >= 0, 1.0, -1.0)
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        (x,) = ctx.saved_tensors
+        return g * (x.abs() <= 1).to(g.dtype)
+
+
+def bsign(x: torch.Tensor) -> torch.Tensor:
+    return _SignSTE.apply(x)
+
+
+class BinaryLinear(nn.Linear):
+    """Sign(weight) in the forward pass; the float shadow weights only exist for training."""
+
+    binary = True
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return nn.functional.linear(x, bsign(self.weight), self.bias)
+
+
+class MLP(nn.Module):
+    def __init__(self, n_in: int, hidden: tuple[int, ...], n_out: int, binary: bool) -> None:
+        super().__init__()
+        layers: list[nn.Module] = []
+        d = n_in
+        lin = BinaryLinear if binary else nn.Linear
+        for h in hidden:
+            layers += [lin(d, h), nn.BatchNorm1d(h)]
+            d = h
+        self.layers, self.binary = nn.ModuleList(layers), binary
+        self.out = nn.Linear(d, n_out)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.flatten(1)
+        for i in range(0, len(self.layers), 2):
+            h = self.layers[i + 1](self.layers[i](h))
+            h = bsign(h) if self.binary else torch.relu(h)
+        return self.out(h)
+
+
+class GRUNet(nn.Module):
+    """A GRU over the window; ``binary``: the hidden state is binarized (sign) after every step."""
+
+    def __init__(self, n_in: int, hidden: int, n_out: int, binary: bool) -> None:
+        super().__init__()
+        self.cell, self.binary, self.hidden = nn.GRUCell(n_in, hidden), binary, hidden
+        self.out = nn.Linear(hidden, n_out)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.new_zeros(x.shape[0], self.hidden)
+        for t in range(x.shape[1]):
+            h = self.cell(x[:, t], h)
+            if self.binary:
+                h = bsign(h)
+        return self.out(h)
+
+
+class CNN(nn.Module):
+    def __init__(self, n_in: int, channels: tuple[int, ...], n_out: int) -> None:
+        super().__init__()
+        layers: list[nn.Module] = []
+        d = n_in
+        for c in channels:
+            layers += [nn.Conv1d(d, c, 3, padding=1), nn.ReLU()]
+            d = c
+        self.conv, self.out = nn.Sequential(*layers), nn.Linear(d, n_out)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.conv(x.transpose(1, 2)).amax(2))
+
+
+ARCHITECTURES: dict[str, dict[str, Any]] = {
+    "N3IC": {"family": "mlp", "hidden": (64, 32), "binary": True},
+    "MLP-B": {"family": "mlp", "hidden": (64, 32), "binary": False},
+    "BoS": {"family": "rnn", "hidden": 16, "binary": True},
+    "RNN-B": {"family": "rnn", "hidden": 32, "binary": False},
+    "CNN-B": {"family": "cnn", "channels": (16,)},
+    "CNN-M": {"family": "cnn", "channels": (32, 32)},
+    "CNN-L": {"family": "cnn", "channels": (64, 64, 64)},
+}
+
+
+def build(name: str, window: int, n_classes: int) -> nn.Module:
+    a, d = ARCHITECTURES[name], PER_LAG + PROTO_CLASSES
+    if a["family"] == "mlp":
+        return MLP(window * d, a["hidden"], n_classes, a["binary"])
+    if a["family"] == "rnn":
+        return GRUNet(d, a["hidden"], n_classes, a["binary"])
+    return CNN(d, a["channels"], n_classes)
+
+
+def model_bits(m: nn.Module) -> int:
+    """Measured size: 1 bit per weight of a binarized layer, 32 bits per other parameter."""
+    bits = 0
+    for mod in m.modules():
+        for pname, p in mod.named_parameters(recurse=False):
+            bits += p.numel() * (1 if getattr(mod, "binary", False) and pname == "weight" else 32)
+    return int(bits)
+
+
+@dataclass
+class TrainSettings:
+    epochs: int = 8
+    batch_size: int = 512
+    lr: float = 3e-3
+
+
+def fit_predict(name: str, x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray, y_va: np.ndarray,
+                x_te: np.ndarray, n_classes: int, seed: int, ts: TrainSettings) -> tuple[np.ndarray, int]:
+    """Train on (x_tr, y_tr) with balanced class weights; keep the epoch with the best validation macro-F1;
+    return (test predictions, measured model bits)."""
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    model = build(name, x_tr.shape[1], n_classes)
+    counts = np.bincount(y_tr, minlength=n_classes).astype(np.float64)
+    w = torch.tensor(np.where(counts > 0, counts.sum() / np.maximum(counts, 1) / n_classes, 0.0), dtype=torch.float32)
+    opt = torch.optim.Adam(model.parameters(), lr=ts.lr)
+    loss_fn = nn.CrossEntropyLoss(weight=w)
+    xt, yt = torch.from_numpy(x_tr), torch.from_numpy(y_tr.astype(np.int64))
+    best, best_state = -1.0, None
+    for _ in range(ts.epochs):
+        model.train()
+        order = rng.permutation(len(xt))
+        for i in range(0, len(order), ts.batch_size):
+            b = order[i:i + ts.batch_size]
+            if len(b) < 2:
+                continue
+            opt.zero_grad()
+            loss_fn(model(xt[b]), yt[b]).backward()
+            opt.step()
+        f1 = macro_f1(y_va, predict(model, x_va))
+        if f1 > best:
+            best, best_state = f1, {k: v.clone() for k, v in model.state_dict().items()}
+    assert best_state is not None
+    model.load_state_dict(best_state)
+    return predict(model, x_te), model_bits(model)
+
+
+@torch.no_grad()
+def predict(model: nn.Module, x: np.ndarray, batch: int = 8192) -> np.ndarray:
+    model.eval()
+    out = [model(torch.from_numpy(x[i:i + batch])).argmax(1).numpy() for i in range(0, len(x), batch)]
+    return np.concatenate(out) if out else np.zeros(0, np.int64)

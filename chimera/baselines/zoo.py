@@ -1,0 +1,169 @@
+"""The paper's baselines, trained on exactly Chimera's training packets and scored on its test packets.
+
+``BASELINES`` names each method, its family, and where its verdicts come from:
+- ``reference integer``: an integer switch-table implementation evaluated offline
+  (Leo: range tables + leaf table; equal to its float tree on every packet);
+- ``software``: a float (or binarized, but not table-mapped) model, marked † in
+  every table.
+
+All methods read the header fields and the IAT bucket of the flow's last
+``window`` packets plus the protocol (``WindowSpec``), as their papers describe
+(per-packet or per-flow-window models); each returns one verdict per test
+packet, so packet-level macro-F1 is the same metric for every row. Input scale
+(bits of input per decision) and model size are measured from what was built.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.tree import DecisionTreeClassifier
+
+from chimera.baselines import neural
+from chimera.baselines.anomaly import FloatAutoEncoder
+from chimera.baselines.features import TOKEN_FIELDS, WindowSpec, input_bits, window_features
+from chimera.baselines.leo import fit_leo
+from chimera.baselines.yardsticks import FOREST_TREES, TREE_DEPTH, chimera_inputs
+from chimera.data.dataset import Dataset
+from chimera.data.tokens import Tokens
+from chimera.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BaselineInfo:
+    paper: str
+    family: str
+    where: str          # "reference integer" | "software"
+    task: str = "classification"   # or "anomaly (benign vs attack)"
+
+
+BASELINES: dict[str, BaselineInfo] = {
+    "Leo": BaselineInfo("Leo (decision tree in range + leaf tables)", "tree", "reference integer"),
+    "N3IC": BaselineInfo("N3IC (binary MLP)", "mlp", "software"),
+    "MLP-B": BaselineInfo("MLP-B (float MLP)", "mlp", "software"),
+    "BoS": BaselineInfo("BoS (binarized RNN)", "rnn", "software"),
+    "RNN-B": BaselineInfo("RNN-B (float GRU)", "rnn", "software"),
+    "CNN-B": BaselineInfo("CNN-B (1-D CNN, 16 ch)", "cnn", "software"),
+    "CNN-M": BaselineInfo("CNN-M (1-D CNN, 2 x 32 ch)", "cnn", "software"),
+    "CNN-L": BaselineInfo("CNN-L (1-D CNN, 3 x 64 ch)", "cnn", "software"),
+    "AutoEncoder": BaselineInfo("AutoEncoder (float, benign-trained)", "autoencoder", "software",
+                                "anomaly (benign vs attack)"),
+    # the project's yardsticks (not the paper's baselines): every input Chimera uses, ports included
+    "Forest (yardstick)": BaselineInfo("random forest, 100 trees, Chimera's inputs", "yardstick", "software"),
+    "Tree-12 (yardstick)": BaselineInfo("decision tree, depth 12, Chimera's inputs", "yardstick", "software"),
+}
+PAPER_BASELINES = tuple(n for n, b in BASELINES.items() if b.family != "yardstick")
+SEQUENCE_BASELINES = ("BoS", "RNN-B", "CNN-B", "CNN-M", "CNN-L", "N3IC", "MLP-B")
+
+
+def info_family(name: str) -> str:
+    return BASELINES[name].family
+
+
+def check_names(names: list[str], where: str) -> None:
+    bad = [n for n in names if n not in BASELINES]
+    if bad:
+        raise ConfigError(f"{where}: unknown baseline(s) {bad}", f"choose from {', '.join(BASELINES)}")
+
+
+@dataclass
+class BaselineSettings:
+    window: int = 8
+    leo_depth: int = 8
+    leo_window: int = 4
+    epochs: int = 8
+    max_train_packets: int = 60000
+    autoencoder_quantile: float = 0.99
+
+
+@dataclass
+class BaselineResult:
+    name: str
+    pred: np.ndarray                 # per test packet: class index (classification) or 0/1 (anomaly)
+    where: str
+    input_bits: int
+    model_bits: int
+    per_flow_bits: int
+    seconds: float
+    resources: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SplitFeatures:
+    """Window features of the three splits for one WindowSpec (computed once, shared by the methods)."""
+
+    spec: WindowSpec
+    x_tr: np.ndarray
+    y_tr: np.ndarray
+    x_va: np.ndarray
+    y_va: np.ndarray
+    x_te: np.ndarray
+
+    @classmethod
+    def build(cls, ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray, np.ndarray, np.ndarray], spec: WindowSpec,
+              max_train: int, seed: int) -> "SplitFeatures":
+        tr, va, te = rows
+        if max_train and tr.size > max_train:
+            tr = np.sort(np.random.default_rng(seed).choice(tr, max_train, replace=False))
+        f = (lambda r: window_features(ds.table, tokens, ds.flows, r, spec))
+        return cls(spec, f(tr), ds.labels[tr].astype(np.int64), f(va), ds.labels[va].astype(np.int64), f(te))
+
+
+def stored_bits(spec: WindowSpec) -> int:
+    """Per-flow state of a model that re-reads its window: the earlier (window - 1) packets' fields."""
+    from chimera.baselines.features import FIELD_BITS
+    return (spec.window - 1) * sum(FIELD_BITS[f] for f in spec.fields)
+
+
+def run_baseline(name: str, ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray, np.ndarray, np.ndarray],
+                 n_classes: int, attack_classes: list[int], st: BaselineSettings, seed: int,
+                 cache: dict[Any, SplitFeatures] | None = None) -> BaselineResult:
+    """Train ``name`` on the training rows and predict every test row."""
+    check_names([name], "baselines")
+    cache = cache if cache is not None else {}
+    window = st.leo_window if name == "Leo" else st.window
+    spec = WindowSpec(window=window, fields=TOKEN_FIELDS, extra=("proto",))
+    if info_family(name) == "yardstick":
+        spec = chimera_inputs(st.window)
+    if spec not in cache:
+        cap = 0 if info_family(name) == "yardstick" else st.max_train_packets  # yardsticks: never weakened
+        cache[spec] = SplitFeatures.build(ds, tokens, rows, spec, cap, seed)
+    sf = cache[spec]
+    t0 = time.perf_counter()
+    info = BASELINES[name]
+    if name == "Leo":
+        tree, itree = fit_leo(sf.x_tr, sf.y_tr, spec, st.leo_depth, seed)
+        pred = itree.predict(sf.x_te)
+        res = itree.resources()
+        return BaselineResult(name, pred, info.where, input_bits(spec), res["model_bits"], itree.per_flow_bits(),
+                              time.perf_counter() - t0, res,
+                              {"float_tree_agreement": float(np.mean(pred == tree.predict(sf.x_te))),
+                               "leaves": int(len(itree.leaf_class)), "depth": st.leo_depth})
+    if name == "AutoEncoder":
+        benign = ~np.isin(sf.y_tr, attack_classes)
+        ae = FloatAutoEncoder.fit(neural.encode(sf.x_tr[benign], spec), seed, epochs=st.epochs)
+        thr = float(np.quantile(ae.score(neural.encode(sf.x_va[~np.isin(sf.y_va, attack_classes)], spec)),
+                                st.autoencoder_quantile))
+        pred = (ae.score(neural.encode(sf.x_te, spec)) > thr).astype(np.int64)
+        return BaselineResult(name, pred, info.where, input_bits(spec), ae.model_bits(), stored_bits(spec),
+                              time.perf_counter() - t0, extra={"threshold": thr,
+                                                               "benign_quantile": st.autoencoder_quantile})
+    if name in ("Forest (yardstick)", "Tree-12 (yardstick)"):
+        m = (RandomForestClassifier(n_estimators=FOREST_TREES, random_state=seed, n_jobs=-1) if name.startswith("Forest")
+             else DecisionTreeClassifier(max_depth=TREE_DEPTH, random_state=seed)).fit(sf.x_tr, sf.y_tr)
+        nodes = sum(e.tree_.node_count for e in m.estimators_) if hasattr(m, "estimators_") else m.tree_.node_count
+        # size: per node a feature id (8 bits), a 32-bit threshold and two 32-bit child/leaf words
+        return BaselineResult(name, m.predict(sf.x_te), info.where, input_bits(spec), nodes * (8 + 32 + 64),
+                              stored_bits(spec), time.perf_counter() - t0, extra={"nodes": int(nodes)})
+    enc = (lambda x: neural.encode(x, spec))
+    pred, bits = neural.fit_predict(name, enc(sf.x_tr), sf.y_tr, enc(sf.x_va), sf.y_va, enc(sf.x_te), n_classes, seed,
+                                    neural.TrainSettings(epochs=st.epochs))
+    return BaselineResult(name, pred, info.where, input_bits(spec), bits, stored_bits(spec), time.perf_counter() - t0)

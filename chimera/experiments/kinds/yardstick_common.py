@@ -1,0 +1,145 @@
+"""Shared by the multi-dataset kinds (accuracy, resources, input_scale, hyper_dim, roc): each named dataset
+prepared once, Chimera variants run through the normal stages, baselines on the same split."""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from chimera.baselines.features import FIELD_BITS, TOKEN_FIELDS
+from chimera.baselines.yardsticks import CURRENT_PACKET_INPUTS
+from chimera.baselines.zoo import BaselineResult, BaselineSettings, run_baseline
+from chimera.errors import ChimeraError
+from chimera.experiments.config import ResolvedVariant
+from chimera.experiments.stages.compile import compile_variant, save_artifact
+from chimera.experiments.stages.context import RunContext
+from chimera.experiments.stages.dataset import PreparedData, prepare, record_dataset, resolve_dataset
+from chimera.experiments.stages.rules import LearnedRules, learn_rules
+from chimera.experiments.stages.target import run_variant
+from chimera.experiments.stages.train import ModelCache, train_variant
+from chimera.formats.artifact import Artifact
+from chimera.metrics import classification as cm
+
+log = logging.getLogger(__name__)
+#: header fields Chimera reads per decision (its history is in the per-flow state, counted separately)
+CHIMERA_INPUT_BITS = sum(FIELD_BITS[f] for f in (*TOKEN_FIELDS, *CURRENT_PACKET_INPUTS))
+
+
+@dataclass
+class NamedData:
+    name: str
+    data: PreparedData
+    rules: LearnedRules
+    cache: ModelCache          # one per dataset: trained models are keyed by config, not by data
+
+    def attack_classes(self, names: list[str] | None = None) -> list[int]:
+        wanted = set(names) if names is not None else {"SCAN", "SYN_FLOOD", "UDP_DOS"}
+        return [i for i, c in enumerate(self.data.classes) if c in wanted]
+
+
+def named_data(ctx: RunContext) -> Iterator[NamedData]:
+    """Each dataset of the experiment, prepared, checked against the target's limits, with rules learned."""
+    ctx.run.manifest.setdefault("datasets", {})
+    for name, spec in ctx.cfg.named_datasets().items():
+        with ctx.timed(f"dataset:{name}"):
+            data = prepare(resolve_dataset(spec, ctx.data_root), ctx.cfg.seed)
+        ctx.check_classes(len(data.classes))
+        rec: dict[str, Any] = {}
+        record_dataset(rec, data)
+        ctx.run.manifest["datasets"][name] = rec["dataset"]
+        ctx.run.manifest.setdefault("dataset", rec["dataset"])  # the report header shows the first
+        with ctx.timed(f"rules:{name}"):
+            rules = learn_rules(ctx.rule_file, data, ctx.cfg.seed, ctx.cfg.rule_precision_floor)
+        yield NamedData(name, data, rules, ModelCache())
+
+
+def per_flow_allocation(art: Artifact) -> tuple[int, str]:
+    """Chimera's per-flow state as the eBPF object allocates it (clang + libbpf read the map declarations),
+    else the packed formula, marked."""
+    try:
+        from chimera.targets.allocation import ebpf_allocation
+        with tempfile.TemporaryDirectory() as d:
+            return ebpf_allocation(art, Path(d))["per_flow_bits"], "eBPF map value size"
+    except ChimeraError as e:
+        log.warning("per-flow allocation: the eBPF object cannot be built here (%s); using the packed formula",
+                    e.problem if hasattr(e, "problem") else e)
+        return int(art.resources["per_flow_bits"]["total"]), "packed formula (eBPF object not buildable here)"
+
+
+def run_chimera(ctx: RunContext, nd: NamedData, v: ResolvedVariant, label: str) -> dict[str, Any]:
+    """Train, compile and run one Chimera variant on ``nd``; one row with P/R/F1 and measured sizes."""
+    v = v.model_copy(update={"name": label})
+    with ctx.timed(f"train:{label}"):
+        trained = train_variant(nd.data, nd.rules, v, ctx.cfg.seed, nd.cache)
+    art = None
+    if not v.software_only:
+        with ctx.timed(f"compile:{label}"):
+            art = compile_variant(nd.data, nd.rules, v, trained)
+            sha = save_artifact(art, ctx.run.path / "artifacts", label)
+    with ctx.timed(f"target:{label}"):
+        ex = run_variant(ctx.target, nd.data, nd.rules, v, trained, art, ctx.run.path)
+    y = nd.data.y(nd.data.test_rows)
+    s = cm.summary(y, ex.pred, nd.data.classes)
+    where = "reference integer" if ex.executed_on == "reference" else ex.executed_on
+    row: dict[str, Any] = {"dataset": nd.name, "method": "Chimera", "where": where,
+                           "kind": "switch target" if ex.executed_on in ("ebpf", "bmv2") else
+                           ("software" if art is None else "reference integer"),
+                           "task": "classification", "precision": s["macro_precision"], "recall": s["macro_recall"],
+                           "f1": s["macro_f1"], "accuracy": s["accuracy"], "input_bits": CHIMERA_INPUT_BITS,
+                           "seconds": ex.seconds}
+    if art is not None:
+        bits, src = per_flow_allocation(art)
+        row.update({"model_kbits": art.resources["table_bits"] / 1000, "per_flow_bits": bits,
+                    "per_flow_source": src, "formula_bits": art.resources["per_flow_bits"]["total"],
+                    "table_entries": art.resources["table_entries"], "artifact_sha256": sha,
+                    "reference_mismatches": ex.extra.get("reference_mismatches"), "lost": ex.extra.get("lost")})
+    log.info("[%s] %s: macro-F1 %.4f on %s", nd.name, label, row["f1"], ex.executed_on)
+    return row
+
+
+def baseline_row(nd: NamedData, r: BaselineResult, task: str) -> dict[str, Any]:
+    y = nd.data.y(nd.data.test_rows)
+    att = nd.attack_classes()
+    if task != "classification":
+        y = np.isin(y, att).astype(np.int64)
+        s = cm.summary(y, r.pred, ["benign", "attack"])
+    else:
+        s = cm.summary(y, r.pred, nd.data.classes)
+    return {"dataset": nd.name, "method": r.name, "where": r.where,
+            "kind": "reference integer" if r.where == "reference integer" else "software",
+            "task": task, "precision": s["macro_precision"], "recall": s["macro_recall"], "f1": s["macro_f1"],
+            "accuracy": s["accuracy"], "input_bits": r.input_bits, "model_kbits": r.model_bits / 1000,
+            "per_flow_bits": r.per_flow_bits, "per_flow_source": "fields stored for the window",
+            "seconds": r.seconds, **{k: v for k, v in r.extra.items() if not isinstance(v, dict)}}
+
+
+def baseline_settings(ctx: RunContext) -> BaselineSettings:
+    b = ctx.cfg.baselines
+    return BaselineSettings(window=b.window, leo_depth=b.leo_depth, leo_window=b.leo_window, epochs=b.epochs,
+                            max_train_packets=b.max_train_packets)
+
+
+def run_baselines(ctx: RunContext, nd: NamedData, methods: list[str], st: BaselineSettings) -> list[dict[str, Any]]:
+    from chimera.baselines.zoo import BASELINES
+    d = nd.data
+    rows, feats = [], {}
+    att = nd.attack_classes()
+    for name in methods:
+        if BASELINES[name].task != "classification" and not att:
+            log.info("[%s] %s skipped: the dataset has no attack classes to detect", nd.name, name)
+            rows.append({"dataset": nd.name, "method": name, "where": BASELINES[name].where, "kind": "software",
+                         "task": BASELINES[name].task, "note": "no attack classes in this dataset"})
+            continue
+        with ctx.timed(f"baseline:{nd.name}:{name}"):
+            r = run_baseline(name, d.ds, d.tokens, (d.train_rows, d.val_rows, d.test_rows), len(d.classes), att, st,
+                             ctx.cfg.seed, feats)
+        rows.append(baseline_row(nd, r, BASELINES[name].task))
+        log.info("[%s] %s (%s): macro-F1 %.4f, %d input bits, %.1f Kb, %d bits/flow", nd.name, name, r.where,
+                 rows[-1]["f1"], r.input_bits, r.model_bits / 1000, r.per_flow_bits)
+    return rows

@@ -1,0 +1,213 @@
+"""The sweep driver: plan the tasks, run them on Ray (or one after another), merge what came back.
+
+- Ray: without an address, a local instance sized to this machine (one testbed);
+  with ``HEAD:PORT``, the cluster. Tasks on a switch target request the custom
+  resource ``testbed: 1``, which every node advertises exactly once, so two
+  testbeds never share a host; reference tasks need one CPU each.
+- Failures: a task whose worker or node dies, or which raises anything but a
+  ChimeraError, is retried up to ``retries`` times; then it is recorded as failed
+  with its error and every other task is still merged.
+- Ctrl-C: outstanding tasks are cancelled (their workers killed), then every
+  testbed node removes what an interrupted run left (``cleanup_stale``).
+- Merge: ``results/sweep-<name>/<run>/``: manifest (every task: node, pid,
+  attempts, its own manifest and seed), ``tasks/<task>/*.csv``, the merged tables
+  (the tasks' rows concatenated, a ``sweep_task`` column added) and ``summary.csv`` with
+  mean and 95% CI across seeds of every metric where seeds vary.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from tqdm import tqdm
+
+from chimera.errors import ConfigError
+from chimera.formats.rundir import RunDir, environment, git_state
+from chimera.sweep.plan import SweepTask, plan
+from chimera.sweep.task import failure, run_task
+
+log = logging.getLogger(__name__)
+ROOT = Path(__file__).resolve().parents[2]
+METRICS = ("macro_f1", "macro_precision", "macro_recall", "accuracy", "f1", "precision", "recall", "auc",
+           "f1_mean", "f1_last")
+
+
+def start_ray(address: str | None, num_cpus: int | None = None) -> Any:
+    import ray
+    if ray.is_initialized():
+        return ray
+    kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+    if address:
+        ray.init(address=address, **kw)
+    else:
+        ray.init(num_cpus=num_cpus or os.cpu_count(), resources={"testbed": 1}, **kw)
+    log.info("ray: %d nodes, resources %s", len(ray.nodes()), ray.cluster_resources())
+    return ray
+
+
+def run_ray(tasks: list[SweepTask], target: str, work_root: Path, data_root: Path, address: str | None,
+            retries: int, num_cpus: int | None = None) -> list[dict[str, Any]]:
+    ray = start_ray(address, num_cpus)
+    remote = ray.remote(run_task)
+    refs = {}
+    for t in tasks:
+        opts: dict[str, Any] = {"num_cpus": 1, "max_retries": retries, "retry_exceptions": True}
+        if t.testbed:
+            opts["resources"] = {"testbed": 1}
+        refs[remote.options(**opts).remote(t, target, str(work_root), str(data_root))] = t
+    out: dict[str, dict[str, Any]] = {}
+    pending = list(refs)
+    try:
+        with tqdm(total=len(refs), desc="sweep tasks", unit="task") as bar:
+            while pending:
+                done, pending = ray.wait(pending, num_returns=1)
+                for ref in done:
+                    t = refs[ref]
+                    try:
+                        out[t.name] = ray.get(ref)
+                    except Exception as e:  # noqa: BLE001 - a task that failed after its retries
+                        out[t.name] = failure(t, e)
+                        log.error("sweep task %s failed after %d retries: %s", t.name, retries,
+                                  out[t.name]["error"].splitlines()[-1])
+                    bar.update(1)
+    except KeyboardInterrupt:
+        log.warning("interrupted: cancelling %d outstanding tasks and cleaning every testbed node", len(pending))
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        clean_testbeds(ray)
+        raise
+    return [out[t.name] for t in tasks]
+
+
+def clean_testbeds(ray: Any) -> None:
+    """On every node with a testbed, remove what interrupted runs left (their owners are dead now)."""
+    from chimera.testbed.topology import cleanup_stale
+    nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("testbed")]
+    refs = [ray.remote(cleanup_stale).options(num_cpus=0, resources={"testbed": 1},
+                                              scheduling_strategy=_on_node(n["NodeID"])).remote() for n in nodes]
+    try:
+        ray.get(refs, timeout=120)
+    except Exception as e:  # noqa: BLE001 - best effort: the next run on that node cleans up as well
+        log.warning("testbed cleanup on a node did not finish (%s); the next run there removes the leftovers", e)
+
+
+def _on_node(node_id: str) -> Any:
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+    return NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
+
+
+def run_sequential(tasks: list[SweepTask], target: str, work_root: Path, data_root: Path) -> list[dict[str, Any]]:
+    """The same tasks, one after another in this process (the reference for the bit-identical check)."""
+    import torch
+    threads = torch.get_num_threads()
+    try:
+        return [run_task(t, target, str(work_root), str(data_root)) for t in tqdm(tasks, desc="tasks", unit="task")]
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _ci95(x: pd.Series) -> float:
+    x = x.dropna()
+    if len(x) < 2:
+        return float("nan")
+    return float(stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x)))
+
+
+def merge(outcomes: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
+    """Each CSV name: the ok tasks' rows concatenated in plan order, with a ``sweep_task`` column."""
+    tables: dict[str, list[pd.DataFrame]] = {}
+    for o in outcomes:
+        if o.get("status") != "ok":
+            continue
+        for name, text in o["tables"].items():
+            df = pd.read_csv(io.StringIO(text))
+            df.insert(0, "sweep_task", o["task"])
+            if "seed" not in df:
+                df.insert(1, "seed", o["cell"].get("seed"))
+            tables.setdefault(name, []).append(df)
+    return {n: pd.concat(parts, ignore_index=True) for n, parts in tables.items()}
+
+
+def summarize(df: pd.DataFrame) -> pd.DataFrame | None:
+    """Mean and 95% CI (t) across seeds of every metric column, grouped by what identifies a row."""
+    metrics = [c for c in METRICS if c in df and pd.api.types.is_numeric_dtype(df[c])]
+    if not metrics or df["seed"].nunique() < 2:
+        return None
+    keys = [c for c in ("dataset", "method", "variant", "configuration", "detector", "m", "d_v", "bits", "window",
+                        "eta", "t_cp_s") if c in df]
+    g = df.groupby(keys, sort=False, dropna=False) if keys else df.groupby(lambda _: "all")
+    out = g[metrics].agg(["mean", _ci95, "count"])
+    out.columns = [f"{m}_{s if s != '_ci95' else 'ci95'}" for m, s in out.columns]
+    return out.reset_index()
+
+
+def sweep(experiment: str, seeds: list[int], datasets: list[str] | None = None, target: str = "",
+          address: str | None = None, retries: int = 2, results_root: str | Path = "results",
+          data_root: str | Path = "data", executor: str = "ray", num_cpus: int | None = None) -> Path:
+    """Run the sweep and write its merged run directory; returns it."""
+    if executor not in ("ray", "sequential"):
+        raise ConfigError(f"unknown sweep executor {executor!r}", "use ray or sequential")
+    if not seeds:
+        raise ConfigError("sweep: no seeds", "pass --seeds 1,2,3")
+    tasks = plan(experiment, seeds, datasets, target)
+    name = Path(experiment).stem if experiment.endswith((".yaml", ".yml")) else experiment
+    with RunDir(results_root, f"sweep-{name}", target or "default") as run:
+        work = run.path / "work"
+        run.manifest.update({"kind": "sweep", "experiment": experiment, "seeds": seeds, "datasets": datasets,
+                             "target": target or "(the experiment's)", "executor": executor, "ray": address or
+                             ("local" if executor == "ray" else None), "retries": retries,
+                             "git": git_state(ROOT), "environment": environment(),
+                             "planned_tasks": [{"task": t.name, "cell": t.cell, "testbed": t.testbed} for t in tasks]})
+        t0 = time.perf_counter()
+        outcomes = (run_ray(tasks, target, work, Path(data_root), address, retries, num_cpus) if executor == "ray"
+                    else run_sequential(tasks, target, work, Path(data_root)))
+        seconds = time.perf_counter() - t0
+        merged = merge(outcomes)
+        for o in outcomes:
+            d = run.path / "tasks" / o["task"]
+            d.mkdir(parents=True, exist_ok=True)
+            for n, text in (o.get("tables") or {}).items():
+                (d / n).write_text(text)
+            (d / "outcome.json").write_text(json.dumps({k: v for k, v in o.items() if k != "tables"}, indent=1,
+                                                       default=str))
+        for n, df in merged.items():
+            df.to_csv(run.path / n, index=False)
+        summaries = {n: s for n, df in merged.items() if (s := summarize(df)) is not None}
+        for n, s in summaries.items():
+            s.to_csv(run.path / f"summary-{n}", index=False)
+        failed = [o for o in outcomes if o.get("status") != "ok"]
+        run.manifest.update({"seconds": seconds, "tasks": [{k: v for k, v in o.items() if k != "tables"}
+                                                           for o in outcomes],
+                             "failed_tasks": [o["task"] for o in failed], "merged_tables": sorted(merged)})
+        (run.path / "report.md").write_text("\n".join(_report(run.manifest, merged, summaries)))
+    log.info("sweep %s: %d tasks (%d failed) in %.1f s -> %s", name, len(tasks), len(failed), seconds, run.final)
+    return run.final
+
+
+def _report(m: dict[str, Any], merged: dict[str, pd.DataFrame], summaries: dict[str, pd.DataFrame]) -> list[str]:
+    from chimera.report.common import table
+    rows = pd.DataFrame([{"task": t["task"], "status": t["status"], "node": str(t.get("node", "?"))[:12],
+                          "host": t.get("host"), "attempts": t.get("attempts"),
+                          "seconds": (t.get("ended", 0) - t.get("started", 0)) if t.get("started") else None,
+                          "error": (t.get("error") or "").splitlines()[-1][:120] if t.get("error") else ""}
+                         for t in m["tasks"]])
+    lines = [f"# Sweep: {m['experiment']}", "", f"- seeds {m['seeds']}, target {m['target']}, executor "
+             f"{m['executor']} ({m.get('ray')}), retries {m['retries']}", f"- git `{m['git'].get('commit')}`",
+             f"- {len(rows)} tasks, {len(m['failed_tasks'])} failed, {m['seconds']:.1f} s", "", "## Tasks", "",
+             table(rows), ""]
+    for n, s in summaries.items():
+        lines += [f"## {n}: mean and 95% CI across seeds", "", table(s), ""]
+    for n, df in merged.items():
+        lines += [f"## {n} (every task's rows)", "", f"{len(df)} rows: `{n}`", ""]
+    lines += ["## Reproduce", "", f"    invoke sweep --name {m['experiment']} --seeds "
+              f"{','.join(map(str, m['seeds']))}" + (f" --target {m['target']}" if m['target'][0] != '(' else ""), ""]
+    return lines

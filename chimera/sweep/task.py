@@ -1,0 +1,85 @@
+"""One sweep task, run where it lands (in-process, or in a Ray worker on any node).
+
+A task is one ordinary experiment run (the runner, its RunDir, its manifest)
+into the node's own work directory; it returns its tables and manifest as text
+so the driver can merge them wherever it runs. Torch runs single-threaded in a
+task: a worker owns one CPU, and the sequential path uses the same setting, so
+both give bit-identical tables.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from chimera.errors import ChimeraError
+from chimera.sweep.plan import SweepTask
+
+PIDS_FILE = "attempts.jsonl"
+
+
+def run_task(task: SweepTask, target: str, work_root: str, data_root: str) -> dict[str, Any]:
+    """Run ``task``; a ChimeraError (bad data, a refused config) is returned as a failure (retrying cannot help);
+    anything else propagates, so Ray retries it (a killed worker, a lost node, an OOM)."""
+    import torch
+
+    torch.set_num_threads(1)
+    # Ray workers run with SIGINT blocked; a blocked mask is inherited through exec, and the testbed stops
+    # tcpdump/tcpreplay with SIGINT: unblock it for the task (restored after), or every capture is killed.
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    try:
+        return _run(task, target, Path(work_root), data_root)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _run(task: SweepTask, target: str, work_root: Path, data_root: str) -> dict[str, Any]:
+    from chimera.experiments.config import load_experiment
+    from chimera.experiments.runner import run_experiment
+
+    here = Path(work_root) / task.name
+    here.mkdir(parents=True, exist_ok=True)
+    attempt = {"pid": os.getpid(), "host": socket.gethostname(), "node": _node_id(), "started": time.time()}
+    with open(here / PIDS_FILE, "a") as f:  # one line per attempt: which process ran it (a retry adds a line)
+        f.write(json.dumps(attempt) + "\n")
+    base = {"task": task.name, "cell": task.cell, **attempt, "attempts": _attempts(here)}
+    try:
+        cfg = load_experiment(task.experiment, task.overrides)
+        out = run_experiment(cfg, target=target or None, results_root=here / "results", data_root=data_root,
+                             experiment_file=task.experiment)
+    except ChimeraError as e:
+        return {**base, "status": "failed", "error": str(e), "ended": time.time()}
+    tables = {p.name: p.read_text() for p in sorted(out.glob("*.csv"))}
+    manifest = json.loads((out / "manifest.json").read_text())
+    return {**base, "status": "ok", "ended": time.time(), "run_dir": str(out), "tables": tables,
+            "manifest": {k: manifest.get(k) for k in ("run_id", "target", "seed", "git", "timings_s", "dataset",
+                                                      "datasets", "target_detail")}}
+
+
+def _attempts(here: Path) -> int:
+    try:
+        return len((here / PIDS_FILE).read_text().splitlines())
+    except OSError:
+        return 1
+
+
+def _node_id() -> str:
+    try:
+        import ray
+        if ray.is_initialized():
+            return str(ray.get_runtime_context().get_node_id())
+    except Exception:  # noqa: BLE001 - outside Ray, or Ray without a runtime context
+        pass
+    return "local"
+
+
+def failure(task: SweepTask, err: BaseException) -> dict[str, Any]:
+    """The record of a task that failed after its retries."""
+    return {"task": task.name, "cell": task.cell, "status": "failed", "node": "?",
+            "error": "".join(traceback.format_exception_only(type(err), err)).strip()[-2000:]}
