@@ -96,17 +96,11 @@ def dataset(c: Context, profile: str = "ciciot", flows: int = 2000, seed: int = 
 def bench(c: Context, what: str = "ingest", pcap: str = "", verbose: bool = False) -> None:
     """Benchmarks; each prints its measured rates and ratios."""
     log = logging.getLogger("bench")
-    if what == "ingest":
+    if what == "ingest" and pcap:
         from chimera.bench.ingest import run
-        if not pcap:
-            from chimera.data.synthetic import SyntheticSpec, generate
-            path = Path("data/bench-ingest")
-            if not (path / "packets.pcap").exists():
-                generate(SyntheticSpec(profile="iscxvpn", flows=3000, seed=7), path, overwrite=True)
-            pcap = str(path / "packets.pcap")
         r = run(Path(pcap))
-        log.info("ingest %s: %d packets; ours %.2f M pkt/s, dpkt %.3f M pkt/s, ratio %.1fx",
-                 pcap, r["packets"], r["ours_pps"] / 1e6, r["dpkt_pps"] / 1e6, r["ratio"])
+        log.info("ingest %s: %d packets; ours %.2f M pkt/s, dpkt %.3f M pkt/s, ratio %.1fx; %s",
+                 pcap, r["packets"], r["ours_pps"] / 1e6, r["dpkt_pps"] / 1e6, r["ratio"], r["results"])
     else:
         from chimera.bench import dispatch
         dispatch(what)
@@ -168,6 +162,58 @@ def sweep(c: Context, name: str = "quickstart", seeds: str = "1", datasets: str 
     out = run(name, seed_list, [d for d in datasets.split(",") if d] or None, target, ray or None, retries, results,
               executor="sequential" if sequential else "ray")
     logging.getLogger("tasks").info("report: %s", out / "report.md")
+
+
+@task(help={"update_baseline": "make this run the golden baseline (results/baseline/golden.json); never automatic",
+            "history": "history CSV (default results/nightly/history.csv)",
+            "repeats": "repeats per bench (median and IQR; >= 5)", "results": "results root directory"})
+@cli
+def nightly(c: Context, update_baseline: bool = False, history: str = "", repeats: int = 5, results: str = "results",
+            verbose: bool = False) -> None:
+    """The nightly regression suite against the golden baseline; non-zero exit on any regression."""
+    from chimera.errors import ConfigError
+    from chimera.nightly.suite import NightlyConfig, nightly as run
+    if repeats < 5:
+        raise ConfigError(f"--repeats {repeats}: a median and IQR need at least 5 repeats", "use --repeats 5 or more")
+    out, regressed = run(NightlyConfig(repeats=repeats), update_baseline=update_baseline,
+                         history=Path(history) if history else None, results_root=results)
+    print((out / "summary.md").read_text())  # noqa: T201 - the summary is the command's output (CI comment)
+    if regressed:
+        raise Exit(f"nightly: regressions (see {out / 'summary.md'})", code=1)
+
+
+@task(help={"run_dir": "a finished run directory (results/<experiment>/<run-id>)"})
+@cli
+def report(c: Context, run_dir: str, verbose: bool = False) -> None:
+    """Re-render a run's report.md and figures from its CSVs (no rerun); refuses partial and failed runs."""
+    from chimera.report.render import render
+    logging.getLogger("tasks").info("report: %s", render(run_dir))
+
+
+@task(help={"run_a": "first run directory", "run_b": "second run directory",
+            "out": "write the comparison here as markdown (default: print it)"})
+@cli
+def compare(c: Context, run_a: str, run_b: str, out: str = "", verbose: bool = False) -> None:
+    """Two runs side by side: metrics, per-class F1 and counters, with the differences."""
+    from chimera.report.compare import compare_runs
+    text = compare_runs(Path(run_a), Path(run_b))
+    if out:
+        Path(out).write_text(text)
+        logging.getLogger("tasks").info("comparison: %s", out)
+    else:
+        print(text)  # noqa: T201 - the comparison is the command's output
+
+
+@task(help={"pcap": "the capture to classify", "target": "reference | ebpf | bmv2",
+            "model": "a run directory whose artifact to load (default: train the quickstart model)",
+            "variant": "which of the run's artifacts (default: the first)", "results": "results root directory"})
+@cli
+def replay(c: Context, pcap: str, target: str = "reference", model: str = "", variant: str = "",
+           results: str = "results", verbose: bool = False) -> None:
+    """Replay any pcap through a fresh testbed with a trained model; per-packet verdicts to results/replay/<run>/."""
+    from chimera.experiments.replay import replay_pcap
+    out = replay_pcap(Path(pcap), target, Path(model) if model else None, variant, results)
+    logging.getLogger("tasks").info("verdicts: %s", out / "verdicts.csv")
 
 
 @task(help={"k": "pytest -k expression", "x": "stop at first failure"})
@@ -256,4 +302,5 @@ def clean(c: Context) -> None:
         shutil.rmtree(ROOT / p, ignore_errors=True)
 
 
-ns = Collection(setup, dataset, run_experiment, topo, build, p4info, p4header, bench, test, clean)
+ns = Collection(setup, dataset, run_experiment, sweep, nightly, report, compare, replay, topo, build, p4info, p4header,
+                bench, test, clean)

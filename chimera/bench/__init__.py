@@ -8,12 +8,12 @@ import logging
 from chimera.errors import ConfigError
 
 log = logging.getLogger(__name__)
-BENCHES = {"reference": "chimera.bench.reference", "install": "chimera.bench.install",
+BENCHES = {"ingest": "chimera.bench.ingest", "reference": "chimera.bench.reference", "install": "chimera.bench.install",
            "switch": "chimera.bench.switch", "fidelity": "chimera.bench.fidelity", "scale": "chimera.bench.scale",
            "sweep": "chimera.bench.sweep"}
 
 
 def dispatch(what: str) -> None:
     if what not in BENCHES:
-        raise ConfigError(f"unknown benchmark {what!r}", f"choose one of: ingest, {', '.join(BENCHES)}")
+        raise ConfigError(f"unknown benchmark {what!r}", f"choose one of: {', '.join(BENCHES)}")
     importlib.import_module(BENCHES[what]).main()

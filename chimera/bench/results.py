@@ -26,3 +26,11 @@ def bench_run(name: str, params: dict[str, Any], results_root: str | Path = "res
         run.manifest.update({"bench": name, "params": json.loads(json.dumps(params, default=str)),
                              "git": git_state(ROOT), "environment": environment()})
         yield run
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    """Median, IQR and count of a bench's repeats (what nightly compares and the README quotes)."""
+    import numpy as np
+    a = np.asarray(samples, float)
+    q1, med, q3 = np.percentile(a, [25, 50, 75])
+    return {"median": float(med), "iqr": float(q3 - q1), "n": int(a.size), "min": float(a.min()), "max": float(a.max())}

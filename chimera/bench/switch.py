@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from chimera.bench.results import bench_run, summary
 from chimera.data.pcapwrite import normalized_frames, write_pcap
 from chimera.errors import TargetError
 from chimera.experiments.stages.compile import build_artifact
@@ -31,7 +32,7 @@ from chimera.testbed.topology import Testbed
 
 log = logging.getLogger(__name__)
 LOOPS = 100
-ROUNDS = 3
+ROUNDS = 5
 
 
 def _rx(node, intf: str) -> int:
@@ -51,7 +52,7 @@ def _blast(tb, pcap: Path) -> tuple[int, int, float]:
     return int(m.group(1)), _rx(tb.h2, "h2-eth0") - before, float(m.group(2))
 
 
-def main() -> dict[str, float]:
+def main(rounds: int = ROUNDS) -> dict[str, float]:
     require_available()
     built = build_artifact("quickstart")
     art = built.art
@@ -65,7 +66,7 @@ def main() -> dict[str, float]:
         bare = build_redirect_object(dd)
         rates: dict[str, list[float]] = {p: [] for p in progs}
         with Testbed(EbpfSwitch, dd, dd) as tb:
-            for rnd in range(ROUNDS):  # alternate programs, so drift on the machine hits all of them
+            for rnd in range(rounds):  # alternate programs, so drift on the machine hits all of them
                 for prog in progs:
                     p = EbpfPipeline(bare if prog == "redirect" else obj)
                     try:
@@ -79,8 +80,14 @@ def main() -> dict[str, float]:
                     log.info("round %d %s: sent %d, delivered %d in %.2f s: %.0f pkt/s", rnd + 1, prog, sent, got,
                              secs, got / secs)
     results = {p: float(np.median(r)) for p, r in rates.items()}
-    ratio = results["chimera_ingress"] / results["redirect"]
-    log.info("full pipeline / bare redirect = %.2f (goal >= 0.7); verdict header alone / bare = %.2f; "
-             "full / header alone = %.2f", ratio, results["mark_only"] / results["redirect"],
-             results["chimera_ingress"] / results["mark_only"])
-    return {**results, "ratio": ratio}
+    ratios = [f / b for f, b in zip(rates["chimera_ingress"], rates["redirect"])]  # within one round
+    header = [m / b for m, b in zip(rates["mark_only"], rates["redirect"])]
+    s, h = summary(ratios), summary(header)
+    log.info("full pipeline / bare redirect = %.2f (IQR %.2f over %d rounds; goal >= 0.7); verdict header alone / "
+             "bare = %.2f", s["median"], s["iqr"], rounds, h["median"])
+    with bench_run("switch", {"rounds": rounds, "loops": LOOPS, "model": "quickstart"}) as run:
+        run.manifest.update({"rates_pps": rates, "ratio": s, "header_ratio": h})
+        (run.path / "report.md").write_text(
+            f"# eBPF switch throughput\n\nfull pipeline / bare redirect: median {s['median']:.2f} (IQR {s['iqr']:.2f}, "
+            f"{rounds} alternating rounds); verdict header alone / bare: {h['median']:.2f}\n")
+    return {**results, "ratio": s["median"], "ratio_iqr": s["iqr"], "samples_ratio": ratios, "results": str(run.final)}

@@ -100,7 +100,8 @@ class Variant(BaseModel):
     fusion: dict[str, Any] = {}
 
 
-Kind = Literal["variants", "stability", "cadence", "accuracy", "resources", "input_scale", "hyper_dim", "roc"]
+Kind = Literal["variants", "stability", "cadence", "accuracy", "resources", "input_scale", "hyper_dim", "roc",
+               "latency", "throughput"]
 #: kinds that run on several named datasets (``datasets:``; ``--dataset`` replaces the list by one)
 MULTI_DATASET_KINDS = ("accuracy", "resources", "input_scale", "hyper_dim", "roc")
 Configuration = Literal["Chimera", "Fast-Only", "Static-Map"]
@@ -226,6 +227,45 @@ class RocSpec(BaseModel):
     epochs: int = Field(10, ge=1, le=200)
 
 
+class LatencySpec(BaseModel):
+    """latency: per-packet in-switch and host-to-host latency at offered loads (fixed pps, original packets)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    loads: dict[str, int] = Field(default_factory=lambda: {"low": 200, "high": 20000},
+                                  description="load name -> replay rate (packets/s)")
+    max_packets: int = Field(3000, ge=10, description="test packets replayed per load")
+    software: bool = Field(True, description="also through the software classifier host (the † path)")
+
+    @field_validator("loads")
+    @classmethod
+    def _loads(cls, v: dict[str, int]) -> dict[str, int]:
+        bad = {k: x for k, x in v.items() if x < 1}
+        if not v or bad:
+            raise ValueError(f"give at least one load, each a rate >= 1 pps (got {v})")
+        return v
+
+
+class ThroughputSpec(BaseModel):
+    """throughput: pps and Gbps through s1 per frame size, Chimera vs bare forwarding vs the software host,
+    and the highest fixed rate with 0 packets lost unexplained."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    sizes: list[int | Literal["mix"]] = Field([64, 512, 1500, "mix"], min_length=1,
+                                              description="Ethernet frame bytes; mix = the dataset's own sizes")
+    max_packets: int = Field(20000, ge=100, description="frames per run (test packets, resized)")
+    ladder_pps: list[int] = Field([5000, 10000, 20000, 50000, 100000, 200000],
+                                  description="fixed rates tried, lowest first, for the highest 0-loss rate")
+    software: bool = Field(True, description="also through the software classifier host")
+
+    @field_validator("sizes")
+    @classmethod
+    def _sizes(cls, v: list[int | str]) -> list[int | str]:
+        bad = [x for x in v if x != "mix" and not 64 <= int(x) <= 1514]
+        if bad:
+            raise ValueError(f"frame sizes {bad} outside 64..1514 bytes (or 'mix')")
+        return v
+
+
 class ExperimentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str
@@ -248,6 +288,8 @@ class ExperimentConfig(BaseModel):
     baselines: BaselinesSpec = BaselinesSpec()
     sweep: SweepSpec = SweepSpec()
     roc: RocSpec = RocSpec()
+    latency: LatencySpec = LatencySpec()
+    throughput: ThroughputSpec = ThroughputSpec()
     variants: list[Variant] = Field([Variant(name="Chimera")], min_length=1)
 
     @model_validator(mode="after")
@@ -263,6 +305,8 @@ class ExperimentConfig(BaseModel):
                                  "(a real capture has no compressible day)")
             if self.stability is None:
                 raise ValueError(f"kind {self.kind} needs a stability: section (compression, train_hours, ...)")
+        if self.kind in ("latency", "throughput") and self.target == "reference":
+            raise ValueError(f"kind {self.kind} measures a testbed: set target: ebpf, bmv2 or auto")
         if self.kind == "cadence" and self.cadence is None:
             raise ValueError("kind cadence needs a cadence: section (etas, t_cp_s)")
         return self

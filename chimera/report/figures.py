@@ -194,3 +194,29 @@ def resources_bits(df: pd.DataFrame, out: Path, budget: int) -> list[Path]:
     ax.set(xscale="log", xlabel="per-flow state (bits, allocated)", ylabel="")
     ax.legend()
     return _save(fig, out, "resources_per_flow")
+
+
+def latency_boxplots(per: pd.DataFrame, out: Path) -> list[Path]:
+    """Per-packet latency, log scale: in-switch and host-to-host, by offered load and path."""
+    sns.set_theme(style="whitegrid")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, col, title in ((axes[0], "switch_us", "in-switch (verdict header timestamps)"),
+                           (axes[1], "host_us", "host to host (h1 -> h2 captures)")):
+        d = per[per[col].notna() & (per[col] > 0)]
+        if len(d):
+            sns.boxplot(data=d, x="load", y=col, hue="path", ax=ax, showfliers=True, fliersize=1, log_scale=True)
+        ax.set(title=title, ylabel="latency (µs, log)", xlabel="offered load")
+    return _save(fig, out, "latency")
+
+
+def throughput(df: pd.DataFrame, out: Path) -> list[Path]:
+    """Delivered packets/s and Gbps per frame size and path."""
+    sns.set_theme(style="whitegrid")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    d = df.copy()
+    d["delivered_kpps"] = d["delivered_pps"] / 1e3
+    sns.barplot(data=d, x="frame", y="delivered_kpps", hue="path", ax=axes[0])
+    axes[0].set(xlabel="frame size (bytes)", ylabel="delivered (kpps)", title="packets per second")
+    sns.barplot(data=d, x="frame", y="delivered_gbps", hue="path", ax=axes[1], legend=False)
+    axes[1].set(xlabel="frame size (bytes)", ylabel="delivered (Gbit/s)", title="bits per second")
+    return _save(fig, out, "throughput")

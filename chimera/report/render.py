@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from chimera.errors import ResultsError
-from chimera.report import cadence, stability, variants, yardsticks
+from chimera.report import cadence, latency, stability, throughput, variants, yardsticks
 from chimera.report.run import RunView
 
 log = logging.getLogger(__name__)
@@ -22,6 +22,8 @@ RENDERERS: dict[str, Callable[[RunView], list[str]]] = {
     "input_scale": yardsticks.render_input_scale,
     "hyper_dim": yardsticks.render_hyper_dim,
     "roc": yardsticks.render_roc,
+    "latency": latency.render,
+    "throughput": throughput.render,
 }
 
 

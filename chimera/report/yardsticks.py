@@ -125,6 +125,7 @@ def render_input_scale(run: RunView) -> list[str]:
     t = df.pivot_table(index="method", columns="window", values="f1", sort=False)
     t.columns = [f"F1 L={c}" for c in t.columns]
     b = df.pivot_table(index="method", columns="window", values="per_flow_bits", sort=False)
+    b = b.round().astype("Int64")
     b.columns = [f"bits L={c}" for c in b.columns]
     lines += ["## F1 and per-flow bits by window L", "", table(t.join(b).reset_index()), "",
               "Chimera: reference integer (bit-exact with the switch targets), per-flow bits as the eBPF object "

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
+
 from chimera.controlplane.loop import SlowLoop
 from chimera.data.pcap import PacketTable
 from chimera.formats.artifact import Artifact
@@ -19,6 +21,7 @@ class TargetResult:
     verdicts: Verdicts
     evictions: int | None  # None: the target could not read its counters (reported as unknown)
     extra: dict[str, Any] = field(default_factory=dict)
+    latency_us: dict[str, np.ndarray] | None = None  # per replayed packet (testbed targets): switch_us, host_us
 
 
 class Target(Protocol):

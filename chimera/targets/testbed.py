@@ -24,7 +24,7 @@ from chimera.errors import TargetError
 from chimera.formats.artifact import Artifact
 from chimera.reference.pipeline import Verdicts, run_reference, run_reference_versions
 from chimera.targets.base import TargetResult
-from chimera.testbed.collect import account, collect, latency_summary, rates
+from chimera.testbed.collect import account, collect, latency_summary, per_packet_latency, rates
 from chimera.testbed.nodes import SENDER_MTU, TargetSwitch
 from chimera.testbed.replay import ReplayConfig, replay
 from chimera.testbed.topology import Testbed
@@ -137,7 +137,7 @@ class TestbedTarget:
                  "%d differ from the reference", self.name, slug, checked, len(table), acc.not_sent,
                  acc.dropped_by_capture, acc.lost, mism)
         evictions = regs.get("counters", {}).get("evictions")  # None: unknown (registers unreadable)
-        return TargetResult(got.verdicts, evictions, extra)
+        return TargetResult(got.verdicts, evictions, extra, per_packet_latency(got))
 
     def close(self) -> None:
         if self.testbed is not None:

@@ -103,10 +103,20 @@ def latency_summary(c: Collected) -> dict[str, float]:
     return out
 
 
+def per_packet_latency(c: Collected) -> dict[str, np.ndarray]:
+    """Per replayed packet, µs (NaN where unknown): in-switch from the verdict header's timestamps, host-to-host
+    from the h1 and h2 captures. The latency experiment keeps every value, not only percentiles."""
+    sw = np.where(c.received, (c.ts_out - c.ts_in) / 1e3, np.nan)
+    hh = np.where(c.received & (c.t_send > 0), (c.t_recv - c.t_send) / 1e3, np.nan)
+    return {"switch_us": sw.astype(float), "host_us": hh.astype(float)}
+
+
 def rates(c: Collected) -> dict[str, float]:
-    """The offered rate (h1's send timestamps) and the rate the switch saw (its ingress timestamps), pps."""
+    """The offered rate (h1's send timestamps), the rate the switch saw (its ingress timestamps) and the rate
+    delivered to h2 (its capture timestamps), pps."""
     out: dict[str, float] = {}
-    for name, ts in (("sent_pps", c.t_send[c.t_send > 0]), ("switch_pps", c.ts_in[c.received])):
+    for name, ts in (("sent_pps", c.t_send[c.t_send > 0]), ("switch_pps", c.ts_in[c.received]),
+                     ("recv_pps", c.t_recv[c.received & (c.t_recv > 0)])):
         if ts.size > 1 and ts.max() > ts.min():
             out[name] = float((ts.size - 1) / ((ts.max() - ts.min()) / 1e9))
     return out
@@ -142,3 +152,11 @@ def account(replayed: list[bytes], got: Collected, failed_to_send: int, dropped_
     dropped = min(dropped_at_receiver, max(missing, 0))
     return Accounting(len(replayed), int(got.received.sum()), not_sent, reason if not_sent else "",
                       dropped, max(missing - dropped, 0)), too_big
+
+
+def span_rate(ts_ns: np.ndarray) -> float | None:
+    """Packets per second over a capture's time span (None for fewer than two packets)."""
+    ts = np.asarray(ts_ns)
+    if ts.size < 2 or ts.max() <= ts.min():
+        return None
+    return float((ts.size - 1) / ((ts.max() - ts.min()) / 1e9))

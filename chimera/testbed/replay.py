@@ -136,13 +136,15 @@ class SwitchWatch:
 
 def replay(h1: Any, h2: Any, pcap: Path, cfg: ReplayConfig, out_dir: Path, tag: str,
            switch_alive: Callable[[], str | None] = lambda: None,
-           during: Callable[[], AbstractContextManager[Any]] | None = None) -> ReplayFiles:
+           during: Callable[[], AbstractContextManager[Any]] | None = None,
+           rx_filter: str | None = None) -> ReplayFiles:
     """Send ``pcap`` from h1 with the configured pacing; returns the two captures and the tools' counts.
 
     ``switch_alive`` returns why the switch is dead, or None; it is checked before,
     polled during and checked after the replay, and a dead switch fails the run.
     ``during`` is entered as soon as the sender starts and left when it ends (e.g. the
-    control plane's loop, which runs while the traffic flows).
+    control plane's loop, which runs while the traffic flows). ``rx_filter``: h2's capture filter
+    (default: verdict-marked frames only; "" takes every frame, for plain forwarding).
     """
     def check(when: str) -> None:
         why = switch_alive()
@@ -152,7 +154,8 @@ def replay(h1: Any, h2: Any, pcap: Path, cfg: ReplayConfig, out_dir: Path, tag: 
 
     sent, received = out_dir / f"{tag}.sent.pcap", out_dir / f"{tag}.recv.pcap"
     check("before")
-    cap_rx = _start_capture(h2, "h2-eth0", "in", received, f"ether proto 0x{ETH_P_VERDICT:04x}")
+    cap_rx = _start_capture(h2, "h2-eth0", "in", received,
+                            f"ether proto 0x{ETH_P_VERDICT:04x}" if rx_filter is None else rx_filter)
     cap_tx = None
     text = ""
     drops = {"h1": 0, "h2": 0}

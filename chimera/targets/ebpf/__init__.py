@@ -68,6 +68,27 @@ class EbpfTarget(TestbedTarget):
         finally:
             s1.unload()
 
+    def run_forwarding(self, table: Any, run_dir: Path, slug: str) -> dict[str, Any]:
+        """Bare forwarding on the same path: s1 runs only a redirect program (h1 -> h2), no classification.
+        The yardstick of the throughput figure; counts come from the two captures and the tools."""
+        from chimera.data.pcap import read_pcap
+        from chimera.testbed.collect import span_rate
+        from chimera.testbed.replay import replay
+        self._ensure_testbed(run_dir)
+        pcap, frames, _ = self._replay_pcap(table, run_dir)
+        s1 = self.testbed.s1
+        s1.load_redirect([(f"{s1.name}-eth1", f"{s1.name}-eth2")])
+        try:
+            files = replay(self.testbed.h1, self.testbed.h2, pcap, self.replay_cfg, run_dir / "replay", slug,
+                           switch_alive=s1.alive, rx_filter="")
+        finally:
+            s1.unload()
+        sent, got = read_pcap(files.sent), read_pcap(files.received)
+        return {"replayed": len(frames), "sent": len(sent), "verdicts": len(got), "not_sent": files.failed_to_send,
+                "dropped_by_capture": files.dropped_at_receiver,
+                "lost": max(0, len(sent) - len(got) - files.dropped_at_receiver),
+                "sent_pps": span_rate(sent.ts_ns), "recv_pps": span_rate(got.ts_ns)}
+
     def limits(self) -> dict[str, int]:
         return dict(LIMITS)
 

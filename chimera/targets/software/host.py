@@ -21,7 +21,7 @@ import numpy as np
 from chimera.errors import TargetError
 from chimera.targets.base import TargetResult
 from chimera.targets.software.classifier import SoftwareClassifier
-from chimera.testbed.collect import account, collect, latency_summary
+from chimera.testbed.collect import account, collect, latency_summary, per_packet_latency, rates
 from chimera.testbed.nodes import SENDER_MTU
 from chimera.testbed.replay import ReplayConfig, replay
 
@@ -65,7 +65,8 @@ def run_on_classifier_host(tb: Any, model_json: Path, pcap: Path, frames: list[b
     if mism:
         log.error("software classifier: %d verdicts differ from the offline re-run", mism)
     extra = {**acc.as_dict(), "foreign_frames": got.foreign, "unmarked_frames": got.unmarked,
-             "reference_mismatches": mism, "conformance_checked": int(rows.size), **latency_summary(got)}
+             "reference_mismatches": mism, "conformance_checked": int(rows.size), **latency_summary(got),
+             **rates(got)}
     log.info("[sc] %s: %d/%d packets classified by the software classifier host, %d lost", slug, rows.size,
              len(frames), acc.lost)
-    return TargetResult(got.verdicts, 0, extra)
+    return TargetResult(got.verdicts, 0, extra, per_packet_latency(got))

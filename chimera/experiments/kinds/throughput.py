@@ -1,0 +1,119 @@
+"""The throughput kind (the paper's throughput figure): packets/s and Gbps through s1, with loss shown.
+
+For each frame size (fixed 64/512/1500-byte frames made from the test packets, and the dataset's own size
+mix) the frames are replayed at top speed through three paths on the same testbed: the Chimera pipeline
+(conformance checked on every delivered frame), bare forwarding (s1 only redirects; eBPF), and the
+software classifier host (†). Delivered rate = frames captured at h2 over the capture's span. Loss is
+split as the harness always does: not sent (tcpreplay), dropped by h2's capture (kernel count), lost
+(unexplained). Then a ladder of fixed rates finds the highest rate at which the Chimera path loses 0
+packets unexplained (the number a peer testbed's 100 pps pacing is compared with).
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from chimera.data.pcap import read_pcap
+from chimera.data.pcapwrite import normalized_frames, write_pcap
+from chimera.errors import ConfigError
+from chimera.experiments.stages.compile import compile_variant, save_artifact
+from chimera.experiments.stages.context import RunContext
+from chimera.experiments.stages.dataset import prepare, record_dataset, resolve_dataset
+from chimera.experiments.stages.rules import learn_rules
+from chimera.experiments.stages.train import train_variant
+from chimera.targets.software.classifier import export_model
+from chimera.testbed.replay import ReplayConfig
+
+log = logging.getLogger(__name__)
+ETH = 14
+
+
+def resize(frame: bytes, size: int) -> bytes:
+    """The same headers, the frame cut or zero-padded to ``size`` bytes, the IP length field rewritten."""
+    f = bytearray(frame[:size].ljust(size, b"\0"))
+    if len(frame) >= ETH + 20 and frame[12:14] == b"\x08\x00":
+        struct.pack_into("!H", f, ETH + 2, size - ETH)
+    elif len(frame) >= ETH + 40 and frame[12:14] == b"\x86\xdd":
+        struct.pack_into("!H", f, ETH + 4, size - ETH - 40)
+    return bytes(f)
+
+
+def _row(path: str, size: Any, mean_bytes: float, x: dict[str, Any]) -> dict[str, Any]:
+    rate = x.get("recv_pps")
+    return {"path": path, "frame": str(size), "mean_frame_bytes": mean_bytes, "replayed": x.get("replayed"),
+            "verdicts": x.get("verdicts"), "not_sent": x.get("not_sent"),
+            "dropped_by_capture": x.get("dropped_by_capture"), "lost": x.get("lost"),
+            "offered_pps": x.get("sent_pps"), "delivered_pps": rate,
+            "delivered_gbps": rate * mean_bytes * 8 / 1e9 if rate else None,
+            "reference_mismatches": x.get("reference_mismatches")}
+
+
+def run(ctx: RunContext) -> None:
+    cfg, spec = ctx.cfg, ctx.cfg.throughput
+    target: Any = ctx.target
+    if target.name == "reference":
+        raise ConfigError("throughput: the reference target has no throughput to measure",
+                          "run it as root on the eBPF testbed (--target ebpf) or on BMv2")
+    assert cfg.dataset is not None
+    ctx.data = data = prepare(resolve_dataset(cfg.dataset, ctx.data_root), cfg.seed)
+    ctx.check_classes(len(data.classes))
+    record_dataset(ctx.run.manifest, data)
+    rules = learn_rules(ctx.rule_file, data, cfg.seed, cfg.rule_precision_floor)
+    v = ctx.variants[0]
+    trained = train_variant(data, rules, v, cfg.seed, ctx.cache)
+    art = compile_variant(data, rules, v, trained)
+    save_artifact(art, ctx.run.path / "artifacts", v.name)
+    model_json = export_model(trained.model, rules.rules, rules.weights, trained.fusion, trained.beta,
+                              ctx.run.path / "artifacts" / "software.json")
+    rows_idx = data.replay_rows[: spec.max_packets]
+    base = normalized_frames(data.ds.table, rows_idx)
+    ts = data.ds.table.ts_ns[rows_idx]
+    work = ctx.run.path / "frames"
+    work.mkdir(exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    mix_table = None
+    for size in spec.sizes:
+        frames = base if size == "mix" else [resize(f, int(size)) for f in base]
+        pcap = work / f"frames-{size}.pcap"
+        write_pcap(pcap, frames, ts)
+        table = read_pcap(pcap)
+        mix_table = table if size == "mix" else mix_table
+        mean = float(np.mean([len(f) for f in frames]))
+        target.replay_cfg = ReplayConfig(mode="topspeed")
+        with ctx.timed(f"chimera:{size}"):
+            res = target.run(art, table, ctx.run.path, f"tput-{size}")
+        rows.append(_row(f"Chimera ({target.name})", size, mean, res.extra))
+        if hasattr(target, "run_forwarding"):
+            with ctx.timed(f"forwarding:{size}"):
+                rows.append(_row("bare forwarding", size, mean, target.run_forwarding(table, ctx.run.path,
+                                                                                       f"tput-fwd-{size}")))
+        if spec.software and hasattr(target, "run_software"):
+            with ctx.timed(f"software:{size}"):
+                res = target.run_software(model_json, table, ctx.run.path, f"tput-sc-{size}")
+            rows.append(_row("software classifier host †", size, mean, res.extra))
+        log.info("[throughput] %s: %s", size, "; ".join(f"{r['path']} {(r['delivered_pps'] or 0) / 1e3:.0f} kpps, "
+                                                         f"lost {r['lost']}" for r in rows[-3:]))
+        pd.DataFrame(rows).to_csv(ctx.run.path / "throughput.csv", index=False)
+    ladder = []
+    table = mix_table if mix_table is not None else read_pcap(work / f"frames-{spec.sizes[0]}.pcap")
+    for pps in sorted(spec.ladder_pps):
+        target.replay_cfg = ReplayConfig(mode="pps", pps=pps)
+        with ctx.timed(f"ladder:{pps}"):
+            x = target.run(art, table, ctx.run.path, f"ladder-{pps}").extra
+        ladder.append({"pps": pps, "offered_pps": x.get("sent_pps"), "lost": x.get("lost"),
+                       "dropped_by_capture": x.get("dropped_by_capture"),
+                       "reference_mismatches": x.get("reference_mismatches")})
+        log.info("[throughput] ladder %d pps: offered %.0f pps, %s lost", pps, x.get("sent_pps") or 0, x.get("lost"))
+        pd.DataFrame(ladder).to_csv(ctx.run.path / "ladder.csv", index=False)
+        if x.get("lost"):
+            break
+    ok = [r for r in ladder if r["lost"] == 0]
+    best = max(ok, key=lambda r: r["offered_pps"] or 0) if ok else None
+    ctx.run.manifest["throughput"] = {  # the rate actually offered: tcpreplay may fall short of the one asked
+        **spec.model_dump(), "max_zero_loss_pps": round(best["offered_pps"]) if best and best["offered_pps"] else None,
+        "max_zero_loss_requested_pps": best["pps"] if best else None, "target_detail": target.describe()}

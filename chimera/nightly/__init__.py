@@ -1,0 +1,1 @@
+"""Nightly regression: the fixed suite, the golden baseline, the history and its trends."""

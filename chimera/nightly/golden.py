@@ -1,0 +1,56 @@
+"""The golden baseline (``results/baseline/golden.json``, committed): what a nightly is checked against.
+
+One small JSON file: per experiment run (experiment x target) the variants' macro-F1 and conformance
+counters, per tracked bench ratio its median and IQR, the code fingerprint and git commit it was taken at.
+No pcaps, no tables: the run directories stay out of git. ``invoke nightly --update-baseline`` is the only
+writer; nothing moves it automatically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from chimera.errors import ResultsError
+
+FORMAT_VERSION = 1
+GOLDEN = "golden.json"
+ROOT = Path(__file__).resolve().parents[2]
+UPDATE = "run `invoke nightly --update-baseline` once on a trusted build to (re)create it"
+
+
+def code_fingerprint(root: Path = ROOT) -> str:
+    """Hash of every source file that can change a result (the package, the P4 and rule files)."""
+    h = hashlib.sha256()
+    for p in sorted([*(root / "chimera").rglob("*.py"), *(root / "chimera").rglob("*.c"),
+                     *(root / "chimera").rglob("*.h"), *(root / "p4").glob("*.p4"), *(root / "rules").glob("*.yaml"),
+                     *(root / "experiments").glob("*.yaml")]):
+        h.update(str(p.relative_to(root)).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def load_golden(baseline_dir: Path) -> dict[str, Any]:
+    p = baseline_dir / GOLDEN
+    if not p.is_file():
+        raise ResultsError(f"no golden baseline at {p}", UPDATE)
+    try:
+        g = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ResultsError(f"{p} is not readable JSON ({e})", UPDATE) from None
+    if not isinstance(g, dict) or g.get("format_version") != FORMAT_VERSION:
+        raise ResultsError(f"{p} has format version {g.get('format_version') if isinstance(g, dict) else '?'}, "
+                           f"this build reads version {FORMAT_VERSION}", UPDATE)
+    return g
+
+
+def save_golden(baseline_dir: Path, measured: dict[str, Any], meta: dict[str, Any]) -> Path:
+    baseline_dir.mkdir(parents=True, exist_ok=True)
+    p = baseline_dir / GOLDEN
+    tmp = p.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({"format_version": FORMAT_VERSION, **meta, **measured}, indent=1, sort_keys=True))
+    os.replace(tmp, p)
+    return p
