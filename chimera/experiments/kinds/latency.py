@@ -15,14 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from chimera.errors import ConfigError
-from chimera.experiments.stages.compile import compile_variant, save_artifact
+from chimera.experiments.kinds.testbed_model import build_model
 from chimera.experiments.stages.context import RunContext
-from chimera.experiments.stages.dataset import prepare, record_dataset, resolve_dataset
-from chimera.experiments.stages.rules import learn_rules
-from chimera.experiments.stages.train import train_variant
 from chimera.targets.base import TargetResult
-from chimera.targets.software.classifier import export_model
 from chimera.testbed.replay import ReplayConfig
 
 log = logging.getLogger(__name__)
@@ -46,23 +41,10 @@ def _rows(res: TargetResult, path: str, load: str, pps: int) -> tuple[pd.DataFra
 
 
 def run(ctx: RunContext) -> None:
-    cfg, spec = ctx.cfg, ctx.cfg.latency
-    if ctx.target.name == "reference":
-        raise ConfigError("latency: the reference target has no latency to measure",
-                          "run it as root on the eBPF testbed (--target ebpf) or on BMv2")
-    assert cfg.dataset is not None
-    with ctx.timed("dataset"):
-        ctx.data = data = prepare(resolve_dataset(cfg.dataset, ctx.data_root), cfg.seed)
-    ctx.check_classes(len(data.classes))
-    record_dataset(ctx.run.manifest, data)
-    rules = learn_rules(ctx.rule_file, data, cfg.seed, cfg.rule_precision_floor)
-    v = ctx.variants[0]
-    trained = train_variant(data, rules, v, cfg.seed, ctx.cache)
-    art = compile_variant(data, rules, v, trained)
-    save_artifact(art, ctx.run.path / "artifacts", v.name)
+    spec = ctx.cfg.latency
+    built = build_model(ctx, "latency")
+    art, model_json, data = built.art, built.model_json, built.data
     table = data.ds.table.take(data.replay_rows[: spec.max_packets])
-    model_json = export_model(trained.model, rules.rules, rules.weights, trained.fusion, trained.beta,
-                              ctx.run.path / "artifacts" / "software.json")
     per, summ = [], []
     target: Any = ctx.target
     for load, pps in spec.loads.items():

@@ -20,13 +20,8 @@ import pandas as pd
 
 from chimera.data.pcap import read_pcap
 from chimera.data.pcapwrite import normalized_frames, write_pcap
-from chimera.errors import ConfigError
-from chimera.experiments.stages.compile import compile_variant, save_artifact
+from chimera.experiments.kinds.testbed_model import build_model
 from chimera.experiments.stages.context import RunContext
-from chimera.experiments.stages.dataset import prepare, record_dataset, resolve_dataset
-from chimera.experiments.stages.rules import learn_rules
-from chimera.experiments.stages.train import train_variant
-from chimera.targets.software.classifier import export_model
 from chimera.testbed.replay import ReplayConfig
 
 log = logging.getLogger(__name__)
@@ -54,22 +49,10 @@ def _row(path: str, size: Any, mean_bytes: float, x: dict[str, Any]) -> dict[str
 
 
 def run(ctx: RunContext) -> None:
-    cfg, spec = ctx.cfg, ctx.cfg.throughput
+    spec = ctx.cfg.throughput
     target: Any = ctx.target
-    if target.name == "reference":
-        raise ConfigError("throughput: the reference target has no throughput to measure",
-                          "run it as root on the eBPF testbed (--target ebpf) or on BMv2")
-    assert cfg.dataset is not None
-    ctx.data = data = prepare(resolve_dataset(cfg.dataset, ctx.data_root), cfg.seed)
-    ctx.check_classes(len(data.classes))
-    record_dataset(ctx.run.manifest, data)
-    rules = learn_rules(ctx.rule_file, data, cfg.seed, cfg.rule_precision_floor)
-    v = ctx.variants[0]
-    trained = train_variant(data, rules, v, cfg.seed, ctx.cache)
-    art = compile_variant(data, rules, v, trained)
-    save_artifact(art, ctx.run.path / "artifacts", v.name)
-    model_json = export_model(trained.model, rules.rules, rules.weights, trained.fusion, trained.beta,
-                              ctx.run.path / "artifacts" / "software.json")
+    built = build_model(ctx, "throughput")
+    art, model_json, data = built.art, built.model_json, built.data
     rows_idx = data.replay_rows[: spec.max_packets]
     base = normalized_frames(data.ds.table, rows_idx)
     ts = data.ds.table.ts_ns[rows_idx]
