@@ -22,11 +22,19 @@ ROOT = Path(__file__).resolve().parents[2]
 UPDATE = "run `invoke nightly --update-baseline` once on a trusted build to (re)create it"
 
 
+#: packages that only present, time or orchestrate results: a change there cannot change a metric
+PRESENTATION = ("report", "bench", "nightly", "sweep")
+
+
 def code_fingerprint(root: Path = ROOT) -> str:
-    """Hash of every source file that can change a result (the package, the P4 and rule files)."""
+    """Hash of every source file that can change a result: the package less its presentation layers
+    (``PRESENTATION``), the P4 program, the rule files and the experiment files. Equal fingerprints make
+    the exact (bit-identical) checks apply; a report or bench change does not suspend them."""
     h = hashlib.sha256()
-    for p in sorted([*(root / "chimera").rglob("*.py"), *(root / "chimera").rglob("*.c"),
-                     *(root / "chimera").rglob("*.h"), *(root / "p4").glob("*.p4"), *(root / "rules").glob("*.yaml"),
+    pkg = root / "chimera"
+    files = [p for ext in ("*.py", "*.c", "*.h") for p in pkg.rglob(ext)
+             if p.relative_to(pkg).parts[0] not in PRESENTATION]
+    for p in sorted([*files, *(root / "p4").glob("*.p4"), *(root / "rules").glob("*.yaml"),
                      *(root / "experiments").glob("*.yaml")]):
         h.update(str(p.relative_to(root)).encode())
         h.update(p.read_bytes())

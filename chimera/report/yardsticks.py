@@ -84,8 +84,9 @@ def render_accuracy(run: RunView) -> list[str]:
     lines += ["", "The paper claims Chimera attains the best macro-F1 within switch budgets; where a row above "
               "beats it, on this data it does not, and we say so.", "", *[f"> {h}" for h in HONESTY], ""]
     lines += ["## Figures", "", *figure_lines(run, [run.rel(p) for p in figs]), "",
-              "Pareto: F1 against per-flow state bits, log scale; the step line is the front (the best F1 at or "
-              "below each state size).", ""]
+              "Pareto: F1 against per-flow state bits, log scale, classification rows only. Solid step: the front "
+              "of the methods that run as switch tables (Chimera, Leo); dashed: the front of every method, "
+              "software and yardsticks included (the best F1 at or below each state size).", ""]
     lines += reproduce(run)
     return lines
 
