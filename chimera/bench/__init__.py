@@ -10,7 +10,7 @@ from chimera.errors import ConfigError
 log = logging.getLogger(__name__)
 BENCHES = {"ingest": "chimera.bench.ingest", "reference": "chimera.bench.reference", "install": "chimera.bench.install",
            "switch": "chimera.bench.switch", "fidelity": "chimera.bench.fidelity", "scale": "chimera.bench.scale",
-           "sweep": "chimera.bench.sweep"}
+           "sweep": "chimera.bench.sweep", "zeroloss": "chimera.bench.zeroloss"}
 
 
 def dispatch(what: str) -> None:
