@@ -90,7 +90,7 @@ def dataset(c: Context, profile: str = "ciciot", flows: int = 2000, seed: int = 
     logging.getLogger("tasks").info("dataset written: %s", path)
 
 
-@task(help={"what": "ingest | reference | install | switch | fidelity | scale | sweep | zeroloss",
+@task(help={"what": "ingest | reference | install | switch | fidelity | scale | sweep | zeroloss | bmv2ratio",
             "pcap": "capture to benchmark (ingest)"})
 @cli
 def bench(c: Context, what: str = "ingest", pcap: str = "", verbose: bool = False) -> None:

@@ -10,7 +10,8 @@ from chimera.errors import ConfigError
 log = logging.getLogger(__name__)
 BENCHES = {"ingest": "chimera.bench.ingest", "reference": "chimera.bench.reference", "install": "chimera.bench.install",
            "switch": "chimera.bench.switch", "fidelity": "chimera.bench.fidelity", "scale": "chimera.bench.scale",
-           "sweep": "chimera.bench.sweep", "zeroloss": "chimera.bench.zeroloss"}
+           "sweep": "chimera.bench.sweep", "zeroloss": "chimera.bench.zeroloss",
+           "bmv2ratio": "chimera.bench.bmv2ratio"}
 
 
 def dispatch(what: str) -> None:

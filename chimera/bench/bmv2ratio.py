@@ -1,0 +1,120 @@
+"""BMv2 running chimera.p4 against BMv2 running a plain forwarding program, on the same build.
+
+Both run on the same testbed shape with the same frames (the throughput experiment's test packets, their
+own sizes) and the same ladder of fixed replay rates; each path's number is the highest rate *offered*
+with 0 packets lost unexplained. The ratio chimera / forwarding is what transfers between machines
+(goal, issue 12: >= 0.5). When forwarding loses nothing up to the top of the ladder the ratio is an upper
+bound, and the report says so. The build's logging configuration (bm/config.h) goes into the manifest:
+logging builds are ten times slower or more.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from chimera.bench.results import bench_run
+from chimera.data.pcap import read_pcap
+from chimera.errors import TargetError, ToolMissingError
+from chimera.experiments.config import load_experiment
+from chimera.experiments.runner import run_experiment
+from chimera.targets.bmv2 import require_available
+from chimera.targets.bmv2.node import Bmv2Switch
+from chimera.testbed.replay import ReplayConfig, replay
+from chimera.testbed.topology import Testbed
+
+log = logging.getLogger(__name__)
+ROOT = Path(__file__).resolve().parents[2]
+FORWARD = ROOT / "p4" / "forward.p4"
+LADDER = [250, 500, 750, 1000, 1500, 2000, 3000, 5000, 10000, 20000]
+PACKETS = 3000
+GOAL = 0.5
+
+
+def compile_forward(build_dir: Path) -> Path:
+    p4c = shutil.which("p4c-bm2-ss")
+    if p4c is None:
+        raise ToolMissingError("p4c-bm2-ss is not installed", "see the README's 'For reviewers' section")
+    js = build_dir / f"bmv2-forward-{hashlib.sha256(FORWARD.read_bytes()).hexdigest()[:16]}" / "forward.json"
+    if not js.exists():
+        js.parent.mkdir(parents=True, exist_ok=True)
+        r = subprocess.run([p4c, "--arch", "v1model", "--std", "p4-16", "-o", str(js) + ".tmp", str(FORWARD)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise TargetError(f"p4c-bm2-ss failed on {FORWARD}:\n{r.stderr[-2000:]}", "fix p4/forward.p4")
+        os.replace(str(js) + ".tmp", js)
+    return js
+
+
+class Bmv2ForwardSwitch(Bmv2Switch):
+    """simple_switch_grpc started with p4/forward.p4's JSON: nothing to install."""
+
+    def argv(self) -> list[str]:
+        a = super().argv()
+        a[a.index("--no-p4")] = str(compile_forward(self.build_dir))
+        return a
+
+
+def build_config() -> dict[str, Any]:
+    """BMv2's compiled-in logging switches, from the installed bm/config.h (where the headers are)."""
+    for inc in (Path(shutil.which("simple_switch_grpc") or "/").parents[1] / "include", Path("/usr/include"),
+                Path("/usr/local/include")):
+        h = inc / "bm" / "config.h"
+        if h.is_file():
+            text = h.read_text()
+            return {"config_h": str(h), **{m: bool(re.search(rf"^#define {m}\b", text, re.M))
+                                             for m in ("LOG_DEBUG_ON", "LOG_TRACE_ON", "ELOG_ON")}}
+    return {"config_h": None, "note": "bm/config.h not found: logging configuration unknown"}
+
+
+def _forward_ladder(frames_pcap: Path, work: Path) -> list[dict[str, Any]]:
+    rows = []
+    (work / "replay").mkdir(parents=True, exist_ok=True)
+    with Testbed(Bmv2ForwardSwitch, work / "build", work) as tb:
+        s1 = tb.s1
+        for pps in LADDER:
+            files = replay(tb.h1, tb.h2, frames_pcap, ReplayConfig(mode="pps", pps=pps), work / "replay",
+                           f"fwd-{pps}", switch_alive=s1.alive, rx_filter="")
+            sent, got = read_pcap(files.sent), read_pcap(files.received)
+            lost = max(0, len(sent) - len(got) - files.dropped_at_receiver)
+            rows.append({"pps": pps, "sent": len(sent), "received": len(got), "lost": lost})
+            log.info("[bmv2 forwarding] %d pps: sent %d, received %d, lost %d", pps, len(sent), len(got), lost)
+            if lost:
+                break
+    return rows
+
+
+def main() -> dict[str, Any]:
+    require_available()
+    with bench_run("bmv2ratio", {"ladder": LADDER, "packets": PACKETS, "bmv2_build": build_config()}) as run:
+        cfg = load_experiment("throughput", {"throughput": {"sizes": ["mix"], "max_packets": PACKETS,
+                                                            "ladder_pps": LADDER, "software": False}})
+        out = run_experiment(cfg, target="bmv2", results_root=run.path / "runs")
+        chimera = pd.read_csv(out / "ladder.csv")
+        fwd = pd.DataFrame(_forward_ladder(out / "frames" / "frames-mix.pcap", run.path / "forward"))
+        best = (lambda df: int(df.loc[df["lost"] == 0, "pps"].max()) if (df["lost"] == 0).any() else 0)
+        c, f = best(chimera), best(fwd)
+        upper = bool((fwd["lost"] == 0).all())
+        ratio = c / f if f else float("nan")
+        r = {"chimera_zero_loss_pps": c, "forward_zero_loss_pps": f, "ratio": ratio, "goal": GOAL,
+             "ratio_is_upper_bound": upper, "bmv2_build": build_config()}
+        run.manifest.update({"result": r})
+        chimera.assign(path="chimera.p4").to_csv(run.path / "ladder.csv", index=False)
+        fwd.assign(path="forward.p4").to_csv(run.path / "ladder.csv", mode="a", header=False, index=False)
+        (run.path / "report.md").write_text(
+            "# BMv2: chimera.p4 vs plain forwarding (same build)\n\n"
+            f"Highest fixed rate with 0 lost: chimera.p4 {c} pps, forward.p4 {f} pps{' (never lost: higher)' if upper else ''}"
+            f"; ratio **{ratio:.3f}**{' (an upper bound)' if upper else ''} (goal >= {GOAL}).\n\n"
+            f"Build: {json.dumps(build_config())}\n")
+    log.info("bmv2 ratio: chimera.p4 %d pps / forward.p4 %d pps = %.3f%s (goal >= %.1f); %s", c, f, ratio,
+             " (upper bound)" if upper else "", GOAL, run.final)
+    return r
