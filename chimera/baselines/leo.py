@@ -20,10 +20,7 @@ import numpy as np
 from sklearn.tree import DecisionTreeClassifier
 
 from chimera.baselines.features import FIELD_BITS, WindowSpec
-
-
-def bits_for(n: int) -> int:
-    return max(1, int(np.ceil(np.log2(max(n, 2)))))
+from chimera.compile.build import bits_for
 
 
 @dataclass

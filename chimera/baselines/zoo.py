@@ -26,7 +26,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 from chimera.baselines import neural
 from chimera.baselines.anomaly import FloatAutoEncoder
-from chimera.baselines.features import TOKEN_FIELDS, WindowSpec, input_bits, window_features
+from chimera.baselines.features import FIELD_BITS, TOKEN_FIELDS, WindowSpec, input_bits, window_features
 from chimera.baselines.leo import fit_leo
 from chimera.baselines.yardsticks import FOREST_TREES, TREE_DEPTH, chimera_inputs
 from chimera.data.dataset import Dataset
@@ -119,7 +119,6 @@ class SplitFeatures:
 
 def stored_bits(spec: WindowSpec) -> int:
     """Per-flow state of a model that re-reads its window: the earlier (window - 1) packets' fields."""
-    from chimera.baselines.features import FIELD_BITS
     return (spec.window - 1) * sum(FIELD_BITS[f] for f in spec.fields)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from chimera.bench.results import bench_run
+from chimera.bench.results import bench_run, summary
 from chimera.controlplane.config import ControlPlaneConfig
 from chimera.controlplane.loop import ControlStep, SlowLoop
 from chimera.controlplane.recluster import VERSION_MASK, MapVersion, Proposal, churn
@@ -47,9 +47,11 @@ class EveryEntryLoop(SlowLoop):
 
 
 def _summary(ms: np.ndarray) -> dict[str, float]:
-    q1, med, q3 = np.percentile(ms, [25, 50, 75]) if ms.size else (np.nan,) * 3
-    return {"n": int(ms.size), "median_ms": float(med), "iqr_ms": float(q3 - q1),
-            "p99_ms": float(np.percentile(ms, 99)) if ms.size else np.nan, "max_ms": float(ms.max()) if ms.size else np.nan}
+    if not ms.size:
+        return {"n": 0, "median_ms": np.nan, "iqr_ms": np.nan, "p99_ms": np.nan, "max_ms": np.nan}
+    s = summary(ms.tolist())
+    return {"n": s["n"], "median_ms": s["median"], "iqr_ms": s["iqr"], "p99_ms": float(np.percentile(ms, 99)),
+            "max_ms": s["max"]}
 
 
 def main(targets: tuple[str, ...] = ("ebpf", "bmv2")) -> dict[str, Any]:

@@ -48,7 +48,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from chimera.data.flows import Flows, assign_flows, split_flows
-from chimera.data.pcap import PacketTable, read_pcap
+from chimera.data.pcap import PacketTable, format_addresses, read_pcap
 from chimera.data.pcapwrite import write_normalized
 from chimera.errors import ChimeraError, DatasetError, PcapError, disk_full_message
 
@@ -310,13 +310,9 @@ def _write_flows_csv(ds: Dataset, path: Path) -> None:
     split = ds.flow_split()
     lab = ds.flow_labels()
 
-    def addr(a: np.ndarray) -> list[str]:
-        import ipaddress
-        return [str(ipaddress.ip_address(bytes(x[12:]))) if bytes(x[:12]) == b"\0" * 10 + b"\xff\xff"
-                else str(ipaddress.ip_address(bytes(x))) for x in a]
-
     pd.DataFrame({
-        "flow": np.arange(f.n_flows), "src": addr(t.src[r]), "sport": t.sport[r], "dst": addr(t.dst[r]),
+        "flow": np.arange(f.n_flows), "src": format_addresses(t.src[r]), "sport": t.sport[r],
+        "dst": format_addresses(t.dst[r]),
         "dport": t.dport[r], "proto": t.proto[r], "packets": f.n_packets,
         "label": [ds.classes[i] if i >= 0 else "" for i in lab],
         "split": np.array(["train", "val", "test"])[split],

@@ -73,6 +73,16 @@ class ParseStatus(enum.IntEnum):
     EMPTY = 5         # zero captured bytes
 
 
+def format_addresses(a: np.ndarray) -> list[str]:
+    """The table's 16-byte addresses as text (IPv4-mapped ones as a.b.c.d); "" for a packet with none."""
+    import ipaddress
+    out = []
+    for x in a:
+        b = bytes(x)
+        out.append("" if not any(b) else str(ipaddress.ip_address(b[12:] if b[:12] == b"\0" * 10 + b"\xff\xff" else b)))
+    return out
+
+
 @dataclass
 class PacketTable:
     """One capture (or a concatenation of captures) as columns.

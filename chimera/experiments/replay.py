@@ -10,7 +10,6 @@ the class name) and a report with the class counts.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from chimera.data.pcap import read_pcap
+from chimera.data.pcap import format_addresses, read_pcap
 from chimera.errors import ResultsError
 from chimera.experiments.stages.compile import build_artifact, slug
 from chimera.formats.artifact import Artifact
@@ -47,14 +46,6 @@ def model_artifact(model: Path | None, variant: str = "") -> tuple[Artifact, str
     return Artifact.load(arts[0]), f"{run.path}/artifacts/{arts[0].name}"
 
 
-def _addr(a: np.ndarray) -> list[str]:
-    out = []
-    for x in a:
-        b = bytes(x)
-        out.append(str(ipaddress.ip_address(b[12:] if b[:12] == b"\0" * 10 + b"\xff\xff" else b)) if any(b) else "")
-    return out
-
-
 def replay_pcap(pcap: Path, target: str = "reference", model: Path | None = None, variant: str = "",
                 results_root: str | Path = "results") -> Path:
     table = read_pcap(pcap)  # a corrupt or missing capture is named here, before any testbed exists
@@ -74,9 +65,10 @@ def replay_pcap(pcap: Path, target: str = "reference", model: Path | None = None
         v = res.verdicts
         names = np.array([*art.classes, "(unparsed)"])
         lab = np.where(v.label == NO_LABEL, len(art.classes), np.minimum(v.label, len(art.classes)))
-        df = pd.DataFrame({"packet": np.arange(len(v)), "ts_ns": table.ts_ns[: len(v)], "src": _addr(table.src[: len(v)]),
-                           "dst": _addr(table.dst[: len(v)]), "sport": table.sport[: len(v)],
-                           "dport": table.dport[: len(v)], "proto": table.proto[: len(v)],
+        n = len(v)
+        df = pd.DataFrame({"packet": np.arange(n), "ts_ns": table.ts_ns[:n], "src": format_addresses(table.src[:n]),
+                           "dst": format_addresses(table.dst[:n]), "sport": table.sport[:n],
+                           "dport": table.dport[:n], "proto": table.proto[:n],
                            "class": names[lab], **{f: getattr(v, f) for f in v.HEADER_FIELDS},
                            "hard_veto": (v.flags & VerdictFlag.HARD_VETO) > 0})
         df.to_csv(run.path / "verdicts.csv", index=False)

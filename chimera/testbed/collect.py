@@ -117,8 +117,9 @@ def rates(c: Collected) -> dict[str, float]:
     out: dict[str, float] = {}
     for name, ts in (("sent_pps", c.t_send[c.t_send > 0]), ("switch_pps", c.ts_in[c.received]),
                      ("recv_pps", c.t_recv[c.received & (c.t_recv > 0)])):
-        if ts.size > 1 and ts.max() > ts.min():
-            out[name] = float((ts.size - 1) / ((ts.max() - ts.min()) / 1e9))
+        r = span_rate(ts)
+        if r is not None:
+            out[name] = r
     return out
 
 

@@ -4,10 +4,8 @@ prepared once, Chimera variants run through the normal stages, baselines on the 
 from __future__ import annotations
 
 import logging
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -64,8 +62,8 @@ def per_flow_allocation(art: Artifact) -> tuple[int, str]:
     else the packed formula, marked."""
     try:
         from chimera.targets.allocation import ebpf_allocation
-        with tempfile.TemporaryDirectory() as d:
-            return ebpf_allocation(art, Path(d))["per_flow_bits"], "eBPF map value size"
+        from chimera.targets.testbed import DEFAULT_BUILD_DIR  # the targets' object cache, keyed by content
+        return ebpf_allocation(art, DEFAULT_BUILD_DIR)["per_flow_bits"], "eBPF map value size"
     except ChimeraError as e:
         log.warning("per-flow allocation: the eBPF object cannot be built here (%s); using the packed formula",
                     e.problem if hasattr(e, "problem") else e)
