@@ -107,36 +107,30 @@ def bench(c: Context, what: str = "ingest", pcap: str = "", verbose: bool = Fals
 
 
 @task(help={"name": "experiment (experiments/<name>.yaml) or a path to a YAML file",
-            "target": "auto | reference | ebpf | bmv2 (default: the experiment's, auto = ebpf when possible)",
+            "target": "auto (the default: the highest-ranked target that can run here: bmv2 > ebpf > reference), "
+                      "or a name in chimera/targets/registry.py",
             "dataset": "use this dataset instead: a normalized dataset or a raw dataset directory",
             "adapter": "adapter for a raw --dataset directory (ciciot2022, iscxvpn2016, peerrush, folders)",
             "layout": "raw --dataset: sequential (captures back to back) | overlay (all start together)",
             "max_packets_per_class": "raw --dataset: keep whole flows, earliest first, up to this many per class",
             "results": "results root directory",
-            "compression": "stability/cadence experiments: simulated seconds per replayed second (1 = the real day)"})
+            "clock": "trace (verdicts on the capture's timestamps, any pace) | switch (the switch's own clock)",
+            "pps": "trace clock: replay at this rate instead of the target's measured zero-loss rate",
+            "max_replay": "refuse a replay expected to take longer than this many seconds (default 1800)",
+            "compression": "stability/cadence: simulated seconds per trace second (1 = the real day)"})
 @cli
 def run_experiment(c: Context, name: str = "quickstart", target: str = "", dataset: str = "",
                    adapter: str = "ciciot2022", layout: str = "sequential", max_packets_per_class: int = 0,
-                   results: str = "results", compression: float = 0.0, verbose: bool = False) -> None:
+                   results: str = "results", clock: str = "", pps: int = 0, max_replay: float = 0.0,
+                   compression: float = 0.0, verbose: bool = False) -> None:
     """Run an experiment end to end; results land in results/<name>/<run-id>/."""
-    from chimera.experiments.config import load_experiment
+    from chimera.experiments.load import load_experiment
+    from chimera.experiments.overrides import cli_overrides
     from chimera.experiments.runner import run_experiment as run
-    overrides: dict[str, Any] = {}
-    if dataset:
-        from chimera.experiments.config import MULTI_DATASET_KINDS
-        spec = {"path": dataset, "adapter": adapter, "synthetic": None,
-                "normalize": {"layout": layout, "max_packets_per_class": max_packets_per_class}}
-        if load_experiment(name).kind in MULTI_DATASET_KINDS:  # replaces the experiment's list of datasets
-            overrides["datasets"] = {Path(dataset).name or "dataset": spec}
-        else:
-            overrides["dataset"] = spec
-    if compression:
-        if load_experiment(name).kind not in ("stability", "cadence"):
-            raise Exit(f"run-experiment: --compression applies to stability and cadence experiments, not {name}",
-                       code=2)
-        overrides["stability"] = {"compression": compression}
-    cfg = load_experiment(name, overrides or None)
-    out = run(cfg, target=target or None, results_root=results, experiment_file=name, dataset_override=dataset)
+    over = cli_overrides(name, dataset, adapter, layout, max_packets_per_class, compression)
+    cfg = load_experiment(name, over or None)
+    out = run(cfg, target=target or None, results_root=results, experiment_file=name, dataset_override=dataset,
+              clock=clock or None, pps=pps or None, max_replay_s=max_replay or None)
     logging.getLogger("tasks").info("report: %s", out / "report.md")
 
 
@@ -186,7 +180,7 @@ def nightly(c: Context, update_baseline: bool = False, history: str = "", repeat
 @cli
 def report(c: Context, run_dir: str, verbose: bool = False) -> None:
     """Re-render a run's report.md and figures from its CSVs (no rerun); refuses partial and failed runs."""
-    from chimera.report.render import render
+    from chimera.experiments.render import render
     logging.getLogger("tasks").info("report: %s", render(run_dir))
 
 
@@ -195,7 +189,7 @@ def report(c: Context, run_dir: str, verbose: bool = False) -> None:
 @cli
 def compare(c: Context, run_a: str, run_b: str, out: str = "", verbose: bool = False) -> None:
     """Two runs side by side: metrics, per-class F1 and counters, with the differences."""
-    from chimera.report.compare import compare_runs
+    from chimera.experiments.compare import compare_runs
     text = compare_runs(Path(run_a), Path(run_b))
     if out:
         Path(out).write_text(text)
@@ -204,15 +198,22 @@ def compare(c: Context, run_a: str, run_b: str, out: str = "", verbose: bool = F
         print(text)  # noqa: T201 - the comparison is the command's output
 
 
-@task(help={"pcap": "the capture to classify", "target": "reference | ebpf | bmv2",
+@task(help={"pcap": "the capture to classify", "target": "reference | ebpf | bmv2 | auto",
             "model": "a run directory whose artifact to load (default: train the quickstart model)",
-            "variant": "which of the run's artifacts (default: the first)", "results": "results root directory"})
+            "variant": "which of the run's artifacts (default: the first)", "results": "results root directory",
+            "clock": "trace (default) | switch", "pps": "trace clock: replay rate (default: measured)",
+            "max_replay": "refuse a replay expected to take longer than this many seconds"})
 @cli
 def replay(c: Context, pcap: str, target: str = "reference", model: str = "", variant: str = "",
-           results: str = "results", verbose: bool = False) -> None:
+           results: str = "results", clock: str = "trace", pps: int = 0, max_replay: float = 0.0,
+           verbose: bool = False) -> None:
     """Replay any pcap through a fresh testbed with a trained model; per-packet verdicts to results/replay/<run>/."""
     from chimera.experiments.replay import replay_pcap
-    out = replay_pcap(Path(pcap), target, Path(model) if model else None, variant, results)
+    from chimera.testbed.replay import CLOCKS
+    if clock not in CLOCKS:
+        raise Exit(f"replay: --clock {clock!r}: use trace or switch", code=2)
+    out = replay_pcap(Path(pcap), target, Path(model) if model else None, variant, results, clock,  # type: ignore[arg-type]
+                      pps or None, max_replay or None)
     logging.getLogger("tasks").info("verdicts: %s", out / "verdicts.csv")
 
 
@@ -235,15 +236,16 @@ def topo(c: Context, target: str = "ebpf", experiment: str = "quickstart", verbo
     from mininet.cli import CLI
     from mininet.log import setLogLevel
 
-    from chimera.experiments.stages.compile import build_artifact
-    from chimera.targets.select import select_target
+    from chimera.experiments.load import build_artifact
+    from chimera.targets.registry import target_class
     from chimera.targets.testbed import TestbedTarget
     from chimera.testbed.topology import Testbed
-    tgt = select_target(target)  # fails fast, naming what to install
-    if not isinstance(tgt, TestbedTarget):
+    cls = target_class(target)
+    if not issubclass(cls, TestbedTarget):
         raise Exit(f"topo: target {target!r} has no switch; use --target ebpf or bmv2", code=2)
+    cls.require_available()  # fails fast, naming what to install
     art = build_artifact(experiment).art
-    with Testbed(tgt.switch_cls, ROOT / "build", ROOT / "build") as tb:
+    with Testbed(cls.switch_cls, ROOT / "build", ROOT / "build") as tb:
         setLogLevel("output")  # the CLI prints through Mininet's own handler...
         tb.s1.load(art)
         logging.getLogger("tasks").info("%s pipeline loaded; try: h1 ping -c1 h2", tgt.name)
@@ -256,7 +258,7 @@ def topo(c: Context, target: str = "ebpf", experiment: str = "quickstart", verbo
 @cli
 def build(c: Context, target: str = "ebpf", experiment: str = "quickstart", verbose: bool = False) -> None:
     """Compile the dataplane for an experiment's model (eBPF object, or chimera.p4 with p4c-bm2-ss)."""
-    from chimera.experiments.stages.compile import build_artifact
+    from chimera.experiments.load import build_artifact
     if target not in ("ebpf", "bmv2"):
         raise Exit(f"build: unknown target {target!r} (ebpf | bmv2)", code=2)
     art = build_artifact(experiment).art
@@ -276,7 +278,7 @@ def p4info(c: Context, check: bool = False, verbose: bool = False) -> None:
     P4INFO.write_text(render_p4info())
     logging.getLogger("tasks").info("wrote %s", P4INFO)
     if check:
-        from chimera.experiments.stages.compile import build_artifact
+        from chimera.experiments.load import build_artifact
         from chimera.targets.bmv2.p4info_check import check_against_p4c
         diffs = check_against_p4c(build_artifact("quickstart").art, ROOT / "build")
         if diffs:
@@ -289,7 +291,7 @@ def p4info(c: Context, check: bool = False, verbose: bool = False) -> None:
 def p4header(c: Context, verbose: bool = False) -> None:
     """Regenerate p4/chimera_constants.h, the quickstart model's header, so `p4c-bm2-ss p4/chimera.p4` compiles."""
     from chimera.compile.header import write_header
-    from chimera.experiments.stages.compile import build_artifact
+    from chimera.experiments.load import build_artifact
     from chimera.targets.bmv2.schema import P4_DIR
     path = write_header(build_artifact("quickstart").art, P4_DIR / "chimera_constants.h")
     logging.getLogger("tasks").info("wrote %s", path)

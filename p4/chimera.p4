@@ -23,6 +23,12 @@
  *    and the accumulators 32-bit.
  *  - the bit lengths are if-chains here; on Tofino, lpm tables.
  * Nothing divides; work per packet is bounded by the constants.
+ *
+ * Clock (docs/pipeline.md, "Clocks"): a frame carrying the trace-time shim
+ * (chimera/formats/shim.py) is classified on the shim's trace_ns, its index goes
+ * into the verdict's seq, and the shim is not emitted (the verdict header takes
+ * its place). A frame without a shim is classified on BMv2's own clock
+ * (ingress_global_timestamp, microseconds, x1000 to ns).
  */
 #include <core.p4>
 #include <v1model.p4>
@@ -108,6 +114,11 @@ header verdict_t {
     CHIMERA_VERDICT_FIELDS_P4
 }
 
+/* The trace-time shim, from chimera/formats/shim.py through the generated header. */
+header shim_t {
+    CHIMERA_SHIM_FIELDS_P4
+}
+
 header ipv4_t {
     bit<4>  version;
     bit<4>  ihl;
@@ -149,6 +160,7 @@ header udp_t {
 
 struct headers_t {
     ethernet_t     ethernet;
+    shim_t         shim;
     verdict_t      verdict;
     ipv4_t         ipv4;
     ipv4_options_t ipv4_options;
@@ -188,6 +200,10 @@ struct meta_t {
     bit<1>  orient;
     bit<8>  head;
     bit<8>  vflags;
+    bit<8>  clock_flag;   /* VFLAG_TRACE_CLOCK when the frame carried the shim */
+    bit<32> seq;          /* the shim's index, NO_SEQ without one */
+    bit<16> orig_type;    /* the frame's own EtherType (under a shim, the shim's orig_type) */
+    bit<64> now;          /* the classification clock: the shim's trace_ns, else the switch's own (ns) */
     bit<64> ts_ns;
     bit<32> tsu;
     bit<32> units;
@@ -243,6 +259,14 @@ parser ChimeraParser(packet_in pkt, out headers_t hdr, inout meta_t meta, inout 
     state start {
         pkt.extract(hdr.ethernet);
         transition select(hdr.ethernet.etherType) {
+            0x0800: parse_ipv4;
+            CHIMERA_SHIM_ETHERTYPE: parse_shim;
+            default: accept;
+        }
+    }
+    state parse_shim {
+        pkt.extract(hdr.shim);
+        transition select(hdr.shim.orig_type) {
             0x0800: parse_ipv4;
             default: accept;
         }
@@ -305,6 +329,7 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
     @id(0x1600000B) register<bit<512>>(MAX_FLOW_SLOTS) reg_z;  /* Zacc: m x int32 */
     @id(0x1600000C) register<bit<64>>(MAX_CLASSES) reg_class_ema;
     @id(0x1600000D) register<bit<32>>(MAX_SAMPLE_SLOTS) reg_sample;
+    @id(0x1600000E) register<bit<64>>(1) reg_clock;            /* the last `now` classified on: the control plane's clock */
 
     @id(0x01000001) action nop() { }
     @id(0x0100000B) action set_active(bit<1> ver) { meta.ver = ver; }
@@ -472,6 +497,18 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
         bit<512> row;
         bit<512> zrow;
         port_map.apply();
+        /* the clock: the trace's (the shim, which leaves here: the verdict header takes its place) or BMv2's own */
+        meta.now = ((bit<64>)sm.ingress_global_timestamp) * 1000;
+        meta.seq = CHIMERA_NO_SEQ;
+        meta.orig_type = hdr.ethernet.etherType;
+        meta.clock_flag = 0;
+        if (hdr.shim.isValid()) {
+            meta.now = hdr.shim.trace_ns;
+            meta.seq = hdr.shim.index;
+            meta.orig_type = hdr.shim.orig_type;
+            meta.clock_flag = CHIMERA_VFLAG_TRACE_CLOCK;
+            hdr.shim.setInvalid();
+        }
         /* every packet, classified or not, carries the active map version */
         active_version.apply();
         params.apply();
@@ -485,6 +522,7 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
         if (meta.parsed == 1) {
             reg_counters.read(n_parsed, 2);
             reg_counters.write(2, n_parsed + 1);
+            reg_clock.write(0, meta.now);
             /* 0. header fields (ports and flags are 0 for other protocols) */
             meta.src = hdr.ipv4.srcAddr;
             meta.dst = hdr.ipv4.dstAddr;
@@ -526,8 +564,8 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
                 reg_counters.write(0, cnt + 1);
                 meta.pkts = 0;
             }
-            /* 2. tokenize: BMv2 timestamps are microseconds; the flow clock is ns >> IAT_SHIFT */
-            meta.ts_ns = ((bit<64>)sm.ingress_global_timestamp) * 1000;
+            /* 2. tokenize: the flow clock is now (ns) >> IAT_SHIFT */
+            meta.ts_ns = meta.now;
             meta.tsu = (bit<32>)(meta.ts_ns >> CHIMERA_IAT_SHIFT);
             meta.fresh = 0;
             if (meta.pkts == 0) {
@@ -732,22 +770,23 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
         /* 10. emit: the verdict header after Ethernet (frames too short for Ethernet go out unmarked) */
         if (hdr.ethernet.isValid()) {
             hdr.verdict.setValid();
-            hdr.verdict.version = 1;
+            hdr.verdict.version = CHIMERA_VERDICT_VERSION;
             hdr.verdict.map_version = meta.map_version;
             hdr.verdict.reserved = 0;
+            hdr.verdict.seq = meta.seq;
             hdr.verdict.ts_in = ((bit<64>)sm.ingress_global_timestamp) * 1000;
             hdr.verdict.ts_out = 0;
-            hdr.verdict.orig_type = hdr.ethernet.etherType;
+            hdr.verdict.orig_type = meta.orig_type;
             hdr.ethernet.etherType = CHIMERA_VERDICT_ETHERTYPE;
             if (meta.parsed == 1) {
-                hdr.verdict.flags = meta.vflags;
+                hdr.verdict.flags = meta.vflags | meta.clock_flag;
                 hdr.verdict.label = meta.label;
                 hdr.verdict.rule_id = 0xFF;
                 if (meta.hard_hit == 1) { hdr.verdict.rule_id = meta.hard_rule; }
                 hdr.verdict.score = meta.score;
                 hdr.verdict.centroid = meta.c;
             } else {
-                hdr.verdict.flags = CHIMERA_VFLAG_UNPARSED;
+                hdr.verdict.flags = CHIMERA_VFLAG_UNPARSED | meta.clock_flag;
                 hdr.verdict.label = 0xFF;
                 hdr.verdict.rule_id = 0xFF;
                 hdr.verdict.score = 0;
@@ -774,6 +813,7 @@ control ChimeraComputeChecksum(inout headers_t hdr, inout meta_t meta) {
 control ChimeraDeparser(packet_out pkt, in headers_t hdr) {
     apply {
         pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.shim);        /* invalid after ingress: never emitted (a frame too short for Ethernet has none) */
         pkt.emit(hdr.verdict);
         pkt.emit(hdr.ipv4);
         pkt.emit(hdr.ipv4_options);

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from chimera.experiments.stages.compile import BuiltArtifact, build_artifact
+from chimera.experiments.load import BuiltArtifact, build_artifact
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,7 +23,8 @@ def quickstart_artifact(data_root: Path = ROOT / "data", dataset: dict[str, Any]
 
 def quickstart_trained(data_root: Path = ROOT / "data", **model: Any):  # type: ignore[no-untyped-def]
     """(prepared data, learned rules, variant, trained variant) of the quickstart with model overrides."""
-    from chimera.experiments.config import load_experiment, resolve_variants
+    from chimera.experiments.config import resolve_variants
+    from chimera.experiments.load import load_experiment
     from chimera.experiments.stages.dataset import prepare, resolve_dataset
     from chimera.experiments.stages.rules import load_and_learn
     from chimera.experiments.stages.train import ModelCache, train_variant
@@ -36,3 +37,26 @@ def quickstart_trained(data_root: Path = ROOT / "data", **model: Any):  # type: 
 
 STRESS_PCAP = ROOT / "pcaps" / "stress.pcap"
 TINY_MULTICLASS = ROOT / "pcaps" / "tiny-multiclass"
+
+
+def long_gap_captures(out: Path, seed: int = 7, gap_min: tuple[float, float] = (20.0, 55.0),
+                      every: int = 6) -> Path:
+    """The bundled tiny multi-class captures with idle gaps of 20-55 minutes inserted every few packets (below
+    the normalizer's one-hour jump, so they stay gaps): a real multi-capture dataset's shape, whose timeline
+    spans days once its captures are laid end to end. Class folders, like the source."""
+    import numpy as np
+
+    from chimera.data.pcap import read_raw
+    from chimera.data.pcapwrite import write_pcap
+    rng = np.random.default_rng(seed)
+    for src in sorted(TINY_MULTICLASS.rglob("*.pcap")):
+        raw = read_raw(src)
+        frames = [bytes(raw.data[o:o + c]) for o, c in zip(raw.offset, raw.caplen)]
+        ts = np.asarray(raw.ts_ns, np.int64)
+        gaps = np.zeros(ts.size, np.int64)
+        at = np.arange(every, ts.size, every)
+        gaps[at] = (rng.uniform(*gap_min, at.size) * 60e9).astype(np.int64)
+        dst = out / src.parent.name / src.name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        write_pcap(dst, frames, ts + np.cumsum(gaps))
+    return out

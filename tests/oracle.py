@@ -94,17 +94,19 @@ def oracle(art, pkts: list[dict]) -> tuple[list[tuple], dict]:
                 Z += k
                 for y in range(Y):
                     A[y] += k * sum(W[e][y] * v[e] for e in range(C["D_V"]))
-        for row in art.global_entries.tolist():
-            if (c & row[1]) == (row[0] & row[1]) and (pc & row[3]) == (row[2] & row[3]):
+        gt = art.global_table
+        for e in range(len(gt)):
+            if (c & gt.c_mask[e]) == (gt.c_value[e] & gt.c_mask[e]) and (pc & gt.pc_mask[e]) == (gt.pc_value[e] & gt.pc_mask[e]):
                 flags |= 0x10
-                A = [A[y] + row[4 + y] for y in range(Y)]
-                Z += row[4 + Y]
+                A = [A[y] + int(gt.g[e, y]) for y in range(Y)]
+                Z += int(gt.gz[e])
                 break
         key7 = [p["proto"], p["flags"], d, min(npk, 255), p["sport"], p["dport"], p["ip_len"]]
-        hard = next((row for row in art.hard.tolist() if _ternary(key7, row[:7], row[7:14])), None)
+        hr, sr = art.hard_rules, art.soft_rules
+        hard = next((e for e in range(len(hr)) if _ternary(key7, hr.value[e].tolist(), hr.mask[e].tolist())), None)
         S = [0] * Y
         for r in range(C["SOFT_RULES"]):
-            if any(_ternary(key7, row[:7], row[7:14]) for row in art.soft_entries.tolist() if row[14] == r):
+            if any(_ternary(key7, sr.value[e].tolist(), sr.mask[e].tolist()) for e in range(len(sr)) if sr.rule[e] == r):
                 S = [S[y] + int(art.soft_weights[r][y]) for y in range(Y)]
         fused = [C["ALPHA"] * A[y] + C["BETA"] * S[y] * Z + ((C["GAMMA"] * cema[y] * Z) >> C["EMA_FRAC"])
                  for y in range(Y)]
@@ -113,9 +115,9 @@ def oracle(art, pkts: list[dict]) -> tuple[list[tuple], dict]:
         score = min(srt[-1] - srt[-2], SCORE_MAX) if Y > 1 else 0
         label, rule = best, 0xFF
         if hard is not None:
-            rule = hard[14]
+            rule = int(hr.rule[hard])
             if C["LAMBDA_H"]:
-                label, score, flags = hard[15], SCORE_MAX, flags | 0x01
+                label, score, flags = int(hr.label[hard]), SCORE_MAX, flags | 0x01
         def step(d: int) -> int:  # eta = 2^-EMA_SHIFT (+ 2^-EMA_SHIFT2 when EMA_SHIFT2 > 0)
             s2 = C.get("EMA_SHIFT2", 0)
             return (d >> C["EMA_SHIFT"]) + ((d >> s2) if s2 else 0)
@@ -128,3 +130,16 @@ def oracle(art, pkts: list[dict]) -> tuple[list[tuple], dict]:
             n_samples += 1
         out.append((label, flags, score, rule, c))
     return out, {"ema": ema, "class_ema": cema, "evictions": evictions, "sample": sample, "samples": n_samples}
+
+
+def rows_of(table, ts_ns=None) -> list[dict]:  # type: ignore[no-untyped-def]
+    """A packet table as the oracle's packet dicts. Step 0 is read from the spec here, not from the reference:
+    untagged Ethernet, EtherType 0x0800, IPv4, parsed without error (the table's status)."""
+    ts = table.ts_ns if ts_ns is None else ts_ns
+    return [{"parsed": bool(lt == 1 and not vl and et == 0x0800 and v == 4 and s == 0), "src": int(a), "dst": int(b),
+             "sport": int(sp), "dport": int(dp), "proto": int(pr), "flags": int(fl), "ip_len": int(il), "ts": int(t)}
+            for lt, vl, et, v, s, a, b, sp, dp, pr, fl, il, t in zip(
+                table.linktype.tolist(), table.vlan.tolist(), table.ethertype.tolist(), table.ip_version.tolist(),
+                table.status.tolist(), table.src4.tolist(), table.dst4.tolist(), table.sport.tolist(),
+                table.dport.tolist(), table.proto.tolist(), table.tcp_flags.tolist(), table.ip_len.tolist(),
+                list(ts))]

@@ -20,7 +20,7 @@ from chimera.baselines.leo import IntegerTree, fit_leo
 from chimera.baselines.neural import encode
 from chimera.baselines.zoo import BASELINES, BaselineSettings, run_baseline
 from chimera.errors import ConfigError, DatasetError
-from chimera.experiments.config import load_experiment
+from chimera.experiments.load import load_experiment
 from chimera.experiments.runner import run_experiment
 from chimera.metrics.classification import macro_f1
 
@@ -160,7 +160,7 @@ class _P4Limited:
 ])
 def test_p4_limits_fail_before_training(model: dict, compile_: dict, classes: int | None, match: str) -> None:
     from chimera.experiments.config import resolve_variants
-    from chimera.experiments.stages.target import preflight
+    from chimera.experiments.stages.preflight import preflight
     from chimera.rules.spec import load_rules
     cfg = load_experiment("quickstart", {"model": model, "compile": compile_})
     with pytest.raises(ConfigError, match=match) as ei:
@@ -170,7 +170,7 @@ def test_p4_limits_fail_before_training(model: dict, compile_: dict, classes: in
 
 def test_p4_entry_caps_fail_before_training(tmp_path: Path) -> None:
     from chimera.experiments.config import resolve_variants
-    from chimera.experiments.stages.target import preflight
+    from chimera.experiments.stages.preflight import preflight
     from chimera.rules.spec import load_rules
     rules = {"hard": [{"name": f"h{i}", "label": "SCAN", "match": {"dport": {"min": 1, "max": 65535}}} for i in range(20)]}
     p = tmp_path / "many.yaml"
@@ -218,12 +218,15 @@ TINY_DATA = {"ciciot": {"synthetic": {"profile": "ciciot", "flows": 150, "seed":
     ("roc", "roc.csv", "## AUC per detector and dataset"),
 ])
 def test_yardstick_kinds_run_end_to_end(kind: str, csv: str, heading: str, tmp_path: Path) -> None:
+    sections = {"baselines": {"epochs": 1, "max_train_packets": 3000, "methods": ["Leo", "BoS", "AutoEncoder"]},
+                "sweep": {"windows": [2, 4], "features": [4, 8], "d_v": [4], "bits": [8],
+                          "per_flow_budget_bits": 1500, "sequence_baselines": ["BoS"]},
+                "roc": {"epochs": 1, "codes": 4}}
+    own = {"accuracy": ("baselines",), "resources": ("baselines", "sweep"), "input_scale": ("baselines", "sweep"),
+           "hyper_dim": ("sweep",), "roc": ("roc",)}[kind]  # a kind takes its own sections only
     cfg = {"name": f"tiny-{kind}", "kind": kind, "seed": 1, "target": "reference", "datasets": TINY_DATA,
            "rules": "rules/default.yaml", "model": {"centroids": 16, "window": 4, "epochs": 2},
-           "baselines": {"epochs": 1, "max_train_packets": 3000, "methods": ["Leo", "BoS", "AutoEncoder"]},
-           "sweep": {"windows": [2, 4], "features": [4, 8], "d_v": [4], "bits": [8], "per_flow_budget_bits": 1500,
-                     "sequence_baselines": ["BoS"]},
-           "roc": {"epochs": 1, "codes": 4}}
+           **{k: v for k, v in sections.items() if k in own}}
     p = tmp_path / f"{kind}.yaml"
     p.write_text(yaml.safe_dump(cfg))
     out = run_experiment(load_experiment(str(p)), results_root=tmp_path / "results", data_root=ROOT / "data")

@@ -1,8 +1,6 @@
-"""BMv2 conformance: every verdict of simple_switch_grpc running chimera.p4 equals the reference's.
-
-Runs where p4c-bm2-ss and simple_switch_grpc are installed (the reviewers' VM);
-skips elsewhere with the reason. Replay is paced below BMv2's capacity, so
-every frame must arrive (nothing lost) and carry the reference's verdict.
+"""BMv2: what only this target has (the fail-fast path where it is absent, the file-mode harness, installs
+that read the switch's entries back). Conformance over P4Runtime is tests/test_conformance.py, written once for
+every target. Runs where p4c-bm2-ss and simple_switch_grpc are installed; skips elsewhere with the reason.
 """
 
 from __future__ import annotations
@@ -13,16 +11,16 @@ import pytest
 
 from chimera.data.pcap import read_pcap
 from chimera.errors import ToolMissingError
-from chimera.targets.bmv2 import Bmv2Target, unavailable_reason
+from chimera.targets.bmv2 import Bmv2Target
 from chimera.targets.bmv2.files import unavailable_reason as files_unavailable_reason
-from chimera.targets.select import select_target
+from chimera.targets.registry import select_target
 from chimera.testbed.replay import ReplayConfig
 
 from builders import STRESS_PCAP, quickstart_artifact
 
-WHY = unavailable_reason()
+WHY = Bmv2Target.unavailable_reason()
 FILES_WHY = files_unavailable_reason()
-PACED = ReplayConfig(mode="pps", pps=300)
+PACED = ReplayConfig(clock="switch", mode="pps", pps=300)
 
 
 @pytest.mark.skipif(WHY is None, reason="BMv2 is installed here: the fail-fast path does not apply")
@@ -37,43 +35,17 @@ needs_bmv2 = pytest.mark.skipif(WHY is not None, reason=f"BMv2 tests need p4c + 
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory: pytest.TempPathFactory):
-    t = Bmv2Target(PACED, build_dir=tmp_path_factory.mktemp("build"))
-    yield t
-    t.close()
+    with Bmv2Target(build_dir=tmp_path_factory.mktemp("build")) as t:
+        yield t
 
 
 def _check(res, n: int) -> None:
-    x = res.extra
-    assert x["lost"] == 0, f"{x['lost']} of {n} packets lost"
-    assert x["conformance_checked"] == n
-    assert x["reference_mismatches"] == 0
-    assert x["unmarked_frames"] == 0
-    assert x["register_mismatches"] == 0  # None would mean the registers were never read
-
-
-@needs_bmv2
-@pytest.mark.root
-def test_bmv2_conformance_quickstart(target: Bmv2Target, tmp_path: Path) -> None:
-    built = quickstart_artifact()
-    table = built.data.ds.table.take(built.data.replay_rows[:1500])
-    _check(target.run(built.art, table, tmp_path, "quickstart"), len(table))
-
-
-@needs_bmv2
-@pytest.mark.root
-def test_bmv2_conformance_real_sample(target: Bmv2Target, tmp_path: Path, sample_dir: Path) -> None:
-    built = quickstart_artifact(tmp_path / "data", dataset={"path": str(sample_dir), "synthetic": None})
-    _check(target.run(built.art, built.data.ds.table, tmp_path, "sample"), len(built.data.ds.table))
-
-
-@needs_bmv2
-@pytest.mark.root
-def test_bmv2_conformance_stress(target: Bmv2Target, tmp_path: Path) -> None:
-    art = quickstart_artifact(flow_slots=64).art
-    table = read_pcap(STRESS_PCAP)
-    res = target.run(art, table, tmp_path, "stress")
-    _check(res, len(table))
-    assert res.evictions > 50
+    out = res.outcome
+    assert out.accounting.lost == 0, f"{out.accounting.lost} of {n} packets lost"
+    assert out.conformance.checked == n
+    assert out.conformance.reference_mismatches == 0
+    assert out.unmarked_frames == 0
+    assert out.conformance.register_mismatches == 0  # None would mean the registers were never read
 
 
 @pytest.mark.skipif(FILES_WHY is not None, reason=f"BMv2 file-mode conformance needs p4c + BMv2: {FILES_WHY}")
@@ -102,13 +74,13 @@ def test_bmv2_file_mode_conformance(which: str, tmp_path: Path, request: pytest.
 
 @needs_bmv2
 @pytest.mark.root
-@pytest.mark.parametrize("held", ["cached", "read-back"])
+@pytest.mark.parametrize("held", ["read-back"])
 def test_bmv2_conformance_across_live_installs(held: str, target: Bmv2Target, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """The slow loop installing live over P4Runtime while paced traffic flows: at least two flips, each under
-    1 s, and every verdict and register equals the reference replayed on the switch's version record.
-    ``read-back``: the node forgets what each version holds, so every install first reads the version's
-    entries back from the switch (the path taken after a failed install) and diffs against them."""
+    """Installs that read the switch's entries back (the path taken after a failed install): the node forgets
+    what each version holds, so every install reads the version's entries back and diffs against them; every
+    verdict and register still equals the reference replayed on the switch's version record. (The cached path
+    is the conformance test's.)"""
     import numpy as np
 
     from chimera.controlplane.config import ControlPlaneConfig
@@ -121,7 +93,7 @@ def test_bmv2_conformance_across_live_installs(held: str, target: Bmv2Target, tm
     built = quickstart_artifact()
     table = built.data.ds.table.take(built.data.replay_rows[:1500])
     loop = SlowLoop(built.art, ControlPlaneConfig(t_cp_s=1.0, tau_map=0.0, min_samples=16, rebin="all"))
-    res = target.run(built.art, table, tmp_path, f"live-{held}", control=loop)
+    res = target.run(built.art, table, tmp_path, f"live-{held}", replay=PACED, control=loop)
     _check(res, len(table))
     inst = [s for s in loop.steps if s.decision == "install"]
     assert len(inst) >= 2 and all(s.install_ms < 1000 for s in inst)

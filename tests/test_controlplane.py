@@ -16,7 +16,7 @@ from chimera.controlplane.loop import InstallReport, SlowLoop
 from chimera.controlplane.offline import run_controlled
 from chimera.controlplane.recluster import MapVersion, Reclusterer, churn
 from chimera.errors import ConfigError, TargetError
-from chimera.experiments.config import load_experiment
+from chimera.experiments.load import load_experiment
 from chimera.metrics.timeseries import binned_f1, trace_stability
 from chimera.reference.pipeline import (run_reference, run_reference_segments, run_reference_versions,
                                         sample_word)

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from chimera.errors import BudgetError, ConfigError, DatasetError
-from chimera.experiments.config import available, load_experiment
+from chimera.experiments.load import available, load_experiment
 from chimera.experiments.runner import run_experiment
 
 from builders import TINY_MULTICLASS
@@ -248,6 +248,8 @@ def test_report_says_what_was_run_and_accounts_for_every_packet(tmp_path: Path) 
     assert sum(acc.values()) == m["dataset"]["packets"]
     assert acc["not classified: IPv6 (the dataplanes parse IPv4)"] > 0 and acc["not classified: IP fragment"] > 0
     report = (out / "report.md").read_text()
-    assert report.startswith("# tiny on folders:raw") and f"run here on `{src}` (--dataset)" in report
-    assert "small synthetic" not in report.splitlines()[0] and "## Packet accounting" in report
+    first, _, title = report.splitlines()[:3]
+    assert first.startswith("Target **reference** (asked for) · clock **trace**")  # what ran, why, which clock
+    assert title == "# tiny on folders:raw" and f"run here on `{src}` (--dataset)" in report
+    assert "small synthetic" not in title and "## Packet accounting" in report
     assert f"--dataset {src}" in report

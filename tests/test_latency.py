@@ -8,13 +8,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from chimera.experiments.config import load_experiment
+from chimera.experiments.load import load_experiment
 from chimera.experiments.runner import run_experiment
-from chimera.targets.ebpf import unavailable_reason
+from chimera.targets.ebpf import EbpfTarget
 
 from builders import ROOT
 
-WHY = unavailable_reason()
+WHY = EbpfTarget.unavailable_reason()
 
 
 @pytest.mark.skipif(WHY is not None, reason=f"the eBPF testbed cannot run here: {WHY}")

@@ -95,6 +95,11 @@ def random_packets(seed: int, n: int = 250) -> tuple[PacketTable, list[dict]]:
             r["sport"] = r["dport"] = 0
         if r["proto"] != 6:
             r["flags"] = 0
+    return packet_table(rows), rows
+
+
+def packet_table(rows: list[dict]) -> PacketTable:
+    """A PacketTable of packets given as the oracle's dicts."""
     N = len(rows)
     col = lambda k, dt: np.array([r[k] for r in rows], dt)  # noqa: E731
     parsed = col("parsed", bool)
@@ -107,7 +112,7 @@ def random_packets(seed: int, n: int = 250) -> tuple[PacketTable, list[dict]]:
                     proto=col("proto", np.uint8), src=np.zeros((N, 16), np.uint8), dst=np.zeros((N, 16), np.uint8),
                     src4=col("src", np.uint32), dst4=col("dst", np.uint32), sport=col("sport", np.uint16),
                     dport=col("dport", np.uint16), tcp_flags=col("flags", np.uint8))
-    return t, rows
+    return t
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

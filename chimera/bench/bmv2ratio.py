@@ -25,11 +25,11 @@ import pandas as pd
 from chimera.bench.results import bench_run
 from chimera.data.pcap import read_pcap
 from chimera.errors import TargetError, ToolMissingError
-from chimera.experiments.config import load_experiment
+from chimera.experiments.load import load_experiment
 from chimera.experiments.runner import run_experiment
-from chimera.targets.bmv2 import require_available
+from chimera.targets.bmv2 import Bmv2Target
 from chimera.targets.bmv2.node import Bmv2Switch
-from chimera.testbed.replay import ReplayConfig, replay
+from chimera.testbed.replay import Pace, replay
 from chimera.testbed.topology import Testbed
 
 log = logging.getLogger(__name__)
@@ -82,8 +82,8 @@ def _forward_ladder(frames_pcap: Path, work: Path) -> list[dict[str, Any]]:
     with Testbed(Bmv2ForwardSwitch, work / "build", work) as tb:
         s1 = tb.s1
         for pps in LADDER:
-            files = replay(tb.h1, tb.h2, frames_pcap, ReplayConfig(mode="pps", pps=pps), work / "replay",
-                           f"fwd-{pps}", switch_alive=s1.alive, rx_filter="")
+            files = replay(tb.h1, tb.h2, frames_pcap, Pace("pps", pps=pps), work / "replay", f"fwd-{pps}",
+                           PACKETS, switch_alive=s1.alive, rx_filter="")
             sent, got = read_pcap(files.sent), read_pcap(files.received)
             lost = max(0, len(sent) - len(got) - files.dropped_at_receiver)
             rows.append({"pps": pps, "sent": len(sent), "received": len(got), "lost": lost})
@@ -94,7 +94,7 @@ def _forward_ladder(frames_pcap: Path, work: Path) -> list[dict[str, Any]]:
 
 
 def main() -> dict[str, Any]:
-    require_available()
+    Bmv2Target.require_available()
     with bench_run("bmv2ratio", {"ladder": LADDER, "packets": PACKETS, "bmv2_build": build_config()}) as run:
         cfg = load_experiment("throughput", {"throughput": {"sizes": ["mix"], "max_packets": PACKETS,
                                                             "ladder_pps": LADDER, "software": False}})
@@ -107,7 +107,7 @@ def main() -> dict[str, Any]:
         ratio = c / f if f else float("nan")
         r = {"chimera_zero_loss_pps": c, "forward_zero_loss_pps": f, "ratio": ratio, "goal": GOAL,
              "ratio_is_upper_bound": upper, "bmv2_build": build_config()}
-        run.manifest.update({"result": r})
+        run.manifest.record(**{"result": r})
         chimera.assign(path="chimera.p4").to_csv(run.path / "ladder.csv", index=False)
         fwd.assign(path="forward.p4").to_csv(run.path / "ladder.csv", mode="a", header=False, index=False)
         (run.path / "report.md").write_text(

@@ -22,7 +22,8 @@ import pandas as pd
 
 from chimera.baselines.yardsticks import FOREST_TREES, TREE_DEPTH, fit_yardsticks
 from chimera.bench.results import bench_run
-from chimera.experiments.config import load_experiment, resolve_variants
+from chimera.experiments.config import resolve_variants
+from chimera.experiments.load import load_experiment
 from chimera.experiments.stages.compile import compile_variant
 from chimera.experiments.stages.dataset import prepare, resolve_dataset
 from chimera.experiments.stages.rules import load_and_learn
@@ -85,7 +86,7 @@ def main(results_root: str | Path = "results", data_root: Path = Path("data")) -
             rows.append(measure(name, ds, data_root))
         table = pd.DataFrame(rows)
         table.to_csv(run.path / "fidelity.csv", index=False)
-        run.manifest.update({"rows": rows, "skipped": missing})
+        run.manifest.record(**{"rows": rows, "skipped": missing})
         lines = ["# Fidelity: Chimera in-switch (integer) vs the yardsticks on the same split", "",
                  f"Forest: {FOREST_TREES} trees; tree: depth {TREE_DEPTH}; both get every input Chimera uses "
                  "(chimera/baselines/yardsticks.py). Goal: gap to the forest <= 0.03 and above the tree.", "",

@@ -46,7 +46,7 @@ def run(path: Path, repeats: int = 5) -> dict[str, float]:
     r = {"packets": n, "ours_pps": summary(ours)["median"], "dpkt_pps": summary(theirs)["median"],
          "ratio": summary(ratios)["median"], "ratio_iqr": summary(ratios)["iqr"], "samples_ratio": ratios}
     with bench_run("ingest", {"pcap": str(path), "repeats": repeats}) as run:
-        run.manifest.update({"result": r, "samples_ours_pps": ours, "samples_dpkt_pps": theirs})
+        run.manifest.record(**{"result": r, "samples_ours_pps": ours, "samples_dpkt_pps": theirs})
         (run.path / "report.md").write_text(f"# Ingest\n\n{path}: {n} packets, {repeats} repeats: ours "
                                             f"{r['ours_pps'] / 1e6:.2f} M pkt/s, dpkt {r['dpkt_pps'] / 1e6:.3f} M pkt/s, "
                                             f"ratio {r['ratio']:.1f}x (IQR {r['ratio_iqr']:.1f})\n")

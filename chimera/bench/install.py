@@ -23,8 +23,8 @@ from chimera.controlplane.config import ControlPlaneConfig
 from chimera.controlplane.loop import ControlStep, SlowLoop
 from chimera.controlplane.recluster import VERSION_MASK, MapVersion, Proposal, churn
 from chimera.errors import ConfigError
-from chimera.experiments.stages.compile import build_artifact
-from chimera.targets.select import describe_all, select_target
+from chimera.experiments.load import build_artifact
+from chimera.targets.registry import describe_all, select_target
 from chimera.testbed.replay import ReplayConfig
 
 log = logging.getLogger(__name__)
@@ -68,14 +68,12 @@ def main(targets: tuple[str, ...] = ("ebpf", "bmv2")) -> dict[str, Any]:
         for name in runnable:
             replay, t_cp, n = SETTINGS[name]
             table = built.data.ds.table.take(built.data.replay_rows[:n]) if n else built.data.replay_table
-            target = select_target(name, ReplayConfig(**replay))
             loop = EveryEntryLoop(art, ControlPlaneConfig(t_cp_s=t_cp, tau_map=0.0, min_samples=16))
             (run.path / name).mkdir()
-            try:
-                res = target.run(art, table, run.path / name, "install", control=loop)
-            finally:
-                target.close()
-            x = res.extra
+            with select_target(name).target as target:  # under traffic, on the switch's clock: live installs
+                res = target.run(art, table, run.path / name, "install", replay=ReplayConfig(clock="switch", **replay),
+                                 control=loop)
+            x = res.columns()
             steps = [s for s in loop.steps if s.decision == "install"]
             for s in steps:
                 rows.append({"target": name, "kind": "live map update", "step": s.step, "install_ms": s.install_ms,
@@ -95,7 +93,7 @@ def main(targets: tuple[str, ...] = ("ebpf", "bmv2")) -> dict[str, Any]:
                      "reference", name, s["static_full_install_ms"], s["live"]["n"], s["live"]["median_ms"],
                      s["live"]["iqr_ms"], s["live"]["p99_ms"], GOAL_MS[name], s["lost"], s["reference_mismatches"])
         pd.DataFrame(rows).to_csv(run.path / "installs.csv", index=False)
-        run.manifest.update({"summary": summary})
+        run.manifest.record(**{"summary": summary})
         lines = ["# Δt_install", "", "Live update = every Map entry rewritten + parameters + flip, timed from the first "
                  "write to the acknowledged flip, while the quickstart test split is replayed.", "",
                  "| target | static full install (ms) | live installs | median (ms) | IQR (ms) | p99 (ms) | goal (ms) "
@@ -105,7 +103,7 @@ def main(targets: tuple[str, ...] = ("ebpf", "bmv2")) -> dict[str, Any]:
             lines.append(f"| {name} | {s['static_full_install_ms']:.1f} | {lv['n']} | {lv['median_ms']:.2f} | "
                          f"{lv['iqr_ms']:.2f} | {lv['p99_ms']:.2f} | {s['goal_ms']:.0f} | {s['lost']} | "
                          f"{s['reference_mismatches']} |")
-        for t, w in run.manifest["params"]["skipped"].items():
+        for t, w in run.manifest.section("params", {})["skipped"].items():
             lines.append(f"\n{t} not measured: {w}")
         (run.path / "report.md").write_text("\n".join(lines) + "\n")
     log.info("install bench results: %s", run.final)

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def bench_run(name: str, params: dict[str, Any], results_root: str | Path = "results") -> Iterator[RunDir]:
     """A RunDir for bench ``name`` with the common manifest fields filled in."""
     with RunDir(results_root, f"bench-{name}", "local") as run:
-        run.manifest.update({"bench": name, "params": json.loads(json.dumps(params, default=str)),
+        run.manifest.record(**{"bench": name, "params": json.loads(json.dumps(params, default=str)),
                              "git": git_state(ROOT), "environment": environment()})
         yield run
 

@@ -27,7 +27,8 @@ import pandas as pd
 from chimera.bench.results import bench_run
 from chimera.data.dataset import CaptureSpec, load_dataset, write_dataset
 from chimera.data.synthetic import SyntheticSpec, generate
-from chimera.experiments.config import load_experiment, resolve_variants
+from chimera.experiments.config import resolve_variants
+from chimera.experiments.load import load_experiment
 from chimera.experiments.stages.compile import compile_variant
 from chimera.experiments.stages.dataset import prepare
 from chimera.experiments.stages.rules import load_and_learn
@@ -98,7 +99,7 @@ def main(results_root: str | Path = "results", packets: int = 10_000_000, max_tr
             table = pd.DataFrame(rows)
             table.to_csv(run.path / "scale.csv", index=False)
             peak = float(table["peak_rss_gib"].max())
-            run.manifest.update({"stages": rows, "total_s": total, "peak_rss_gib": peak,
+            run.manifest.record(**{"stages": rows, "total_s": total, "peak_rss_gib": peak,
                                  "goal_met": bool(total <= GOAL_S and peak <= GOAL_GIB)})
             (run.path / "report.md").write_text("\n".join([
                 f"# Scale: {rows[0].get('packets', 0):,} packets through every offline stage", "",

@@ -61,7 +61,7 @@ def main(workers: int = 2, data_root: Path = Path("data")) -> dict[str, float]:
         r = {"tasks": len(tasks), "sequential_s": t_seq, "ray_s": t_ray, "ray_start_s": t_start,
              "speedup": t_seq / t_ray, "goal": GOAL, "tables_identical": identical,
              "failed": sum(o["status"] != "ok" for o in seq + par)}
-        run.manifest.update({"result": r})
+        run.manifest.record(**{"result": r})
         pd.DataFrame([r]).to_csv(run.path / "sweep.csv", index=False)
         (run.path / "report.md").write_text(
             "# Sweep speed-up\n\n"

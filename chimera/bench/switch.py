@@ -23,8 +23,8 @@ import numpy as np
 from chimera.bench.results import bench_run, summary
 from chimera.data.pcapwrite import normalized_frames, write_pcap
 from chimera.errors import TargetError
-from chimera.experiments.stages.compile import build_artifact
-from chimera.targets.ebpf import require_available
+from chimera.experiments.load import build_artifact
+from chimera.targets.ebpf import EbpfTarget
 from chimera.targets.ebpf.build import build_object, build_redirect_object
 from chimera.targets.ebpf.loader import EbpfPipeline
 from chimera.targets.ebpf.node import EbpfSwitch
@@ -53,7 +53,7 @@ def _blast(tb, pcap: Path) -> tuple[int, int, float]:
 
 
 def main(rounds: int = ROUNDS) -> dict[str, float]:
-    require_available()
+    EbpfTarget.require_available()
     built = build_artifact("quickstart")
     art = built.art
     with tempfile.TemporaryDirectory() as d:
@@ -86,7 +86,7 @@ def main(rounds: int = ROUNDS) -> dict[str, float]:
     log.info("full pipeline / bare redirect = %.2f (IQR %.2f over %d rounds; goal >= 0.7); verdict header alone / "
              "bare = %.2f", s["median"], s["iqr"], rounds, h["median"])
     with bench_run("switch", {"rounds": rounds, "loops": LOOPS, "model": "quickstart"}) as run:
-        run.manifest.update({"rates_pps": rates, "ratio": s, "header_ratio": h})
+        run.manifest.record(**{"rates_pps": rates, "ratio": s, "header_ratio": h})
         (run.path / "report.md").write_text(
             f"# eBPF switch throughput\n\nfull pipeline / bare redirect: median {s['median']:.2f} (IQR {s['iqr']:.2f}, "
             f"{rounds} alternating rounds); verdict header alone / bare: {h['median']:.2f}\n")

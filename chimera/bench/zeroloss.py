@@ -16,10 +16,11 @@ from typing import Any
 import pandas as pd
 
 from chimera.bench.results import bench_run
+from chimera.formats.rundir import Manifest
 from chimera.errors import ConfigError
-from chimera.experiments.config import load_experiment
+from chimera.experiments.load import load_experiment
 from chimera.experiments.runner import run_experiment
-from chimera.targets.select import describe_all
+from chimera.targets.registry import describe_all
 
 log = logging.getLogger(__name__)
 GOAL = {"ebpf": 50_000, "bmv2": 5_000}
@@ -40,7 +41,7 @@ def main(targets: tuple[str, ...] = ("ebpf", "bmv2")) -> dict[str, Any]:
             cfg = load_experiment("throughput", {"throughput": {"sizes": ["mix"], "max_packets": PACKETS[t],
                                                                 "ladder_pps": LADDER[t], "software": False}})
             out = run_experiment(cfg, target=t, results_root=run.path / "runs")
-            m = json.loads((out / "manifest.json").read_text())["throughput"]
+            m = Manifest.read(out / "manifest.json").section("throughput", {})
             ladder = pd.read_csv(out / "ladder.csv")
             bound = bool((ladder["lost"] == 0).all())
             rows.append({"target": t, "max_zero_loss_pps": m["max_zero_loss_pps"],
@@ -51,7 +52,7 @@ def main(targets: tuple[str, ...] = ("ebpf", "bmv2")) -> dict[str, Any]:
                      " (no step lost: a lower bound, the sender's limit)" if bound else "", GOAL[t])
         df = pd.DataFrame(rows)
         df.to_csv(run.path / "zeroloss.csv", index=False)
-        run.manifest.update({"result": rows})
+        run.manifest.record(**{"result": rows})
         (run.path / "report.md").write_text("# Highest zero-loss replay rate\n\n" + df.to_markdown(index=False) + "\n")
     log.info("zero-loss bench: %s", run.final)
     return {"rows": rows, "results": str(run.final)}

@@ -30,8 +30,8 @@ import numpy as np
 from chimera.compile.config import CompileConfig, ema_eta_effective, ema_shifts
 from chimera.data.tokens import IAT_BUCKETS, IAT_SHIFT, PROTO_CLASSES
 from chimera.errors import BudgetError, ConfigError
-from chimera.formats.artifact import VALUE_TABLES, Artifact
-from chimera.formats.verdict import ETH_P_VERDICT, NO_RULE, VERDICT_LEN, VerdictFlag
+from chimera.formats.artifact import VALUE_TABLES, Artifact, GlobalTable
+from chimera.formats.verdict import NO_RULE
 from chimera.model.config import FusionConfig
 from chimera.model.tokenizer import (FLAG_CLASSES, FLAG_TERNARY, IDX_BUCKETS, LEN_BINS, MAP_KEYS, PORT_IDS_MAX,
                                      SUB_TOKENS)
@@ -146,20 +146,20 @@ def compile_model(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: C
     ug = gv @ w_out                                                          # [P, ng, Y]
 
     # global layer: one ternary entry per (query centroid, protocol class) with global tokens
-    g_rows = []
-    if ng:
-        for q in range(C):
-            for p in range(PROTO_CLASSES):
-                g = (gkern[q, p][:, None] * ug[p]).sum(0)
-                g_rows.append([q, 0xFF, p, 0xFF, *[int(x) for x in g], int(gkern[q, p].sum())])
-    global_entries = np.asarray(g_rows, np.int64).reshape(-1, 4 + Y + 1)
+    qq, pp = (a.ravel() for a in np.meshgrid(np.arange(C), np.arange(PROTO_CLASSES), indexing="ij")) if ng else \
+        (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    full = np.full(qq.size, 0xFF, np.int64)
+    gtab = GlobalTable(qq, full, pp, full.copy(),
+                       np.asarray([(gkern[q, p][:, None] * ug[p]).sum(0) for q, p in zip(qq, pp)], np.int64).reshape(-1, Y),
+                       np.asarray([gkern[q, p].sum() for q, p in zip(qq, pp)], np.int64).reshape(-1))
+    global_entries = gtab.stored()
 
     # rules
-    hard_list, skipped = rules.hard_entries(model.classes)
+    _, skipped = rules.hard_entries(model.classes)
     for name in skipped:
         log.warning("hard rule '%s' (%s) forces a label this dataset does not have; not installed", name, rules.path)
-    hard = np.asarray([[*e.value, *e.mask, r, y] for e, r, y in hard_list], np.int64).reshape(-1, 16)
-    soft_entries = rules.soft_table()
+    hard = rules.hard_table(model.classes).stored()
+    soft_entries = rules.soft_table().stored()
     if len(rules.hard) >= NO_RULE:
         raise ConfigError(f"{rules.path}: {len(rules.hard)} hard rules; rule ids are 8-bit ({NO_RULE} = none)",
                           f"keep at most {NO_RULE - 1} hard rules")
@@ -176,8 +176,8 @@ def compile_model(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: C
     kern_max = int(kernel.max())
     s_bound = L * int(phi_k.max()) * tok_vmax
     zacc_bound = L * int(phi_k.max())
-    g_abs = int(np.abs(global_entries[:, 4:4 + Y]).max()) if len(global_entries) else 0
-    gz_max = int(global_entries[:, 4 + Y].max()) if len(global_entries) else 0
+    g_abs = int(np.abs(gtab.g).max()) if len(gtab) else 0
+    gz_max = int(gtab.gz.max()) if len(gtab) else 0
     u_max = DV * vtop * tok_vmax                       # |W_out^T v| per token and class
     if incremental:
         h_bound = m * int(phi_q.max()) * s_bound
@@ -229,7 +229,6 @@ def compile_model(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: C
                           ccfg.budgets.per_flow_bits,
                           "lower model.window, model.features or model.d_v, or raise budgets.per_flow_bits")
 
-    flag_names = {f"VFLAG_{f.name}": int(f.value) for f in VerdictFlag}
     ema_a, ema_b = ema_shifts(ccfg.ema_eta)
     constants = {
         "NUM_CLASSES": Y, "NUM_CENTROIDS": C, "WINDOW": L, "WINDOW_MASK": L - 1, "FLOW_SLOTS": ccfg.flow_slots,
@@ -245,7 +244,6 @@ def compile_model(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: C
         "TABLE_BITS": b, "EMA_SHIFT": ema_a, "EMA_SHIFT2": ema_b, "EMA_FRAC": ccfg.ema_frac, "MAP_VERSION": ccfg.map_version,
         "SAMPLE_SHIFT": ccfg.sample_shift, "SAMPLE_SLOTS": ccfg.sample_slots,
         "FLOW_PKTS_SAT": FLOW_PKTS_SATURATION, "RULE_KEY_FIELDS": len(KEY_FIELDS),
-        "VERDICT_ETHERTYPE": ETH_P_VERDICT, "VERDICT_LEN": VERDICT_LEN, **flag_names,
     }
     arrays = dict(zip(VALUE_TABLES, vals))
     return Artifact(

@@ -1,8 +1,9 @@
 """The generated constants header, included by both the eBPF C and the P4 program.
 
 Both go through the C preprocessor, so one file of ``#define``s keeps table
-sizes, widths, coefficients, flag bits and the verdict header's field list
-(chimera.formats.verdict) identical in both by construction.
+sizes, widths and coefficients (the artifact's constants) and the wire formats
+(the verdict header and the trace-time shim: EtherTypes, lengths, flag bits,
+field lists, from chimera.formats) identical in both by construction.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from chimera.formats import verdict
+from chimera.formats import shim, verdict
 from chimera.formats.artifact import Artifact
 from chimera.rules.spec import KEY_FIELDS
 
@@ -28,11 +29,27 @@ def render(art: Artifact) -> str:
     lines += ["", "/* rule key layout: field widths in bits, in key order */"]
     for name, width in KEY_FIELDS:
         lines.append(f"#define CHIMERA_RULE_KEY_{name.upper()}_BITS {width}")
-    lines += ["", "/* the verdict header's fields, from chimera/formats/verdict.py (C struct body, P4 header body) */",
-              f"#define CHIMERA_VERDICT_FIELDS_C {verdict.c_fields()}",
-              f"#define CHIMERA_VERDICT_FIELDS_P4 {verdict.p4_fields()}"]
+    lines += format_defines()
     lines += ["", f"#endif /* {GUARD} */", ""]
     return "\n".join(lines)
+
+
+def format_defines() -> list[str]:
+    """The wire formats' constants and field lists (chimera.formats: verdict.py, shim.py), not the model's."""
+    lines = ["", "/* the verdict header, from chimera/formats/verdict.py (C struct body, P4 header body) */",
+             f"#define CHIMERA_VERDICT_ETHERTYPE {verdict.ETH_P_VERDICT}",
+             f"#define CHIMERA_VERDICT_LEN {verdict.VERDICT_LEN}",
+             f"#define CHIMERA_VERDICT_VERSION {verdict.VERDICT_VERSION}",
+             f"#define CHIMERA_NO_SEQ {verdict.NO_SEQ}"]
+    lines += [f"#define CHIMERA_VFLAG_{f.name} {int(f.value)}" for f in verdict.VerdictFlag]
+    lines += [f"#define CHIMERA_VERDICT_FIELDS_C {verdict.c_fields()}",
+              f"#define CHIMERA_VERDICT_FIELDS_P4 {verdict.p4_fields()}",
+              "", "/* the trace-time shim, from chimera/formats/shim.py */",
+              f"#define CHIMERA_SHIM_ETHERTYPE {shim.ETH_P_SHIM}",
+              f"#define CHIMERA_SHIM_LEN {shim.SHIM_LEN}",
+              f"#define CHIMERA_SHIM_FIELDS_C {shim.c_fields()}",
+              f"#define CHIMERA_SHIM_FIELDS_P4 {shim.p4_fields()}"]
+    return lines
 
 
 def write_header(art: Artifact, path: str | os.PathLike[str]) -> Path:

@@ -22,16 +22,9 @@ from chimera.controlplane.config import ControlPlaneConfig
 from chimera.controlplane.recluster import MapVersion, Proposal, Reclusterer
 from chimera.errors import ChimeraError, TargetError
 from chimera.formats.artifact import Artifact
+from chimera.testbed.outcome import InstallReport
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class InstallReport:
-    """What one live install cost on the target."""
-
-    seconds: float          # Δt_install: first write to the acknowledged flip
-    entries_written: int    # writes the target issued (rows or P4Runtime updates)
 
 
 class SwitchControl(Protocol):
@@ -56,7 +49,9 @@ class ControlStep:
     delta: float = math.nan      # Δmap
     decision: str = ""           # few-samples | hold | install | failed
     installed_version: int | None = None
-    install_ms: float = math.nan
+    install_ms: float = math.nan          # the Δt_install the schedule used (see install_simulated)
+    install_simulated: bool = False       # install_ms is control.reference_install_ms, not measured on a switch
+    install_ms_measured: float = math.nan  # a switch under the trace clock: the install's own wall time
     entries_written: int = 0
     churn: int = 0
     churn_map: int = 0
@@ -81,6 +76,11 @@ class SlowLoop:
     steps: list[ControlStep] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to the base map with no decisions (a replay that starts over from a clean switch)."""
+        self.steps = []
         self.current = MapVersion.of(self.base)
         self.artifacts: dict[int, Artifact] = {self.current.version: self.base}
         self.fitter = Reclusterer(self.base, self.cfg)
@@ -123,6 +123,9 @@ class SlowLoop:
                   occ: np.ndarray | None = None) -> None:
         st.decision, st.installed_version = "install", p.mapv.version
         st.install_ms, st.entries_written = rep.seconds * 1e3, rep.entries_written
+        st.install_simulated = rep.simulated
+        if not rep.simulated:
+            st.install_ms_measured = st.install_ms
         self.current = p.mapv
         self.artifacts[p.mapv.version] = art
         self.fitter.accept(p)

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from chimera.baselines.zoo import BASELINES, SEQUENCE_BASELINES
 from chimera.compile.config import CompileConfig
-from chimera.controlplane.config import DAY_S, ControlPlaneConfig
+from chimera.controlplane.config import ControlPlaneConfig
 from chimera.data.adapters import ADAPTERS
 from chimera.data.synthetic import ATTACKS
 from chimera.errors import ConfigError, ResultsError
@@ -25,10 +24,9 @@ from chimera.model.config import FusionConfig, ModelConfig
 from chimera.testbed.replay import ReplayConfig
 
 EXPERIMENTS_DIR = Path(__file__).resolve().parents[2] / "experiments"
-Target = Literal["auto", "reference", "ebpf", "bmv2"]
 
 
-def _known(values: list[str] | tuple[str, ...], known: tuple[str, ...] | list[str], what: str) -> None:
+def known(values: list[str] | tuple[str, ...], known: tuple[str, ...] | list[str], what: str) -> None:
     """A validator's check: every name in ``values`` is one of ``known`` (the error lists them)."""
     bad = [v for v in values if v not in known]
     if bad:
@@ -55,7 +53,7 @@ class SyntheticDataset(BaseModel):
     @field_validator("attacks")
     @classmethod
     def _known_attacks(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        _known(v, ATTACKS, "attack")
+        known(v, ATTACKS, "attack")
         return v
 
 
@@ -100,176 +98,18 @@ class Variant(BaseModel):
     fusion: dict[str, Any] = {}
 
 
-Kind = Literal["variants", "stability", "cadence", "accuracy", "resources", "input_scale", "hyper_dim", "roc",
-               "latency", "throughput"]
-#: kinds that run on several named datasets (``datasets:``; ``--dataset`` replaces the list by one)
-MULTI_DATASET_KINDS = ("accuracy", "resources", "input_scale", "hyper_dim", "roc")
 Configuration = Literal["Chimera", "Fast-Only", "Static-Map"]
 
 
-class StabilitySpec(BaseModel):
-    """A simulated day replayed through the switch (stability24h, hyper_cadence).
-
-    The day is time-compressed before anything is trained: flows arrive, drift and follow the diurnal load
-    on a day of ``day_hours / compression`` real hours, while each flow keeps its own packet timing, so the
-    model trains on the trace exactly as it is replayed. ``compression: 1`` is the real day.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    compression: float = Field(576.0, ge=1, le=DAY_S, description="simulated seconds per trace second")
-    day_hours: float = Field(24.0, gt=0, le=24)
-    train_hours: float = Field(6.0, gt=0, description="the model trains on flows that start in these first hours")
-    attack_at_hour: float | None = Field(1.0, ge=0, description="the attack burst starts here")
-    drift_step_at_hour: float | None = Field(None, ge=0, description="the drift as one step here (default: linear)")
-    bin_minutes: float = Field(60.0, gt=0, description="F1 time bins (simulated minutes)")
-    last_hours: float = Field(6.0, gt=0, description="'the last hours', compared with the training hours")
-    configurations: list[Configuration] = Field(["Chimera", "Fast-Only", "Static-Map"], min_length=1)
-    bootstrap: int = Field(200, ge=0, le=10000, description="resamples of flows per bin for the 95% intervals")
-    diagnose: bool = Field(True, description="also run slow-loop variants on the reference to explain the result")
-
-    @model_validator(mode="after")
-    def _inside_the_day(self) -> "StabilitySpec":
-        if self.train_hours >= self.day_hours:
-            raise ValueError(f"train_hours ({self.train_hours}) must be below day_hours ({self.day_hours})")
-        if self.last_hours > self.day_hours - self.train_hours:
-            raise ValueError(f"last_hours ({self.last_hours}) must fit after the training hours")
-        for k in ("attack_at_hour", "drift_step_at_hour"):
-            v = getattr(self, k)
-            if v is not None and v >= self.day_hours:
-                raise ValueError(f"{k} ({v}) must fall inside the day (< {self.day_hours} h)")
-        return self
-
-    @property
-    def day_s(self) -> float:
-        return self.day_hours * 3600.0
-
-    @property
-    def trace_s(self) -> float:
-        """The compressed day's length on the trace's (replay) clock."""
-        return self.day_s / self.compression
-
-
-class CadenceSpec(BaseModel):
-    """The eta x T_cp sweep (hyper_cadence): eta is the dataplane EMA step, T_cp the slow loop's period."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    etas: list[float] = Field([0.05, 0.1, 0.3, 0.5], min_length=1)
-    t_cp_s: list[float] = Field([10.0, 60.0, 300.0, 1800.0], min_length=1)
-
-    @field_validator("etas")
-    @classmethod
-    def _eta_range(cls, v: list[float]) -> list[float]:
-        bad = [x for x in v if not 2**-16 <= x <= 0.75]
-        if bad:
-            raise ValueError(f"eta values {bad} are out of range [2^-16, 0.75]")
-        return v
-
-    @field_validator("t_cp_s")
-    @classmethod
-    def _tcp_range(cls, v: list[float]) -> list[float]:
-        bad = [x for x in v if not 0 < x <= DAY_S]
-        if bad:
-            raise ValueError(f"T_cp values {bad} are out of range (0, {DAY_S:.0f}] s")
-        return v
-
-
-class BaselinesSpec(BaseModel):
-    """The paper's baselines (chimera.baselines.zoo), trained on Chimera's training packets."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    methods: list[str] = Field(default_factory=lambda: list(BASELINES), min_length=1)
-    window: int = Field(8, ge=1, le=64, description="packets per decision of the window models")
-    leo_depth: int = Field(8, ge=1, le=16, description="Leo's tree depth (leaf table <= 2^depth entries)")
-    leo_window: int = Field(4, ge=1, le=64, description="packets Leo's features may look back on")
-    epochs: int = Field(10, ge=1, le=200)
-    max_train_packets: int = Field(60000, ge=0, description="0 = all; else a seeded sample of the training packets")
-
-    @field_validator("methods")
-    @classmethod
-    def _known_methods(cls, v: list[str]) -> list[str]:
-        _known(v, tuple(BASELINES), "baseline")
-        return v
-
-
-class SweepSpec(BaseModel):
-    """input_scale (windows) and hyper_dim (m x d_v x quantization bits, against a per-flow budget)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    windows: list[int] = Field([2, 4, 8, 16, 32], min_length=1)
-    features: list[int] = Field([4, 8, 16], min_length=1, description="m, random features")
-    d_v: list[int] = Field([4, 8, 16], min_length=1)
-    bits: list[int] = Field([4, 8], min_length=1, description="b, table value width")
-    per_flow_budget_bits: int = Field(8192, ge=1, description="the budget the ratio divides by (1 KB = 8192)")
-    sequence_baselines: list[str] = Field(["BoS", "RNN-B", "CNN-M"], description="input_scale: baselines swept")
-
-    @field_validator("windows")
-    @classmethod
-    def _windows(cls, v: list[int]) -> list[int]:
-        bad = [w for w in v if w < 1 or w & (w - 1)]
-        if bad:
-            raise ValueError(f"windows {bad}: Chimera's ring needs a power of two >= 1")
-        return v
-
-    @field_validator("sequence_baselines")
-    @classmethod
-    def _known_sequence(cls, v: list[str]) -> list[str]:
-        _known(v, SEQUENCE_BASELINES, "sequence baseline")
-        return v
-
-
-class RocSpec(BaseModel):
-    """roc: anomaly detectors trained on benign flows, scored on the injected attacks."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    window: int = Field(8, ge=1, le=64)
-    codes: int = Field(8, ge=1, le=64, description="latent codes of the integer table AutoEncoder")
-    attack_classes: list[str] = Field(default_factory=lambda: list(ATTACKS))
-    epochs: int = Field(10, ge=1, le=200)
-
-
-class LatencySpec(BaseModel):
-    """latency: per-packet in-switch and host-to-host latency at offered loads (fixed pps, original packets)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    loads: dict[str, int] = Field(default_factory=lambda: {"low": 200, "high": 20000},
-                                  description="load name -> replay rate (packets/s)")
-    max_packets: int = Field(3000, ge=10, description="test packets replayed per load")
-    software: bool = Field(True, description="also through the software classifier host (the † path)")
-
-    @field_validator("loads")
-    @classmethod
-    def _loads(cls, v: dict[str, int]) -> dict[str, int]:
-        bad = {k: x for k, x in v.items() if x < 1}
-        if not v or bad:
-            raise ValueError(f"give at least one load, each a rate >= 1 pps (got {v})")
-        return v
-
-
-class ThroughputSpec(BaseModel):
-    """throughput: pps and Gbps through s1 per frame size, Chimera vs bare forwarding vs the software host,
-    and the highest fixed rate with 0 packets lost unexplained."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    sizes: list[int | Literal["mix"]] = Field([64, 512, 1500, "mix"], min_length=1,
-                                              description="Ethernet frame bytes; mix = the dataset's own sizes")
-    max_packets: int = Field(20000, ge=100, description="frames per run (test packets, resized)")
-    ladder_pps: list[int] = Field([5000, 10000, 20000, 50000, 100000, 200000],
-                                  description="fixed rates tried, lowest first, for the highest 0-loss rate")
-    software: bool = Field(True, description="also through the software classifier host")
-
-    @field_validator("sizes")
-    @classmethod
-    def _sizes(cls, v: list[int | str]) -> list[int | str]:
-        bad = [x for x in v if x != "mix" and not 64 <= int(x) <= 1514]
-        if bad:
-            raise ValueError(f"frame sizes {bad} outside 64..1514 bytes (or 'mix')")
-        return v
-
-
 class ExperimentConfig(BaseModel):
+    """What every experiment file says. Each kind (chimera.experiments.kinds) subclasses it with
+    ``kind: Literal[...]`` and its own section(s); the file is validated against the kind it names."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
+    #: the kind runs on several named datasets (``datasets:``; ``--dataset`` replaces the list by one)
+    multi_dataset: ClassVar[bool] = False
     name: str
-    kind: Kind = "variants"
+    kind: str = "variants"
     description: str = ""
     seed: int = 1
     dataset: DatasetSpec | None = None
@@ -277,46 +117,22 @@ class ExperimentConfig(BaseModel):
     rules: str = "rules/default.yaml"
     rule_precision_floor: float = Field(0.9, ge=0, le=1, description="hard rules less precise than this on the "
                                         "training and validation packets they decide are not installed")
-    target: Target = "auto"
+    target: str = "auto"
     model: ModelConfig = ModelConfig()
     compile: CompileConfig = CompileConfig()
     fusion: FusionConfig = FusionConfig()
     replay: ReplayConfig = ReplayConfig()
     control: ControlPlaneConfig = ControlPlaneConfig()
-    stability: StabilitySpec | None = None
-    cadence: CadenceSpec | None = None
-    baselines: BaselinesSpec = BaselinesSpec()
-    sweep: SweepSpec = SweepSpec()
-    roc: RocSpec = RocSpec()
-    latency: LatencySpec = LatencySpec()
-    throughput: ThroughputSpec = ThroughputSpec()
     variants: list[Variant] = Field([Variant(name="Chimera")], min_length=1)
 
     @model_validator(mode="after")
-    def _kind_sections(self) -> "ExperimentConfig":
-        if self.kind in MULTI_DATASET_KINDS:
+    def _datasets(self) -> "ExperimentConfig":
+        if self.multi_dataset:
             if (self.dataset is None) == (not self.datasets):
                 raise ValueError(f"kind {self.kind}: give datasets: (named datasets) or one dataset:")
         elif self.dataset is None or self.datasets:
             raise ValueError(f"kind {self.kind} runs on one dataset: give dataset: (and no datasets:)")
-        if self.kind in ("stability", "cadence"):
-            if self.dataset.synthetic is None:
-                raise ValueError(f"kind {self.kind} generates its own day-long trace: give dataset.synthetic "
-                                 "(a real capture has no compressible day)")
-            if self.stability is None:
-                raise ValueError(f"kind {self.kind} needs a stability: section (compression, train_hours, ...)")
-        if self.kind in ("latency", "throughput") and self.target == "reference":
-            raise ValueError(f"kind {self.kind} measures a testbed: set target: ebpf, bmv2 or auto")
-        if self.kind == "cadence" and self.cadence is None:
-            raise ValueError("kind cadence needs a cadence: section (etas, t_cp_s)")
         return self
-
-    def named_datasets(self) -> dict[str, DatasetSpec]:
-        """The datasets a multi-dataset kind runs on, by name."""
-        if self.datasets:
-            return dict(self.datasets)
-        assert self.dataset is not None
-        return {"dataset": self.dataset}
 
     @field_validator("name")
     @classmethod
@@ -325,6 +141,19 @@ class ExperimentConfig(BaseModel):
             return check_name(v)
         except ResultsError as e:
             raise ValueError(e.problem) from None
+
+    def named_datasets(self) -> dict[str, DatasetSpec]:
+        """The datasets a multi-dataset kind runs on, by name."""
+        if self.datasets:
+            return dict(self.datasets)
+        assert self.dataset is not None
+        return {"dataset": self.dataset}
+
+    def the_dataset(self) -> DatasetSpec:
+        """The one dataset of a single-dataset kind."""
+        if self.dataset is None:
+            raise ConfigError(f"{self.name}: kind {self.kind} needs one dataset:", "give dataset: in the YAML")
+        return self.dataset
 
 
 class ResolvedVariant(BaseModel):
@@ -342,14 +171,21 @@ class ResolvedVariant(BaseModel):
         return self.model.software_only
 
 
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+#: keys whose value an override replaces whole instead of merging into
+REPLACED_WHOLE = ("dataset",)
+
+
+def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` applied to ``base``: mappings merge key by key, except a dataset, which ``over`` replaces whole
+    (a dataset override never inherits the experiment's own generator arguments, attacks included)."""
     out = copy.deepcopy(base)
     for k, v in over.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        whole = k in REPLACED_WHOLE
+        out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) and not whole else v
     return out
 
 
-def _errors(e: ValidationError) -> str:
+def yaml_errors(e: ValidationError) -> str:
     return "; ".join(f"{'.'.join(str(x) for x in er['loc']) or '(top)'}: {er['msg']}" for er in e.errors())
 
 
@@ -359,46 +195,13 @@ def resolve_variants(cfg: ExperimentConfig, where: str = "") -> list[ResolvedVar
         try:
             out.append(ResolvedVariant(
                 name=v.name, group=v.group,
-                model=ModelConfig.model_validate(_merge(cfg.model.model_dump(), v.model)),
-                compile=CompileConfig.model_validate(_merge(cfg.compile.model_dump(), v.compile)),
-                fusion=FusionConfig.model_validate(_merge(cfg.fusion.model_dump(), v.fusion))))
+                model=ModelConfig.model_validate(merge(cfg.model.model_dump(), v.model)),
+                compile=CompileConfig.model_validate(merge(cfg.compile.model_dump(), v.compile)),
+                fusion=FusionConfig.model_validate(merge(cfg.fusion.model_dump(), v.fusion))))
         except ValidationError as e:
-            raise ConfigError(f"{where}: variant '{v.name}': {_errors(e)}",
+            raise ConfigError(f"{where}: variant '{v.name}': {yaml_errors(e)}",
                               "fix the override (see chimera/model/config.py, chimera/compile/config.py)") from None
     names = [v.name for v in out]
     if len(set(names)) != len(names):
         raise ConfigError(f"{where}: duplicate variant names", "give every variant a unique name")
     return out
-
-
-def available() -> list[str]:
-    return sorted(p.stem for p in EXPERIMENTS_DIR.glob("*.yaml"))
-
-
-def load_experiment(name_or_path: str, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
-    """Load ``experiments/<name>.yaml`` (or a path), apply ``overrides``, validate everything."""
-    p = Path(name_or_path)
-    if not (p.suffix in (".yaml", ".yml") and p.exists()):
-        p = EXPERIMENTS_DIR / f"{name_or_path}.yaml"
-    if not p.is_file():
-        raise ConfigError(f"no experiment '{name_or_path}' ({p} not found)",
-                          f"available: {', '.join(available())}; or pass a path to a YAML file")
-    try:
-        raw = yaml.safe_load(p.read_text()) or {}
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"{p}: YAML syntax error{at}: {getattr(e, 'problem', e)}", "fix the YAML") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{p}: the top level is a {type(raw).__name__}, not a mapping of keys (name:, dataset:, ...)",
-                          "see experiments/quickstart.yaml for the layout")
-    over = dict(overrides or {})
-    if "datasets" in over:  # a --dataset replaces the experiment's named datasets, never adds to them
-        raw = {**raw, "datasets": over.pop("datasets"), "dataset": None}
-    raw = _merge(raw, over)
-    try:
-        cfg = ExperimentConfig.model_validate(raw)
-    except ValidationError as e:
-        raise ConfigError(f"{p}: {_errors(e)}", "see experiments/quickstart.yaml for a valid example") from None
-    resolve_variants(cfg, str(p))
-    return cfg

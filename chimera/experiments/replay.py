@@ -19,13 +19,15 @@ import pandas as pd
 
 from chimera.data.pcap import format_addresses, read_pcap
 from chimera.errors import ResultsError
-from chimera.experiments.stages.compile import build_artifact, slug
+from chimera.experiments.load import build_artifact
+from chimera.experiments.stages.compile import slug
 from chimera.formats.artifact import Artifact
 from chimera.formats.rundir import RunDir, environment, git_state
 from chimera.formats.verdict import NO_LABEL, VerdictFlag
 from chimera.report.run import RunView
-from chimera.targets.select import select_target
-from chimera.testbed.replay import ReplayConfig
+from chimera.targets.base import Capability
+from chimera.targets.registry import select_target
+from chimera.testbed.replay import Clock, ReplayConfig
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,21 +49,22 @@ def model_artifact(model: Path | None, variant: str = "") -> tuple[Artifact, str
 
 
 def replay_pcap(pcap: Path, target: str = "reference", model: Path | None = None, variant: str = "",
-                results_root: str | Path = "results") -> Path:
+                results_root: str | Path = "results", clock: Clock = "trace", pps: int | None = None,
+                max_replay_s: float | None = None) -> Path:
     table = read_pcap(pcap)  # a corrupt or missing capture is named here, before any testbed exists
     art, source = model_artifact(model, variant)
-    tgt = select_target(target, ReplayConfig())
-    with RunDir(results_root, "replay", tgt.name) as run:
-        run.manifest.update({"kind": "replay", "pcap": str(pcap), "packets": len(table), "model": source,
-                             "artifact_sha256": art.sha256, "git": git_state(ROOT), "environment": environment(),
-                             "target_detail": tgt.describe(), "corrupt": table.corrupt})
-        try:
-            why = tgt.unsupported(art)
-            if why:
-                raise ResultsError(f"the {tgt.name} target cannot run this model: {why}", "use --target reference")
-            res = tgt.run(art, table, run.path, "replay")
-        finally:
-            tgt.close()
+    sel = select_target(target)
+    replay = ReplayConfig(clock=clock, pps=pps, **({"max_replay_s": max_replay_s} if max_replay_s else {}))
+    with sel.target as tgt, RunDir(results_root, "replay", tgt.name) as run:
+        run.manifest.record(kind="replay", git=git_state(ROOT), environment=environment(),
+                            target_detail=tgt.describe(), target_requested=sel.requested, target_reason=sel.reason,
+                            clock=clock if tgt.can(Capability.TESTBED) else "trace",
+                            replay={"pcap": str(pcap), "packets": len(table), "model": source,
+                                    "artifact_sha256": art.sha256, "corrupt": table.corrupt})
+        why = tgt.unsupported(art)
+        if why:
+            raise ResultsError(f"the {tgt.name} target cannot run this model: {why}", "use --target reference")
+        res = tgt.run(art, table, run.path, "replay", replay=replay)
         v = res.verdicts
         names = np.array([*art.classes, "(unparsed)"])
         lab = np.where(v.label == NO_LABEL, len(art.classes), np.minimum(v.label, len(art.classes)))
@@ -73,16 +76,17 @@ def replay_pcap(pcap: Path, target: str = "reference", model: Path | None = None
                            "hard_veto": (v.flags & VerdictFlag.HARD_VETO) > 0})
         df.to_csv(run.path / "verdicts.csv", index=False)
         counts = df["class"].value_counts().rename_axis("class").reset_index(name="packets")
-        extra = {k: x for k, x in res.extra.items() if not isinstance(x, dict)}
-        run.manifest.update({"counts": dict(zip(counts["class"], counts["packets"].astype(int))), "extra": extra})
-        lines = [f"# Replay of {pcap.name}", "", f"- target **{tgt.name}**, model: {source}",
+        extra = res.columns()
+        run.manifest.record(counts=dict(zip(counts["class"], counts["packets"].astype(int))), outcome=extra)
+        lines = [f"Target **{tgt.name}** ({sel.reason}) · clock **{run.manifest.clock}**", "",
+                 f"# Replay of {pcap.name}", "", f"- model: {source}",
                  f"- {len(table)} packets read; {len(df)} verdicts", ""]
         if table.corrupt:
             lines += [f"- the capture is corrupt past a point: {'; '.join(table.corrupt)} (read up to there)", ""]
         for k in ("lost", "reference_mismatches", "register_mismatches"):
-            if k in extra:
+            if extra.get(k) is not None:
                 lines.append(f"- {k}: {extra[k]}")
         lines += ["", counts.to_markdown(index=False), "", "Per packet: `verdicts.csv`."]
         (run.path / "report.md").write_text("\n".join(lines) + "\n")
-        (run.path / "summary.json").write_text(json.dumps({"counts": run.manifest["counts"]}, default=int))
+        (run.path / "summary.json").write_text(json.dumps({"counts": run.manifest.section("counts")}, default=int))
     return run.final

@@ -1,9 +1,12 @@
-"""Run an experiment: the shared frame (run directory, manifest, target) around its kind.
+"""Run an experiment: the shared frame (run directory, manifest, target, clock) around its kind.
 
 The kind (chimera.experiments.kinds) computes and writes its tables; the
 report and figures are then rendered from the run directory alone
-(chimera.report.render), exactly as ``invoke report`` re-renders them later.
-Everything lands in a RunDir that becomes visible only when complete.
+(chimera.experiments.render), exactly as ``invoke report`` re-renders them
+later. Everything lands in a RunDir that becomes visible only when complete.
+The clock is resolved here once: the YAML's ``replay.clock``, else the kind's
+default; the manifest and the report's first line say which, and which target
+ran and why.
 """
 
 from __future__ import annotations
@@ -14,46 +17,65 @@ from pathlib import Path
 
 import yaml
 
+from chimera.errors import ConfigError
 from chimera.experiments.config import ExperimentConfig, resolve_variants
-from chimera.experiments.kinds import KINDS
+from chimera.experiments.kinds import kind_of
+from chimera.experiments.render import render
 from chimera.experiments.stages.context import RunContext
+from chimera.experiments.stages.preflight import preflight
 from chimera.experiments.stages.rules import rules_path
-from chimera.experiments.stages.target import preflight
 from chimera.formats.rundir import RunDir, environment, git_state
-from chimera.report.render import render
 from chimera.rules.spec import load_rules
-from chimera.targets.select import select_target
+from chimera.targets.base import Capability
+from chimera.targets.registry import select_target
+from chimera.testbed.replay import Clock
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def resolve_clock(cfg: ExperimentConfig, clock: str | None = None) -> Clock:
+    """The clock of a run: asked for, else the YAML's, else the kind's default; refused when the kind cannot."""
+    kind = kind_of(cfg.kind)
+    chosen = clock or cfg.replay.clock or kind.default_clock
+    if chosen not in kind.clocks:
+        raise ConfigError(f"{cfg.name}: kind {kind.name} runs on the {' or '.join(kind.clocks)} clock, not {chosen}",
+                          f"use --clock {kind.clocks[0]} (or replay.clock in the YAML)")
+    return chosen  # type: ignore[return-value]
+
+
 def run_experiment(cfg: ExperimentConfig, *, target: str | None = None, results_root: str | Path = "results",
-                   data_root: str | Path = "data", experiment_file: str = "", dataset_override: str = "") -> Path:
+                   data_root: str | Path = "data", experiment_file: str = "", dataset_override: str = "",
+                   clock: str | None = None, pps: int | None = None, max_replay_s: float | None = None) -> Path:
     """Run ``cfg`` on ``target``; returns the finished run directory.
 
     ``dataset_override``: the --dataset the user gave in place of the experiment's own data (the report says so).
+    ``clock``, ``pps``, ``max_replay_s``: the command line's replay settings, over the YAML's.
     """
+    kind = kind_of(cfg.kind)
+    chosen = resolve_clock(cfg, clock)
+    cfg = kind.resolve(cfg, chosen)
+    over = {"clock": chosen, **({"pps": pps} if pps else {}), **({"max_replay_s": max_replay_s} if max_replay_s else {})}
+    replay = cfg.replay.model_copy(update=over)
     variants = resolve_variants(cfg, experiment_file or cfg.name)
     rule_file = load_rules(rules_path(cfg.rules))  # a bad rule file fails here, before any run directory exists
-    kind = KINDS[cfg.kind]
-    tgt = select_target(target or cfg.target, cfg.replay)
-    try:
-        preflight(tgt, variants, rule_file, where=experiment_file or cfg.name)  # classes are checked after the data
-    except BaseException:
-        tgt.close()
-        raise
-    with RunDir(results_root, cfg.name, tgt.name) as run:
-        ctx = RunContext(cfg, variants, tgt, run, Path(data_root), rule_file)
-        run.manifest.update({"kind": cfg.kind, "config": json.loads(cfg.model_dump_json()), "seed": cfg.seed,
-                             "git": git_state(ROOT), "environment": environment(), "target_detail": tgt.describe(),
-                             "dataset_override": dataset_override or None})
-        (run.path / "config.yaml").write_text(yaml.safe_dump(json.loads(cfg.model_dump_json()), sort_keys=False))
-        try:
-            kind(ctx)
-        finally:
-            tgt.close()
-        run.manifest["timings_s"] = ctx.timings
-        run.write_json("manifest.json", run.manifest)
-        render(run.path, allow_unfinished=True)
+    sel = select_target(target or cfg.target)
+    with sel.target as tgt:
+        if kind.needs_testbed and not tgt.can(Capability.TESTBED):
+            raise ConfigError(f"kind {kind.name} measures a testbed: the {tgt.name} target has none",
+                              "run it as root with --target ebpf or bmv2 (or auto where one can run)")
+        preflight(tgt, variants, rule_file, where=experiment_file or cfg.name)  # classes: checked after the data
+        with RunDir(results_root, cfg.name, tgt.name) as run:
+            ctx = RunContext(cfg, variants, tgt, run, Path(data_root), rule_file, replay)
+            run.manifest.record(kind=cfg.kind, config=json.loads(cfg.model_dump_json()), seed=cfg.seed,
+                                git=git_state(ROOT), environment=environment(), target_detail=tgt.describe(),
+                                target_requested=sel.requested, target_reason=sel.reason,
+                                clock=chosen if tgt.can(Capability.TESTBED) else "trace",
+                                dataset_override=dataset_override or None)
+            log.info("[run] %s (kind %s) on %s (%s), clock %s", cfg.name, kind.name, tgt.name, sel.reason, chosen)
+            (run.path / "config.yaml").write_text(yaml.safe_dump(json.loads(cfg.model_dump_json()), sort_keys=False))
+            kind.run(ctx)
+            run.manifest.timings_s = ctx.timings
+            run.write_manifest()
+            render(run.path, allow_unfinished=True)
     return run.final

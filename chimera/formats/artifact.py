@@ -19,12 +19,73 @@ import numpy as np
 
 from chimera.errors import ConfigError
 
-FORMAT = "chimera-artifact/2"
+FORMAT = "chimera-artifact/3"  # 3: the wire formats' constants left the artifact (the header writes them)
 
 #: the Map tables: what a live control-plane update may change (docs/pipeline.md, "State and versions")
 MAP_TABLES = ("len_lo", "len_fine_lo", "flag_ternary", "map", "port_vocab")
 #: the value sub-token tables, in sub-token order
 VALUE_TABLES = ("val_len", "val_iat", "val_flags", "val_port", "val_index")
+
+
+@dataclass(frozen=True)
+class RuleTable:
+    """A ternary rule table by name: entry i matches a rule key k when ``k & mask[i] == value[i] & mask[i]``.
+
+    Stored in the artifact as one integer array per table: hard rules
+    ``[value[K] | mask[K] | rule | label]``, soft rules ``[value[K] | mask[K] | rule]`` (entries grouped by rule),
+    K being the rule key's field count (chimera.rules.spec.KEY_FIELDS). This class is the one place that
+    layout is written; every reader uses these names.
+    """
+
+    value: np.ndarray   # [E, K]
+    mask: np.ndarray    # [E, K]
+    rule: np.ndarray    # [E] rule index (hard: the rule id in the verdict; soft: the rule whose weights it adds)
+    label: np.ndarray | None  # [E] hard rules: the forced label; soft rules: None
+
+    @staticmethod
+    def of(stored: np.ndarray, labelled: bool) -> "RuleTable":
+        a = np.asarray(stored, np.int64)
+        k = (a.shape[1] - (2 if labelled else 1)) // 2 if a.ndim == 2 else 0
+        a = a.reshape(-1, 2 * k + (2 if labelled else 1)) if a.size else np.zeros((0, 2 * k + 1 + labelled), np.int64)
+        return RuleTable(a[:, :k], a[:, k:2 * k], a[:, 2 * k], a[:, 2 * k + 1] if labelled else None)
+
+    def stored(self) -> np.ndarray:
+        cols = [self.value, self.mask, self.rule[:, None]] + ([] if self.label is None else [self.label[:, None]])
+        return np.hstack(cols).astype(np.int64)
+
+    def __len__(self) -> int:
+        return int(self.rule.shape[0])
+
+
+@dataclass(frozen=True)
+class GlobalTable:
+    """The global layer's ternary table by name: an entry matches a packet whose centroid ``c`` and protocol
+    class ``pc`` satisfy both ternary fields, and adds ``g[y]`` to A_y and ``gz`` to Z (first match only).
+    Stored as ``[c_value | c_mask | pc_value | pc_mask | g[Y] | gz]``; this class is that layout's one place."""
+
+    c_value: np.ndarray   # [G]
+    c_mask: np.ndarray
+    pc_value: np.ndarray
+    pc_mask: np.ndarray
+    g: np.ndarray         # [G, Y]
+    gz: np.ndarray        # [G]
+
+    @staticmethod
+    def of(stored: np.ndarray, n_classes: int) -> "GlobalTable":
+        a = np.asarray(stored, np.int64).reshape(-1, 4 + n_classes + 1)
+        return GlobalTable(a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4:4 + n_classes], a[:, 4 + n_classes])
+
+    def stored(self) -> np.ndarray:
+        return np.column_stack([self.c_value, self.c_mask, self.pc_value, self.pc_mask, self.g, self.gz]).astype(
+            np.int64).reshape(-1, 4 + self.g.shape[1] + 1)
+
+    @property
+    def keys(self) -> tuple[np.ndarray, np.ndarray]:
+        """(values, masks) as [G, 2] ternary columns over (centroid, protocol class)."""
+        return np.column_stack([self.c_value, self.pc_value]), np.column_stack([self.c_mask, self.pc_mask])
+
+    def __len__(self) -> int:
+        return int(self.gz.shape[0])
 
 
 @dataclass
@@ -47,9 +108,9 @@ class Artifact:
     phi_k: np.ndarray             # [C, m] key features
     kernel: np.ndarray            # [C, C] K_int (= phi_q phi_k^T exactly for prf; a clipped table otherwise)
     w_out: np.ndarray             # [D_V, Y] class head (signed)
-    global_entries: np.ndarray    # [G, 4 + Y + 1]: cq_value, cq_mask, pclass_value, pclass_mask, G[Y], Gz
-    hard: np.ndarray              # [H, 7 + 7 + 2]: value[7], mask[7], rule index, label
-    soft_entries: np.ndarray      # [S, 7 + 7 + 1]: value[7], mask[7], soft rule index (entries grouped by rule)
+    global_entries: np.ndarray    # the global layer, stored as GlobalTable lays it out (read it via .global_table)
+    hard: np.ndarray              # hard rules, stored as RuleTable lays them out (read them via .hard_rules)
+    soft_entries: np.ndarray      # soft rule entries, likewise (via .soft_rules), grouped by rule
     soft_weights: np.ndarray      # [R, Y] W_int
     resources: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
@@ -60,6 +121,18 @@ class Artifact:
 
     def c(self, name: str) -> int:
         return int(self.constants[name])
+
+    @property
+    def hard_rules(self) -> RuleTable:
+        return RuleTable.of(self.hard, labelled=True)
+
+    @property
+    def soft_rules(self) -> RuleTable:
+        return RuleTable.of(self.soft_entries, labelled=False)
+
+    @property
+    def global_table(self) -> GlobalTable:
+        return GlobalTable.of(self.global_entries, len(self.classes))
 
     @property
     def values(self) -> list[np.ndarray]:

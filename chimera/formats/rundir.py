@@ -34,6 +34,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from chimera.errors import ResultsError, disk_full_message
 
 log = logging.getLogger(__name__)
@@ -68,14 +70,103 @@ def environment() -> dict[str, Any]:
             "packages": pk, "tools": {k: _first_line(v) for k, v in TOOLS.items()}}
 
 
-def git_state(root: Path) -> dict[str, Any]:
+def git_state(root: Path) -> GitState:
     def run(*a: str) -> str | None:
         try:
             r = subprocess.run(["git", *a], cwd=root, capture_output=True, text=True, timeout=10)
             return r.stdout.strip() if r.returncode == 0 else None
         except OSError:
             return None
-    return {"commit": run("rev-parse", "HEAD"), "dirty": bool(run("status", "--porcelain"))}
+    return GitState(commit=run("rev-parse", "HEAD"), dirty=bool(run("status", "--porcelain")))
+
+
+class GitState(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    commit: str | None = None
+    dirty: bool = False
+
+
+class DatasetRecord(BaseModel):
+    """What a run's manifest says of a dataset: its identity, splits and the accounting of every packet."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str | None = None
+    source: str | None = None
+    seed: int | None = None
+    classes: list[str] = Field(default_factory=list)
+    packets: int = 0
+    status: Any = None
+    packets_sha256: str | None = None
+    generator: Any = None
+    skipped_files: Any = None
+    path: str | None = None
+    flows: int = 0
+    split_packets: dict[str, int] = Field(default_factory=dict)
+    accounting: dict[str, int] = Field(default_factory=dict)
+    normalization: Any = None
+    unreadable_captures: list[Any] | None = None
+    cross_capture_flows: Any = None
+    test_flows_per_class: dict[str, int] = Field(default_factory=dict)
+    split_rule: str | None = None
+
+
+class Manifest(BaseModel):
+    """manifest.json: what ran, where, on what, how it ended. Kinds keep their own records in ``sections``
+    (each kind reads its section with its own model)."""
+
+    model_config = ConfigDict(extra="allow", validate_assignment=False)
+    experiment: str
+    run_id: str
+    target: str
+    started: str = ""
+    status: str = "running"
+    pid: int = 0
+    host: str = ""
+    finished: str | None = None
+    error: str | None = None
+    kind: str | None = None
+    config: dict[str, Any] = Field(default_factory=dict)
+    seed: int | None = None
+    git: GitState = Field(default_factory=GitState)
+    environment: dict[str, Any] = Field(default_factory=dict)
+    target_detail: dict[str, Any] = Field(default_factory=dict)
+    target_requested: str | None = None
+    target_reason: str | None = None        # why this target ran (auto's choice, or asked for)
+    target_fallback: str | None = None      # every variant ran elsewhere than asked: why
+    clock: str | None = None                # trace | switch (testbed runs; the reference classifies on the trace)
+    dataset: DatasetRecord | None = None
+    datasets: dict[str, DatasetRecord] = Field(default_factory=dict)
+    dataset_override: str | None = None
+    variant_targets: dict[str, str] = Field(default_factory=dict)
+    variant_fallbacks: dict[str, str] = Field(default_factory=dict)
+    replay_plans: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    timings_s: dict[str, float] = Field(default_factory=dict)
+    sections: dict[str, Any] = Field(default_factory=dict)
+
+    def record(self, **fields: Any) -> None:
+        """Set fields: the manifest's own where the name is one, else a section of that name."""
+        for k, v in fields.items():
+            if k in type(self).model_fields:
+                setattr(self, k, v)
+            else:
+                self.sections[k] = v
+
+    def section(self, name: str, default: Any = None) -> Any:
+        """A section's value (a kind's own record, a bench's result), or ``default``."""
+        return self.sections.get(name, default)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=False)
+
+    @staticmethod
+    def read(path: Path) -> "Manifest":
+        try:
+            return Manifest.model_validate(json.loads(path.read_text()))
+        except json.JSONDecodeError as e:
+            raise ResultsError(f"{path}: not valid JSON ({e})", "the run directory is damaged") from None
+        except ValueError as e:
+            raise ResultsError(f"{path}: not a manifest this version reads ({str(e).splitlines()[0]})",
+                               "re-run the experiment with this version") from None
 
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -111,9 +202,9 @@ class RunDir:
         self.run_id = rid
         self.path = self.exp_dir / f".{rid}.partial"
         self.final = self.exp_dir / rid
-        self.manifest: dict[str, Any] = {"experiment": experiment, "run_id": rid, "target": target,
-                                         "started": dt.datetime.now().isoformat(timespec="seconds"),
-                                         "status": "running", "pid": os.getpid(), "host": socket.gethostname()}
+        self.manifest = Manifest(experiment=experiment, run_id=rid, target=target,
+                                 started=dt.datetime.now().isoformat(timespec="seconds"), pid=os.getpid(),
+                                 host=socket.gethostname())
 
     def __enter__(self) -> "RunDir":
         try:
@@ -123,7 +214,7 @@ class RunDir:
             (self.path / "artifacts").mkdir()
         except OSError as e:
             raise self._error(e) from None
-        self.write_json("manifest.json", self.manifest)  # a killed run still says what it was
+        self.write_manifest()  # a killed run still says what it was
         return self
 
     def _error(self, e: OSError) -> ResultsError:
@@ -131,6 +222,9 @@ class RunDir:
             return ResultsError(*disk_full_message(str(self.exp_dir), dir_size(self.path) or None))
         return ResultsError(f"cannot write the run directory {self.path}: {e.strerror}",
                             "check the permissions of the results directory, or pass --results elsewhere")
+
+    def write_manifest(self) -> Path:
+        return self.write_json("manifest.json", self.manifest.to_json())
 
     def write_json(self, name: str, obj: Any) -> Path:
         p = self.path / name
@@ -145,28 +239,29 @@ class RunDir:
     def set_target(self, target: str, why: str) -> None:
         """The run executed on another target than the one asked for: the run id and the manifest say so."""
         check_name(target, "target name")
-        requested = self.manifest["target"]
+        requested = self.manifest.target
         base = self.run_id.rsplit(f"-{requested}", 1)[0] + f"-{target}"
         rid, i = base, 1
         while (self.exp_dir / rid).exists() or (self.exp_dir / ".failed" / rid).exists():
             i += 1
             rid = f"{base}-{i}"
         self.run_id, self.final = rid, self.exp_dir / rid
-        self.manifest.update({"run_id": rid, "target": target, "target_requested": requested,
-                              "target_fallback": why})
+        self.manifest.run_id, self.manifest.target = rid, target
+        self.manifest.target_requested = self.manifest.target_requested or requested
+        self.manifest.target_fallback = why
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
-        self.manifest["finished"] = dt.datetime.now().isoformat(timespec="seconds")
+        self.manifest.finished = dt.datetime.now().isoformat(timespec="seconds")
         if et is None:
-            self.manifest["status"] = "complete"
-            self.write_json("manifest.json", self.manifest)
+            self.manifest.status = "complete"
+            self.write_manifest()
             os.replace(self.path, self.final)
             log.info("results: %s", self.final)
             return
-        self.manifest["status"] = "failed"
-        self.manifest["error"] = f"{et.__name__}: {ev}"
+        self.manifest.status = "failed"
+        self.manifest.error = f"{et.__name__}: {ev}"
         try:
-            self.write_json("manifest.json", self.manifest)
+            self.write_manifest()
         except ResultsError as e:
             log.error("could not update the manifest of the failed run: %s", e.problem)
         try:

@@ -94,3 +94,18 @@ def trace_stability(bins: pd.DataFrame, step_h: float | None, after_h: float = 0
             response = 0.0
     label = "oscillating" if osc >= 3 else ("slow" if response == response and response > 6 else "stable")
     return {"noise": noise, "oscillations": osc, "response_h": response, "label": label}
+
+
+def paired_difference(a: pd.DataFrame, b: pd.DataFrame, after_h: float, bootstrap: int = 2000,
+                      seed: int = 0) -> tuple[float, float, float]:
+    """Mean F1 difference a - b over the bins after ``after_h``, with a 95% interval from resampling the
+    *bins* (pairs: the same time bin of both runs), so the day's common ups and downs cancel.
+    (nan, nan, nan) where no bin has both."""
+    ja = a[a["t_mid_h"] >= after_h].set_index("bin")["f1"]
+    jb = b[b["t_mid_h"] >= after_h].set_index("bin")["f1"]
+    d = (ja - jb).dropna().to_numpy()
+    if d.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, d.size, (bootstrap, d.size))].mean(1) if bootstrap else np.array([d.mean()])
+    return float(d.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))

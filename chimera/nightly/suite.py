@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from chimera.errors import ChimeraError
+from chimera.experiments.kinds.base import NightlyTrack
 from chimera.formats.rundir import RunDir, environment, git_state
 from chimera.nightly.checks import bench_checks, experiment_checks, summary_markdown
 from chimera.nightly.golden import ROOT, code_fingerprint, load_golden, save_golden
@@ -37,31 +38,25 @@ class NightlyConfig:
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # per experiment name
 
 
-def _variants_result(out: Path) -> dict[str, Any]:
-    df = pd.read_csv(out / "ablation.csv")
-    r: dict[str, Any] = {"f1": dict(zip(df["variant"], df["macro_f1"].astype(float)))}
-    for c in ("reference_mismatches", "register_mismatches", "lost"):
+def tracked(out: Path, track: NightlyTrack) -> dict[str, Any]:
+    """What the nightly reads from a run: the kind's F1 per row key, its counters, the unaccounted frames."""
+    df = track.table.read(out)
+    keys = df[track.key].astype(str)
+    r: dict[str, Any] = {"f1": dict(zip(keys, df[track.metric].astype(float)))}
+    for c in track.counters:
         if c in df:
-            r[c] = {v: (None if pd.isna(x) else int(x)) for v, x in zip(df["variant"], df[c])}
+            r[c] = {v: (None if pd.isna(x) else int(x)) for v, x in zip(keys, df[c])}
     if {"replayed", "verdicts", "not_sent", "dropped_by_capture", "lost"} <= set(df.columns):
         un = df["replayed"] - df["verdicts"] - df["not_sent"] - df["dropped_by_capture"] - df["lost"]
-        r["unaccounted"] = {v: int(x) for v, x in zip(df["variant"], un)}
-    return r
-
-
-def _stability_result(out: Path) -> dict[str, Any]:
-    df = pd.read_csv(out / "stability.csv")
-    r: dict[str, Any] = {"f1": dict(zip(df["configuration"], df["f1_mean"].astype(float)))}
-    for c in ("reference_mismatches", "register_mismatches", "lost"):
-        if c in df:
-            r[c] = {v: (None if pd.isna(x) else int(x)) for v, x in zip(df["configuration"], df[c])}
+        r["unaccounted"] = {v: (None if pd.isna(x) else int(x)) for v, x in zip(keys, un)}
     return r
 
 
 def run_experiments(cfg: NightlyConfig, runs: Path, data_root: Path) -> tuple[dict[str, Any], dict[str, str]]:
-    from chimera.experiments.config import load_experiment
+    from chimera.experiments.kinds import kind_of
+    from chimera.experiments.load import load_experiment
     from chimera.experiments.runner import run_experiment
-    from chimera.targets.select import describe_all
+    from chimera.targets.registry import describe_all
     why = describe_all()
     done: dict[str, Any] = {}
     skipped: dict[str, str] = {}
@@ -74,16 +69,17 @@ def run_experiments(cfg: NightlyConfig, runs: Path, data_root: Path) -> tuple[di
         log.info("[nightly] %s", key)
         try:
             exp = load_experiment(name, cfg.overrides.get(name))
+            track = kind_of(exp.kind).nightly
+            assert track is not None, f"kind {exp.kind} declares nothing for the nightly to track"
             out = run_experiment(exp, target=target, results_root=runs, data_root=data_root)
-            done[key] = {**(_stability_result(out) if exp.kind == "stability" else _variants_result(out)),
-                         "run": str(out)}
+            done[key] = {**tracked(out, track), "run": str(out)}
         except ChimeraError as e:
             done[key] = {"error": str(e)}
     return done, skipped
 
 
 def run_benches(cfg: NightlyConfig) -> dict[str, Any]:
-    from chimera.targets.select import describe_all
+    from chimera.targets.registry import describe_all
     ebpf_why = describe_all().get("ebpf")
     out: dict[str, Any] = {}
     ingest = None
@@ -131,9 +127,9 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
     code = code_fingerprint()
     git = git_state(ROOT)
     with RunDir(results_root, "nightly", "local") as run:
-        meta = {"run_id": run.run_id, "git": git.get("commit"), "code": code,
+        meta = {"run_id": run.run_id, "git": git.commit, "code": code,
                 "golden_git": (golden or {}).get("git"), "golden_code": (golden or {}).get("code")}
-        run.manifest.update({"nightly": {"experiments": cfg.experiments, "benches": cfg.benches,
+        run.manifest.record(**{"nightly": {"experiments": cfg.experiments, "benches": cfg.benches,
                                          "repeats": cfg.repeats}, "git": git, "environment": environment(),
                              "code": code, "golden": meta["golden_git"]})
         measured: dict[str, Any] = {"experiments": {}, "benches": {}, "skipped": {}}
@@ -152,12 +148,12 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
         checks = experiment_checks(measured, golden, code) + bench_checks(measured, hist, golden)
         pd.DataFrame([c.row() for c in checks]).to_csv(run.path / "checks.csv", index=False)
         regressed = any(c.status == "regressed" for c in checks)
-        run.manifest.update({"measured": measured, "seconds": time.perf_counter() - t0, "regressed": regressed})
+        run.manifest.record(**{"measured": measured, "seconds": time.perf_counter() - t0, "regressed": regressed})
         (run.path / "summary.md").write_text(summary_markdown(checks, meta))
-        rows = [{"run_id": run.run_id, "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "git": git.get("commit"),
+        rows = [{"run_id": run.run_id, "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "git": git.commit,
                  "code": code, "metric": f"{k}/{v}", "value": f1, "iqr": None}
                 for k, m in measured["experiments"].items() for v, f1 in (m.get("f1") or {}).items()]
-        rows += [{"run_id": run.run_id, "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "git": git.get("commit"),
+        rows += [{"run_id": run.run_id, "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "git": git.commit,
                   "code": code, "metric": k, "value": s["median"], "iqr": s.get("iqr")}
                  for k, s in measured["benches"].items() if "median" in s]
         append_history(history, rows)
@@ -170,7 +166,7 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
                                                            if "error" not in m},
                                            "benches": {k: {x: s[x] for x in ("median", "iqr", "n")}
                                                        for k, s in measured["benches"].items() if "median" in s}},
-                            {"git": git.get("commit"), "code": code, "taken": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                            {"git": git.commit, "code": code, "taken": time.strftime("%Y-%m-%dT%H:%M:%S"),
                              "from_run": run.run_id})
             log.info("golden baseline updated: %s", p)
     log.info("nightly %s: %s (%s)", run.final, "REGRESSED" if regressed else "pass", run.final / "summary.md")

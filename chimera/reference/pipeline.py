@@ -1,34 +1,73 @@
-"""The reference pipeline: the bit-exact integer model of the dataplane.
+"""The reference pipeline: the bit-exact integer model of the dataplane (the golden model).
 
-Its specification is docs/pipeline.md (steps 0-10, widths, state). This module
-executes it in three passes over the packets, in arrival order: the stateful
-core (flow slots, tokens, window ring, attention accumulators, centroid EMA,
-token samples) as one numba loop; the rules, vectorized (they need only the
-core's direction and packet counts); then fusion with the fast-path class prior
-and the class EMA, sequential again (the prior depends on earlier verdicts).
-The eBPF C and p4/chimera.p4 implement the same steps and are held to this
-module verdict for verdict by the conformance tests.
+Its specification is docs/pipeline.md. ``_packet`` below executes steps 0-10 for
+one packet in the order and with the numbers the document gives them, so it can
+be read beside the spec, ``chimera.bpf.c`` and ``chimera.p4`` step by step; the
+per-packet loop ``_pipeline`` is plain sequential code (numba), one packet after
+another, with the state carried in ``State``.
+
+Inputs are grouped as the spec groups them: ``Packet`` (the parsed header fields
+and the clock of each packet), ``Tables`` (the installed tables, as the dataplane
+indexes them: range and ternary tables resolved to dense arrays by their one
+definitions in chimera.model.tokenizer and chimera.rules.ternary), ``Params``
+(the artifact's coefficients) and ``State`` (the registers).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numba
 import numpy as np
 
 from chimera.data.pcap import LINKTYPE_ETHERNET, PacketTable, ParseStatus
-from chimera.data.tokens import PROTO_CLASSES, proto_class, ts_units
+from chimera.data.tokens import IAT_BUCKETS, IAT_SHIFT, PROTO_CLASSES, TS_UNIT_MASK
 from chimera.formats.artifact import Artifact
-from chimera.formats.verdict import NO_LABEL, NO_RULE, VerdictFlag
-from chimera.model.tokenizer import flag_class, len_bin
-from chimera.rules.spec import rule_keys
-from chimera.rules.ternary import fires_by_group, first_match
+from chimera.formats.verdict import NO_LABEL, NO_RULE, SCORE_MAX, VerdictFlag
+from chimera.model.tokenizer import DIRS, FLAG_CLASSES, IDX_BUCKETS, flag_class, len_bin
+from chimera.rules.spec import FLOW_PKTS_SATURATION, KEY_FIELDS
+from chimera.rules.ternary import first_match, matches
 
-PKTS_MAX = 0xFFFF
+PKTS_MAX = 0xFFFF                      # the per-flow packet count saturates (16 bits)
+ETH_P_IPV4 = 0x0800
+COUNTER_NAMES = ("evictions", "new_flows", "parsed", "unparsed")
+CNT_EVICTIONS, CNT_NEW_FLOWS, CNT_PARSED, CNT_UNPARSED = range(4)
+F_HARD_VETO, F_EVICTED, F_NEW_FLOW, F_GLOBAL_HIT = (int(VerdictFlag.HARD_VETO), int(VerdictFlag.EVICTED),
+                                                    int(VerdictFlag.NEW_FLOW), int(VerdictFlag.GLOBAL_HIT))
+RULE_KEY_LEN = len(KEY_FIELDS)         # proto, tcp_flags, dir, flow_pkts, sport, dport, ip_len
 
-# --------------------------------------------------------------------------- hashing
+# ---- the window token (step 3c): c | s0 << 8 | s1 << 24 | s2 << 32 | s3 << 40 | s4 << 48
+TOK_C_MASK = 0xFF
+TOK_S0_SHIFT, TOK_S0_MASK = 8, 0xFFFF
+TOK_S1_SHIFT, TOK_S2_SHIFT, TOK_S3_SHIFT, TOK_S4_SHIFT = 24, 32, 40, 48
+TOK_SUB_MASK = 0xFF
+# ---- the token sample word (step 9): ip_len << 16 | iat << 12 | dir << 11 | fc << 8 | pc << 6
+SMP_LEN_SHIFT, SMP_IAT_SHIFT, SMP_DIR_SHIFT, SMP_FC_SHIFT, SMP_PC_SHIFT = 16, 12, 11, 8, 6
+
+
+@numba.vectorize(["int64(int64, int64, int64, int64, int64, int64)"], cache=True)
+def pack_token(c, s0, s1, s2, s3, s4):  # pragma: no cover - compiled
+    """The window token as the ring stores it (step 3c). A ufunc: the same code in the loop and in numpy."""
+    return (c | s0 << TOK_S0_SHIFT | s1 << TOK_S1_SHIFT | s2 << TOK_S2_SHIFT | s3 << TOK_S3_SHIFT
+            | s4 << TOK_S4_SHIFT)
+
+
+@numba.vectorize(["int64(int64, int64, int64, int64, int64)"], cache=True)
+def sample_word(ip_len, iat_b, direction, fclass, pclass):  # pragma: no cover - compiled
+    """A token sample as the sample buffer stores it (step 9)."""
+    return (ip_len << SMP_LEN_SHIFT | iat_b << SMP_IAT_SHIFT | direction << SMP_DIR_SHIFT | fclass << SMP_FC_SHIFT
+            | pclass << SMP_PC_SHIFT)
+
+
+def unpack_sample(words: np.ndarray) -> dict[str, np.ndarray]:
+    w = np.asarray(words, np.int64)
+    return {"ip_len": w >> SMP_LEN_SHIFT & 0xFFFF, "iat_bucket": w >> SMP_IAT_SHIFT & 0xF,
+            "direction": w >> SMP_DIR_SHIFT & 1, "flag_class": w >> SMP_FC_SHIFT & 0x7,
+            "proto_class": w >> SMP_PC_SHIFT & 0x3}
+
+
+# --------------------------------------------------------------------------- hashing (step 1)
 
 _CRC_TABLE = np.zeros(256, np.uint32)
 for _i in range(256):
@@ -48,7 +87,7 @@ def crc32_columns(cols: list[np.ndarray]) -> np.ndarray:
 
 def flow_hash(src4: np.ndarray, dst4: np.ndarray, sport: np.ndarray, dport: np.ndarray,
               proto: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(crc32 of the canonical 5-tuple, swap bit) for IPv4 packets."""
+    """(crc32 of the canonical 5-tuple, swap bit) for IPv4 packets (step 1: 13 bytes, big endian)."""
     s, d = src4.astype(np.uint64), dst4.astype(np.uint64)
     swap = (s > d) | ((s == d) & (sport > dport))
     lo_ip, hi_ip = np.where(swap, d, s), np.where(swap, s, d)
@@ -62,31 +101,332 @@ def flow_hash(src4: np.ndarray, dst4: np.ndarray, sport: np.ndarray, dport: np.n
 
 def dataplane_parsed(table: PacketTable) -> np.ndarray:
     """What the switch parser accepts (step 0)."""
-    return ((table.linktype == LINKTYPE_ETHERNET) & ~table.vlan & (table.ethertype == 0x0800)
+    return ((table.linktype == LINKTYPE_ETHERNET) & ~table.vlan & (table.ethertype == ETH_P_IPV4)
             & (table.ip_version == 4) & (table.status == ParseStatus.OK))
 
 
-def pack_token(c: np.ndarray, sub: np.ndarray) -> np.ndarray:
-    """The window token as the ring stores it: c | s0 << 8 | s1 << 24 | s2 << 32 | s3 << 40 | s4 << 48."""
-    s = np.asarray(sub, np.int64)
-    return (np.asarray(c, np.int64) | s[..., 0] << 8 | s[..., 1] << 24 | s[..., 2] << 32 | s[..., 3] << 40
-            | s[..., 4] << 48)
+# --------------------------------------------------------------------------- the argument groups
+
+class Packet(NamedTuple):
+    """Per packet, in arrival order: step 0's parse result, step 1's hash, and the clock."""
+
+    parsed: np.ndarray    # bool: step 0 accepted it
+    crc: np.ndarray       # CRC-32 of the canonical 5-tuple
+    swap: np.ndarray      # 1 when the canonical order swapped the endpoints
+    now: np.ndarray       # the clock, ns (the trace's or the switch's: docs/pipeline.md, "Clocks")
+    proto: np.ndarray
+    tcp_flags: np.ndarray
+    sport: np.ndarray
+    dport: np.ndarray
+    ip_len: np.ndarray
 
 
-def sample_word(ip_len: np.ndarray, iat_b: np.ndarray, direction: np.ndarray, fclass: np.ndarray,
-                pclass: np.ndarray) -> np.ndarray:
-    """A token sample as the sample buffer stores it (docs/pipeline.md step 9)."""
-    return (np.asarray(ip_len, np.int64) << 16 | np.asarray(iat_b, np.int64) << 12 | np.asarray(direction, np.int64) << 11
-            | np.asarray(fclass, np.int64) << 8 | np.asarray(pclass, np.int64) << 6)
+class Tables(NamedTuple):
+    """One version of the installed tables, as the dataplane indexes them."""
+
+    len_coarse: np.ndarray   # [65536] ip_len -> coarse bin (range table len_lo)
+    len_fine: np.ndarray     # [65536] ip_len -> fine bin (range table len_fine_lo)
+    flag_cls: np.ndarray     # [256] tcp_flags -> flag class (ternary table flag_ternary, first match)
+    map_tbl: np.ndarray      # [MAP_KEYS] exact key -> centroid
+    port_id: np.ndarray      # [65536] responder port -> id (exact table port_vocab; 0 = other)
+    v_len: np.ndarray        # the five value tables [ids, D_V]
+    v_iat: np.ndarray
+    v_flags: np.ndarray
+    v_port: np.ndarray
+    v_index: np.ndarray
+    phi_q: np.ndarray        # [C, m]
+    phi_k: np.ndarray        # [C, m]
+    kernel: np.ndarray       # [C, C] (the batch form)
+    w_out: np.ndarray        # [D_V, Y]
+    g: np.ndarray            # [C, PROTO_CLASSES, Y] global layer (first match resolved per (c, pc))
+    gz: np.ndarray           # [C, PROTO_CLASSES]
+    g_hit: np.ndarray        # [C, PROTO_CLASSES] bool
+    hard_value: np.ndarray   # [H, RULE_KEY_LEN]
+    hard_mask: np.ndarray
+    hard_rule: np.ndarray    # [H]
+    hard_label: np.ndarray   # [H]
+    soft_value: np.ndarray   # [S, RULE_KEY_LEN]
+    soft_mask: np.ndarray
+    soft_rule: np.ndarray    # [S] the soft rule each entry belongs to
+    soft_w: np.ndarray       # [R, Y]
 
 
-def unpack_sample(words: np.ndarray) -> dict[str, np.ndarray]:
-    w = np.asarray(words, np.int64)
-    return {"ip_len": w >> 16 & 0xFFFF, "iat_bucket": w >> 12 & 0xF, "direction": w >> 11 & 1,
-            "flag_class": w >> 8 & 0x7, "proto_class": w >> 6 & 0x3}
+class Params(NamedTuple):
+    """The artifact's coefficients (int64 scalars)."""
+
+    incremental: int   # AGG_INCREMENTAL
+    use_window: int    # USE_WINDOW
+    alpha: int
+    beta: int
+    gamma: int
+    lambda_h: int
+    ema_shift: int
+    ema_shift2: int    # 0: a single-shift EMA step
+    ema_frac: int
+    sample_shift: int
 
 
-# --------------------------------------------------------------------------- state
+class State(NamedTuple):
+    """The registers (docs/pipeline.md, "State and versions"), mutated in place."""
+
+    sig: np.ndarray        # [F] per flow slot
+    pkts: np.ndarray
+    last: np.ndarray       # 32-bit per-flow timestamp (units of 2^IAT_SHIFT ns)
+    orient: np.ndarray
+    head: np.ndarray
+    ring: np.ndarray       # [F, WINDOW]
+    s_acc: np.ndarray      # [F, m, D_V] (incremental)
+    z_acc: np.ndarray      # [F, m]
+    ema: np.ndarray        # [C] centroid occupancy
+    class_ema: np.ndarray  # [Y]
+    sample: np.ndarray     # [SAMPLE_SLOTS]
+    sample_count: np.ndarray  # [1]
+    counters: np.ndarray   # [4] COUNTER_NAMES
+    clock: np.ndarray      # [1] the last `now` a parsed packet used
+
+
+class Out(NamedTuple):
+    """Per packet: the verdict header's fields and the fused scores."""
+
+    label: np.ndarray
+    flags: np.ndarray
+    score: np.ndarray
+    rule_id: np.ndarray
+    centroid: np.ndarray
+    fused: np.ndarray      # [N, Y]
+
+
+# --------------------------------------------------------------------------- steps 0-10, one packet
+
+@numba.njit(cache=True)
+def _bit_length(x):  # pragma: no cover - jitted
+    n = 0
+    while x > 0:
+        x >>= 1
+        n += 1
+    return n
+
+
+@numba.njit(cache=True, inline="always")
+def _ema_step(d, shift, shift2):  # pragma: no cover - jitted
+    """The EMA increment for d = u - C (step 8): (d >> EMA_SHIFT) + (d >> EMA_SHIFT2), the second term only when
+    EMA_SHIFT2 > 0."""
+    return (d >> shift) + ((d >> shift2) if shift2 > 0 else 0)
+
+
+@numba.njit(cache=True, inline="always")
+def _token_value(tok, t, out):  # pragma: no cover - jitted
+    """Step 3d: v(tok) = the five value-table rows of the token's sub-tokens, summed (SumReduce), into ``out``."""
+    s0 = (tok >> TOK_S0_SHIFT) & TOK_S0_MASK
+    s1 = (tok >> TOK_S1_SHIFT) & TOK_SUB_MASK
+    s2 = (tok >> TOK_S2_SHIFT) & TOK_SUB_MASK
+    s3 = (tok >> TOK_S3_SHIFT) & TOK_SUB_MASK
+    s4 = (tok >> TOK_S4_SHIFT) & TOK_SUB_MASK
+    for e in range(out.shape[0]):
+        out[e] = t.v_len[s0, e] + t.v_iat[s1, e] + t.v_flags[s2, e] + t.v_port[s3, e] + t.v_index[s4, e]
+
+
+@numba.njit(cache=True)
+def _packet(i, p, t, prm, st, out, scratch):  # pragma: no cover - jitted
+    """Steps 0-10 of docs/pipeline.md for packet i."""
+    vin, vout, h, key, fired, S = scratch
+    Y = t.w_out.shape[1]
+    DV = t.w_out.shape[0]
+    M = t.phi_q.shape[1]
+    F = st.sig.shape[0]
+    L = st.ring.shape[1]
+
+    # 0. Parse: an unparsed packet is counted and touches no other state.
+    if not p.parsed[i]:
+        st.counters[CNT_UNPARSED] += 1
+        return
+    n_parsed = st.counters[CNT_PARSED]  # step 9 reads the value before this packet
+    st.counters[CNT_PARSED] += 1
+    now = p.now[i]
+    st.clock[0] = now
+    flags = 0
+
+    # 1. Flow slot: slot = crc & (FLOW_SLOTS - 1); another flow's signature in a used slot is evicted.
+    crc = p.crc[i]
+    s = crc & (F - 1)
+    if st.pkts[s] > 0 and st.sig[s] != crc:
+        flags |= F_EVICTED
+        st.counters[CNT_EVICTIONS] += 1
+        st.pkts[s] = 0
+
+    # 2. Tokenize: a new flow resets the slot; otherwise the inter-arrival bucket from the 32-bit timestamp.
+    tsu = (now >> IAT_SHIFT) & TS_UNIT_MASK
+    if st.pkts[s] == 0:
+        flags |= F_NEW_FLOW
+        st.counters[CNT_NEW_FLOWS] += 1
+        st.sig[s] = crc
+        st.orient[s] = p.swap[i]
+        st.head[s] = 0
+        if prm.incremental:
+            st.s_acc[s, :, :] = 0
+            st.z_acc[s, :] = 0
+        iat = 0
+    else:
+        units = (tsu - st.last[s]) & TS_UNIT_MASK
+        iat = 1 + min(_bit_length(units), IAT_BUCKETS - 2)
+    d = p.swap[i] ^ st.orient[s]
+    pkts_before = st.pkts[s]
+    npk = min(pkts_before + 1, PKTS_MAX)
+
+    # 3. Partition and Map.
+    #  a. the centroid, from the exact key of (coarse length bin, IAT bucket, direction, flag class, protocol class)
+    lb = t.len_coarse[p.ip_len[i]]
+    fc = t.flag_cls[p.tcp_flags[i]]
+    proto = p.proto[i]
+    pc = 1 if proto == 6 else 2 if proto == 17 else 3 if proto == 1 else 0
+    mkey = (((lb * IAT_BUCKETS + iat) * DIRS + d) * FLAG_CLASSES + fc) * PROTO_CLASSES + pc
+    c = t.map_tbl[mkey]
+    #  b. the value sub-tokens
+    lf = t.len_fine[p.ip_len[i]]
+    rp = p.dport[i] if d == 0 else p.sport[i]
+    pid = t.port_id[rp]
+    s0 = lf * DIRS + d
+    s1 = iat * DIRS + d
+    s2 = fc * PROTO_CLASSES + pc
+    s3 = pid * DIRS + d
+    s4 = min(_bit_length(npk), IDX_BUCKETS - 1)
+    #  c. the token, as the ring stores it
+    tok = pack_token(c, s0, s1, s2, s3, s4)
+
+    # 4. Window (incremental attention): the token leaving the ring out of S/Zacc, the new one in.
+    if prm.incremental:
+        if pkts_before >= L:
+            old = st.ring[s, st.head[s]]
+            c_old = old & TOK_C_MASK
+            _token_value(old, t, vout)  # 3d, with the current value tables
+            for j in range(M):
+                st.z_acc[s, j] -= t.phi_k[c_old, j]
+                for e in range(DV):
+                    st.s_acc[s, j, e] -= t.phi_k[c_old, j] * vout[e]
+        _token_value(tok, t, vin)
+        for j in range(M):
+            st.z_acc[s, j] += t.phi_k[c, j]
+            for e in range(DV):
+                st.s_acc[s, j, e] += t.phi_k[c, j] * vin[e]
+    st.ring[s, st.head[s]] = tok
+    st.head[s] = (st.head[s] + 1) & (L - 1)
+    st.pkts[s] = npk
+    st.last[s] = tsu
+
+    # 5. Attention, division-free: A_y and Z from the window; then the global layer's first match.
+    A = out.fused[i]  # A_y accumulates here, then step 7 turns it into fused_y in place
+    A[:] = 0
+    Z = 0
+    if prm.use_window:
+        if prm.incremental:
+            for e in range(DV):
+                acc = 0
+                for j in range(M):
+                    acc += t.phi_q[c, j] * st.s_acc[s, j, e]
+                h[e] = acc
+            for y in range(Y):
+                acc = 0
+                for e in range(DV):
+                    acc += t.w_out[e, y] * h[e]
+                A[y] = acc
+            for j in range(M):
+                Z += t.phi_q[c, j] * st.z_acc[s, j]
+        else:  # the batch form: re-sum the first min(npk, WINDOW) ring entries with the kernel table
+            for k in range(min(npk, L)):
+                tk = st.ring[s, k]
+                kk = t.kernel[c, tk & TOK_C_MASK]
+                _token_value(tk, t, vout)
+                Z += kk
+                for y in range(Y):
+                    u = 0
+                    for e in range(DV):
+                        u += t.w_out[e, y] * vout[e]
+                    A[y] += kk * u
+    if t.g_hit[c, pc]:
+        flags |= F_GLOBAL_HIT
+        Z += t.gz[c, pc]
+        for y in range(Y):
+            A[y] += t.g[c, pc, y]
+
+    # 6. Rules, on the key (proto, tcp_flags, dir, min(npk, 255), sport, dport, ip_len).
+    key[0] = proto
+    key[1] = p.tcp_flags[i]
+    key[2] = d
+    key[3] = min(npk, FLOW_PKTS_SATURATION)
+    key[4] = p.sport[i]
+    key[5] = p.dport[i]
+    key[6] = p.ip_len[i]
+    hard = -1  # the first matching hard entry
+    for r in range(t.hard_rule.shape[0]):
+        if matches(key, t.hard_value, t.hard_mask, r):
+            hard = r
+            break
+    fired[:] = False  # soft rule r fires if any of its entries matches
+    for r in range(t.soft_rule.shape[0]):
+        if not fired[t.soft_rule[r]] and matches(key, t.soft_value, t.soft_mask, r):
+            fired[t.soft_rule[r]] = True
+    S[:] = 0
+    for r in range(fired.shape[0]):
+        if fired[r]:
+            for y in range(Y):
+                S[y] += t.soft_w[r, y]
+
+    # 7. Fusion with the class EMA as it is before this packet; first argmax; margin; the hard veto.
+    best = 0
+    for y in range(Y):
+        A[y] = prm.alpha * A[y] + prm.beta * S[y] * Z + ((prm.gamma * st.class_ema[y] * Z) >> prm.ema_frac)
+        if A[y] > A[best]:
+            best = y
+    second = A[best]
+    have = False
+    for y in range(Y):
+        if y != best and (not have or A[y] > second):
+            second = A[y]
+            have = True
+    label = best
+    score = min(A[best] - second, SCORE_MAX)
+    rule_id = NO_RULE
+    if hard >= 0:
+        rule_id = t.hard_rule[hard]
+        if prm.lambda_h == 1:
+            label = t.hard_label[hard]
+            score = SCORE_MAX
+            flags |= F_HARD_VETO
+
+    # 8. Statistics (two timescales): centroid occupancy, then the class EMA.
+    one = np.int64(1) << prm.ema_frac
+    for j in range(st.ema.shape[0]):
+        u = one if j == c else 0
+        st.ema[j] += _ema_step(u - st.ema[j], prm.ema_shift, prm.ema_shift2)
+    for y in range(Y):
+        u = one if y == label else 0
+        st.class_ema[y] += _ema_step(u - st.class_ema[y], prm.ema_shift, prm.ema_shift2)
+
+    # 9. Token sample, when the parsed counter before this packet has its low SAMPLE_SHIFT bits zero.
+    if (n_parsed & ((np.int64(1) << prm.sample_shift) - 1)) == 0:
+        st.sample[st.sample_count[0] & (st.sample.shape[0] - 1)] = sample_word(p.ip_len[i], iat, d, fc, pc)
+        st.sample_count[0] += 1
+
+    # 10. Emit: the verdict header's fields (the map version is the caller's: the tables' version).
+    out.label[i] = label
+    out.flags[i] = flags
+    out.score[i] = score
+    out.rule_id[i] = rule_id
+    out.centroid[i] = c
+
+
+@numba.njit(cache=True)
+def _pipeline(p, t, prm, st, out):  # pragma: no cover - jitted
+    """Every packet, in arrival order."""
+    DV = t.w_out.shape[0]
+    scratch = (np.zeros(DV, np.int64), np.zeros(DV, np.int64), np.zeros(DV, np.int64),
+               np.zeros(RULE_KEY_LEN, np.int64), np.zeros(t.soft_w.shape[0], np.bool_),
+               np.zeros(t.w_out.shape[1], np.int64))
+    for i in range(p.parsed.shape[0]):
+        _packet(i, p, t, prm, st, out, scratch)
+
+
+# --------------------------------------------------------------------------- state and verdicts
 
 @dataclass
 class SwitchState:
@@ -112,30 +452,34 @@ class SwitchState:
     class_ema: np.ndarray = field(init=False)
     sample: np.ndarray = field(init=False)
     sample_count: np.ndarray = field(init=False)
-    counters: np.ndarray = field(init=False)  # [evictions, new_flows, parsed, unparsed]
+    counters: np.ndarray = field(init=False)  # COUNTER_NAMES
+    clock: np.ndarray = field(init=False)     # [1] the last `now` a parsed packet used
 
     def __post_init__(self) -> None:
         F, L = self.flow_slots, self.window
-        self.sig = np.zeros(F, np.int64)
-        self.pkts = np.zeros(F, np.int64)
-        self.last = np.zeros(F, np.int64)
-        self.orient = np.zeros(F, np.int64)
-        self.head = np.zeros(F, np.int64)
-        self.ring = np.zeros((F, L), np.int64)
         n = F if self.incremental else 1
+        for name in ("sig", "pkts", "last", "orient", "head"):
+            setattr(self, name, np.zeros(F, np.int64))
+        self.ring = np.zeros((F, L), np.int64)
         self.s_acc = np.zeros((n, self.features, self.d_v), np.int64)
         self.z_acc = np.zeros((n, self.features), np.int64)
         self.ema = np.zeros(self.n_centroids, np.int64)
         self.class_ema = np.zeros(self.n_classes, np.int64)
         self.sample = np.zeros(self.sample_slots, np.int64)
         self.sample_count = np.zeros(1, np.int64)
-        self.counters = np.zeros(4, np.int64)
+        self.counters = np.zeros(len(COUNTER_NAMES), np.int64)
+        self.clock = np.zeros(1, np.int64)
+
+    @property
+    def regs(self) -> State:
+        """The registers as the loop takes them (the same arrays: the loop updates them in place)."""
+        return State(*(getattr(self, f) for f in State._fields))
 
     def registers(self) -> dict[str, Any]:
         """The registers a control plane reads, shaped as the switches' ``registers()`` return them."""
         return {"ema": self.ema.copy(), "class_ema": self.class_ema.copy(), "sample": self.sample.copy(),
-                "sample_count": int(self.sample_count[0]),
-                "counters": dict(zip(("evictions", "new_flows", "parsed", "unparsed"), self.counters.tolist()))}
+                "sample_count": int(self.sample_count[0]), "clock": int(self.clock[0]),
+                "counters": dict(zip(COUNTER_NAMES, self.counters.tolist()))}
 
     @staticmethod
     def for_artifact(art: Artifact) -> "SwitchState":
@@ -161,227 +505,47 @@ class Verdicts:
         return int(self.label.shape[0])
 
 
-# --------------------------------------------------------------------------- tables as the core reads them
-
-@dataclass
-class CoreTables:
-    """The artifact's tables in the dense shapes the numba core indexes."""
-
-    map_tbl: np.ndarray
-    port_id: np.ndarray        # [65536] responder port -> id
-    values: tuple[np.ndarray, ...]
-    phi_q: np.ndarray
-    phi_k: np.ndarray
-    kernel: np.ndarray
-    w_out: np.ndarray
-
-    @staticmethod
-    def of(art: Artifact) -> "CoreTables":
-        pid = np.zeros(65536, np.int64)
-        pid[art.port_vocab] = np.arange(1, art.port_vocab.size + 1)
-        return CoreTables(art.map.astype(np.int64), pid, tuple(np.ascontiguousarray(v, np.int64) for v in art.values),
-                          np.ascontiguousarray(art.phi_q, np.int64), np.ascontiguousarray(art.phi_k, np.int64),
-                          np.ascontiguousarray(art.kernel, np.int64), np.ascontiguousarray(art.w_out, np.int64))
-
-
-# --------------------------------------------------------------------------- pass 1: the stateful core
-
-@numba.njit(cache=True)
-def _bit_length(x):  # pragma: no cover - jitted
-    n = 0
-    while x > 0:
-        x >>= 1
-        n += 1
-    return n
-
-
-@numba.njit(cache=True, inline="always")
-def _token_value(tok, v0, v1, v2, v3, v4, out):  # pragma: no cover - jitted
-    """v(tok) = sum of the five value-table rows of the token's sub-tokens, into ``out``."""
-    s0, s1, s2 = (tok >> 8) & 0xFFFF, (tok >> 24) & 0xFF, (tok >> 32) & 0xFF
-    s3, s4 = (tok >> 40) & 0xFF, (tok >> 48) & 0xFF
-    for e in range(out.shape[0]):
-        out[e] = v0[s0, e] + v1[s1, e] + v2[s2, e] + v3[s3, e] + v4[s4, e]
-
-
-@numba.njit(cache=True, inline="always")
-def _ema_step(d, shift, shift2):  # pragma: no cover - jitted
-    """The EMA increment for d = u - C: (d >> EMA_SHIFT) + (d >> EMA_SHIFT2), the second term only when
-    EMA_SHIFT2 > 0 (eta = 2^-EMA_SHIFT + 2^-EMA_SHIFT2)."""
-    return (d >> shift) + ((d >> shift2) if shift2 > 0 else 0)
-
-
-@numba.njit(cache=True)
-def _core(parsed, crc, swap, tsu, lbin, fbin, fclass, pclass, ip_len, sport, dport, map_tbl, port_id, v0, v1, v2, v3,
-          v4, phi_q, phi_k, kernel, w_out, incremental, use_window, ema_shift, ema_shift2, ema_frac, sample_shift, sig,
-          pkts, last,
-          orient, head, ring, s_acc, z_acc, ema, sample, sample_count, counters):  # pragma: no cover - jitted
-    n = parsed.shape[0]
-    F = sig.shape[0]
-    L = ring.shape[1]
-    Y = w_out.shape[1]
-    DV = w_out.shape[0]
-    M = phi_q.shape[1]
-    C = ema.shape[0]
-    NS = sample.shape[0]
-    cent = np.zeros(n, np.int64)
-    direction = np.zeros(n, np.int64)
-    flow_pkts = np.zeros(n, np.int64)
-    flags = np.zeros(n, np.int64)
-    A = np.zeros((n, Y), np.int64)
-    Z = np.zeros(n, np.int64)
-    vin = np.zeros(DV, np.int64)
-    vout = np.zeros(DV, np.int64)
-    h = np.zeros(DV, np.int64)
-    smask = (np.int64(1) << sample_shift) - 1
-    for i in range(n):
-        if not parsed[i]:
-            counters[3] += 1
-            continue
-        take_sample = (counters[2] & smask) == 0
-        counters[2] += 1
-        s = np.int64(crc[i]) & (F - 1)
-        if pkts[s] > 0 and sig[s] != crc[i]:
-            flags[i] |= 0x04  # EVICTED
-            counters[0] += 1
-            pkts[s] = 0
-        if pkts[s] == 0:
-            flags[i] |= 0x08  # NEW_FLOW
-            counters[1] += 1
-            sig[s] = crc[i]
-            orient[s] = swap[i]
-            head[s] = 0
-            iat_b = 0
-            if incremental:
-                s_acc[s, :, :] = 0
-                z_acc[s, :] = 0
-        else:
-            units = (tsu[i] - last[s]) & 0xFFFFFFFF
-            iat_b = 1 + min(_bit_length(units), 14)
-        d = swap[i] ^ orient[s]
-        key = (((np.int64(lbin[i]) * 16 + iat_b) * 2 + d) * 8 + fclass[i]) * 4 + pclass[i]
-        c = map_tbl[key]
-        npk = min(pkts[s] + 1, 0xFFFF)
-        resp = dport[i] if d == 0 else sport[i]
-        tok = (c | (fbin[i] * 2 + d) << 8 | (iat_b * 2 + d) << 24 | (fclass[i] * 4 + pclass[i]) << 32
-               | (port_id[resp] * 2 + d) << 40 | min(_bit_length(npk), 15) << 48)
-        if incremental:
-            if pkts[s] >= L:  # the token at head leaves the window
-                old = ring[s, head[s]]
-                co = old & 0xFF
-                _token_value(old, v0, v1, v2, v3, v4, vout)
-                for j in range(M):
-                    z_acc[s, j] -= phi_k[co, j]
-                    for e in range(DV):
-                        s_acc[s, j, e] -= phi_k[co, j] * vout[e]
-            _token_value(tok, v0, v1, v2, v3, v4, vin)
-            for j in range(M):
-                z_acc[s, j] += phi_k[c, j]
-                for e in range(DV):
-                    s_acc[s, j, e] += phi_k[c, j] * vin[e]
-        ring[s, head[s]] = tok
-        head[s] = (head[s] + 1) & (L - 1)
-        pkts[s] = npk
-        last[s] = tsu[i]
-        if use_window:
-            if incremental:
-                for e in range(DV):
-                    acc = np.int64(0)
-                    for j in range(M):
-                        acc += phi_q[c, j] * s_acc[s, j, e]
-                    h[e] = acc
-                for y in range(Y):
-                    acc = np.int64(0)
-                    for e in range(DV):
-                        acc += w_out[e, y] * h[e]
-                    A[i, y] = acc
-                acc = np.int64(0)
-                for j in range(M):
-                    acc += phi_q[c, j] * z_acc[s, j]
-                Z[i] = acc
-            else:  # batch: re-sum the window with the kernel table
-                for k in range(min(npk, L)):
-                    t = ring[s, k]
-                    kk = kernel[c, t & 0xFF]
-                    _token_value(t, v0, v1, v2, v3, v4, vout)
-                    Z[i] += kk
-                    for y in range(Y):
-                        u = np.int64(0)
-                        for e in range(DV):
-                            u += w_out[e, y] * vout[e]
-                        A[i, y] += kk * u
-        for j in range(C):
-            u_j = np.int64(1) << ema_frac if j == c else np.int64(0)
-            ema[j] += _ema_step(u_j - ema[j], ema_shift, ema_shift2)
-        if take_sample:
-            sample[sample_count[0] & (NS - 1)] = (ip_len[i] << 16 | iat_b << 12 | d << 11 | fclass[i] << 8
-                                                  | pclass[i] << 6)
-            sample_count[0] += 1
-        cent[i] = c
-        direction[i] = d
-        flow_pkts[i] = npk
-    return cent, direction, flow_pkts, flags, A, Z
-
-
-# --------------------------------------------------------------------------- pass 3: fusion with the fast path
-
-@numba.njit(cache=True)
-def _fuse(parsed, A, Z, S, hard_label, alpha, beta, gamma, lambda_h, ema_shift, ema_shift2, ema_frac, class_ema):
-    # pragma: no cover - jitted
-    n, Y = A.shape
-    label = np.full(n, 0xFF, np.int64)
-    score = np.zeros(n, np.int64)
-    veto = np.zeros(n, np.bool_)
-    fused = np.zeros((n, Y), np.int64)
-    for i in range(n):
-        if not parsed[i]:
-            continue
-        best = 0
-        for y in range(Y):
-            fused[i, y] = alpha * A[i, y] + beta * S[i, y] * Z[i] + ((gamma * class_ema[y] * Z[i]) >> ema_frac)
-            if fused[i, y] > fused[i, best]:
-                best = y
-        second = fused[i, best]
-        have = False
-        for y in range(Y):
-            if y != best and (not have or fused[i, y] > second):
-                second = fused[i, y]
-                have = True
-        margin = fused[i, best] - second
-        lab = best
-        sc = min(margin, np.int64(0xFFFFFFFF))
-        if hard_label[i] >= 0 and lambda_h == 1:
-            lab = hard_label[i]
-            sc = np.int64(0xFFFFFFFF)
-            veto[i] = True
-        label[i] = lab
-        score[i] = sc
-        for y in range(Y):
-            u = np.int64(1) << ema_frac if y == lab else np.int64(0)
-            class_ema[y] += _ema_step(u - class_ema[y], ema_shift, ema_shift2)
-    return label, score, veto, fused
-
-
-# --------------------------------------------------------------------------- pipeline
+# --------------------------------------------------------------------------- tables as the loop reads them
 
 def global_dense(art: Artifact) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The global ternary table resolved for every (centroid, protocol class): first match wins."""
     C, Y = art.c("NUM_CENTROIDS"), art.c("NUM_CLASSES")
+    gt = art.global_table
     cc, pp = np.meshgrid(np.arange(C), np.arange(PROTO_CLASSES), indexing="ij")
-    ge = art.global_entries
-    idx = first_match(np.column_stack([cc.ravel(), pp.ravel()]), ge[:, [0, 2]], ge[:, [1, 3]]).reshape(C, PROTO_CLASSES)
+    values, masks = gt.keys
+    idx = first_match(np.column_stack([cc.ravel(), pp.ravel()]), values, masks).reshape(C, PROTO_CLASSES)
     hit = idx >= 0
-    rows = ge[np.maximum(idx, 0)] if len(ge) else np.zeros((C, PROTO_CLASSES, 4 + Y + 1), np.int64)
-    g = np.where(hit[..., None], rows[..., 4:4 + Y], 0).astype(np.int64)
-    gz = np.where(hit, rows[..., 4 + Y], 0).astype(np.int64)
+    if len(gt) == 0:
+        return np.zeros((C, PROTO_CLASSES, Y), np.int64), np.zeros((C, PROTO_CLASSES), np.int64), hit
+    k = np.maximum(idx, 0)
+    g = np.where(hit[..., None], gt.g[k], 0).astype(np.int64)
+    gz = np.where(hit, gt.gz[k], 0).astype(np.int64)
     return g, gz, hit
 
 
-def soft_scores(art: Artifact, keys: np.ndarray) -> np.ndarray:
-    """S_y per packet: sum of weights of soft rules with any matching entry."""
-    se = art.soft_entries
-    fires = fires_by_group(keys, se[:, :7], se[:, 7:14], se[:, 14], art.c("SOFT_RULES"))
-    return fires.astype(np.int64) @ art.soft_weights.reshape(-1, art.c("NUM_CLASSES"))
+def tables_of(art: Artifact) -> Tables:
+    """One version of the artifact's tables, as the dataplane indexes them (see Tables)."""
+    c64 = np.ascontiguousarray
+    ports = np.zeros(65536, np.int64)
+    ports[art.port_vocab] = np.arange(1, art.port_vocab.size + 1)
+    lens = np.arange(65536)
+    g, gz, hit = global_dense(art)
+    hard, soft = art.hard_rules, art.soft_rules
+    label = hard.label if hard.label is not None else np.zeros(0, np.int64)
+    soft_w = art.soft_weights.reshape(-1, art.c("NUM_CLASSES"))
+    return Tables(len_bin(lens, art.len_lo), len_bin(lens, art.len_fine_lo),
+                  flag_class(np.arange(256), art.flag_ternary).astype(np.int64), art.map.astype(np.int64), ports,
+                  *(c64(v, np.int64) for v in art.values), c64(art.phi_q, np.int64), c64(art.phi_k, np.int64),
+                  c64(art.kernel, np.int64), c64(art.w_out, np.int64), g, gz, hit,
+                  c64(hard.value.reshape(-1, RULE_KEY_LEN)), c64(hard.mask.reshape(-1, RULE_KEY_LEN)), c64(hard.rule),
+                  c64(label), c64(soft.value.reshape(-1, RULE_KEY_LEN)), c64(soft.mask.reshape(-1, RULE_KEY_LEN)),
+                  c64(soft.rule), c64(soft_w, np.int64))
+
+
+def params_of(art: Artifact) -> Params:
+    return Params(int(art.c("AGG_INCREMENTAL") == 1), int(art.c("USE_WINDOW") == 1), art.c("ALPHA"), art.c("BETA"),
+                  art.c("GAMMA"), art.c("LAMBDA_H"), art.c("EMA_SHIFT"), ema_shift2(art), art.c("EMA_FRAC"),
+                  art.c("SAMPLE_SHIFT"))
 
 
 def ema_shift2(art: Artifact) -> int:
@@ -389,44 +553,31 @@ def ema_shift2(art: Artifact) -> int:
     return int(art.constants.get("EMA_SHIFT2", 0))
 
 
+def packets_of(table: PacketTable, ts_ns: np.ndarray) -> Packet:
+    crc, swap = flow_hash(table.src4, table.dst4, table.sport, table.dport, table.proto)
+    i64 = lambda a: np.ascontiguousarray(a, np.int64)  # noqa: E731
+    return Packet(dataplane_parsed(table), i64(crc), i64(swap), i64(ts_ns), i64(table.proto), i64(table.tcp_flags),
+                  i64(table.sport), i64(table.dport), i64(table.ip_len))
+
+
+# --------------------------------------------------------------------------- pipeline
+
 def run_reference(art: Artifact, table: PacketTable, ts_ns: np.ndarray | None = None,
                   state: SwitchState | None = None) -> tuple[Verdicts, SwitchState]:
-    """Verdict of every packet of ``table`` (in row order); ``ts_ns`` overrides the switch clock."""
+    """Verdict of every packet of ``table`` (in row order) on the clock ``ts_ns`` (default: the capture's own
+    timestamps); ``state`` continues a run (its registers are updated in place)."""
     n = len(table)
     ts = table.ts_ns if ts_ns is None else np.asarray(ts_ns, np.int64)
     st = state if state is not None else SwitchState.for_artifact(art)
-    parsed = dataplane_parsed(table)
-    crc, swap = flow_hash(table.src4, table.dst4, table.sport, table.dport, table.proto)
-    fc = flag_class(table.tcp_flags, art.flag_ternary).astype(np.int64)
-    pc = proto_class(table.proto).astype(np.int64)
-    ct = CoreTables.of(art)
-    cent, direction, fpk, flags, A, Z = _core(
-        parsed, crc.astype(np.int64), swap.astype(np.int64), ts_units(ts), len_bin(table.ip_len, art.len_lo),
-        len_bin(table.ip_len, art.len_fine_lo), fc, pc, table.ip_len.astype(np.int64), table.sport.astype(np.int64),
-        table.dport.astype(np.int64), ct.map_tbl, ct.port_id, *ct.values, ct.phi_q, ct.phi_k, ct.kernel, ct.w_out,
-        art.c("AGG_INCREMENTAL") == 1, art.c("USE_WINDOW") == 1, art.c("EMA_SHIFT"), ema_shift2(art), art.c("EMA_FRAC"),
-        art.c("SAMPLE_SHIFT"), st.sig, st.pkts, st.last, st.orient, st.head, st.ring, st.s_acc, st.z_acc, st.ema,
-        st.sample, st.sample_count, st.counters)
-    g, gz, ghit = global_dense(art)
-    A = A + g[cent, pc]
-    Z = Z + gz[cent, pc]
-    flags = flags | np.where(ghit[cent, pc], int(VerdictFlag.GLOBAL_HIT), 0)
-    keys = rule_keys(table.proto, table.tcp_flags, direction, fpk, table.sport, table.dport, table.ip_len)
-    hard_idx = first_match(keys, art.hard[:, :7], art.hard[:, 7:14])
-    has_hard = hard_idx >= 0
-    hard_label = np.where(has_hard, art.hard[np.maximum(hard_idx, 0), 15] if len(art.hard) else 0, -1)
-    rule = np.where(has_hard, art.hard[np.maximum(hard_idx, 0), 14] if len(art.hard) else 0, NO_RULE)
-    label, score, veto, fused = _fuse(parsed, A, Z, soft_scores(art, keys), hard_label.astype(np.int64),
-                                      art.c("ALPHA"), art.c("BETA"), art.c("GAMMA"), art.c("LAMBDA_H"),
-                                      art.c("EMA_SHIFT"), ema_shift2(art), art.c("EMA_FRAC"), st.class_ema)
-    flags = flags | np.where(veto, int(VerdictFlag.HARD_VETO), 0)
-    # unparsed packets: forwarded with a flag and no classification
-    label = np.where(parsed, label, NO_LABEL)
-    rule = np.where(parsed, rule, NO_RULE)
-    flags = np.where(parsed, flags, int(VerdictFlag.UNPARSED))
-    v = Verdicts(label=label.astype(np.uint8), flags=flags.astype(np.uint8), score=score.astype(np.uint32),
-                 rule_id=rule.astype(np.uint8), centroid=np.where(parsed, cent, 0).astype(np.uint8),
-                 map_version=np.full(n, art.c("MAP_VERSION"), np.uint16), fused=fused)
+    Y = art.c("NUM_CLASSES")
+    out = Out(np.full(n, NO_LABEL, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64), np.full(n, NO_RULE, np.int64),
+              np.zeros(n, np.int64), np.zeros((n, Y), np.int64))
+    p = packets_of(table, ts)
+    _pipeline(p, tables_of(art), params_of(art), st.regs, out)
+    parsed = p.parsed
+    v = Verdicts(label=out.label.astype(np.uint8), flags=np.where(parsed, out.flags, int(VerdictFlag.UNPARSED)).astype(np.uint8),
+                 score=out.score.astype(np.uint32), rule_id=out.rule_id.astype(np.uint8), centroid=out.centroid.astype(np.uint8),
+                 map_version=np.full(n, art.c("MAP_VERSION"), np.uint16), fused=out.fused)
     return v, st
 
 

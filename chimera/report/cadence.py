@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from chimera.formats import tables as T
 from chimera.report import figures
 from chimera.report.common import figure_lines, header, reproduce, table
 from chimera.report.run import RunView
@@ -26,19 +27,19 @@ def _kappa(k: pd.DataFrame) -> list[str]:
 
 
 def render(run: RunView) -> list[str]:
-    cells = run.table("cadence.csv")
-    op = (run.manifest.get("stability") or {}).get("operating_point") or {}
+    cells = run.table(T.CADENCE)
+    op = run.manifest.section("stability", {}).get("operating_point") or {}
     figs = figures.cadence_heatmap(cells, run.figures_dir, op.get("eta"), op.get("t_cp_s"))
     lines = header(run, "update cadence (eta x T_cp)")
     lines += ["eta: the dataplane EMA step (fast timescale; realized as 2^-a + 2^-b, eta_effective), memory depth "
               "1/eta packets; T_cp: the slow loop's period in simulated seconds. Labels are computed from each cell's "
               "F1 trace (chimera.metrics.timeseries.trace_stability): oscillations = sign changes of ΔF1 above twice "
               "the bins' noise, response = hours after the drift step until F1 settles.", ""]
-    lines += ["## Table", "", table(cells[[c for c in COLUMNS if c in cells]]), ""]
+    lines += ["## Table", "", table(cells[[c for c in COLUMNS if c in cells]], T.CADENCE), ""]
     lines += ["## F1 over eta x T_cp", "", *figure_lines(run, [run.rel(p) for p in figs]),
               f"(operating point: eta {op.get('eta')}, T_cp {op.get('t_cp_s')} s)", ""]
-    if run.has("kappa.csv"):
-        lines += ["## The stability condition", "", *_kappa(run.table("kappa.csv")), ""]
+    if run.has(T.KAPPA):
+        lines += ["## The stability condition", "", *_kappa(run.table(T.KAPPA)), ""]
     if "reference_mismatches" in cells:
         lines += [f"Conformance: {int(cells['reference_mismatches'].sum())} verdicts differ from the reference over "
                   "all cells.", ""]

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from chimera.formats import tables as T
 from chimera.report import figures
 from chimera.report.common import figure_lines, header, reproduce, table
 from chimera.report.run import RunView
 
 
 def render(run: RunView) -> list[str]:
-    summ = run.table("latency_summary.csv")
-    per = run.table("latency.csv.gz")
+    summ = run.table(T.LATENCY_SUMMARY)
+    per = run.table(T.LATENCY)
     figs = figures.latency_boxplots(per, run.figures_dir)
     lines = header(run, "latency")
-    lines += ["## Latency per path and offered load", "", table(summ), "",
+    lines += ["## Latency per path and offered load", "", table(summ, T.LATENCY_SUMMARY), "",
               "Every packet's latency is in `latency.csv.gz`. In-switch: egress minus ingress timestamp the switch "
               "writes into the verdict header (the software classifier host's path has none: s1 only redirects). "
               "Host to host: h2's capture time minus h1's, through veth pairs and the kernel. Replay at a fixed "

@@ -16,6 +16,8 @@ import pandas as pd
 import yaml
 
 from chimera.errors import ResultsError
+from chimera.formats.rundir import Manifest
+from chimera.formats.tables import TableSchema
 
 NOT_FINISHED = {"running": "it is still running, or was killed (status 'running')",
                 "failed": "it failed (status 'failed'); its partial output is for debugging, not a result"}
@@ -24,7 +26,7 @@ NOT_FINISHED = {"running": "it is still running, or was killed (status 'running'
 @dataclass
 class RunView:
     path: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
     config: dict[str, Any]
     _tables: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
 
@@ -36,33 +38,30 @@ class RunView:
             raise ResultsError(f"{p}: no manifest.json: not a run directory",
                                "pass results/<experiment>/<run-id> (invoke run-experiment prints it)")
         try:
-            m = json.loads((p / "manifest.json").read_text())
-        except json.JSONDecodeError as e:
-            raise ResultsError(f"{p / 'manifest.json'}: not valid JSON ({e})", "the run directory is damaged") from None
-        status = m.get("status")
+            status = json.loads((p / "manifest.json").read_text()).get("status")
+        except (json.JSONDecodeError, AttributeError):
+            status = None
         if not allow_unfinished and (status != "complete" or p.name.endswith(".partial") or ".failed" in p.parts):
             why = NOT_FINISHED.get(str(status), f"its status is {status!r}")
             raise ResultsError(f"{p}: refusing to report on this run: {why}",
                                "report on a complete run (results/<experiment>/<run-id>), or rerun the experiment")
+        m = Manifest.read(p / "manifest.json")
         cfg_path = p / "config.yaml"
-        cfg = yaml.safe_load(cfg_path.read_text()) if cfg_path.is_file() else m.get("config") or {}
+        cfg = yaml.safe_load(cfg_path.read_text()) if cfg_path.is_file() else m.config
         return RunView(p, m, cfg or {})
 
     @property
     def kind(self) -> str:
         return str(self.config.get("kind", "variants"))
 
-    def has(self, name: str) -> bool:
-        return (self.path / name).is_file()
+    def has(self, t: TableSchema) -> bool:
+        return t.exists(self.path)
 
-    def table(self, name: str) -> pd.DataFrame:
-        """A CSV of the run (cached)."""
-        if name not in self._tables:
-            f = self.path / name
-            if not f.is_file():
-                raise ResultsError(f"{self.path}: {name} is missing", "the run directory is incomplete; rerun it")
-            self._tables[name] = pd.read_csv(f)
-        return self._tables[name]
+    def table(self, t: TableSchema) -> pd.DataFrame:
+        """One of the run's tables (cached)."""
+        if t.name not in self._tables:
+            self._tables[t.name] = t.read(self.path)
+        return self._tables[t.name]
 
     @property
     def figures_dir(self) -> Path:

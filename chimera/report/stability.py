@@ -6,6 +6,7 @@ import math
 
 import pandas as pd
 
+from chimera.formats import tables as T
 from chimera.report import figures
 from chimera.report.common import accounting, figure_lines, header, replay_accounting, reproduce, table
 from chimera.report.run import RunView
@@ -38,12 +39,12 @@ def _recovery(s: pd.DataFrame) -> list[str]:
 def _why(run: RunView, s: pd.DataFrame) -> list[str]:
     """If the two-timescale configuration does not beat Static-Map, the diagnosis runs say what the loop did."""
     idx = s.set_index("configuration")
-    if not {"Chimera", "Static-Map"} <= set(idx.index) or not run.has("diagnosis.csv"):
+    if not {"Chimera", "Static-Map"} <= set(idx.index) or not run.has(T.DIAGNOSIS):
         return []
-    d = run.table("diagnosis.csv")
+    d = run.table(T.DIAGNOSIS)
     beat = idx.loc["Chimera", "f1_mean"] > idx.loc["Static-Map", "f1_mean"]
     lines = ["## Why: the slow loop's parts, one at a time (reference target)", "",
-             table(d), ""]
+             table(d, T.DIAGNOSIS), ""]
     base = d.set_index("slow_loop")
     if not beat:
         lines.append("The two-timescale configuration does **not** beat Static-Map on this day. What the runs above "
@@ -69,17 +70,17 @@ def _why(run: RunView, s: pd.DataFrame) -> list[str]:
 
 
 def render(run: RunView) -> list[str]:
-    s = run.table("stability.csv")
-    bins = run.table("stability_bins.csv")
+    s = run.table(T.STABILITY)
+    bins = run.table(T.STABILITY_BINS)
     st = run.config.get("stability") or {}
-    sm = run.manifest.get("stability") or {}
+    sm = run.manifest.section("stability", {})
     figs = figures.stability(bins, run.figures_dir, float(st.get("train_hours", 0)), st.get("attack_at_hour"))
     lines = header(run, "24-hour stability")
     lines += [f"A {st.get('day_hours')}-hour day, compressed {sm.get('compression')}x (replayed in "
               f"{sm.get('trace_s', 0):.0f} s); the model trains on flows that start in the first "
               f"{st.get('train_hours')} h; T_cp = {sm.get('t_cp_s')} s of simulated time "
               f"({sm.get('t_cp_replay_s', 0):.2f} s on the replay clock).", ""]
-    lines += ["## Summary", "", table(s[[c for c in SUMMARY_COLUMNS if c in s]]), "",
+    lines += ["## Summary", "", table(s[[c for c in SUMMARY_COLUMNS if c in s]], T.STABILITY), "",
               "f1_mean / f1_worst_bin: over the bins after the training hours; f1_first: the training hours (held-out "
               "flows); f1_last: the last hours. budget_ratio: Δt_install p50 / T_cp (deployed, uncompressed); "
               "budget_ratio_replay: the same against T_cp on this run's compressed clock.", ""]
@@ -94,12 +95,12 @@ def render(run: RunView) -> list[str]:
         lines += ["## Conformance across installs", "",
                   "Every verdict of the switch equals the reference's, which replays the same frames switching "
                   "map versions exactly where the switch did (the version in each verdict header):", "",
-                  table(s[conf_cols]), ""]
+                  table(s[conf_cols], T.STABILITY), ""]
         lines += replay_accounting(s, "configuration")
-    if run.has("control.csv"):
-        c = run.table("control.csv")
+    if run.has(T.CONTROL):
+        c = run.table(T.CONTROL)
         dec = c.groupby(["configuration", "decision"]).size().rename("steps").reset_index()
-        lines += ["## Control-plane steps", "", table(dec), "",
+        lines += ["## Control-plane steps", "", table(dec, ["steps"]), "",
                   "Every step is a row of control.csv: Δmap, samples, occupancy shift, install time and churn.", ""]
     lines += accounting(run)
     lines += reproduce(run)

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from chimera.formats import tables as T
 from chimera.report import figures
 from chimera.report.common import accounting, figure_lines, header, replay_accounting, reproduce, table
 from chimera.report.run import RunView
 
 
 def render(run: RunView) -> list[str]:
-    ablation = run.table("ablation.csv")
+    ablation = run.table(T.ABLATION)
     ablation["group"] = ablation["group"].astype(object).where(ablation["group"].notna(), "").astype(str)
-    pcs = run.table("per_class.csv")
-    conf = run.table("confusion.csv")
+    pcs = run.table(T.PER_CLASS)
+    conf = run.table(T.CONFUSION)
     out = run.figures_dir
     main = str(ablation.iloc[0]["variant"])
     figs = figures.ablation(ablation, out) if len(ablation) > 1 else []
@@ -26,24 +27,24 @@ def render(run: RunView) -> list[str]:
     t = ablation[[c for c in cols if c in ablation]].copy()
     t["variant"] = t["variant"] + t["software_only"].map({True: " †", False: ""})
     t = t.drop(columns=["software_only"])
-    lines += ["## Results (test split, packet level)", "", table(t), "",
+    lines += ["## Results (test split, packet level)", "", table(t, T.ABLATION), "",
               "† control-plane only: cannot run in a switch; evaluated by the float software classifier.",
               "bits_per_flow: all per-flow register state the build needs; table_entries/kbits: all tables.", ""]
     lines += ["## Figures", "", *figure_lines(run, fig_rel), ""]
-    lines += [f"## Per class: {main}", "", table(pcs[pcs["variant"] == main].drop(columns=["variant"])), ""]
+    lines += [f"## Per class: {main}", "", table(pcs[pcs["variant"] == main].drop(columns=["variant"]), T.PER_CLASS), ""]
     lines += accounting(run)
     lines += replay_accounting(ablation)
     extra = [c for c in ("hard_vetoes", "evictions", "unparsed", "reference_mismatches", "register_mismatches",
                          "latency_switch_p50_us", "latency_switch_p99_us", "latency_host_p50_us",
                          "latency_host_p99_us", "install_ms") if c in ablation]
     if extra:
-        lines += ["## Dataplane counters", "", table(ablation[["variant", *extra]]), ""]
+        lines += ["## Dataplane counters", "", table(ablation[["variant", *extra]], T.ABLATION), ""]
     if "reference_mismatches" in ablation:
         lines += ["reference_mismatches: packets whose verdict differs from the reference pipeline run on the same "
                   "frames with the switch's own timestamps (conformance; 0 is the only acceptable value). Latency: "
                   "in-switch from the verdict header's timestamps, host-to-host from the h1/h2 captures. "
                   "evictions: '—' where the switch's counters could not be read (unknown, not 0).", ""]
     lines += reproduce(run)
-    if run.manifest.get("variant_fallbacks"):
+    if run.manifest.variant_fallbacks:
         lines += ["(variants named above run on the reference target whichever target is asked for)", ""]
     return lines

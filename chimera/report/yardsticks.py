@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from chimera.formats import tables as T
 from chimera.report import figures
 from chimera.report.common import data_notes, figure_lines, header, reproduce, table
 from chimera.report.run import RunView
@@ -30,9 +31,9 @@ MARKS = ["† software: evaluated as a float (or binarized) model in software; i
 
 def _datasets(run: RunView) -> list[str]:
     out = []
-    for name, ds in (run.manifest.get("datasets") or {}).items():
-        out.append(f"- **{name}**: {ds.get('name')} ({ds.get('source')}), {ds.get('packets')} packets, "
-                   f"{ds.get('flows')} flows, {len(ds.get('classes') or [])} classes; splits {ds.get('split_packets')}")
+    for name, ds in run.manifest.datasets.items():
+        out.append(f"- **{name}**: {ds.name} ({ds.source}), {ds.packets} packets, "
+                   f"{ds.flows} flows, {len(ds.classes)} classes; splits {ds.split_packets}")
         out += [f"  - {n}" for n in data_notes(ds)]
     return (["## Datasets", "", *out, ""]) if out else []
 
@@ -43,7 +44,7 @@ def _mark(df: pd.DataFrame) -> pd.Series:
 
 
 def render_accuracy(run: RunView) -> list[str]:
-    df = run.table("accuracy.csv")
+    df = run.table(T.ACCURACY)
     out = run.figures_dir
     figs = figures.method_f1(df, out) + figures.pareto(df, out)
     lines = header(run, "accuracy") + _datasets(run)
@@ -59,7 +60,7 @@ def render_accuracy(run: RunView) -> list[str]:
                                                 model_kbits=("model_kbits", "max"),
                                                 per_flow_bits=("per_flow_bits", "max"))
     t1 = wide.join(sizes).reset_index()
-    lines += ["## Table 1: precision / recall / macro-F1 (test packets)", "", table(t1), "", *MARKS, "",
+    lines += ["## Table 1: precision / recall / macro-F1 (test packets)", "", table(t1, T.ACCURACY), "", *MARKS, "",
               "input_bits: header bits read per decision (window models: every packet of the window; Chimera: the "
               "current packet, its history lives in the per-flow state). model_kbits: measured from the built model "
               "(1 bit per binarized weight, 32 per float parameter; Chimera and Leo: their table bits). "
@@ -92,17 +93,18 @@ def render_accuracy(run: RunView) -> list[str]:
 
 
 def render_resources(run: RunView) -> list[str]:
-    df = run.table("resources.csv")
-    budget = int(run.manifest.get("resources", {}).get("budget_bits") or df["budget_bits"].iloc[0])
+    df = run.table(T.RESOURCES)
+    res = run.manifest.section("resources", {})
+    budget = int(res.get("budget_bits") or df["budget_bits"].iloc[0])
     figs = figures.resources_bits(df, run.figures_dir, budget)
     lines = header(run, "resources")
     cols = ["method", "where", "per_flow_bits", "budget_ratio", "table_entries", "exact_bits", "ternary_range_bits",
             "action_data_bits", "model_kbits", "per_flow_source"]
-    lines += ["## Table 2: resources as allocated", "", table(df[[c for c in cols if c in df]]), "",
+    lines += ["## Table 2: resources as allocated", "", table(df[[c for c in cols if c in df]], T.RESOURCES), "",
               f"budget_ratio = per_flow_bits / {budget} bits (sweep.per_flow_budget_bits in the YAML). exact_bits: "
               "SRAM (exact-match tables); ternary_range_bits: TCAM-like (ternary and range tables, value + mask). "
               "Chimera's eBPF row is read from the compiled object's map declarations; its chimera.p4 row from "
-              f"{run.manifest.get('resources', {}).get('p4_source')}. chimera.p4 is compiled at fixed maxima "
+              f"{res.get('p4_source')}. chimera.p4 is compiled at fixed maxima "
               "(16-packet ring, 16 x 16 accumulators) so one program serves every configuration: its per-flow "
               "allocation does not shrink with the model.", ""]
     if "formula_bits" in df:
@@ -110,17 +112,17 @@ def render_resources(run: RunView) -> list[str]:
         if not f.empty:
             lines += [f"For reference, the packed formula (ring + accumulators, no padding) gives {int(f.iloc[0])} "
                       "bits per flow for this model; the table reports what is allocated.", ""]
-    for name, title in (("ebpf_maps.csv", "eBPF maps (libbpf)"), ("p4_registers.csv", "chimera.p4 registers"),
-                        ("chimera_tables.csv", "Chimera's tables (this model)")):
-        if run.has(name):
-            lines += [f"## {title}", "", table(run.table(name)), ""]
+    for schema, title in ((T.EBPF_MAPS, "eBPF maps (libbpf)"), (T.P4_REGISTERS, "chimera.p4 registers"),
+                          (T.CHIMERA_TABLES, "Chimera's tables (this model)")):
+        if run.has(schema):
+            lines += [f"## {title}", "", table(run.table(schema), schema), ""]
     lines += ["## Figures", "", *figure_lines(run, [run.rel(p) for p in figs]), ""]
     lines += reproduce(run)
     return lines
 
 
 def render_input_scale(run: RunView) -> list[str]:
-    df = run.table("input_scale.csv")
+    df = run.table(T.INPUT_SCALE)
     figs = figures.input_scale(df, run.figures_dir)
     lines = header(run, "input_scale") + _datasets(run)
     t = df.pivot_table(index="method", columns="window", values="f1", sort=False)
@@ -128,7 +130,7 @@ def render_input_scale(run: RunView) -> list[str]:
     b = df.pivot_table(index="method", columns="window", values="per_flow_bits", sort=False)
     b = b.round().astype("Int64")
     b.columns = [f"bits L={c}" for c in b.columns]
-    lines += ["## F1 and per-flow bits by window L", "", table(t.join(b).reset_index()), "",
+    lines += ["## F1 and per-flow bits by window L", "", table(t.join(b).reset_index(), [c for c in b.columns]), "",
               "Chimera: reference integer (bit-exact with the switch targets), per-flow bits as the eBPF object "
               "allocates them; baselines †: software, bits = the window's earlier packets' fields.", ""]
     lines += ["## Figures", "", *figure_lines(run, [run.rel(p) for p in figs]), ""]
@@ -137,7 +139,7 @@ def render_input_scale(run: RunView) -> list[str]:
 
 
 def render_hyper_dim(run: RunView) -> list[str]:
-    df = run.table("hyper_dim.csv")
+    df = run.table(T.HYPER_DIM)
     cfg: dict[str, Any] = run.config
     op = ((cfg.get("model") or {}).get("features"), (cfg.get("model") or {}).get("d_v"))
     figs = []
@@ -151,7 +153,7 @@ def render_hyper_dim(run: RunView) -> list[str]:
     t = t.join(first[["per_flow_bits", "aggregated_state_kib", "budget_ratio", "over_budget"]], on=["m", "d_v", "bits"])
     t.insert(0, "config", [f"m={m}, d_v={d}, b={b}" + (" †" if o else "") for m, d, b, o in
                            zip(t["m"], t["d_v"], t["bits"], t["over_budget"])])
-    lines += ["## Table 4: m x d_v x quantization bits", "", table(t.drop(columns=["over_budget"])), "",
+    lines += ["## Table 4: m x d_v x quantization bits", "", table(t.drop(columns=["over_budget"]), T.HYPER_DIM), "",
               f"† over the per-flow budget of {budget} bits (measured: the eBPF object's flow-slot allocation). "
               "aggregated_state_kib: per-flow bits x flow slots. Quantization bits b change table widths, not the "
               "per-flow state (the accumulators are int32).", ""]
@@ -162,12 +164,12 @@ def render_hyper_dim(run: RunView) -> list[str]:
 
 
 def render_roc(run: RunView) -> list[str]:
-    aucs = run.table("roc.csv")
-    curves = run.table("roc_curves.csv")
+    aucs = run.table(T.ROC)
+    curves = run.table(T.ROC_CURVES)
     figs = figures.roc_curves(curves, aucs, run.figures_dir)
     lines = header(run, "roc") + _datasets(run)
     wide = aucs.pivot_table(index=["detector", "where"], columns="dataset", values="auc", sort=False).reset_index()
-    lines += ["## AUC per detector and dataset", "", table(wide), "",
+    lines += ["## AUC per detector and dataset", "", table(wide, T.ROC), "",
               "Trained on benign training packets only; scored on every test packet with the injected attacks "
               "(scan, SYN flood, UDP DoS) positive. The integer table AutoEncoder uses only Chimera primitives "
               "(range/exact lookups, a SumReduce of 8-bit costs per latent code, a min); the float AutoEncoder and "

@@ -28,6 +28,7 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from chimera.formats.artifact import RuleTable
 from chimera.errors import ConfigError
 from chimera.rules.ternary import fires_by_group, first_match
 
@@ -175,13 +176,18 @@ class Rules:
                 out.append((e, r_i, classes.index(r.label)))
         return out, skipped
 
+    def hard_table(self, classes: list[str]) -> RuleTable:
+        """The installable hard rules as a ternary table (the artifact's ``hard``), in priority order."""
+        entries, _ = self.hard_entries(classes)
+        return _rule_table([e for e, _, _ in entries], [r for _, r, _ in entries], [y for _, _, y in entries])
+
     def soft_entries(self) -> list[list[TernaryEntry]]:
         return [compile_match(r.match, f"{self.path}: soft rule '{r.name}'") for r in self.soft]
 
-    def soft_table(self) -> np.ndarray:
-        """[E, 15] int64: value[7], mask[7], soft rule index (the artifact's soft_entries)."""
-        rows = [[*e.value, *e.mask, r] for r, ents in enumerate(self.soft_entries()) for e in ents]
-        return np.asarray(rows, np.int64).reshape(-1, 2 * len(KEY_FIELDS) + 1)
+    def soft_table(self) -> RuleTable:
+        """The soft rules' entries as a ternary table (the artifact's ``soft_entries``), grouped by rule."""
+        ents = [(e, r) for r, es in enumerate(self.soft_entries()) for e in es]
+        return _rule_table([e for e, _ in ents], [r for _, r in ents], None)
 
     def hard_precision(self, classes: list[str], keys: np.ndarray, y: np.ndarray) -> dict[str, tuple[int, float]]:
         """Per installable hard rule: (packets it decides, i.e. is the first match for, precision on them)."""
@@ -206,8 +212,7 @@ class Rules:
     def soft_fires(self, keys: np.ndarray) -> np.ndarray:
         """[N, R] bool: which soft rules fire on each rule key (what the weights are learned from)."""
         t = self.soft_table()
-        nf = len(KEY_FIELDS)
-        return fires_by_group(keys, t[:, :nf], t[:, nf:2 * nf], t[:, 2 * nf], len(self.soft))
+        return fires_by_group(keys, t.value, t.mask, t.rule, len(self.soft))
 
     def hard_labels(self, classes: list[str], keys: np.ndarray) -> np.ndarray:
         """Label forced by the first matching hard rule per key, -1 where none (the float-side veto)."""
@@ -217,6 +222,14 @@ class Rules:
         idx = first_match(keys, np.array([e.value for e, _, _ in entries]), np.array([e.mask for e, _, _ in entries]))
         lab = np.array([y for _, _, y in entries])
         return np.where(idx >= 0, lab[np.maximum(idx, 0)], -1)
+
+
+def _rule_table(entries: list[TernaryEntry], rule: list[int], label: list[int] | None) -> RuleTable:
+    n, k = len(entries), len(KEY_FIELDS)
+    value = np.asarray([e.value for e in entries], np.int64).reshape(n, k)
+    mask = np.asarray([e.mask for e in entries], np.int64).reshape(n, k)
+    return RuleTable(value, mask, np.asarray(rule, np.int64).reshape(n),
+                     None if label is None else np.asarray(label, np.int64).reshape(n))
 
 
 def load_rules(path: str | Path) -> Rules:

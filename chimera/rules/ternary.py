@@ -15,11 +15,17 @@ import numpy as np
 
 
 @numba.njit(cache=True, inline="always")
-def _hit(keys, i, values, masks, j):  # pragma: no cover - jitted
-    for k in range(keys.shape[1]):
-        if (keys[i, k] & masks[j, k]) != (values[j, k] & masks[j, k]):
+def matches(key, values, masks, j):  # pragma: no cover - jitted
+    """Entry j matches ``key`` (one row): ``key & mask == value & mask`` on every field. The one definition."""
+    for k in range(key.shape[0]):
+        if (key[k] & masks[j, k]) != (values[j, k] & masks[j, k]):
             return False
     return True
+
+
+@numba.njit(cache=True, inline="always")
+def _hit(keys, i, values, masks, j):  # pragma: no cover - jitted
+    return matches(keys[i], values, masks, j)
 
 
 @numba.njit(cache=True)

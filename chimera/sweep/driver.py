@@ -31,14 +31,15 @@ from scipy import stats
 from tqdm import tqdm
 
 from chimera.errors import ConfigError
-from chimera.formats.rundir import RunDir, environment, git_state
+from chimera.experiments.kinds import kind_of
+from chimera.experiments.load import load_experiment
+from chimera.formats.rundir import Manifest, RunDir, environment, git_state
+from chimera.formats.tables import TableSchema
 from chimera.sweep.plan import SweepTask, plan
 from chimera.sweep.task import failure, run_task
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
-METRICS = ("macro_f1", "macro_precision", "macro_recall", "accuracy", "f1", "precision", "recall", "auc",
-           "f1_mean", "f1_last")
 
 
 def start_ray(address: str | None, num_cpus: int | None = None) -> Any:
@@ -137,13 +138,12 @@ def merge(outcomes: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
     return {n: pd.concat(parts, ignore_index=True) for n, parts in tables.items()}
 
 
-def summarize(df: pd.DataFrame) -> pd.DataFrame | None:
-    """Mean and 95% CI (t) across seeds of every metric column, grouped by what identifies a row."""
-    metrics = [c for c in METRICS if c in df and pd.api.types.is_numeric_dtype(df[c])]
+def summarize(df: pd.DataFrame, schema: TableSchema) -> pd.DataFrame | None:
+    """Mean and 95% CI (t) across seeds of the table's metric columns, grouped by its key columns."""
+    metrics = [c for c in schema.metrics if c in df and pd.api.types.is_numeric_dtype(df[c])]
     if not metrics or df["seed"].nunique() < 2:
         return None
-    keys = [c for c in ("dataset", "method", "variant", "configuration", "detector", "m", "d_v", "bits", "window",
-                        "eta", "t_cp_s") if c in df]
+    keys = [c for c in schema.keys if c in df and c != "seed"]
     g = df.groupby(keys, sort=False, dropna=False) if keys else df.groupby(lambda _: "all")
     out = g[metrics].agg(["mean", _ci95, "count"])
     out.columns = [f"{m}_{s if s != '_ci95' else 'ci95'}" for m, s in out.columns]
@@ -159,14 +159,15 @@ def sweep(experiment: str, seeds: list[int], datasets: list[str] | None = None, 
     if not seeds:
         raise ConfigError("sweep: no seeds", "pass --seeds 1,2,3")
     tasks = plan(experiment, seeds, datasets, target)
+    kind = kind_of(load_experiment(experiment).kind)
+    schemas = {t.name: t for t in kind.tables}
     name = Path(experiment).stem if experiment.endswith((".yaml", ".yml")) else experiment
     with RunDir(results_root, f"sweep-{name}", target or "default") as run:
         work = run.path / "work"
-        run.manifest.update({"kind": "sweep", "experiment": experiment, "seeds": seeds, "datasets": datasets,
-                             "target": target or "(the experiment's)", "executor": executor, "ray": address or
-                             ("local" if executor == "ray" else None), "retries": retries,
-                             "git": git_state(ROOT), "environment": environment(),
-                             "planned_tasks": [{"task": t.name, "cell": t.cell, "testbed": t.testbed} for t in tasks]})
+        run.manifest.record(kind="sweep", git=git_state(ROOT), environment=environment(), sweep={
+            "experiment": experiment, "seeds": seeds, "datasets": datasets, "target": target or "(the experiment's)",
+            "executor": executor, "ray": address or ("local" if executor == "ray" else None), "retries": retries,
+            "planned_tasks": [{"task": t.name, "cell": t.cell, "testbed": t.testbed} for t in tasks]})
         t0 = time.perf_counter()
         outcomes = (run_ray(tasks, target, work, Path(data_root), address, retries, num_cpus) if executor == "ray"
                     else run_sequential(tasks, target, work, Path(data_root)))
@@ -181,33 +182,36 @@ def sweep(experiment: str, seeds: list[int], datasets: list[str] | None = None, 
                                                        default=str))
         for n, df in merged.items():
             df.to_csv(run.path / n, index=False)
-        summaries = {n: s for n, df in merged.items() if (s := summarize(df)) is not None}
+        summaries = {n: s for n, df in merged.items() if n in schemas and (s := summarize(df, schemas[n])) is not None}
         for n, s in summaries.items():
             s.to_csv(run.path / f"summary-{n}", index=False)
         failed = [o for o in outcomes if o.get("status") != "ok"]
-        run.manifest.update({"seconds": seconds, "tasks": [{k: v for k, v in o.items() if k != "tables"}
-                                                           for o in outcomes],
-                             "failed_tasks": [o["task"] for o in failed], "merged_tables": sorted(merged)})
-        (run.path / "report.md").write_text("\n".join(_report(run.manifest, merged, summaries)))
+        run.manifest.record(seconds=seconds, tasks=[{k: v for k, v in o.items() if k != "tables"} for o in outcomes],
+                            failed_tasks=[o["task"] for o in failed], merged_tables=sorted(merged))
+        (run.path / "report.md").write_text("\n".join(_report(run.manifest, merged, summaries, schemas)))
     log.info("sweep %s: %d tasks (%d failed) in %.1f s -> %s", name, len(tasks), len(failed), seconds, run.final)
     return run.final
 
 
-def _report(m: dict[str, Any], merged: dict[str, pd.DataFrame], summaries: dict[str, pd.DataFrame]) -> list[str]:
+def _report(m: Manifest, merged: dict[str, pd.DataFrame], summaries: dict[str, pd.DataFrame],
+            schemas: dict[str, TableSchema]) -> list[str]:
     from chimera.report.common import table
+    sw = m.section("sweep", {})
     rows = pd.DataFrame([{"task": t["task"], "status": t["status"], "node": str(t.get("node", "?"))[:12],
                           "host": t.get("host"), "attempts": t.get("attempts"),
                           "seconds": (t.get("ended", 0) - t.get("started", 0)) if t.get("started") else None,
                           "error": (t.get("error") or "").splitlines()[-1][:120] if t.get("error") else ""}
-                         for t in m["tasks"]])
-    lines = [f"# Sweep: {m['experiment']}", "", f"- seeds {m['seeds']}, target {m['target']}, executor "
-             f"{m['executor']} ({m.get('ray')}), retries {m['retries']}", f"- git `{m['git'].get('commit')}`",
-             f"- {len(rows)} tasks, {len(m['failed_tasks'])} failed, {m['seconds']:.1f} s", "", "## Tasks", "",
-             table(rows), ""]
+                         for t in m.section("tasks", [])])
+    failed = m.section("failed_tasks", [])
+    lines = [f"# Sweep: {sw['experiment']}", "", f"- seeds {sw['seeds']}, target {sw['target']}, executor "
+             f"{sw['executor']} ({sw.get('ray')}), retries {sw['retries']}", f"- git `{m.git.commit}`",
+             f"- {len(rows)} tasks, {len(failed)} failed, {m.section('seconds', 0.0):.1f} s", "", "## Tasks", "",
+             table(rows, ["attempts"]), ""]
     for n, s in summaries.items():
-        lines += [f"## {n}: mean and 95% CI across seeds", "", table(s), ""]
+        lines += [f"## {n}: mean and 95% CI across seeds", "", table(s, schemas[n]), ""]
     for n, df in merged.items():
         lines += [f"## {n} (every task's rows)", "", f"{len(df)} rows: `{n}`", ""]
-    lines += ["## Reproduce", "", f"    invoke sweep --name {m['experiment']} --seeds "
-              f"{','.join(map(str, m['seeds']))}" + (f" --target {m['target']}" if m['target'][0] != '(' else ""), ""]
+    lines += ["## Reproduce", "", f"    invoke sweep --name {sw['experiment']} --seeds "
+              f"{','.join(map(str, sw['seeds']))}" + (f" --target {sw['target']}" if sw['target'][0] != '(' else ""),
+              ""]
     return lines

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from chimera.errors import ConfigError
-from chimera.experiments.config import MULTI_DATASET_KINDS, ExperimentConfig, load_experiment
+from chimera.experiments.config import ExperimentConfig
+from chimera.experiments.kinds import kind_of
+from chimera.experiments.load import load_experiment
 from chimera.experiments.stages.compile import slug
 
 
@@ -31,7 +33,8 @@ class SweepTask:
 def _dataset_overrides(cfg: ExperimentConfig, datasets: list[str]) -> list[tuple[str, dict[str, Any]]]:
     """(name, override) per dataset asked for: a name of the experiment's own datasets, or a dataset path."""
     out = []
-    own = cfg.named_datasets() if cfg.kind in MULTI_DATASET_KINDS else {}
+    multi = kind_of(cfg.kind).multi_dataset
+    own = cfg.named_datasets() if multi else {}
     for d in datasets:
         if d in own:
             out.append((d, {"datasets": {d: own[d].model_dump(mode="json")}}))
@@ -41,42 +44,26 @@ def _dataset_overrides(cfg: ExperimentConfig, datasets: list[str]) -> list[tuple
             raise ConfigError(f"sweep --datasets: {d!r} is neither one of {sorted(own) or 'the experiment datasets'} "
                               f"nor an existing path", "pass dataset names from the YAML or dataset directories")
         spec = {"path": str(p), "synthetic": None}
-        out.append((p.name, {"datasets": {p.name: spec}} if cfg.kind in MULTI_DATASET_KINDS else {"dataset": spec}))
+        out.append((p.name, {"datasets": {p.name: spec}} if multi else {"dataset": spec}))
     return out
-
-
-def _cells(cfg: ExperimentConfig) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
-    """(label, override, cell) per unit of work of the experiment's kind."""
-    k = cfg.kind
-    if k == "variants":
-        return [(slug(v.name), {"variants": [v.model_dump(mode="json")]}, {"variant": v.name}) for v in cfg.variants]
-    if k == "hyper_dim":
-        s = cfg.sweep
-        return [(f"m{m}-dv{d}-b{b}", {"sweep": {"features": [m], "d_v": [d], "bits": [b]}},
-                 {"m": m, "d_v": d, "bits": b}) for m, d, b in itertools.product(s.features, s.d_v, s.bits)]
-    if k == "input_scale":
-        return [(f"L{w}", {"sweep": {"windows": [w]}}, {"window": w}) for w in cfg.sweep.windows]
-    if k == "cadence":
-        assert cfg.cadence is not None
-        return [(f"eta{e}-tcp{t:g}", {"cadence": {"etas": [e], "t_cp_s": [t]}}, {"eta": e, "t_cp_s": t})
-                for e, t in itertools.product(cfg.cadence.etas, cfg.cadence.t_cp_s)]
-    return [("all", {}, {})]  # accuracy, roc, resources, stability: one task per dataset and seed
 
 
 def plan(experiment: str, seeds: list[int], datasets: list[str] | None, target: str) -> list[SweepTask]:
     """Every task of the sweep; each task's config is validated here, before any work is dispatched."""
     cfg = load_experiment(experiment)
+    kind = kind_of(cfg.kind)
     if datasets:
         data = _dataset_overrides(cfg, datasets)
-    elif cfg.kind in MULTI_DATASET_KINDS:
+    elif kind.multi_dataset:
         data = [(n, {"datasets": {n: s.model_dump(mode="json")}}) for n, s in cfg.named_datasets().items()]
     else:
         data = [("", {})]
-    if cfg.kind == "resources":
+    if kind.first_dataset_only:
         data = data[:1]
-    testbed = (target or cfg.target) in ("ebpf", "bmv2", "auto")
+    testbed = (target or cfg.target) != "reference"
     tasks = []
-    for seed, (dname, dover), (label, over, cell) in itertools.product(seeds, data, _cells(cfg)):
+    for seed, (dname, dover), c in itertools.product(seeds, data, kind.cells(cfg)):
+        label, over, cell = c.label, c.override, c.fixes
         name = "-".join(x for x in (f"seed{seed}", slug(dname) if dname else "", label) if x)
         overrides = {**dover, **over, "seed": seed}
         load_experiment(experiment, overrides)  # a bad cell fails now, not on a remote node

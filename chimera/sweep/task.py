@@ -40,8 +40,9 @@ def run_task(task: SweepTask, target: str, work_root: str, data_root: str) -> di
 
 
 def _run(task: SweepTask, target: str, work_root: Path, data_root: str) -> dict[str, Any]:
-    from chimera.experiments.config import load_experiment
+    from chimera.experiments.load import load_experiment
     from chimera.experiments.runner import run_experiment
+    from chimera.formats.rundir import Manifest
 
     here = Path(work_root) / task.name
     here.mkdir(parents=True, exist_ok=True)
@@ -56,10 +57,10 @@ def _run(task: SweepTask, target: str, work_root: Path, data_root: str) -> dict[
     except ChimeraError as e:
         return {**base, "status": "failed", "error": str(e), "ended": time.time()}
     tables = {p.name: p.read_text() for p in sorted(out.glob("*.csv"))}
-    manifest = json.loads((out / "manifest.json").read_text())
+    m = Manifest.read(out / "manifest.json").to_json()
     return {**base, "status": "ok", "ended": time.time(), "run_dir": str(out), "tables": tables,
-            "manifest": {k: manifest.get(k) for k in ("run_id", "target", "seed", "git", "timings_s", "dataset",
-                                                      "datasets", "target_detail")}}
+            "manifest": {k: m[k] for k in ("run_id", "target", "seed", "git", "timings_s", "dataset", "datasets",
+                                           "target_detail", "clock")}}
 
 
 def _attempts(here: Path) -> int:

@@ -10,28 +10,29 @@ from chimera.controlplane.offline import run_controlled
 from chimera.data.pcap import PacketTable
 from chimera.formats.artifact import Artifact
 from chimera.reference.pipeline import run_reference
-from chimera.targets.base import TargetResult
+from chimera.targets.base import Capability, Target, TargetResult
+from chimera.testbed.outcome import SwitchCounters
+from chimera.testbed.replay import ReplayConfig
 
 
-class ReferenceTarget:
+class ReferenceTarget(Target):
+    """Classifies on the capture's own timestamps (the trace's clock), in process."""
+
     name = "reference"
+    capabilities = Capability.LIVE_INSTALL | Capability.REGISTER_READ | Capability.TRACE_CLOCK
+    auto_rank = 0
 
-    def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str,
-            control: SlowLoop | None = None) -> TargetResult:
-        """The reference on the capture's clock; with ``control``, the slow loop on a simulated install
-        schedule (chimera.controlplane.offline)."""
-        v, st = run_reference(art, table) if control is None else run_controlled(art, table, control)
-        return TargetResult(v, int(st.counters[0]), {"new_flows": int(st.counters[1])})
-
-    def unsupported(self, art: Artifact) -> str | None:
-        """The reference runs every artifact."""
+    @classmethod
+    def unavailable_reason(cls) -> str | None:
+        """The reference runs everywhere."""
         return None
 
-    def limits(self) -> dict[str, int]:
-        return {}
+    def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str, *, replay: ReplayConfig,
+            control: SlowLoop | None = None) -> TargetResult:
+        """The reference on the capture's clock; with ``control``, the slow loop on the trace-time schedule
+        (chimera.controlplane.offline)."""
+        v, st = run_reference(art, table) if control is None else run_controlled(art, table, control)
+        return TargetResult(v, SwitchCounters.of(st.registers()["counters"]))
 
     def describe(self) -> dict[str, Any]:
-        return {"target": "reference", "clock": "capture timestamps"}
-
-    def close(self) -> None:
-        """Nothing to tear down."""
+        return {"target": "reference", "clock": "the capture's timestamps (trace)"}

@@ -1,46 +1,80 @@
 """The base of targets that run on the Mininet testbed: replay from h1, verdicts at h2, conformance.
 
 One testbed serves all variants of a run: each variant's artifact is loaded
-into s1 (the subclass's ``switch_cls``), the packets are replayed from h1 and
-collected at h2. Each run also checks conformance: the reference pipeline, fed
-the frames as replayed and the switch's own ingress timestamps, must give the
-same verdict for every packet the switch classified, and the same EMA registers.
+into s1 (the subclass's ``switch_cls``) on a clean switch, the frames are
+replayed from h1 and collected at h2.
+
+Clocks (docs/pipeline.md, "Clocks"):
+
+- ``trace``: every frame carries the trace-time shim (its capture time since the
+  trace's origin, and its index); the switch classifies on that clock, so the
+  replay runs at a rate the target holds with 0 loss (measured once per build and
+  host, chimera.testbed.pacing), and a run that loses frames anyway is replayed
+  again at half the rate from a clean switch. With the slow loop, the replay is cut
+  at every T_cp of trace time (chimera.controlplane.offline.run_schedule): the
+  switch runs exactly the schedule the reference runs.
+- ``switch``: the switch's own clock; the replay keeps the original timing (a
+  multiplier of it), idle gaps shortened by feature-preserving gap compression.
+
+Each run checks conformance: the reference, fed exactly the frames the switch
+classified on the clock the switch used (the shim's trace time, or the switch's
+own ingress timestamps), must give the same verdict for every packet and the
+same state registers.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from chimera.data.pcap import PacketTable, read_pcap
-from chimera.data.pcapwrite import normalized_frames, write_pcap
 from chimera.controlplane.live import LiveControl
 from chimera.controlplane.loop import SlowLoop
+from chimera.controlplane.offline import run_schedule
+from chimera.data.pcap import PacketTable, read_pcap
+from chimera.data.pcapwrite import normalized_frames, write_pcap
 from chimera.errors import TargetError
+from chimera.formats import shim
 from chimera.formats.artifact import Artifact
+from chimera.formats.verdict import VerdictFlag
 from chimera.reference.pipeline import Verdicts, run_reference, run_reference_versions
-from chimera.targets.base import TargetResult
-from chimera.testbed.collect import account, collect, latency_summary, per_packet_latency, rates
+from chimera.targets.base import Capability, Target, TargetResult
+from chimera.testbed.collect import Collected, account, collect, latency_summary, per_packet_latency, rates
 from chimera.testbed.nodes import SENDER_MTU, TargetSwitch
-from chimera.testbed.replay import ReplayConfig, replay
+from chimera.testbed.outcome import Conformance, InstallReport, ReplayOutcome, SwitchCounters
+from chimera.testbed.pacing import LADDER, PaceCache, PaceRecord, calibrate
+from chimera.testbed.replay import Pace, ReplayConfig, ReplayPlan, ReplaySession
+from chimera.testbed.timeline import Compression, compress_gaps
 from chimera.testbed.topology import Testbed
 
 log = logging.getLogger(__name__)
 DEFAULT_BUILD_DIR = Path(__file__).resolve().parents[2] / "build"
-
-
+#: replays of one plan under the trace clock when frames are lost (the rate halves each time)
+MAX_ATTEMPTS = 4
 #: state registers compared with the reference after a run (name in registers() -> SwitchState attribute)
-REGISTERS = {"ema": "ema", "class_ema": "class_ema", "sample": "sample", "sample_count": "sample_count"}
+REGISTERS = {"ema": "ema", "class_ema": "class_ema", "sample": "sample", "sample_count": "sample_count",
+             "clock": "clock"}
+#: draining a segment: wait at most this long for the switch's counters to stop moving
+DRAIN_TIMEOUT_S = 5.0
+#: the constants that size a dataplane's work per packet (a pace is measured per program and these)
+PACE_CONSTANTS = ("WINDOW", "RF_FEATURES", "D_V", "NUM_CLASSES", "NUM_CENTROIDS", "HARD_ENTRIES", "SOFT_ENTRIES",
+                  "SOFT_RULES", "GLOBAL_ENTRIES", "FLOW_SLOTS")
 
 
 def conformance(art: Artifact | dict[int, Artifact], replayed: PacketTable, got: Verdicts, received: np.ndarray,
-                ts_in: np.ndarray, regs: dict[str, Any]) -> tuple[int, int | None, int]:
-    """(packets whose verdict differs from the reference, state registers that differ or None if none were
-    read, packets checked): the reference runs on exactly what the switch classified, on the switch's clock.
+                clock_ns: np.ndarray, regs: dict[str, Any], trace_clock: bool = False) -> Conformance:
+    """The reference on exactly what the switch classified, on the clock it classified on (``clock_ns`` per
+    replayed frame: the shim's trace time, or the switch's own ingress timestamps).
+
+    The verdict flag TRACE_CLOCK says what the frame carried, not what the pipeline computed: it is compared
+    apart (every verdict of a trace-clock replay has it, no other does) and masked from the flags compared.
 
     ``art`` may be every map version a run installed: the reference then switches versions at exactly the
     packets where the switch did (the map version in each verdict header is the switch's own record).
@@ -48,18 +82,28 @@ def conformance(art: Artifact | dict[int, Artifact], replayed: PacketTable, got:
     rows = np.flatnonzero(received)
     if isinstance(art, dict):
         try:
-            ref, ref_state = run_reference_versions(art, replayed.take(rows), got.map_version[rows], ts_ns=ts_in[rows])
+            ref, ref_state = run_reference_versions(art, replayed.take(rows), got.map_version[rows],
+                                                    ts_ns=clock_ns[rows])
         except KeyError as e:
             raise TargetError(f"conformance: {e.args[0]}", "a verdict names a map version the control plane never "
                               "installed: a switch bug (or a foreign switch on the link)") from None
     else:
-        ref, ref_state = run_reference(art, replayed.take(rows), ts_ns=ts_in[rows])
+        ref, ref_state = run_reference(art, replayed.take(rows), ts_ns=clock_ns[rows])
     mism = 0
+    clock_flag = (got.flags[rows] & VerdictFlag.TRACE_CLOCK) > 0
+    wrong_clock = int(np.sum(clock_flag != trace_clock))
+    if wrong_clock:
+        log.error("conformance: %d verdicts %s the TRACE_CLOCK flag", wrong_clock,
+                  "lack" if trace_clock else "carry")
     for f in Verdicts.HEADER_FIELDS:
-        mism_f = int(np.sum(getattr(ref, f) != getattr(got, f)[rows]))
+        mine = getattr(got, f)[rows]
+        if f == "flags":
+            mine = mine & ~np.uint8(VerdictFlag.TRACE_CLOCK)
+        mism_f = int(np.sum(getattr(ref, f) != mine))
         if mism_f:
             log.error("conformance: %d packets differ from the reference in '%s'", mism_f, f)
         mism = max(mism, mism_f)
+    mism = max(mism, wrong_clock)
     reg_mism: int | None = None
     for name, attr in REGISTERS.items():
         if name not in regs:
@@ -68,78 +112,278 @@ def conformance(art: Artifact | dict[int, Artifact], replayed: PacketTable, got:
         if diff:
             log.error("conformance: %d '%s' registers differ from the reference", diff, name)
         reg_mism = (reg_mism or 0) + diff
-    return mism, reg_mism, int(rows.size)
+    return Conformance(mism, reg_mism, int(rows.size))
 
 
-class TestbedTarget:
-    """Runs variants on the Mininet testbed with ``switch_cls`` as s1 (one testbed per run)."""
+@dataclass
+class Prepared:
+    """One table prepared for replay under one clock: the frames, their pcap, the clock they carry."""
+
+    frames: list[bytes]            # as captured (what the collector recovers)
+    sent: list[bytes]              # as sent (shimmed under the trace clock)
+    pcap: Path                     # what tcpreplay sends (``sent``)
+    replayed: PacketTable          # the frames parsed back (what the reference classifies)
+    clock_ns: np.ndarray | None    # trace clock: each frame's trace time (the shim's); switch clock: None
+    overhead: int                  # bytes added to each frame on the wire (the shim)
+    compression: Compression | None
+    span_ns: int
+
+
+class TestbedTarget(Target):
+    """Runs variants on the Mininet testbed with ``switch_cls`` as s1 (one testbed per target instance)."""
 
     name = "testbed"
-    switch_cls: type[TargetSwitch]
+    switch_cls: ClassVar[type[TargetSwitch]]
+    capabilities = Capability.TESTBED | Capability.LIVE_INSTALL | Capability.REGISTER_READ | Capability.TRACE_CLOCK
+    #: rates the zero-loss calibration tries, and the rate a plan assumes before one is measured
+    ladder: ClassVar[tuple[int, ...]] = LADDER
+    assumed_pps: ClassVar[int] = 1000
 
-    def __init__(self, replay_cfg: ReplayConfig | None = None, build_dir: Path | None = None) -> None:
-        self.replay_cfg = replay_cfg or ReplayConfig()
+    def __init__(self, build_dir: Path | None = None) -> None:
         self.build_dir = build_dir or DEFAULT_BUILD_DIR
         self.testbed: Testbed | None = None
-        self._replay: tuple[PacketTable, Path, list[bytes], PacketTable] | None = None
+        self._stack = ExitStack()
+        self._prepared: dict[tuple[int, str, int], tuple[PacketTable, Prepared]] = {}
+
+    @classmethod
+    def unavailable_reason(cls) -> str | None:
+        from chimera.testbed.tools import testbed_unavailable_reason
+        return testbed_unavailable_reason()
 
     def describe(self) -> dict[str, Any]:
-        return {"target": self.name, "kernel": os.uname().release, "replay": self.replay_cfg.model_dump()}
+        return {"target": self.name, "kernel": os.uname().release}
 
-    def _ensure_testbed(self, run_dir: Path) -> None:
+    # ------------------------------------------------------------------ lifetime
+
+    def _ensure_testbed(self, run_dir: Path) -> Testbed:
         if self.testbed is None:
-            tb = Testbed(self.switch_cls, self.build_dir, run_dir)
-            tb.__enter__()
-            self.testbed = tb
+            self.testbed = self._stack.enter_context(Testbed(self.switch_cls, self.build_dir, run_dir))
+        return self.testbed
 
-    def _replay_pcap(self, table: PacketTable, run_dir: Path) -> tuple[Path, list[bytes], PacketTable]:
-        """The replay pcap (untagged Ethernet frames), its frames, and its own parse for the reference."""
-        if self._replay is None or self._replay[0] is not table:  # held here: identity cannot be reused
-            frames = normalized_frames(table, np.arange(len(table)))
-            d = run_dir / "replay"
-            d.mkdir(exist_ok=True)
-            path = d / "replay.pcap"
-            write_pcap(path, frames, table.ts_ns)
-            self._replay = (table, path, frames, read_pcap(path))
-        return self._replay[1], self._replay[2], self._replay[3]
+    def close(self) -> None:
+        self.testbed = None
+        self._stack.close()
+
+    # ------------------------------------------------------------------ planning
+
+    def program_sources(self) -> list[Path]:
+        """The dataplane program's source files (what its zero-loss rate depends on, with the model's sizes)."""
+        return []
+
+    def pace_cache(self, art: Artifact) -> PaceCache:
+        """Where this program's measured rate lives: keyed by its sources and the constants that size the work
+        per packet (window, m, d_v, classes, centroids, rules), so the variants of a run share one measurement."""
+        h = hashlib.sha256(self.name.encode())
+        for p in self.program_sources():
+            h.update(p.read_bytes())
+        for k in PACE_CONSTANTS:
+            h.update(f"{k}={art.constants.get(k)}".encode())
+        return PaceCache(self.build_dir / "pace", f"{self.name}-{h.hexdigest()[:12]}")
+
+    def _prepare(self, table: PacketTable, run_dir: Path, clock: str, flow_slots: int, compress: bool) -> Prepared:
+        key = (id(table), clock, flow_slots if compress else 0)
+        held = self._prepared.get(key)
+        if held is not None and held[0] is table:  # the table is held too: its id cannot be reused meanwhile
+            return held[1]
+        frames = normalized_frames(table, np.arange(len(table)))
+        d = run_dir / "replay"
+        d.mkdir(parents=True, exist_ok=True)
+        tag = f"{clock}{'-gc' if compress else ''}-{len(self._prepared)}"
+        plain = d / f"replay-{tag}.pcap"
+        comp = None
+        ts = np.asarray(table.ts_ns, np.int64)
+        if clock == "switch" and compress:
+            comp = compress_gaps(table, flow_slots)
+            ts = comp.ts_ns
+        write_pcap(plain, frames, ts)
+        replayed = read_pcap(plain)
+        if clock == "trace":
+            origin = shim.trace_origin(table.ts_ns)
+            clock_ns = np.asarray(table.ts_ns, np.int64) - origin
+            shimmed = shim.insert_all(frames, clock_ns)
+            sent = d / f"replay-{tag}.shim.pcap"
+            write_pcap(sent, shimmed, table.ts_ns)
+            prep = Prepared(frames, shimmed, sent, replayed, clock_ns, shim.SHIM_LEN, None, _span(table.ts_ns))
+        else:
+            prep = Prepared(frames, frames, plain, replayed, None, 0, comp, _span(ts))
+        self._prepared[key] = (table, prep)
+        return prep
+
+    def _pace(self, replay: ReplayConfig, clock: str, art: Artifact) -> tuple[Pace, str]:
+        """The pace of a replay, and where it comes from (a measured rate may not exist yet: then the
+        assumed one, and the caller measures before sending)."""
+        if replay.mode == "speed" or (replay.mode == "auto" and clock == "switch"):
+            return Pace("speed", speed=replay.speed), "original timing" if replay.speed == 1 else "replay.speed"
+        if replay.mode == "topspeed":
+            return Pace("topspeed"), "top speed"
+        if replay.pps is not None:
+            return Pace("pps", pps=replay.pps), "replay.pps / --pps"
+        rec = self.pace_cache(art).load()
+        if rec is not None:
+            return Pace("pps", pps=rec.pps), f"measured zero-loss rate {rec.zero_loss_pps} pps x safety, cached"
+        return Pace("pps", pps=self.assumed_pps), "to be measured (assumed until then)"
+
+    def plan(self, art: Artifact, table: PacketTable, run_dir: Path, replay: ReplayConfig,
+             live_control: bool) -> tuple[ReplayPlan, Prepared]:
+        clock = replay.resolved_clock
+        compress = (clock == "switch" and replay.gap_compression and not live_control
+                    and replay.mode in ("auto", "speed"))
+        prep = self._prepare(table, run_dir, clock, art.c("FLOW_SLOTS"), compress)
+        pace, source = self._pace(replay, clock, art)
+        n = min(len(table), replay.max_packets) if replay.max_packets else len(table)
+        plan = ReplayPlan(clock, pace, n, prep.span_ns, _span(table.ts_ns), source,
+                          prep.compression.as_dict() if prep.compression else {"enabled": False})
+        return plan, prep
+
+    # ------------------------------------------------------------------ running
 
     def unsupported(self, art: Artifact) -> str | None:
         """Why this target cannot run the artifact (subclasses say), or None."""
         return None
 
-    def limits(self) -> dict[str, int]:
-        return {}
-
-    def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str,
+    def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str, *, replay: ReplayConfig,
             control: SlowLoop | None = None) -> TargetResult:
         why = self.unsupported(art)
         if why:
             raise TargetError(f"artifact not supported by the {self.name} dataplane: {why}", "use --target reference")
-        self._ensure_testbed(run_dir)
-        assert self.testbed is not None
-        pcap, frames, replayed = self._replay_pcap(table, run_dir)
-        s1 = self.testbed.s1
-        install_s = s1.load(art)
         live = control is not None and control.cfg.enabled
-        files = replay(self.testbed.h1, self.testbed.h2, pcap, self.replay_cfg, run_dir / "replay", slug,
-                       switch_alive=s1.alive, during=(lambda: LiveControl(s1, control)) if live else None)
-        got = collect(frames, files.sent, files.received)
-        acc, _ = account(frames, got, files.failed_to_send, files.dropped_at_receiver, SENDER_MTU)
-        regs = s1.registers()
+        plan, prep = self.plan(art, table, run_dir, replay, live)
+        log.info("[%s] %s: %s", self.name, slug, plan.describe())
+        plan.check_budget(replay.max_replay_s)  # before the topology exists
+        tb = self._ensure_testbed(run_dir)
+        s1 = tb.s1
+        rec: PaceRecord | None = None
+        if plan.clock == "trace" and plan.pace_source.startswith("to be measured"):
+            rec = self._calibrate(art, prep, run_dir)
+            plan = ReplayPlan(plan.clock, Pace("pps", pps=rec.pps), plan.frames, plan.span_ns, plan.original_span_ns,
+                              f"measured zero-loss rate {rec.zero_loss_pps} pps x safety", plan.compression)
+            log.info("[%s] %s: %s", self.name, slug, plan.describe())
+            plan.check_budget(replay.max_replay_s)
+        elif plan.clock == "trace" and plan.pace_source.startswith("measured"):
+            rec = self.pace_cache(art).load()
+        attempt = 0
+        while True:
+            attempt += 1
+            install_s = s1.load(art)  # a clean switch: every attempt starts from the same state
+            got, files, regs = self._replay_once(art, prep, plan, run_dir, f"{slug}-{attempt}" if attempt > 1 else slug,
+                                                 control if live else None)
+            acc, _ = account(prep.frames, got, files.failed_to_send, files.dropped_at_receiver, SENDER_MTU,
+                             prep.overhead, limit=plan.frames)
+            lossy = acc.lost + acc.dropped_by_capture
+            if plan.clock == "trace" and lossy and attempt < MAX_ATTEMPTS and plan.pace.mode == "pps":
+                s1.unload()
+                cache = self.pace_cache(art)
+                rec = cache.halve(rec or PaceRecord(self.name, "", plan.pace.pps, False, plan.pace.pps, "", []), lossy)
+                plan = ReplayPlan(plan.clock, Pace("pps", pps=rec.pps), plan.frames, plan.span_ns,
+                                  plan.original_span_ns, f"halved after {lossy} lost", plan.compression)
+                if control is not None:
+                    control.reset()
+                continue
+            break
         s1.unload()
         versions = control.artifacts if control is not None else art
-        mism, reg_mism, checked = conformance(versions, replayed, got.verdicts, got.received, got.ts_in, regs)
-        extra = {**acc.as_dict(), "register_mismatches": reg_mism, "foreign_frames": got.foreign,
-                 "unmarked_frames": got.unmarked, "install_ms": install_s * 1e3, "reference_mismatches": mism,
-                 "conformance_checked": checked, **latency_summary(got), **rates(got),
-                 "switch_counters": regs.get("counters", {})}
+        clock_ns = prep.clock_ns if prep.clock_ns is not None else got.ts_in
+        conf = conformance(versions, prep.replayed, got.verdicts, got.received, clock_ns, regs,
+                           trace_clock=plan.clock == "trace")
+        counters = SwitchCounters.of(regs.get("counters"))
+        outcome = ReplayOutcome(plan.clock, plan.pace.describe(), acc, rates(got), latency_summary(got),
+                                got.foreign, got.unmarked, attempt, conf, install_s * 1e3, counters)
         log.info("[%s] %s: %d/%d frames with a verdict, %d not sent, %d dropped by the capture, %d lost; "
-                 "%d differ from the reference", self.name, slug, checked, len(table), acc.not_sent,
-                 acc.dropped_by_capture, acc.lost, mism)
-        evictions = regs.get("counters", {}).get("evictions")  # None: unknown (registers unreadable)
-        return TargetResult(got.verdicts, evictions, extra, per_packet_latency(got))
+                 "%d differ from the reference (clock %s)", self.name, slug, conf.checked, len(table), acc.not_sent,
+                 acc.dropped_by_capture, acc.lost, conf.reference_mismatches, plan.clock)
+        return TargetResult(got.verdicts, counters, outcome, per_packet_latency(got))
 
-    def close(self) -> None:
-        if self.testbed is not None:
-            tb, self.testbed = self.testbed, None
-            tb.__exit__(None, None, None)
+    def _replay_once(self, art: Artifact, prep: Prepared, plan: ReplayPlan, run_dir: Path, tag: str,
+                     control: SlowLoop | None) -> tuple[Collected, Any, dict[str, Any]]:
+        tb = self.testbed
+        assert tb is not None
+        s1 = tb.s1
+        with ReplaySession(tb.h1, tb.h2, run_dir / "replay", tag, switch_alive=s1.alive) as session:
+            if control is not None and plan.clock == "trace":
+                seg = _SwitchSegments(session, s1, prep, plan, run_dir / "replay", tag)
+                run_schedule(prep.clock_ns, art, control, seg)
+            else:
+                during = (lambda: LiveControl(s1, control)) if control is not None else None
+                session.send(prep.pcap, plan.pace, len(prep.frames), desc=tag, during=during, limit=plan.frames)
+        regs = s1.registers()
+        return collect(prep.frames, session.files.sent, session.files.received), session.files, regs
+
+    def _calibrate(self, art: Artifact, prep: Prepared, run_dir: Path) -> PaceRecord:
+        """Measure the zero-loss rate of this build here, on the run's own (shimmed) frames; cache it."""
+        tb = self.testbed
+        assert tb is not None
+        s1 = tb.s1
+        s1.load(art)
+        work = run_dir / "replay" / "pace"
+        work.mkdir(parents=True, exist_ok=True)
+        n = len(prep.frames)
+
+        def probe(pps: int, frames: int) -> int:
+            idx = np.arange(frames) % n
+            sub = [prep.frames[i] for i in idx]
+            pcap = work / f"probe-{pps}.pcap"
+            ts = np.arange(frames, dtype=np.int64) * 1000
+            write_pcap(pcap, shim.insert_all(sub, ts), ts)
+            with ReplaySession(tb.h1, tb.h2, work, f"probe-{pps}", switch_alive=s1.alive) as sess:
+                sess.send(pcap, Pace("pps", pps=pps), frames, desc=f"pace {pps} pps")
+            got = collect(sub, sess.files.sent, sess.files.received)
+            acc, _ = account(sub, got, sess.files.failed_to_send, sess.files.dropped_at_receiver, SENDER_MTU,
+                             shim.SHIM_LEN)
+            return acc.lost + acc.dropped_by_capture
+
+        cache = self.pace_cache(art)
+        log.info("[%s] measuring the zero-loss replay rate of this program here (cached in %s)", self.name, cache.path)
+        try:
+            rec = calibrate(self.name, probe, self.ladder)
+        finally:
+            s1.unload()
+        cache.save(rec)
+        return rec
+
+
+class _SwitchSegments:
+    """The Segments backend of a switch under the trace clock: each range of frames replayed, then drained
+    (the switch's counters stop moving) before the control plane reads its registers."""
+
+    def __init__(self, session: ReplaySession, s1: TargetSwitch, prep: Prepared, plan: ReplayPlan, out: Path,
+                 tag: str) -> None:
+        self.session, self.s1, self.prep, self.plan = session, s1, prep, plan
+        self.out, self.tag = out, tag
+        self.i = 0
+        self.k = 0
+
+    def run_until(self, j: int) -> None:
+        j = min(j, self.plan.frames)
+        if j <= self.i:
+            return
+        pcap = self.out / f"{self.tag}.seg{self.k:04d}.pcap"
+        write_pcap(pcap, self.prep.sent[self.i:j], np.asarray(self.prep.replayed.ts_ns[self.i:j]))
+        self.session.send(pcap, self.plan.pace, j - self.i, desc=f"{self.tag} segment {self.k}")
+        pcap.unlink(missing_ok=True)
+        self.k += 1
+        self.i = j
+        self._drain(self.session.sent - self.session.files.failed_to_send)
+
+    def _drain(self, expected: int) -> None:
+        """Wait until the switch has seen every frame sent so far (its counters stop short of it only when
+        frames were lost before the switch, which the accounting reports)."""
+        t0, last, seen = time.monotonic(), -1, 0
+        while time.monotonic() - t0 < DRAIN_TIMEOUT_S:
+            c = self.s1.registers().get("counters", {})
+            seen = int(c.get("parsed", 0)) + int(c.get("unparsed", 0))
+            if seen >= expected or (seen == last and time.monotonic() - t0 > 0.5):
+                return
+            last = seen
+            time.sleep(0.02)
+        log.warning("segment drain: the switch saw %d of %d frames after %.0f s", seen, expected, DRAIN_TIMEOUT_S)
+
+    def registers(self) -> dict[str, Any]:
+        return self.s1.registers()
+
+    def flip(self, art: Artifact) -> InstallReport:
+        return self.s1.install_map(art)
+
+
+def _span(ts: np.ndarray) -> int:
+    ts = np.asarray(ts)
+    return int(ts.max() - ts.min()) if ts.size else 0

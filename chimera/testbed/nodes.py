@@ -19,12 +19,16 @@ from typing import Any
 from mininet.node import Switch
 
 from chimera.formats.artifact import Artifact
+from chimera.formats.shim import SHIM_LEN
+from chimera.formats.verdict import VERDICT_LEN
+from chimera.testbed.outcome import InstallReport
 
 log = logging.getLogger(__name__)
 
-#: MTUs: the sender's stays at 9000; every port after the switch has room for the verdict header.
-SENDER_MTU = 9000
-SWITCHED_MTU = 9100
+#: MTUs: the sender's fits a 9000-byte frame plus the trace-time shim; every port after the switch has room for
+#: the verdict header too (a shimmed frame leaves the switch SHIM_LEN shorter than it came, plus VERDICT_LEN)
+SENDER_MTU = 9000 + SHIM_LEN
+SWITCHED_MTU = SENDER_MTU + VERDICT_LEN + 64
 OFFLOADS = ("rx", "tx", "tso", "gso", "gro", "lro", "sg")
 
 
@@ -69,6 +73,10 @@ class TargetSwitch(Switch, abc.ABC):
     @abc.abstractmethod
     def load(self, art: Artifact) -> float:
         """Install a compiled model (atomically); returns the install time in seconds."""
+
+    def install_map(self, art: Artifact) -> InstallReport:
+        """A live Map update under traffic: write the inactive version, then flip (targets with live installs)."""
+        raise NotImplementedError(f"{type(self).__name__} has no live install")
 
     def unload(self) -> None:
         """Remove the loaded model (and anything attached for it); the topology calls this at teardown."""

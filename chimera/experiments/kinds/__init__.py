@@ -1,7 +1,8 @@
-"""Experiment kinds: what a run computes and which tables it writes (its report renders from those).
+"""The registry of experiment kinds. A new kind is one module in this package (its config, run function and
+``KIND`` record: see ``base.Kind``) plus one line below.
 
 - ``variants``: the ablation layout (quickstart, ablation): one row per variant.
-- ``stability``: a compressed day with drift through Chimera, Fast-Only and Static-Map (stability24h).
+- ``stability``: a drifting day through Chimera, Fast-Only and Static-Map (stability24h).
 - ``cadence``: the eta x T_cp sweep of the two timescales on that day (hyper_cadence).
 - ``accuracy``, ``resources``, ``input_scale``, ``hyper_dim``, ``roc``: Chimera against the paper's baselines
   on the same splits, over several named datasets (Tables 1, 2, 4, the Pareto and ROC figures).
@@ -11,21 +12,27 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from chimera.errors import ConfigError
+from chimera.experiments.kinds import (accuracy, cadence, hyper_dim, input_scale, latency, resources, roc, stability,
+                                       throughput, variants)
+from chimera.experiments.kinds.base import Kind
 
-from chimera.experiments.kinds import (accuracy, cadence, latency, resources, roc, stability, sweeps, throughput,
-                                       variants)
-from chimera.experiments.stages.context import RunContext
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    variants.KIND,
+    stability.KIND,
+    cadence.KIND,
+    accuracy.KIND,
+    resources.KIND,
+    input_scale.KIND,
+    hyper_dim.KIND,
+    roc.KIND,
+    latency.KIND,
+    throughput.KIND,
+)}
 
-KINDS: dict[str, Callable[[RunContext], None]] = {
-    "variants": variants.run,
-    "stability": stability.run,
-    "cadence": cadence.run,
-    "accuracy": accuracy.run,
-    "resources": resources.run,
-    "input_scale": sweeps.run_input_scale,
-    "hyper_dim": sweeps.run_hyper_dim,
-    "roc": roc.run,
-    "latency": latency.run,
-    "throughput": throughput.run,
-}
+
+def kind_of(name: str) -> Kind:
+    k = KINDS.get(name)
+    if k is None:
+        raise ConfigError(f"unknown experiment kind {name!r}", f"use one of: {', '.join(KINDS)}")
+    return k

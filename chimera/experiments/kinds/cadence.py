@@ -10,24 +10,62 @@ with the measured labels for a range of kappa.
 
 from __future__ import annotations
 
+import itertools
 import logging
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tqdm import tqdm
 
 from chimera.compile.build import compile_model
 from chimera.compile.config import ema_eta_effective, ema_shifts
-from chimera.experiments.kinds.stability import control_for, day_hours, prepare_day
+from chimera.controlplane.config import DAY_S
+from chimera.experiments.config import ExperimentConfig
+from chimera.experiments.kinds.base import Cell, Kind
+from chimera.experiments.kinds.stability import StabilityExperiment, control_for, day_hours, prepare_day
 from chimera.experiments.stages.compile import slug
 from chimera.experiments.stages.context import RunContext
 from chimera.experiments.stages.rules import learn_rules
 from chimera.experiments.stages.train import train_variant
+from chimera.errors import ConfigError
+from chimera.formats import tables as T
 from chimera.metrics.timeseries import binned_f1, trace_stability, window_mean
+from chimera.report import cadence as report
 
 log = logging.getLogger(__name__)
 KAPPAS = np.logspace(-9, 1, 201)
+
+
+class CadenceSpec(BaseModel):
+    """The eta x T_cp sweep (hyper_cadence): eta is the dataplane EMA step, T_cp the slow loop's period."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    etas: list[float] = Field([0.05, 0.1, 0.3, 0.5], min_length=1)
+    t_cp_s: list[float] = Field([10.0, 60.0, 300.0, 1800.0], min_length=1)
+
+    @field_validator("etas")
+    @classmethod
+    def _eta_range(cls, v: list[float]) -> list[float]:
+        bad = [x for x in v if not 2**-16 <= x <= 0.75]
+        if bad:
+            raise ValueError(f"eta values {bad} are out of range [2^-16, 0.75]")
+        return v
+
+    @field_validator("t_cp_s")
+    @classmethod
+    def _tcp_range(cls, v: list[float]) -> list[float]:
+        bad = [x for x in v if not 0 < x <= DAY_S]
+        if bad:
+            raise ValueError(f"T_cp values {bad} are out of range (0, {DAY_S:.0f}] s")
+        return v
+
+
+
+class CadenceExperiment(StabilityExperiment):
+    kind: Literal["cadence"] = "cadence"  # type: ignore[assignment]
+    cadence: CadenceSpec
 
 
 def kappa_fit(cells: pd.DataFrame) -> pd.DataFrame:
@@ -45,8 +83,10 @@ def kappa_fit(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def run(ctx: RunContext) -> None:
-    cfg, st, cad = ctx.cfg, ctx.cfg.stability, ctx.cfg.cadence
-    assert st is not None and cad is not None
+    cfg = ctx.cfg
+    if not isinstance(cfg, CadenceExperiment):
+        raise ConfigError(f"{cfg.name}: kind {cfg.kind} has no cadence: section", "use a cadence experiment")
+    st, cad = cfg.stability, cfg.cadence
     with ctx.timed("dataset"):
         ctx.data = data = prepare_day(ctx)
         ctx.check_classes(len(data.classes))
@@ -58,9 +98,10 @@ def run(ctx: RunContext) -> None:
     test = data.test_rows
     y, hours, flow = data.y(test), day_hours(data, st, test), data.ds.flows.flow_id[test]
     rate_sim = len(data.replay_rows) / st.day_s  # packets per simulated second
-    ctx.run.manifest["stability"] = {"compression": st.compression, "trace_s": st.trace_s, "day_hours": st.day_hours,
-                                     "packets_per_sim_s": rate_sim,
-                                     "operating_point": {"eta": v.compile.ema_eta, "t_cp_s": cfg.control.t_cp_s}}
+    ctx.run.manifest.record(stability={"compression": st.factor, "trace_s": st.trace_s, "day_hours": st.day_hours,
+                                       "packets_per_sim_s": rate_sim, "clock": ctx.replay.resolved_clock,
+                                       "install_ms_simulated": cfg.control.reference_install_ms,
+                                       "operating_point": {"eta": v.compile.ema_eta, "t_cp_s": cfg.control.t_cp_s}})
     cells: list[dict[str, Any]] = []
     bins_all = []
     grid = [(e, t) for e in cad.etas for t in cad.t_cp_s]
@@ -74,7 +115,8 @@ def run(ctx: RunContext) -> None:
         art = arts[eta]
         loop = control_for(cfg, "Chimera", art, t_cp_s=t_cp)
         with ctx.timed("cells"):
-            res = ctx.target.run(art, data.replay_table, ctx.run.path, slug(f"eta{eta}-tcp{t_cp:g}"), control=loop)
+            res = ctx.target.run(art, data.replay_table, ctx.run.path, slug(f"eta{eta}-tcp{t_cp:g}"),
+                                 replay=ctx.replay, control=loop)
         pred = res.verdicts.label[data.test_in_replay].astype(np.int64)
         bins = binned_f1(hours * 3600, y, pred, flow, st.bin_minutes * 60, len(data.classes), st.bootstrap, cfg.seed,
                          t_end_s=st.day_s)
@@ -83,18 +125,34 @@ def run(ctx: RunContext) -> None:
         inst = steps[steps["decision"] == "install"] if len(steps) else steps
         eff = ema_eta_effective(*ema_shifts(eta))
         p50 = float(inst["install_ms"].median()) if len(inst) else cfg.control.reference_install_ms
+        simulated = bool(inst["install_simulated"].all()) if len(inst) else True
         cells.append({"eta": eta, "eta_effective": eff, "t_cp_s": t_cp, "memory_depth_pkts": 1 / eff,
                       "memory_depth_sim_s": 1 / (eff * rate_sim), "install_p50_ms": p50,
+                      "install_simulated": simulated,
                       "budget_ratio": p50 / 1e3 / t_cp, "installs": int(len(inst)),
                       "churn_per_install": float(inst["churn"].mean()) if len(inst) else 0.0,
                       "churn_per_sim_hour": float(inst["churn"].sum()) / st.day_hours if len(inst) else 0.0,
                       "f1_mean": float(bins[bins["t_mid_h"] >= st.train_hours]["f1"].mean()),
                       "f1_last": window_mean(bins, st.day_hours - st.last_hours, st.day_hours), **lab,
-                      **{k: res.extra[k] for k in ("lost", "reference_mismatches") if k in res.extra}})
+                      **{k: v for k, v in res.columns().items() if k != "install_ms"}})
         bins_all.append(bins.assign(eta=eta, t_cp_s=t_cp))
         log.info("[cadence] eta %.3g (%.4g), T_cp %gs: F1 %.4f, %d installs, %s", eta, eff, t_cp,
                  cells[-1]["f1_mean"], cells[-1]["installs"], lab["label"])
     df = pd.DataFrame(cells)
-    df.to_csv(ctx.run.path / "cadence.csv", index=False)
-    pd.concat(bins_all, ignore_index=True).to_csv(ctx.run.path / "cadence_bins.csv", index=False)
-    kappa_fit(df).to_csv(ctx.run.path / "kappa.csv", index=False)
+    T.CADENCE.write(df, ctx.run.path)
+    T.CADENCE_BINS.write(pd.concat(bins_all, ignore_index=True), ctx.run.path)
+    T.KAPPA.write(kappa_fit(df), ctx.run.path)
+
+
+def cells(cfg: ExperimentConfig) -> list[Cell]:
+    assert isinstance(cfg, CadenceExperiment)
+    return [Cell(f"eta{e}-tcp{t:g}", {"cadence": {"etas": [e], "t_cp_s": [t]}}, {"eta": e, "t_cp_s": t})
+            for e, t in itertools.product(cfg.cadence.etas, cfg.cadence.t_cp_s)]
+
+
+def resolve(cfg: ExperimentConfig, clock: str) -> ExperimentConfig:
+    return cfg.with_compression(clock) if isinstance(cfg, CadenceExperiment) else cfg
+
+
+KIND = Kind("cadence", "the two timescales swept: eta x T_cp on the drifting day (hyper_cadence)", CadenceExperiment,
+            run, report.render, (T.CADENCE, T.CADENCE_BINS, T.KAPPA), cells, resolve=resolve)

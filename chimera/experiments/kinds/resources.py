@@ -11,22 +11,32 @@ bits and the fields a switch would have to store for their window.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
 from chimera.baselines.zoo import BASELINES, run_baseline
 from chimera.errors import ChimeraError
-from chimera.experiments.kinds.yardstick_common import baseline_settings, named_data
+from chimera.experiments.kinds.base import Kind
+from chimera.experiments.kinds.yardstick_common import (BaselinesSpec, MultiDatasetExperiment, SweepSpec,
+                                                        baseline_settings, named_data)
 from chimera.experiments.stages.compile import compile_variant, save_artifact
 from chimera.experiments.stages.context import RunContext
 from chimera.experiments.stages.train import train_variant
+from chimera.formats import tables as T
 from chimera.formats.artifact import Artifact
+from chimera.report import yardsticks as report
 from chimera.targets.allocation import ebpf_allocation, p4_allocation, p4_tables
 from chimera.targets.testbed import DEFAULT_BUILD_DIR
 
 log = logging.getLogger(__name__)
 TCAM_WORDS = ("range", "ternary", "global", "rules")
+
+
+class ResourcesExperiment(MultiDatasetExperiment):
+    kind: Literal["resources"] = "resources"
+    baselines: BaselinesSpec = BaselinesSpec()
+    sweep: SweepSpec = SweepSpec()
 
 
 def chimera_tables(art: Artifact) -> pd.DataFrame:
@@ -36,6 +46,7 @@ def chimera_tables(art: Artifact) -> pd.DataFrame:
 
 
 def run(ctx: RunContext) -> None:
+    assert isinstance(ctx.cfg, ResourcesExperiment)
     nd = next(iter(named_data(ctx)))
     v = ctx.variants[0]
     trained = train_variant(nd.data, nd.rules, v, ctx.cfg.seed, nd.cache)
@@ -43,7 +54,7 @@ def run(ctx: RunContext) -> None:
     save_artifact(art, ctx.run.path / "artifacts", v.name)
     budget = ctx.cfg.sweep.per_flow_budget_bits
     tables = chimera_tables(art)
-    tables.to_csv(ctx.run.path / "chimera_tables.csv", index=False)
+    T.CHIMERA_TABLES.write(tables, ctx.run.path)
     sram = int(tables.loc[tables["match"] == "SRAM", "bits"].sum())
     tcam = int(tables.loc[tables["match"] == "TCAM-like", "bits"].sum())
     common = {"table_entries": int(tables["entries"].sum()), "exact_bits": sram, "ternary_range_bits": tcam,
@@ -52,14 +63,14 @@ def run(ctx: RunContext) -> None:
     rows: list[dict[str, Any]] = []
     try:  # the targets' build cache (keyed by content): the same object a run would load
         e = ebpf_allocation(art, DEFAULT_BUILD_DIR)
-        pd.DataFrame(e["maps"]).to_csv(ctx.run.path / "ebpf_maps.csv", index=False)
+        T.EBPF_MAPS.write(pd.DataFrame(e["maps"]), ctx.run.path)
         rows.append({"method": "Chimera", "where": "eBPF dataplane", "per_flow_bits": e["per_flow_bits"],
                      "per_flow_source": e["source"] + ": " + ", ".join(e["per_flow_maps"]), **common})
     except ChimeraError as err:
         log.warning("eBPF allocation not measured here: %s", err.problem)
     p = p4_allocation(art, DEFAULT_BUILD_DIR)
-    pd.DataFrame(p["registers"]).to_csv(ctx.run.path / "p4_registers.csv", index=False)
-    pd.DataFrame(p4_tables()).to_csv(ctx.run.path / "p4_tables.csv", index=False)
+    T.P4_REGISTERS.write(pd.DataFrame(p["registers"]), ctx.run.path)
+    T.P4_TABLES.write(pd.DataFrame(p4_tables()), ctx.run.path)
     rows.append({"method": "Chimera", "where": "chimera.p4 (v1model)", "per_flow_bits": p["per_flow_bits"],
                  "per_flow_source": p["source"] + ": " + ", ".join(p["per_flow_registers"]), **common})
     st = baseline_settings(ctx)
@@ -81,5 +92,10 @@ def run(ctx: RunContext) -> None:
     out = pd.DataFrame(rows)
     out["budget_bits"] = budget
     out["budget_ratio"] = out["per_flow_bits"] / budget
-    out.to_csv(ctx.run.path / "resources.csv", index=False)
-    ctx.run.manifest["resources"] = {"budget_bits": budget, "p4_source": p["source"]}
+    T.RESOURCES.write(out, ctx.run.path)
+    ctx.run.manifest.record(resources={"budget_bits": budget, "p4_source": p["source"]})
+
+
+KIND = Kind("resources", "Table 2: what each method allocates in the switch, measured", ResourcesExperiment, run,
+            report.render_resources, (T.RESOURCES, T.CHIMERA_TABLES, T.EBPF_MAPS, T.P4_REGISTERS, T.P4_TABLES),
+            first_dataset_only=True)

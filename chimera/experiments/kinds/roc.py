@@ -9,21 +9,42 @@ attack classes positive. Writes roc.csv (AUC per detector) and roc_curves.csv.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
 from sklearn.metrics import roc_auc_score, roc_curve
 
 from chimera.baselines.anomaly import FloatAutoEncoder, TableAutoEncoder, ZThreshold
 from chimera.baselines.features import TOKEN_FIELDS, WindowSpec, window_features
 from chimera.baselines.neural import encode
 from chimera.errors import DatasetError
-from chimera.experiments.kinds.yardstick_common import named_data
+from chimera.data.synthetic import ATTACKS
+from chimera.experiments.kinds.base import Kind
+from chimera.experiments.kinds.yardstick_common import MultiDatasetExperiment, named_data
 from chimera.experiments.stages.context import RunContext
+from chimera.formats import tables as T
+from chimera.report import yardsticks as report
 
 log = logging.getLogger(__name__)
 CURVE_POINTS = 200
+
+
+class RocSpec(BaseModel):
+    """roc: anomaly detectors trained on benign flows, scored on the injected attacks."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    window: int = Field(8, ge=1, le=64)
+    codes: int = Field(8, ge=1, le=64, description="latent codes of the integer table AutoEncoder")
+    attack_classes: list[str] = Field(default_factory=lambda: list(ATTACKS))
+    epochs: int = Field(10, ge=1, le=200)
+
+
+
+class RocExperiment(MultiDatasetExperiment):
+    kind: Literal["roc"] = "roc"
+    roc: RocSpec = RocSpec()
 
 
 def _curve(y: np.ndarray, s: np.ndarray) -> pd.DataFrame:
@@ -33,6 +54,7 @@ def _curve(y: np.ndarray, s: np.ndarray) -> pd.DataFrame:
 
 
 def run(ctx: RunContext) -> None:
+    assert isinstance(ctx.cfg, RocExperiment)
     rc = ctx.cfg.roc
     spec = WindowSpec(window=rc.window, fields=TOKEN_FIELDS, extra=("proto",))
     rows: list[dict[str, Any]] = []
@@ -62,5 +84,9 @@ def run(ctx: RunContext) -> None:
                          "benign_train_packets": int(benign.sum())})
             curves.append(_curve(y, s).assign(dataset=nd.name, detector=det))
             log.info("[%s] %s: AUC %.4f", nd.name, det, auc)
-        pd.DataFrame(rows).to_csv(ctx.run.path / "roc.csv", index=False)
-        pd.concat(curves).to_csv(ctx.run.path / "roc_curves.csv", index=False)
+        T.ROC.write(pd.DataFrame(rows), ctx.run.path)
+        T.ROC_CURVES.write(pd.concat(curves), ctx.run.path)
+
+
+KIND = Kind("roc", "benign-trained anomaly detectors on injected attacks (AUC, ROC)", RocExperiment, run,
+            report.render_roc, (T.ROC, T.ROC_CURVES))

@@ -23,26 +23,107 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from chimera.compile.build import compile_model
-from chimera.controlplane.config import ControlPlaneConfig
+from chimera.controlplane.config import DAY_S, ControlPlaneConfig
+from chimera.errors import ConfigError
 from chimera.controlplane.loop import SlowLoop
 from chimera.controlplane.offline import run_controlled
 from chimera.data.dataset import TIME_BASE_NS
-from chimera.experiments.config import DatasetSpec, ExperimentConfig, StabilitySpec
+from chimera.experiments.config import Configuration, DatasetSpec, ExperimentConfig
+from chimera.experiments.kinds.base import Kind, NightlyTrack
 from chimera.experiments.stages.compile import save_artifact, slug
 from chimera.experiments.stages.context import RunContext
 from chimera.experiments.stages.dataset import PreparedData, prepare, record_dataset, resolve_dataset
 from chimera.experiments.stages.rules import LearnedRules, learn_rules
 from chimera.experiments.stages.train import TrainedVariant, train_variant
 from chimera.formats.artifact import Artifact
-from chimera.metrics.timeseries import binned_f1, window_mean
+from chimera.formats import tables as T
+from chimera.metrics.timeseries import binned_f1, paired_difference, window_mean
+from chimera.report import stability as report
 
 log = logging.getLogger(__name__)
+#: the compression a day gets when the YAML leaves it unset, per clock
+DEFAULT_COMPRESSION = {"trace": 1.0, "switch": 576.0}
+
+
+class StabilitySpec(BaseModel):
+    """A simulated day replayed through the switch (stability24h, hyper_cadence).
+
+    The day is time-compressed before anything is trained: flows arrive, drift and follow the diurnal load
+    on a day of ``day_hours / compression`` real hours, while each flow keeps its own packet timing, so the
+    model trains on the trace exactly as it is replayed. ``compression: 1`` is the real day.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    compression: float | None = Field(None, ge=1, le=DAY_S, description="simulated seconds per trace second; unset: "
+                                      "1 under the trace clock (the real day, replayed at any pace), 576 under the "
+                                      "switch clock (the day replayed in real time: 150 s)")
+    day_hours: float = Field(24.0, gt=0, le=24)
+    train_hours: float = Field(6.0, gt=0, description="the model trains on flows that start in these first hours")
+    attack_at_hour: float | None = Field(1.0, ge=0, description="the attack burst starts here")
+    drift_step_at_hour: float | None = Field(None, ge=0, description="the drift as one step here (default: linear)")
+    bin_minutes: float = Field(60.0, gt=0, description="F1 time bins (simulated minutes)")
+    last_hours: float = Field(6.0, gt=0, description="'the last hours', compared with the training hours")
+    configurations: list[Configuration] = Field(["Chimera", "Fast-Only", "Static-Map"], min_length=1)
+    bootstrap: int = Field(200, ge=0, le=10000, description="resamples of flows per bin for the 95% intervals")
+    diagnose: bool = Field(True, description="also run slow-loop variants on the reference to explain the result")
+
+    @model_validator(mode="after")
+    def _inside_the_day(self) -> "StabilitySpec":
+        if self.train_hours >= self.day_hours:
+            raise ValueError(f"train_hours ({self.train_hours}) must be below day_hours ({self.day_hours})")
+        if self.last_hours > self.day_hours - self.train_hours:
+            raise ValueError(f"last_hours ({self.last_hours}) must fit after the training hours")
+        for k in ("attack_at_hour", "drift_step_at_hour"):
+            v = getattr(self, k)
+            if v is not None and v >= self.day_hours:
+                raise ValueError(f"{k} ({v}) must fall inside the day (< {self.day_hours} h)")
+        return self
+
+    @property
+    def day_s(self) -> float:
+        return self.day_hours * 3600.0
+
+    @property
+    def factor(self) -> float:
+        """The compression (set by the runner from the clock when the YAML leaves it unset)."""
+        if self.compression is None:
+            raise ConfigError("stability.compression is unresolved", "the runner resolves it from the clock")
+        return self.compression
+
+    @property
+    def trace_s(self) -> float:
+        """The (compressed) day's length on the trace's clock."""
+        return self.day_s / self.factor
+
+
+
+
+class StabilityExperiment(ExperimentConfig):
+    kind: Literal["stability"] = "stability"
+    stability: StabilitySpec
+
+    @model_validator(mode="after")
+    def _a_synthetic_day(self) -> "StabilityExperiment":
+        if self.the_dataset().synthetic is None:
+            raise ValueError(f"kind {self.kind} generates its own day-long trace: give dataset.synthetic "
+                             "(a real capture has no compressible day)")
+        return self
+
+    def with_compression(self, clock: str) -> "StabilityExperiment":
+        """The experiment with its compression resolved for ``clock``."""
+        if self.stability.compression is not None:
+            return self
+        return self.model_copy(update={"stability": self.stability.model_copy(
+            update={"compression": DEFAULT_COMPRESSION[clock]})})
+
+
 
 CONFIGURATIONS = {
     "Chimera": "fast path (class-EMA prior) + slow loop (Map tables re-fitted and installed live)",
@@ -59,24 +140,32 @@ DIAGNOSES: dict[str, dict[str, Any]] = {
 }
 
 
-def day_dataset(cfg: ExperimentConfig) -> DatasetSpec:
-    """The experiment's synthetic dataset laid on the compressed day (times in the YAML are simulated hours)."""
+def day_dataset(cfg: StabilityExperiment) -> DatasetSpec:
+    """The experiment's synthetic dataset laid on the day (times in the YAML are simulated hours)."""
     st = cfg.stability
-    assert st is not None and cfg.dataset.synthetic is not None
-    c = st.compression
-    syn = cfg.dataset.synthetic.model_copy(update={
+    syn = cfg.the_dataset().synthetic
+    assert syn is not None
+    c = st.factor
+    syn = syn.model_copy(update={
         "duration_s": st.trace_s,
         "attack_at_s": None if st.attack_at_hour is None else st.attack_at_hour * 3600 / c,
         "drift_step_at_s": None if st.drift_step_at_hour is None else st.drift_step_at_hour * 3600 / c})
-    return cfg.dataset.model_copy(update={"synthetic": syn})
+    return cfg.the_dataset().model_copy(update={"synthetic": syn})
+
+
+def config_of(ctx: RunContext) -> StabilityExperiment:
+    cfg = ctx.cfg
+    if not isinstance(cfg, StabilityExperiment):
+        raise ConfigError(f"{cfg.name}: kind {cfg.kind} has no stability: section", "use a stability experiment")
+    return cfg
 
 
 def prepare_day(ctx: RunContext) -> PreparedData:
     """The day's data: the time split, and every packet replayed."""
-    cfg, st = ctx.cfg, ctx.cfg.stability
-    assert st is not None
+    cfg = config_of(ctx)
+    st = cfg.stability
     ds = resolve_dataset(day_dataset(cfg), ctx.data_root)
-    train_until = TIME_BASE_NS + int(st.train_hours * 3600 / st.compression * 1e9)
+    train_until = TIME_BASE_NS + int(st.train_hours * 3600 / st.factor * 1e9)
     data = prepare(ds, cfg.seed, train_until_ns=train_until)
     data = dataclasses.replace(data, replay_rows=np.arange(len(ds.table)))
     record_dataset(ctx.run.manifest, data, f"by time: flows starting in the first {st.train_hours:g} simulated hours "
@@ -86,7 +175,7 @@ def prepare_day(ctx: RunContext) -> PreparedData:
 
 def day_hours(data: PreparedData, st: StabilitySpec, rows: np.ndarray) -> np.ndarray:
     """Simulated time of day (hours) of packets ``rows``."""
-    return (data.ds.table.ts_ns[rows] - TIME_BASE_NS) / 1e9 * st.compression / 3600
+    return (data.ds.table.ts_ns[rows] - TIME_BASE_NS) / 1e9 * st.factor / 3600
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,20 +208,19 @@ def build_models(ctx: RunContext, data: PreparedData, rules: LearnedRules) -> Da
     return DayModels(trained, fast, static)
 
 
-def control_for(cfg: ExperimentConfig, configuration: str, art: Artifact, **over: Any) -> SlowLoop:
-    st = cfg.stability
-    assert st is not None
+def control_for(cfg: StabilityExperiment, configuration: str, art: Artifact, **over: Any) -> SlowLoop:
     cp = cfg.control.model_copy(update={"enabled": configuration == "Chimera" and cfg.control.enabled, **over})
-    return SlowLoop(art, ControlPlaneConfig.model_validate(cp.model_dump()), compression=st.compression)
+    return SlowLoop(art, ControlPlaneConfig.model_validate(cp.model_dump()), compression=cfg.stability.factor)
 
 
 def summarize(configuration: str, bins: pd.DataFrame, loop: SlowLoop, st: StabilitySpec, t_cp_s: float,
-              extra: dict[str, Any]) -> dict[str, Any]:
+              columns: dict[str, Any]) -> dict[str, Any]:
     """One row of stability.csv."""
     steps = pd.DataFrame(loop.log_rows())
     inst = steps[steps["decision"] == "install"] if len(steps) else steps
     after = bins[bins["t_mid_h"] >= st.train_hours]
     dt = inst["install_ms"].to_numpy() if len(inst) else np.zeros(0)
+    measured = inst["install_ms_measured"].dropna().to_numpy() if len(inst) else np.zeros(0)
     row: dict[str, Any] = {
         "configuration": configuration, "f1_mean": float(after["f1"].mean()),
         "f1_worst_bin": float(after["f1"].min()), "f1_first": window_mean(bins, 0, st.train_hours),
@@ -143,24 +231,40 @@ def summarize(configuration: str, bins: pd.DataFrame, loop: SlowLoop, st: Stabil
         "churn_per_install": float(inst["churn"].mean()) if len(inst) else float("nan"),
         "install_p50_ms": float(np.percentile(dt, 50)) if dt.size else float("nan"),
         "install_p99_ms": float(np.percentile(dt, 99)) if dt.size else float("nan"),
+        "install_simulated": bool(len(inst) and inst["install_simulated"].all()),
+        "install_measured_p50_ms": float(np.percentile(measured, 50)) if measured.size else float("nan"),
     }
     row["f1_drop"] = row["f1_first"] - row["f1_last"]
     row["budget_ratio"] = row["install_p50_ms"] / 1e3 / t_cp_s
-    row["budget_ratio_replay"] = row["install_p50_ms"] / 1e3 / (t_cp_s / st.compression)
-    for k in ("lost", "reference_mismatches", "register_mismatches", "replayed", "verdicts", "install_ms"):
-        if k in extra:
-            row[k if k != "install_ms" else "load_ms"] = extra[k]
-    return row
+    row["budget_ratio_replay"] = row["install_p50_ms"] / 1e3 / (t_cp_s / st.factor)
+    out = {**row, **{k: v for k, v in columns.items() if k != "install_ms"}}
+    if "install_ms" in columns:
+        out["load_ms"] = columns["install_ms"]
+    return out
+
+
+def _differences(rows: list[dict[str, Any]], bins: dict[str, pd.DataFrame], st: StabilitySpec, seed: int) -> None:
+    """Chimera - Fast-Only (the slow loop's own effect) and Chimera - Static-Map (both timescales), each a mean
+    over the bins after training with a 95% interval paired by time bin, on the Chimera row."""
+    if "Chimera" not in bins:
+        return
+    row = next(r for r in rows if r["configuration"] == "Chimera")
+    for other, col in (("Fast-Only", "diff_vs_fast_only"), ("Static-Map", "diff_vs_static_map")):
+        if other in bins:
+            m, lo, hi = paired_difference(bins["Chimera"], bins[other], st.train_hours, seed=seed)
+            row.update({col: m, f"{col}_lo": lo, f"{col}_hi": hi})
 
 
 def run(ctx: RunContext) -> None:
-    cfg, st = ctx.cfg, ctx.cfg.stability
-    assert st is not None
+    cfg = config_of(ctx)
+    st = cfg.stability
     with ctx.timed("dataset"):
         ctx.data = data = prepare_day(ctx)
         ctx.check_classes(len(data.classes))
-    ctx.run.manifest["stability"] = {"compression": st.compression, "trace_s": st.trace_s, "day_hours": st.day_hours,
-                                     "t_cp_s": cfg.control.t_cp_s, "t_cp_replay_s": cfg.control.t_cp_s / st.compression}
+    ctx.run.manifest.record(stability={"compression": st.factor, "trace_s": st.trace_s, "day_hours": st.day_hours,
+                                       "t_cp_s": cfg.control.t_cp_s, "t_cp_trace_s": cfg.control.t_cp_s / st.factor,
+                                       "clock": ctx.replay.resolved_clock,
+                                       "install_ms_simulated": cfg.control.reference_install_ms})
     with ctx.timed("rules"):
         ctx.rules = rules = learn_rules(ctx.rule_file, data, cfg.seed, cfg.rule_precision_floor)
     models = build_models(ctx, data, rules)
@@ -172,40 +276,41 @@ def run(ctx: RunContext) -> None:
     bin_s = st.bin_minutes * 60
     ts = data.replay_table.ts_ns
     span_s = float(ts.max() - ts.min()) / 1e9 if len(ts) else 0.0  # what is replayed, not what was asked for
-    rows, all_bins, logs = [], [], []
+    rows, all_bins, logs = [], {}, []
     for conf in st.configurations:
         art = models.artifact(conf)
         loop = control_for(cfg, conf, art)
-        log.info("[stability] %s (%s) on %s: replaying %.0f s (a %g-hour day compressed %gx)", conf,
-                 CONFIGURATIONS[conf], ctx.target.name, span_s, st.day_hours, st.compression)
+        log.info("[stability] %s (%s) on %s: a %g-hour day compressed %gx (%.0f s of trace), clock %s", conf,
+                 CONFIGURATIONS[conf], ctx.target.name, st.day_hours, st.factor, span_s, ctx.replay.resolved_clock)
         with ctx.timed(f"target:{conf}"):
-            res = ctx.target.run(art, data.replay_table, ctx.run.path, slug(conf), control=loop)
+            res = ctx.target.run(art, data.replay_table, ctx.run.path, slug(conf), replay=ctx.replay, control=loop)
         pred = res.verdicts.label[data.test_in_replay].astype(np.int64)
         bins = binned_f1(hours * 3600, y, pred, flow, bin_s, len(data.classes), st.bootstrap, cfg.seed,
                          t_end_s=st.day_s)
         bins.insert(0, "configuration", conf)
         bins["load_packets"] = load[: len(bins)]
-        all_bins.append(bins)
-        rows.append(summarize(conf, bins, loop, st, cfg.control.t_cp_s, res.extra))
+        all_bins[conf] = bins
+        rows.append(summarize(conf, bins, loop, st, cfg.control.t_cp_s, res.columns()))
         if loop.steps:
             logs.append(pd.DataFrame(loop.log_rows()).assign(configuration=conf))
-        log.info("[stability] %s: mean F1 %.4f, first %.4f, last %.4f, %d installs; %s", conf, rows[-1]["f1_mean"],
-                 rows[-1]["f1_first"], rows[-1]["f1_last"], rows[-1]["installs"],
-                 {k: res.extra[k] for k in ("lost", "reference_mismatches") if k in res.extra})
-    pd.DataFrame(rows).to_csv(ctx.run.path / "stability.csv", index=False)
-    pd.concat(all_bins, ignore_index=True).to_csv(ctx.run.path / "stability_bins.csv", index=False)
+        log.info("[stability] %s: mean F1 %.4f, first %.4f, last %.4f, %d installs; lost %s, %s differ", conf,
+                 rows[-1]["f1_mean"], rows[-1]["f1_first"], rows[-1]["f1_last"], rows[-1]["installs"],
+                 rows[-1].get("lost"), rows[-1].get("reference_mismatches"))
+    _differences(rows, all_bins, st, cfg.seed)
+    T.STABILITY.write(pd.DataFrame(rows), ctx.run.path)
+    T.STABILITY_BINS.write(pd.concat(all_bins.values(), ignore_index=True), ctx.run.path)
     if logs:
-        pd.concat(logs, ignore_index=True).to_csv(ctx.run.path / "control.csv", index=False)
+        T.CONTROL.write(pd.concat(logs, ignore_index=True), ctx.run.path)
     if st.diagnose:
         with ctx.timed("diagnose"):
-            diagnose(ctx, data, models, y, hours, flow).to_csv(ctx.run.path / "diagnosis.csv", index=False)
+            T.DIAGNOSIS.write(diagnose(ctx, data, models, y, hours, flow), ctx.run.path)
 
 
 def diagnose(ctx: RunContext, data: PreparedData, models: DayModels, y: np.ndarray, hours: np.ndarray,
              flow: np.ndarray) -> pd.DataFrame:
     """The slow loop's parts switched off one at a time, on the reference (fast: no replay)."""
-    cfg, st = ctx.cfg, ctx.cfg.stability
-    assert st is not None
+    cfg = config_of(ctx)
+    st = cfg.stability
     out = []
     for name, over in DIAGNOSES.items():
         loop = control_for(cfg, "Chimera", models.fast, **over)
@@ -221,3 +326,12 @@ def diagnose(ctx: RunContext, data: PreparedData, models: DayModels, y: np.ndarr
     out.append({"slow_loop": "none (Static-Map)", "f1_mean": float(bins[bins["t_mid_h"] >= st.train_hours]["f1"].mean()),
                 "f1_last": window_mean(bins, st.day_hours - st.last_hours, st.day_hours), "installs": 0})
     return pd.DataFrame(out)
+
+
+def resolve(cfg: ExperimentConfig, clock: str) -> ExperimentConfig:
+    return cfg.with_compression(clock) if isinstance(cfg, StabilityExperiment) else cfg
+
+
+KIND = Kind("stability", "a drifting day through Chimera, Fast-Only and Static-Map (stability24h)", StabilityExperiment,
+            run, report.render, (T.STABILITY, T.STABILITY_BINS, T.CONTROL, T.DIAGNOSIS),
+            nightly=NightlyTrack(T.STABILITY, "configuration", "f1_mean"), resolve=resolve)

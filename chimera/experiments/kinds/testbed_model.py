@@ -12,6 +12,7 @@ from chimera.experiments.stages.dataset import PreparedData, prepare, record_dat
 from chimera.experiments.stages.rules import learn_rules
 from chimera.experiments.stages.train import train_variant
 from chimera.formats.artifact import Artifact
+from chimera.targets.base import Capability
 from chimera.targets.software.classifier import export_model
 
 
@@ -26,12 +27,11 @@ def build_model(ctx: RunContext, what: str) -> BuiltModel:
     """Refuse the reference target (nothing to measure), then dataset -> rules -> train -> compile the
     experiment's first variant and export its float model."""
     cfg = ctx.cfg
-    if ctx.target.name == "reference":
-        raise ConfigError(f"{what}: the reference target has no {what} to measure",
+    if not ctx.target.can(Capability.TESTBED):
+        raise ConfigError(f"{what}: the {ctx.target.name} target has no testbed, so no {what} to measure",
                           "run it as root on the eBPF testbed (--target ebpf) or on BMv2")
-    assert cfg.dataset is not None
     with ctx.timed("dataset"):
-        ctx.data = data = prepare(resolve_dataset(cfg.dataset, ctx.data_root), cfg.seed)
+        ctx.data = data = prepare(resolve_dataset(cfg.the_dataset(), ctx.data_root), cfg.seed)
     ctx.check_classes(len(data.classes))
     record_dataset(ctx.run.manifest, data)
     rules = learn_rules(ctx.rule_file, data, cfg.seed, cfg.rule_precision_floor)

@@ -11,21 +11,54 @@ packets unexplained (the number a peer testbed's 100 pps pacing is compared with
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import struct
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from chimera.data.pcap import read_pcap
 from chimera.data.pcapwrite import normalized_frames, write_pcap
+from chimera.experiments.config import ExperimentConfig
+from chimera.experiments.kinds.base import Kind
 from chimera.experiments.kinds.testbed_model import build_model
 from chimera.experiments.stages.context import RunContext
-from chimera.testbed.replay import ReplayConfig
+from chimera.formats import tables as T
+from chimera.report import throughput as report
+from chimera.targets.base import Capability
 
 log = logging.getLogger(__name__)
 ETH = 14
+
+
+class ThroughputSpec(BaseModel):
+    """throughput: pps and Gbps through s1 per frame size, Chimera vs bare forwarding vs the software host,
+    and the highest fixed rate with 0 packets lost unexplained."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    sizes: list[int | Literal["mix"]] = Field([64, 512, 1500, "mix"], min_length=1,
+                                              description="Ethernet frame bytes; mix = the dataset's own sizes")
+    max_packets: int = Field(20000, ge=100, description="frames per run (test packets, resized)")
+    ladder_pps: list[int] = Field([5000, 10000, 20000, 50000, 100000, 200000],
+                                  description="fixed rates tried, lowest first, for the highest 0-loss rate")
+    software: bool = Field(True, description="also through the software classifier host")
+
+    @field_validator("sizes")
+    @classmethod
+    def _sizes(cls, v: list[int | str]) -> list[int | str]:
+        bad = [x for x in v if x != "mix" and not 64 <= int(x) <= 1514]
+        if bad:
+            raise ValueError(f"frame sizes {bad} outside 64..1514 bytes (or 'mix')")
+        return v
+
+
+
+class ThroughputExperiment(ExperimentConfig):
+    kind: Literal["throughput"] = "throughput"
+    throughput: ThroughputSpec = ThroughputSpec()
 
 
 def resize(frame: bytes, size: int) -> bytes:
@@ -39,6 +72,7 @@ def resize(frame: bytes, size: int) -> bytes:
 
 
 def _row(path: str, size: Any, mean_bytes: float, x: dict[str, Any]) -> dict[str, Any]:
+    """One row of throughput.csv from a path's columns (a ReplayOutcome's or a ForwardingOutcome's)."""
     rate = x.get("recv_pps")
     return {"path": path, "frame": str(size), "mean_frame_bytes": mean_bytes, "replayed": x.get("replayed"),
             "verdicts": x.get("verdicts"), "not_sent": x.get("not_sent"),
@@ -49,8 +83,10 @@ def _row(path: str, size: Any, mean_bytes: float, x: dict[str, Any]) -> dict[str
 
 
 def run(ctx: RunContext) -> None:
+    assert isinstance(ctx.cfg, ThroughputExperiment)
     spec = ctx.cfg.throughput
-    target: Any = ctx.target
+    target = ctx.target
+    top = ctx.replay.model_copy(update={"mode": "topspeed"})
     built = build_model(ctx, "throughput")
     art, model_json, data = built.art, built.model_json, built.data
     rows_idx = data.replay_rows[: spec.max_packets]
@@ -67,36 +103,40 @@ def run(ctx: RunContext) -> None:
         table = read_pcap(pcap)
         mix_table = table if size == "mix" else mix_table
         mean = float(np.mean([len(f) for f in frames]))
-        target.replay_cfg = ReplayConfig(mode="topspeed")
         with ctx.timed(f"chimera:{size}"):
-            res = target.run(art, table, ctx.run.path, f"tput-{size}")
-        rows.append(_row(f"Chimera ({target.name})", size, mean, res.extra))
-        if hasattr(target, "run_forwarding"):
+            res = target.run(art, table, ctx.run.path, f"tput-{size}", replay=top)
+        rows.append(_row(f"Chimera ({target.name})", size, mean, res.columns()))
+        if target.can(Capability.FORWARDING):
             with ctx.timed(f"forwarding:{size}"):
-                rows.append(_row("bare forwarding", size, mean, target.run_forwarding(table, ctx.run.path,
-                                                                                       f"tput-fwd-{size}")))
-        if spec.software and hasattr(target, "run_software"):
+                fwd = target.run_forwarding(table, ctx.run.path, f"tput-fwd-{size}", replay=top)
+            rows.append(_row("bare forwarding", size, mean, dataclasses.asdict(fwd)))
+        if spec.software and target.can(Capability.SOFTWARE_HOST):
             with ctx.timed(f"software:{size}"):
-                res = target.run_software(model_json, table, ctx.run.path, f"tput-sc-{size}")
-            rows.append(_row("software classifier host †", size, mean, res.extra))
+                res = target.run_software(model_json, table, ctx.run.path, f"tput-sc-{size}", replay=top)
+            rows.append(_row("software classifier host †", size, mean, res.columns()))
         log.info("[throughput] %s: %s", size, "; ".join(f"{r['path']} {(r['delivered_pps'] or 0) / 1e3:.0f} kpps, "
                                                          f"lost {r['lost']}" for r in rows[-3:]))
-        pd.DataFrame(rows).to_csv(ctx.run.path / "throughput.csv", index=False)
+        T.THROUGHPUT.write(pd.DataFrame(rows), ctx.run.path)
     ladder = []
     table = mix_table if mix_table is not None else read_pcap(work / f"frames-{spec.sizes[0]}.pcap")
     for pps in sorted(spec.ladder_pps):
-        target.replay_cfg = ReplayConfig(mode="pps", pps=pps)
         with ctx.timed(f"ladder:{pps}"):
-            x = target.run(art, table, ctx.run.path, f"ladder-{pps}").extra
+            x = target.run(art, table, ctx.run.path, f"ladder-{pps}",
+                           replay=ctx.replay.model_copy(update={"mode": "pps", "pps": pps})).columns()
         ladder.append({"pps": pps, "offered_pps": x.get("sent_pps"), "lost": x.get("lost"),
                        "dropped_by_capture": x.get("dropped_by_capture"),
                        "reference_mismatches": x.get("reference_mismatches")})
         log.info("[throughput] ladder %d pps: offered %.0f pps, %s lost", pps, x.get("sent_pps") or 0, x.get("lost"))
-        pd.DataFrame(ladder).to_csv(ctx.run.path / "ladder.csv", index=False)
+        T.LADDER.write(pd.DataFrame(ladder), ctx.run.path)
         if x.get("lost"):
             break
     ok = [r for r in ladder if r["lost"] == 0]
     best = max(ok, key=lambda r: r["offered_pps"] or 0) if ok else None
-    ctx.run.manifest["throughput"] = {  # the rate actually offered: tcpreplay may fall short of the one asked
+    ctx.run.manifest.record(throughput={  # the rate actually offered: tcpreplay may fall short of the one asked
         **spec.model_dump(), "max_zero_loss_pps": round(best["offered_pps"]) if best and best["offered_pps"] else None,
-        "max_zero_loss_requested_pps": best["pps"] if best else None, "target_detail": target.describe()}
+        "max_zero_loss_requested_pps": best["pps"] if best else None, "target_detail": target.describe()})
+
+
+KIND = Kind("throughput", "delivered pps/Gbps per frame size, Chimera vs bare forwarding vs the software host",
+            ThroughputExperiment, run, report.render, (T.THROUGHPUT, T.LADDER), default_clock="switch",
+            clocks=("switch",), needs_testbed=True)

@@ -1,4 +1,5 @@
-"""The variants kind: dataset -> rules -> (per variant) train -> compile -> target -> metrics -> tables.
+"""The variants kind (quickstart, ablation): dataset -> rules -> (per variant) train -> compile -> target ->
+metrics -> tables, one row per variant.
 
 Software-only variants (exact softmax, dense attention) have no tables: they
 are evaluated by the float software classifier and marked † everywhere.
@@ -7,29 +8,38 @@ are evaluated by the float software classifier and marked † everywhere.
 from __future__ import annotations
 
 import logging
+from typing import Literal
 
 import pandas as pd
 from tqdm import tqdm
 
-from chimera.experiments.stages.compile import compile_variant, save_artifact
+from chimera.experiments.config import ExperimentConfig
+from chimera.experiments.kinds.base import Cell, Kind, NightlyTrack
+from chimera.experiments.stages.compile import compile_variant, save_artifact, slug
 from chimera.experiments.stages.context import RunContext
 from chimera.experiments.stages.dataset import prepare, record_dataset, resolve_dataset
 from chimera.experiments.stages.metrics import VariantResult, score_variant
 from chimera.experiments.stages.rules import learn_rules
 from chimera.experiments.stages.target import run_variant
 from chimera.experiments.stages.train import train_variant
+from chimera.formats import tables as T
 from chimera.metrics import classification as cm
+from chimera.report import variants as report
 
 log = logging.getLogger(__name__)
 METRIC_COLUMNS = ("macro_f1", "macro_precision", "macro_recall", "accuracy", "bits_per_flow", "table_entries",
                   "table_kbits", "float_int_agreement")
 
 
+class VariantsExperiment(ExperimentConfig):
+    kind: Literal["variants"] = "variants"
+
+
 def run(ctx: RunContext) -> None:
     cfg = ctx.cfg
-    log.info("[1/7 dataset] %s", cfg.dataset.model_dump(exclude_none=True))
+    log.info("[1/7 dataset] %s", cfg.the_dataset().model_dump(exclude_none=True))
     with ctx.timed("dataset"):
-        ctx.data = data = prepare(resolve_dataset(cfg.dataset, ctx.data_root), cfg.seed)
+        ctx.data = data = prepare(resolve_dataset(cfg.the_dataset(), ctx.data_root), cfg.seed)
         ctx.check_classes(len(data.classes))
     record_dataset(ctx.run.manifest, data)
     with ctx.timed("rules"):
@@ -49,9 +59,9 @@ def run(ctx: RunContext) -> None:
             log.info("[4/7 compile] %s: %d bits/flow, %d table entries, artifact %s", v.name,
                      art.resources["per_flow_bits"]["total"], art.resources["table_entries"], sha[:12])
         with ctx.timed(f"target:{v.name}"):
-            ex = run_variant(ctx.target, data, rules, v, trained, art, ctx.run.path)
+            ex = run_variant(ctx, data, rules, v, trained, art)
         log.info("[5/7 target] %s: %s", v.name, ex.executed_on)
-        r = score_variant(data, v, trained, art, sha, ex)
+        r = score_variant(data, v, trained, art, sha, ex, rules)
         log.info("[6/7 metrics] %s%s: macro-F1 %.4f (P %.4f, R %.4f)", v.name, " †" if v.software_only else "",
                  r.row["macro_f1"], r.row["macro_precision"], r.row["macro_recall"])
         results.append(r)
@@ -65,18 +75,17 @@ def write_tables(ctx: RunContext, results: list[VariantResult]) -> None:
     packet / per flow tables of the first switch variant."""
     run = ctx.run.path
     ablation = pd.DataFrame([r.row for r in results])
-    ablation.to_csv(run / "ablation.csv", index=False)
-    ablation.melt(id_vars=["variant"], value_vars=[c for c in METRIC_COLUMNS if c in ablation],
-                  var_name="metric").to_csv(run / "metrics.csv", index=False)
-    pd.concat([r.per_class for r in results], ignore_index=True).to_csv(run / "per_class.csv", index=False)
-    pd.concat([r.confusion.assign(variant=r.row["variant"]) for r in results]).to_csv(run / "confusion.csv",
-                                                                                       index=False)
+    T.ABLATION.write(ablation, run)
+    T.METRICS.write(ablation.melt(id_vars=["variant"], value_vars=[c for c in METRIC_COLUMNS if c in ablation],
+                                  var_name="metric"), run)
+    T.PER_CLASS.write(pd.concat([r.per_class for r in results], ignore_index=True), run)
+    T.CONFUSION.write(pd.concat([r.confusion.assign(variant=r.row["variant"]) for r in results]), run)
     packets = next((r.packets for r in results if r.packets is not None), None)
     if packets is not None:
-        packets.to_csv(run / "packets.csv.gz", index=False)
-        cm.flow_level(packets["flow"].to_numpy(), packets["label"].to_numpy(),
-                      packets["pred"].to_numpy()).to_csv(run / "flows.csv", index=False)
-    ctx.run.manifest["variants"] = [v.model_dump(mode="json") for v in ctx.variants]
+        T.PACKETS.write(packets, run)
+        T.FLOWS.write(cm.flow_level(packets["flow"].to_numpy(), packets["label"].to_numpy(),
+                                    packets["pred"].to_numpy()), run)
+    ctx.run.manifest.record(variants=[v.model_dump(mode="json") for v in ctx.variants])
 
 
 def _record_fallbacks(ctx: RunContext, results: list[VariantResult]) -> None:
@@ -84,6 +93,15 @@ def _record_fallbacks(ctx: RunContext, results: list[VariantResult]) -> None:
     the run itself is marked (run id, manifest target) with the reason."""
     where = {r.row["variant"]: r.row["executed_on"] for r in results}
     fallbacks = {r.row["variant"]: r.row["target_fallback"] for r in results if r.row.get("target_fallback")}
-    ctx.run.manifest.update({"variant_targets": where, "variant_fallbacks": fallbacks})
+    ctx.run.manifest.record(variant_targets=where, variant_fallbacks=fallbacks)
     if fallbacks and len(fallbacks) == len(results) and ctx.target.name != "reference":
         ctx.run.set_target("reference", "every variant fell back: " + "; ".join(sorted(set(fallbacks.values()))))
+
+
+def cells(cfg: ExperimentConfig) -> list[Cell]:
+    return [Cell(slug(v.name), {"variants": [v.model_dump(mode="json")]}, {"variant": v.name}) for v in cfg.variants]
+
+
+KIND = Kind("variants", "one row per variant (quickstart, ablation): the paper's ablation layout", VariantsExperiment,
+            run, report.render, (T.ABLATION, T.METRICS, T.PER_CLASS, T.CONFUSION, T.FLOWS, T.PACKETS), cells,
+            NightlyTrack(T.ABLATION, "variant", "macro_f1"))

@@ -9,15 +9,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from chimera.baselines.features import FIELD_BITS, TOKEN_FIELDS
 from chimera.baselines.yardsticks import CURRENT_PACKET_INPUTS
-from chimera.baselines.zoo import BaselineResult, BaselineSettings, run_baseline
+from chimera.baselines.zoo import BASELINES, SEQUENCE_BASELINES, BaselineResult, BaselineSettings, run_baseline
 from chimera.errors import ChimeraError
-from chimera.experiments.config import ResolvedVariant
+from chimera.experiments.config import ExperimentConfig, ResolvedVariant, known
 from chimera.experiments.stages.compile import compile_variant, save_artifact
 from chimera.experiments.stages.context import RunContext
-from chimera.experiments.stages.dataset import PreparedData, prepare, record_dataset, resolve_dataset
+from chimera.experiments.stages.dataset import PreparedData, dataset_record, prepare, resolve_dataset
 from chimera.experiments.stages.rules import LearnedRules, learn_rules
 from chimera.experiments.stages.target import run_variant
 from chimera.experiments.stages.train import ModelCache, train_variant
@@ -27,6 +28,67 @@ from chimera.metrics import classification as cm
 log = logging.getLogger(__name__)
 #: header fields Chimera reads per decision (its history is in the per-flow state, counted separately)
 CHIMERA_INPUT_BITS = sum(FIELD_BITS[f] for f in (*TOKEN_FIELDS, *CURRENT_PACKET_INPUTS))
+
+
+class BaselinesSpec(BaseModel):
+    """The paper's baselines (chimera.baselines.zoo), trained on Chimera's training packets."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    methods: list[str] = Field(default_factory=lambda: list(BASELINES), min_length=1)
+    window: int = Field(8, ge=1, le=64, description="packets per decision of the window models")
+    leo_depth: int = Field(8, ge=1, le=16, description="Leo's tree depth (leaf table <= 2^depth entries)")
+    leo_window: int = Field(4, ge=1, le=64, description="packets Leo's features may look back on")
+    epochs: int = Field(10, ge=1, le=200)
+    max_train_packets: int = Field(60000, ge=0, description="0 = all; else a seeded sample of the training packets")
+
+    @field_validator("methods")
+    @classmethod
+    def _known_methods(cls, v: list[str]) -> list[str]:
+        known(v, tuple(BASELINES), "baseline")
+        return v
+
+
+class SweepSpec(BaseModel):
+    """input_scale (windows) and hyper_dim (m x d_v x quantization bits, against a per-flow budget)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    windows: list[int] = Field([2, 4, 8, 16, 32], min_length=1)
+    features: list[int] = Field([4, 8, 16], min_length=1, description="m, random features")
+    d_v: list[int] = Field([4, 8, 16], min_length=1)
+    bits: list[int] = Field([4, 8], min_length=1, description="b, table value width")
+    per_flow_budget_bits: int = Field(8192, ge=1, description="the budget the ratio divides by (1 KB = 8192)")
+    sequence_baselines: list[str] = Field(["BoS", "RNN-B", "CNN-M"], description="input_scale: baselines swept")
+
+    @field_validator("windows")
+    @classmethod
+    def _windows(cls, v: list[int]) -> list[int]:
+        bad = [w for w in v if w < 1 or w & (w - 1)]
+        if bad:
+            raise ValueError(f"windows {bad}: Chimera's ring needs a power of two >= 1")
+        return v
+
+    @field_validator("sequence_baselines")
+    @classmethod
+    def _known_sequence(cls, v: list[str]) -> list[str]:
+        known(v, SEQUENCE_BASELINES, "sequence baseline")
+        return v
+
+
+
+class MultiDatasetExperiment(ExperimentConfig):
+    """The kinds that compare methods over several named datasets (``datasets:``)."""
+
+    multi_dataset = True
+
+
+def baselines_spec(cfg: ExperimentConfig) -> BaselinesSpec:
+    spec = getattr(cfg, "baselines", None)
+    return spec if isinstance(spec, BaselinesSpec) else BaselinesSpec()
+
+
+def sweep_spec(cfg: ExperimentConfig) -> SweepSpec:
+    spec = getattr(cfg, "sweep", None)
+    return spec if isinstance(spec, SweepSpec) else SweepSpec()
 
 
 @dataclass
@@ -43,15 +105,14 @@ class NamedData:
 
 def named_data(ctx: RunContext) -> Iterator[NamedData]:
     """Each dataset of the experiment, prepared, checked against the target's limits, with rules learned."""
-    ctx.run.manifest.setdefault("datasets", {})
     for name, spec in ctx.cfg.named_datasets().items():
         with ctx.timed(f"dataset:{name}"):
             data = prepare(resolve_dataset(spec, ctx.data_root), ctx.cfg.seed)
         ctx.check_classes(len(data.classes))
-        rec: dict[str, Any] = {}
-        record_dataset(rec, data)
-        ctx.run.manifest["datasets"][name] = rec["dataset"]
-        ctx.run.manifest.setdefault("dataset", rec["dataset"])  # the report header shows the first
+        rec = dataset_record(data)
+        ctx.run.manifest.datasets[name] = rec
+        if ctx.run.manifest.dataset is None:  # the report header shows the first
+            ctx.run.manifest.dataset = rec
         with ctx.timed(f"rules:{name}"):
             rules = learn_rules(ctx.rule_file, data, ctx.cfg.seed, ctx.cfg.rule_precision_floor)
         yield NamedData(name, data, rules, ModelCache())
@@ -81,7 +142,7 @@ def run_chimera(ctx: RunContext, nd: NamedData, v: ResolvedVariant, label: str) 
             art = compile_variant(nd.data, nd.rules, v, trained)
             sha = save_artifact(art, ctx.run.path / "artifacts", label)
     with ctx.timed(f"target:{label}"):
-        ex = run_variant(ctx.target, nd.data, nd.rules, v, trained, art, ctx.run.path)
+        ex = run_variant(ctx, nd.data, nd.rules, v, trained, art)
     y = nd.data.y(nd.data.test_rows)
     s = cm.summary(y, ex.pred, nd.data.classes)
     where = "reference integer" if ex.executed_on == "reference" else ex.executed_on
@@ -96,7 +157,7 @@ def run_chimera(ctx: RunContext, nd: NamedData, v: ResolvedVariant, label: str) 
         row.update({"model_kbits": art.resources["table_bits"] / 1000, "per_flow_bits": bits,
                     "per_flow_source": src, "formula_bits": art.resources["per_flow_bits"]["total"],
                     "table_entries": art.resources["table_entries"], "artifact_sha256": sha,
-                    "reference_mismatches": ex.extra.get("reference_mismatches"), "lost": ex.extra.get("lost")})
+                    **{k: v for k, v in ex.columns().items() if k in ("reference_mismatches", "lost")}})
     log.info("[%s] %s: macro-F1 %.4f on %s", nd.name, label, row["f1"], ex.executed_on)
     return row
 
@@ -118,7 +179,7 @@ def baseline_row(nd: NamedData, r: BaselineResult, task: str) -> dict[str, Any]:
 
 
 def baseline_settings(ctx: RunContext) -> BaselineSettings:
-    b = ctx.cfg.baselines
+    b = baselines_spec(ctx.cfg)
     return BaselineSettings(window=b.window, leo_depth=b.leo_depth, leo_window=b.leo_window, epochs=b.epochs,
                             max_train_packets=b.max_train_packets)
 

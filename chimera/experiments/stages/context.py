@@ -11,11 +11,12 @@ from pathlib import Path
 from chimera.experiments.config import ExperimentConfig, ResolvedVariant
 from chimera.experiments.stages.dataset import PreparedData
 from chimera.experiments.stages.rules import LearnedRules
-from chimera.experiments.stages.target import preflight
+from chimera.experiments.stages.preflight import preflight
 from chimera.experiments.stages.train import ModelCache
 from chimera.formats.rundir import RunDir
 from chimera.rules.spec import Rules
 from chimera.targets.base import Target
+from chimera.testbed.replay import ReplayConfig
 
 
 @dataclass
@@ -26,6 +27,7 @@ class RunContext:
     run: RunDir
     data_root: Path
     rule_file: Rules
+    replay: ReplayConfig                    # the experiment's replay settings, its clock resolved
     data: PreparedData | None = None        # set by the dataset stage
     rules: LearnedRules | None = None       # set by the rules stage
     cache: ModelCache = field(default_factory=ModelCache)

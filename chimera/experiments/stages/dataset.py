@@ -27,6 +27,7 @@ from chimera.data.synthetic import SyntheticSpec, generate
 from chimera.data.tokens import Tokens, dataplane_eligible, tokenize
 from chimera.errors import DatasetError
 from chimera.experiments.config import DatasetSpec
+from chimera.formats.rundir import DatasetRecord, Manifest
 from chimera.rules.spec import rule_keys
 
 log = logging.getLogger(__name__)
@@ -207,16 +208,19 @@ def prepare(ds: Dataset, seed: int, train_until_ns: int | None = None) -> Prepar
     return PreparedData(ds, tokenize(ds.table, ds.flows), rows[0], rows[1], rows[2], replay)
 
 
-def record_dataset(manifest: dict, data: PreparedData, split_rule: str | None = None) -> None:
-    """The dataset's identity, splits and packet accounting in the run's manifest (what the report shows)."""
+def dataset_record(data: PreparedData, split_rule: str | None = None) -> DatasetRecord:
+    """The dataset's identity, splits and packet accounting (what the report shows)."""
     ds = data.ds
     m = {k: ds.manifest.get(k) for k in ("name", "source", "seed", "classes", "packets", "status", "packets_sha256",
-                                          "generator", "skipped_files")}
-    m.update({"path": str(ds.root), "flows": ds.flows.n_flows, "split_packets": data.split_sizes(),
-              "accounting": data.accounting(), "normalization": ds.manifest.get("normalization"),
-              "unreadable_captures": ds.manifest.get("unreadable_captures"),
-              "cross_capture_flows": ds.manifest.get("cross_capture_flows"),
-              "test_flows_per_class": data.test_flows_per_class(), "split_rule": split_rule})
-    manifest["dataset"] = m
+                                          "generator", "skipped_files", "normalization", "unreadable_captures",
+                                          "cross_capture_flows")}
     log.info("[dataset] %s: %d packets, %d flows, %d classes; test split %d packets (%d replayed)", ds.manifest["name"],
              len(ds.table), ds.flows.n_flows, len(ds.classes), data.test_rows.size, data.replay_rows.size)
+    return DatasetRecord.model_validate({**m, "path": str(ds.root), "flows": ds.flows.n_flows,
+                                         "split_packets": data.split_sizes(), "accounting": data.accounting(),
+                                         "test_flows_per_class": data.test_flows_per_class(), "split_rule": split_rule})
+
+
+def record_dataset(manifest: Manifest, data: PreparedData, split_rule: str | None = None) -> None:
+    """The dataset's record in the run's manifest."""
+    manifest.dataset = dataset_record(data, split_rule)

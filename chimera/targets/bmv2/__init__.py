@@ -14,40 +14,44 @@ the BMv2 tests skip with that reason. Nothing here pretends to have run.
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import Any
 
-from chimera.errors import ToolMissingError
 from chimera.formats.artifact import Artifact
 from chimera.targets.bmv2.compiler import INSTALL_HINT
 from chimera.targets.bmv2.node import Bmv2Switch
 from chimera.targets.bmv2.p4rt import check_supported, p4_limits
+from chimera.targets.bmv2.schema import P4_SOURCE
 from chimera.targets.testbed import TestbedTarget
-from chimera.testbed.tools import testbed_unavailable_reason
 
 TOOLS = ("simple_switch_grpc", "p4c-bm2-ss")
 
 
-def unavailable_reason() -> str | None:
-    missing = [t for t in TOOLS if shutil.which(t) is None]
-    if missing:
-        return f"{' and '.join(missing)} not installed (p4c/BMv2 are in no registry this machine reaches)"
-    return testbed_unavailable_reason()
-
-
-def require_available() -> None:
-    why = unavailable_reason()
-    if why is not None:
-        raise ToolMissingError(f"the bmv2 target cannot run: {why}", INSTALL_HINT)
-
-
 class Bmv2Target(TestbedTarget):
-    """s1 is simple_switch_grpc; replay is paced below BMv2's capacity (loss is measured and reported)."""
+    """s1 is simple_switch_grpc running chimera.p4 (the card's switch)."""
 
     name = "bmv2"
     switch_cls = Bmv2Switch
+    auto_rank = 2
+    ladder = (250, 500, 1_000, 2_000, 4_000, 8_000, 16_000)
+    assumed_pps = 500
+
+    @classmethod
+    def unavailable_reason(cls) -> str | None:
+        missing = [t for t in TOOLS if shutil.which(t) is None]
+        if missing:
+            return f"{' and '.join(missing)} not installed (p4c/BMv2 are in no registry this machine reaches)"
+        return super().unavailable_reason()
+
+    @classmethod
+    def install_hint(cls) -> str:
+        return INSTALL_HINT
+
+    def program_sources(self) -> list[Path]:
+        return [P4_SOURCE]
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "clock": "BMv2 ingress_global_timestamp (µs, x1000 to ns)"}
+        return {**super().describe(), "switch_clock": "BMv2 ingress_global_timestamp (µs, x1000 to ns)"}
 
     def unsupported(self, art: Artifact) -> str | None:
         return check_supported(art)

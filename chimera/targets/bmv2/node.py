@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chimera.controlplane.loop import InstallReport
+from chimera.testbed.outcome import InstallReport
 from chimera.errors import TargetError
 from chimera.formats.artifact import Artifact
 from chimera.targets.bmv2.compiler import compile_p4

@@ -16,7 +16,8 @@ import numpy as np
 from finsy import P4Schema, P4TableAction, P4TableEntry, P4TableMatch
 
 from chimera.errors import TargetError
-from chimera.formats.artifact import Artifact
+from chimera.formats.artifact import Artifact, RuleTable
+from chimera.rules.spec import KEY_FIELDS
 from chimera.targets.bmv2.schema import (MAX_CENTROIDS, MAX_CLASSES, MAX_DV, MAX_FEATURES, MAX_FLOW_SLOTS, MAX_LEN_FINE,
                                          MAX_SAMPLE_SLOTS, MAX_SOFT, MAX_WINDOW, P4INFO, TABLE_BY_NAME, TABLES,
                                          VALUE_TABLES,
@@ -83,7 +84,8 @@ def check_supported(art: Artifact) -> str | None:
     for name, limit in (("hard_rules", len(art.hard)), ("global_layer", len(art.global_entries))):
         if limit > TABLE_BY_NAME[name].size // 2:
             return f"{limit} entries for table {name} exceed its per-version capacity {TABLE_BY_NAME[name].size // 2}"
-    per_rule = np.bincount(art.soft_entries[:, 14], minlength=1) if len(art.soft_entries) else np.zeros(1, int)
+    soft = art.soft_rules
+    per_rule = np.bincount(soft.rule, minlength=1) if len(soft) else np.zeros(1, int)
     if per_rule.max() > TABLE_BY_NAME["soft_0"].size // 2:
         return f"a soft rule with {per_rule.max()} entries exceeds a soft table's per-version capacity"
     return None
@@ -94,12 +96,12 @@ def _t(name: str, match: dict[str, Any], action: str, priority: int = 0, **param
                         action=P4TableAction(qualified(action), **params), priority=priority)
 
 
-def _rule_match(ver: int, row: np.ndarray) -> dict[str, Any]:
-    names = ("proto", "tcp_flags", "dir", "flow_pkts", "sport", "dport", "ip_len")
+def _rule_match(ver: int, t: RuleTable, i: int) -> dict[str, Any]:
+    """Entry i's match fields, named as the P4 key names them (KEY_FIELDS order)."""
     m: dict[str, Any] = {"ver": ver}
-    for i, n in enumerate(names):
-        if int(row[7 + i]):  # an all-zero mask is a wildcard: omitted, as P4Runtime requires
-            m[n] = (int(row[i]), int(row[7 + i]))
+    for f, (n, _) in enumerate(KEY_FIELDS):
+        if int(t.mask[i, f]):  # an all-zero mask is a wildcard: omitted, as P4Runtime requires
+            m[n] = (int(t.value[i, f]), int(t.mask[i, f]))
     return m
 
 
@@ -148,20 +150,24 @@ def model_entries(art: Artifact, ver: int) -> list[P4TableEntry]:
         out.append(_t("phi_out", {"ver": ver, "centroid": c}, "set_phi_out", k=pack(art.phi_k[c])))
     rows = [pack(art.w_out[e]) if e < art.w_out.shape[0] else 0 for e in range(MAX_DV)]
     out.append(_t("w_out", {"ver": ver}, "set_wout", **{f"w{e}": r for e, r in enumerate(rows)}))
-    for i, row in enumerate(art.global_entries.tolist()):
-        match = {"ver": ver}
-        if row[1]:
-            match["centroid"] = (row[0], row[1])
-        if row[3]:
-            match["proto_class"] = (row[2], row[3])
-        out.append(_t("global_layer", match, "glob_add", priority=TOP_PRIORITY - i, gz=int(row[4 + Y]),
-                      g=pack(row[4:4 + Y], 64)))
-    for i, row in enumerate(art.hard):
-        out.append(_t("hard_rules", _rule_match(ver, row), "hard_hit", priority=TOP_PRIORITY - i,
-                      rule=int(row[14]), label=int(row[15])))
-    for i, row in enumerate(art.soft_entries):
-        r = int(row[14])
-        out.append(_t(f"soft_{r}", _rule_match(ver, row), "soft_add", priority=TOP_PRIORITY - i,
+    gt = art.global_table
+    for i in range(len(gt)):
+        match: dict[str, Any] = {"ver": ver}
+        if gt.c_mask[i]:
+            match["centroid"] = (int(gt.c_value[i]), int(gt.c_mask[i]))
+        if gt.pc_mask[i]:
+            match["proto_class"] = (int(gt.pc_value[i]), int(gt.pc_mask[i]))
+        out.append(_t("global_layer", match, "glob_add", priority=TOP_PRIORITY - i, gz=int(gt.gz[i]),
+                      g=pack(gt.g[i], 64)))
+    hard = art.hard_rules
+    assert hard.label is not None
+    for i in range(len(hard)):
+        out.append(_t("hard_rules", _rule_match(ver, hard, i), "hard_hit", priority=TOP_PRIORITY - i,
+                      rule=int(hard.rule[i]), label=int(hard.label[i])))
+    soft = art.soft_rules
+    for i in range(len(soft)):
+        r = int(soft.rule[i])
+        out.append(_t(f"soft_{r}", _rule_match(ver, soft, i), "soft_add", priority=TOP_PRIORITY - i,
                       w=pack_classes(art.soft_weights[r])))
     return out
 

@@ -131,6 +131,7 @@ REGISTERS = (
     Register("reg_z", 0x1600000B, 512, MAX_FLOW_SLOTS),
     Register("reg_class_ema", 0x1600000C, 64, MAX_CLASSES),
     Register("reg_sample", 0x1600000D, 32, MAX_SAMPLE_SLOTS),
+    Register("reg_clock", 0x1600000E, 64, 1),
 )
 REGISTER_BY_NAME = {r.name: r for r in REGISTERS}
 #: the counters register's slots

@@ -7,44 +7,48 @@ libbpf loader with versioned installs (``loader``) and the ctypes binding
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 import shutil
 from pathlib import Path
 from typing import Any
 
-from chimera.errors import ToolMissingError
+from chimera.data.pcap import PacketTable, read_pcap
+from chimera.errors import ChimeraError
 from chimera.formats.artifact import Artifact
-from chimera.targets.base import TargetResult
+from chimera.targets.base import Capability, TargetResult
 from chimera.targets.ebpf.node import EbpfSwitch
 from chimera.targets.software.host import run_on_classifier_host
 from chimera.targets.testbed import TestbedTarget
-from chimera.testbed.tools import testbed_unavailable_reason
+from chimera.testbed.collect import span_rate
+from chimera.testbed.outcome import ForwardingOutcome
+from chimera.testbed.replay import Pace, ReplayConfig, replay as replay_once
 
 log = logging.getLogger(__name__)
 #: compile-time limits of chimera.bpf.c (its #error checks say the same)
 LIMITS = {"NUM_CLASSES": 16, "SOFT_RULES": 32, "RF_FEATURES": 16, "D_V": 16, "NUM_CENTROIDS": 256}
+SOURCES = [Path(__file__).with_name(n) for n in ("chimera.bpf.c", "ports.bpf.h")]
+#: set to a reason to make the kernel probe fail (tests of `--target auto` on a kernel that would load it)
+PROBE_FAIL_ENV = "CHIMERA_EBPF_PROBE_FAIL"
 
 
-def unavailable_reason() -> str | None:
-    """Why the testbed with the eBPF switch cannot run here, or None."""
-    why = testbed_unavailable_reason()
-    if why is not None:
-        return why
-    if shutil.which("clang") is None:
-        return "missing tools: clang (apt-get install clang)"
+@functools.lru_cache(maxsize=1)
+def kernel_probe() -> str | None:
+    """Load the smallest program that uses what the pipeline needs from the kernel (bpf_loop: >= 5.17); why it
+    cannot load, or None. A real load, not a version string (backports and distribution kernels differ)."""
+    forced = os.environ.get(PROBE_FAIL_ENV)
+    if forced:
+        return f"kernel probe failed ({PROBE_FAIL_ENV}={forced})"
+    from chimera.targets.ebpf.build import build_probe_object
+    from chimera.targets.ebpf.libbpf import BpfObject
     try:
-        from chimera.targets.ebpf.libbpf import lib
-        lib()
-    except ToolMissingError as e:
-        return e.problem
+        obj = BpfObject(str(build_probe_object(Path("/tmp/chimera-ebpf-probe"))))
+        obj.close()
+    except ChimeraError as e:
+        return f"the kernel ({os.uname().release}) did not load a bpf_loop program (needs >= 5.17): " \
+               f"{e.problem.splitlines()[0]}"
     return None
-
-
-def require_available() -> None:
-    why = unavailable_reason()
-    if why is not None:
-        raise ToolMissingError(f"the eBPF target cannot run: {why}",
-                               "run as root after scripts/bootstrap, or use --target reference")
 
 
 class EbpfTarget(TestbedTarget):
@@ -52,42 +56,62 @@ class EbpfTarget(TestbedTarget):
 
     name = "ebpf"
     switch_cls = EbpfSwitch
+    capabilities = TestbedTarget.capabilities | Capability.SOFTWARE_HOST | Capability.FORWARDING
+    auto_rank = 1
+    ladder = (5_000, 20_000, 50_000, 100_000, 200_000)
+    assumed_pps = 20_000
+
+    @classmethod
+    def unavailable_reason(cls) -> str | None:
+        """Why the testbed with the eBPF switch cannot run here, or None."""
+        why = super().unavailable_reason()
+        if why is not None:
+            return why
+        if shutil.which("clang") is None:
+            return "missing tools: clang (apt-get install clang)"
+        try:
+            from chimera.targets.ebpf.libbpf import lib
+            lib()
+        except ChimeraError as e:
+            return e.problem
+        return kernel_probe()
+
+    def program_sources(self) -> list[Path]:
+        return SOURCES
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "clock": "switch ingress (CLOCK_MONOTONIC)"}
+        return {**super().describe(), "switch_clock": "switch ingress (CLOCK_MONOTONIC)"}
 
-    def run_software(self, model_json: Path, table: Any, run_dir: Path, slug: str) -> TargetResult:
+    def run_software(self, model_json: Path, table: PacketTable, run_dir: Path, slug: str, *,
+                     replay: ReplayConfig) -> TargetResult:
         """A † configuration: s1 redirects h1's frames to the software classifier host sc, which marks
-        them and sends them back through s1 to h2."""
-        self._ensure_testbed(run_dir)
-        pcap, frames, _ = self._replay_pcap(table, run_dir)
-        s1 = self.testbed.s1
+        them and sends them back through s1 to h2 (always on the classifier host's own clock)."""
+        tb = self._ensure_testbed(run_dir)
+        prep = self._prepare(table, run_dir, "switch", 1, False)
+        s1 = tb.s1
         s1.load_redirect([(f"{s1.name}-eth1", f"{s1.name}-eth3"), (f"{s1.name}-eth3", f"{s1.name}-eth2")])
         try:
-            return run_on_classifier_host(self.testbed, model_json, pcap, frames, self.replay_cfg, run_dir, slug)
+            return run_on_classifier_host(tb, model_json, prep.pcap, prep.frames, _switch_pace(replay), run_dir, slug)
         finally:
             s1.unload()
 
-    def run_forwarding(self, table: Any, run_dir: Path, slug: str) -> dict[str, Any]:
+    def run_forwarding(self, table: PacketTable, run_dir: Path, slug: str, *,
+                       replay: ReplayConfig) -> ForwardingOutcome:
         """Bare forwarding on the same path: s1 runs only a redirect program (h1 -> h2), no classification.
         The yardstick of the throughput figure; counts come from the two captures and the tools."""
-        from chimera.data.pcap import read_pcap
-        from chimera.testbed.collect import span_rate
-        from chimera.testbed.replay import replay
-        self._ensure_testbed(run_dir)
-        pcap, frames, _ = self._replay_pcap(table, run_dir)
-        s1 = self.testbed.s1
+        tb = self._ensure_testbed(run_dir)
+        prep = self._prepare(table, run_dir, "switch", 1, False)
+        s1 = tb.s1
         s1.load_redirect([(f"{s1.name}-eth1", f"{s1.name}-eth2")])
         try:
-            files = replay(self.testbed.h1, self.testbed.h2, pcap, self.replay_cfg, run_dir / "replay", slug,
-                           switch_alive=s1.alive, rx_filter="")
+            files = replay_once(tb.h1, tb.h2, prep.pcap, _switch_pace(replay), run_dir / "replay", slug,
+                                          len(prep.frames), switch_alive=s1.alive, rx_filter="")
         finally:
             s1.unload()
         sent, got = read_pcap(files.sent), read_pcap(files.received)
-        return {"replayed": len(frames), "sent": len(sent), "verdicts": len(got), "not_sent": files.failed_to_send,
-                "dropped_by_capture": files.dropped_at_receiver,
-                "lost": max(0, len(sent) - len(got) - files.dropped_at_receiver),
-                "sent_pps": span_rate(sent.ts_ns), "recv_pps": span_rate(got.ts_ns)}
+        return ForwardingOutcome(len(prep.frames), len(sent), len(got), files.failed_to_send, files.dropped_at_receiver,
+                                 max(0, len(sent) - len(got) - files.dropped_at_receiver), span_rate(sent.ts_ns),
+                                 span_rate(got.ts_ns))
 
     def limits(self) -> dict[str, int]:
         return dict(LIMITS)
@@ -101,3 +125,12 @@ class EbpfTarget(TestbedTarget):
             if art.c(k) > lim:
                 return f"{k}={art.c(k)} exceeds the eBPF program's maximum {lim}"
         return None
+
+
+def _switch_pace(replay: ReplayConfig) -> Pace:
+    """The † and forwarding paths run on their hosts' own clocks: the pace a switch-clock replay would use."""
+    if replay.mode == "topspeed":
+        return Pace("topspeed")
+    if replay.mode == "pps" and replay.pps:
+        return Pace("pps", pps=replay.pps)
+    return Pace("speed", speed=replay.speed)

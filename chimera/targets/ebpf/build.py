@@ -20,6 +20,11 @@ def build_redirect_object(build_dir: Path) -> Path:
     return _clang(SOURCE.with_name("redirect.bpf.c"), None, build_dir)
 
 
+def build_probe_object(build_dir: Path) -> Path:
+    """The kernel probe of ``--target auto`` (probe.bpf.c): artifact-independent."""
+    return _clang(SOURCE.with_name("probe.bpf.c"), None, build_dir)
+
+
 def build_object(art: Artifact, build_dir: Path) -> Path:
     """Compile chimera.bpf.c against the artifact's header; cached by (source, header) hash."""
     return _clang(SOURCE, render(art), build_dir)

@@ -11,6 +11,12 @@
  * the token entering and the one leaving the window, so the work per packet does
  * not grow with the window. Every model table has two versions; one write to
  * `active` flips them.
+ *
+ * Clock (docs/pipeline.md, "Clocks"): a frame carrying the trace-time shim
+ * (chimera/formats/shim.py) is classified on the shim's trace_ns and its index
+ * goes into the verdict's seq; the shim is replaced by the verdict header, so
+ * the frame leaves as it was captured plus the verdict. A frame without a shim
+ * is classified on the switch's own clock (bpf_ktime_get_ns).
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -152,6 +158,14 @@ struct verdict_hdr {
 
 _Static_assert(sizeof(struct verdict_hdr) == CHIMERA_VERDICT_LEN, "verdict header size");
 
+/* fields from chimera/formats/shim.py, via the generated header */
+struct shim_hdr {
+	CHIMERA_SHIM_FIELDS_C
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct shim_hdr) == CHIMERA_SHIM_LEN, "shim header size");
+_Static_assert(CHIMERA_VERDICT_LEN > CHIMERA_SHIM_LEN, "the verdict header replaces the shim in place");
+
 /* per-CPU scratch for the vectors (the stack holds 512 bytes) */
 struct scratch {
 	__s64 A[Y];
@@ -203,6 +217,7 @@ ARRAY(ema, struct ema_regs, 1, MMAP);
 ARRAY(class_ema, struct class_ema_regs, 1, MMAP);
 ARRAY(sample, __u32, CHIMERA_SAMPLE_SLOTS, MMAP);
 ARRAY(counters, __u64, CNT_MAX, MMAP);
+ARRAY(clock, __u64, 1, MMAP); /* the last `now` a classified packet used: the control plane's clock */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -366,26 +381,49 @@ static __always_inline int load(struct __sk_buff *skb, __u32 off, void *to, __u3
 		__builtin_memcpy(to, data + off, 12);
 		return 0;
 	}
+	if (len == 16 && data + off + 16 <= end) {
+		__builtin_memcpy(to, data + off, 16);
+		return 0;
+	}
 	return bpf_skb_load_bytes(skb, off, to, len);
 }
 
-/* Step 0: the parser. Returns 1 for classifiable IPv4 packets. */
-static __always_inline int parse(struct __sk_buff *skb, struct pkt *p, __u16 *eth_type)
+/* The trace-time shim, when the frame carries one: its fields (host order). */
+struct clock_in {
+	int shim;      /* 1: the frame carried the shim */
+	__u32 index;
+	__u64 trace_ns;
+};
+
+/* Step 0: the parser. Returns 1 for classifiable IPv4 packets; *eth_type is the frame's own EtherType
+ * (under a shim, the shim's orig_type) and *ck the shim, if any (read whether or not the packet parses). */
+static __always_inline int parse(struct __sk_buff *skb, struct pkt *p, __u16 *eth_type, struct clock_in *ck)
 {
 	__u8 eth[14];
 	__u8 ip[20];
 	__u32 len = skb->len;
+	__u32 l3 = 14;
 	if (len < 14 || load(skb, 0, eth, 14))
 		return 0;
 	*eth_type = ((__u16)eth[12] << 8) | eth[13];
+	if (*eth_type == CHIMERA_SHIM_ETHERTYPE) {
+		struct shim_hdr sh;
+		if (len < 14 + CHIMERA_SHIM_LEN || load(skb, 14, &sh, CHIMERA_SHIM_LEN))
+			return 0;
+		ck->shim = 1;
+		ck->index = bpf_ntohl(sh.index);
+		ck->trace_ns = bpf_be64_to_cpu(sh.trace_ns);
+		*eth_type = bpf_ntohs(sh.orig_type);
+		l3 = 14 + CHIMERA_SHIM_LEN;
+	}
 	if (*eth_type != 0x0800)
 		return 0;
-	if (len < 14 + 20 || load(skb, 14, ip, 20))
+	if (len < l3 + 20 || load(skb, l3, ip, 20))
 		return 0;
 	__u32 ihl = (ip[0] & 0x0F) * 4;
 	if ((ip[0] >> 4) != 4 || ihl < 20)
 		return 0;
-	if (len - 14 < ihl)
+	if (len - l3 < ihl)
 		return 0;
 	p->ip_len = ((__u16)ip[2] << 8) | ip[3];
 	if (p->ip_len < ihl)
@@ -397,7 +435,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p, __u16 *et
 	p->dst = ((__u32)ip[16] << 24) | ((__u32)ip[17] << 16) | ((__u32)ip[18] << 8) | ip[19];
 	p->sport = p->dport = 0;
 	p->flags = 0;
-	__u32 l4 = 14 + ihl;
+	__u32 l4 = l3 + ihl;
 	if (p->proto == 6 || p->proto == 17) {
 		__u8 h[14];
 		__u32 need = p->proto == 6 ? 20 : 8;
@@ -649,13 +687,14 @@ static __always_inline void classify(struct pkt *p, __u64 now, __u64 n_parsed, s
 	v->centroid = c;
 }
 
-/* 10. emit: grow the head, move the MACs to the front, write the header, redirect. */
+/* 10. emit: grow the head, move the MACs to the front, write the header, redirect. A shimmed frame grows
+ * by the difference only: the verdict header takes the shim's place, so the shim leaves with the frame. */
 static __always_inline int emit(struct __sk_buff *skb, struct verdict_hdr *v, __u16 eth_type, __u64 t_in,
-				__u32 egress)
+				__u32 egress, int shim)
 {
 	__u8 macs[12];
-	if (skb->len < 14 || load(skb, 0, macs, 12) ||
-	    bpf_skb_change_head(skb, CHIMERA_VERDICT_LEN, 0)) {
+	__u32 grow = shim ? CHIMERA_VERDICT_LEN - CHIMERA_SHIM_LEN : CHIMERA_VERDICT_LEN;
+	if (skb->len < 14 || load(skb, 0, macs, 12) || bpf_skb_change_head(skb, grow, 0)) {
 		count(CNT_HEADROOM_FAIL);
 		return bpf_redirect(egress, 0); /* forwarded unmarked; the collector counts it */
 	}
@@ -690,13 +729,22 @@ int chimera_ingress(struct __sk_buff *skb)
 	__u32 egress = *eg;
 	struct verdict_hdr v = {};
 	struct pkt p = {};
+	struct clock_in ck = {};
 	__u16 eth_type = 0;
-	v.version = 1;
+	v.version = CHIMERA_VERDICT_VERSION;
 	v.label = 0xFF;
 	v.rule_id = 0xFF;
-	if (parse(skb, &p, &eth_type)) {
+	int ok = parse(skb, &p, &eth_type, &ck);
+	v.seq = bpf_htonl(ck.shim ? ck.index : CHIMERA_NO_SEQ);
+	if (ok) {
 		__u64 n_parsed = count(CNT_PARSED);
-		classify(&p, t_in, n_parsed, &v);
+		/* the clock: the trace's (shim) or the switch's own */
+		__u64 now = ck.shim ? ck.trace_ns : t_in;
+		__u32 zero = 0;
+		__u64 *clk = bpf_map_lookup_elem(&clock, &zero);
+		if (clk)
+			*clk = now;
+		classify(&p, now, n_parsed, &v);
 	} else {
 		count(CNT_UNPARSED);
 		v.flags = CHIMERA_VFLAG_UNPARSED;
@@ -707,7 +755,9 @@ int chimera_ingress(struct __sk_buff *skb)
 		if (pr)
 			v.map_version = bpf_htons((__u16)pr->map_version);
 	}
-	return emit(skb, &v, eth_type, t_in, egress);
+	if (ck.shim)
+		v.flags |= CHIMERA_VFLAG_TRACE_CLOCK;
+	return emit(skb, &v, eth_type, t_in, egress, ck.shim);
 }
 
 /* Benchmark baseline: the verdict header alone (no pipeline), to separate the cost of marking from
@@ -724,8 +774,9 @@ int mark_only(struct __sk_buff *skb)
 	__u16 eth_type = 0;
 	if (skb->len >= 14 && !bpf_skb_load_bytes(skb, 0, eth, 14))
 		eth_type = ((__u16)eth[12] << 8) | eth[13];
-	struct verdict_hdr v = {.version = 1, .flags = CHIMERA_VFLAG_UNPARSED, .label = 0xFF, .rule_id = 0xFF};
-	return emit(skb, &v, eth_type, t_in, *eg);
+	struct verdict_hdr v = {.version = CHIMERA_VERDICT_VERSION, .flags = CHIMERA_VFLAG_UNPARSED, .label = 0xFF,
+				.rule_id = 0xFF, .seq = bpf_htonl(CHIMERA_NO_SEQ)};
+	return emit(skb, &v, eth_type, t_in, *eg, 0);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -17,7 +17,7 @@ import numpy as np
 
 from chimera.data.tokens import PROTO_CLASSES
 from chimera.errors import TargetError
-from chimera.formats.artifact import Artifact
+from chimera.formats.artifact import Artifact, RuleTable
 from chimera.model.tokenizer import flag_class, len_bin
 from chimera.reference.pipeline import global_dense
 from chimera.targets.ebpf.libbpf import BpfObject, NetnsOf, tc_attach, tc_detach
@@ -35,7 +35,11 @@ def flag_dense(art: Artifact) -> np.ndarray:
 RULE_SHIFTS = (0, 8, 16, 24, 32, 48)  # proto, tcp_flags, dir, flow_pkts, sport, dport -> the 64-bit word
 
 
-def _rule_rows(entries: np.ndarray, n_max: int, soft: bool) -> bytes:
+IP_LEN = 6  # the rule key field kept apart (hi); the others pack into the 64-bit word at RULE_SHIFTS
+PROTO = 0
+
+
+def _rule_rows(t: RuleTable, n_max: int) -> bytes:
     """struct rule_entry {u64 value_lo, mask_lo; u16 value_hi, mask_hi; u8 rule, label, pad[2]} x n_max.
 
     The 7-field rule key is packed as in the C: six fields into one 64-bit word, ip_len apart.
@@ -43,35 +47,34 @@ def _rule_rows(entries: np.ndarray, n_max: int, soft: bool) -> bytes:
     dt = np.dtype([("value_lo", "<u8"), ("mask_lo", "<u8"), ("value_hi", "<u2"), ("mask_hi", "<u2"),
                    ("rule", "u1"), ("label", "u1"), ("pad", "u1", 2)])
     a = np.zeros(n_max, dt)
-    n = len(entries)
+    n = len(t)
     if n:
-        e = entries.astype(np.uint64)
         for f, sh in enumerate(RULE_SHIFTS):
-            a["value_lo"][:n] |= e[:, f] << np.uint64(sh)
-            a["mask_lo"][:n] |= e[:, 7 + f] << np.uint64(sh)
-        a["value_hi"][:n] = entries[:, 6]
-        a["mask_hi"][:n] = entries[:, 13]
-        a["rule"][:n] = entries[:, 14]
-        if not soft:
-            a["label"][:n] = entries[:, 15]
+            a["value_lo"][:n] |= t.value[:, f].astype(np.uint64) << np.uint64(sh)
+            a["mask_lo"][:n] |= t.mask[:, f].astype(np.uint64) << np.uint64(sh)
+        a["value_hi"][:n] = t.value[:, IP_LEN]
+        a["mask_hi"][:n] = t.mask[:, IP_LEN]
+        a["rule"][:n] = t.rule
+        if t.label is not None:
+            a["label"][:n] = t.label
     return a.tobytes()
 
 
-def soft_layout(entries: np.ndarray) -> tuple[np.ndarray, list[int], list[int]]:
+def soft_layout(t: RuleTable) -> tuple[RuleTable, list[int], list[int]]:
     """Order soft entries [TCP-only][any][UDP-only][other] and give each protocol its scan range.
 
     Soft rules fire if *any* entry matches, so order is free; an entry whose
     exact protocol differs from the packet's cannot match and need not be scanned.
     """
-    proto, pmask = entries[:, 0], entries[:, 7]
+    proto, pmask = t.value[:, PROTO], t.mask[:, PROTO]
     exact = pmask == 0xFF
     groups = [exact & (proto == 6), ~exact, exact & (proto == 17), exact & (proto != 6) & (proto != 17)]
     order = np.concatenate([np.flatnonzero(g) for g in groups]).astype(np.int64)
     n = [int(g.sum()) for g in groups]
     tcp, wild, udp = n[0], n[1], n[2]
     lo = [0, tcp, tcp]                          # TCP, UDP, other
-    hi = [tcp + wild, tcp + wild + udp, len(entries)]
-    return entries[order], lo, hi
+    hi = [tcp + wild, tcp + wild + udp, len(t)]
+    return RuleTable(t.value[order], t.mask[order], t.rule[order], None), lo, hi
 
 
 def table_images(art: Artifact) -> dict[str, bytes]:
@@ -90,7 +93,7 @@ def table_images(art: Artifact) -> dict[str, bytes]:
     hmax, smax, rmax = max(art.c("HARD_ENTRIES"), 1), max(art.c("SOFT_ENTRIES"), 1), max(art.c("SOFT_RULES"), 1)
     softw = np.zeros((rmax, Y), "<i4")
     softw[: art.soft_weights.shape[0]] = art.soft_weights
-    soft, lo, hi = soft_layout(art.soft_entries)
+    soft, lo, hi = soft_layout(art.soft_rules)
     params = struct.pack("<14I", art.c("ALPHA"), art.c("BETA"), art.c("GAMMA"), art.c("LAMBDA_H"),
                          art.c("MAP_VERSION"), art.c("HARD_ENTRIES"), art.c("SOFT_ENTRIES"), art.c("USE_WINDOW"),
                          *lo, *hi)
@@ -107,7 +110,7 @@ def table_images(art: Artifact) -> dict[str, bytes]:
         "phi_tbl": phi.tobytes(),
         "wout_tbl": art.w_out.astype("<i4").tobytes(),
         "glob_tbl": glob.tobytes(),
-        "hard_tbl": _rule_rows(art.hard, hmax, False), "soft_tbl": _rule_rows(soft, smax, True),
+        "hard_tbl": _rule_rows(art.hard_rules, hmax), "soft_tbl": _rule_rows(soft, smax),
         "softw_tbl": softw.tobytes(), "params_tbl": params,
     }
 
@@ -178,6 +181,10 @@ class EbpfPipeline:
 
     def class_ema(self) -> np.ndarray:
         return np.frombuffer(self.obj.map("class_ema").read_rows(0, 1), "<i8").copy()
+
+    def clock_ns(self) -> int:
+        """The last ``now`` a classified packet used (the shim's trace time, or the switch's own clock)."""
+        return int(np.frombuffer(self.obj.map("clock").read_rows(0, 1), "<u8")[0])
 
     def samples(self) -> tuple[np.ndarray, int]:
         """(the token sample buffer, how many samples were taken in all)."""

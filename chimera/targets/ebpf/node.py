@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from chimera.controlplane.loop import InstallReport
+from chimera.testbed.outcome import InstallReport
 from chimera.errors import TargetError
 from chimera.formats.artifact import Artifact
 from chimera.targets.ebpf.build import build_object, build_redirect_object

@@ -37,7 +37,8 @@ from chimera.formats.verdict import ETH_P_VERDICT, NO_LABEL, NO_RULE, SCORE_MAX,
 from chimera.model.config import FusionConfig
 from chimera.model.tokenizer import flag_class
 from chimera.model.train import TrainedModel
-from chimera.rules.spec import Rules
+from chimera.formats.artifact import RuleTable
+from chimera.rules.spec import KEY_FIELDS, Rules
 from chimera.rules.ternary import fires_by_group, first_match
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,6 @@ def export_model(model: TrainedModel, rules: Rules, W: np.ndarray, fusion: Fusio
                  path: Path) -> Path:
     """Write everything the classifier needs as one JSON file: the float tables, not the integer ones."""
     cfg = model.config
-    entries, _ = rules.hard_entries(model.classes)
     a, b = fusion.coefficients(beta)
     G, Gz = model.global_scores()
     mp = model.map
@@ -61,7 +61,7 @@ def export_model(model: TrainedModel, rules: Rules, W: np.ndarray, fusion: Fusio
         "global": G.tolist(), "global_z": Gz.tolist(),
         "len_lo": mp.len_lo.tolist(), "len_fine_lo": mp.len_fine_lo.tolist(), "map": mp.centroid_of_key.tolist(),
         "port_vocab": mp.port_vocab.tolist(),
-        "hard": [[*e.value, *e.mask, r, y] for e, r, y in entries], "soft": rules.soft_table().tolist(),
+        "hard": rules.hard_table(model.classes).stored().tolist(), "soft": rules.soft_table().stored().tolist(),
         "soft_weights": np.asarray(W).tolist(), "alpha": a, "beta": b, "lambda_h": fusion.lambda_h,
     }
     path.write_text(json.dumps(body))
@@ -88,8 +88,8 @@ class SoftwareClassifier:
         self.len_lo, self.len_fine_lo = np.asarray(model["len_lo"]), np.asarray(model["len_fine_lo"])
         self.cmap = np.asarray(model["map"])
         self.port_id = {int(p): i + 1 for i, p in enumerate(model["port_vocab"])}
-        self.hard = np.asarray(model["hard"], np.int64).reshape(-1, 16)
-        self.soft = np.asarray(model["soft"], np.int64).reshape(-1, 15)
+        self.hard = RuleTable.of(np.asarray(model["hard"], np.int64).reshape(-1, 2 * len(KEY_FIELDS) + 2), labelled=True)
+        self.soft = RuleTable.of(np.asarray(model["soft"], np.int64).reshape(-1, 2 * len(KEY_FIELDS) + 1), labelled=False)
         self.W = np.asarray(model["soft_weights"], np.float64).reshape(-1, len(model["classes"]))
         self.fclass = flag_class(np.arange(256))
         self.dense = model["keys"] == "dense"
@@ -137,18 +137,18 @@ class SoftwareClassifier:
                 z += self.K[c, ci]
         s_nn = a / max(z, 1e-6)
         rk = np.array([[proto, tflags, d, min(f.pkts, 255), sp, dp, ip_len]], np.int64)
-        fires = fires_by_group(rk, self.soft[:, :7], self.soft[:, 7:14], self.soft[:, 14], self.W.shape[0])[0]
+        fires = fires_by_group(rk, self.soft.value, self.soft.mask, self.soft.rule, self.W.shape[0])[0]
         fused = self.m["alpha"] * s_nn + self.m["beta"] * (fires @ self.W if self.W.size else 0)
         label = int(np.argmax(fused))
         top2 = np.sort(fused)[-2:]
         score = min(int((top2[1] - top2[0]) * SCORE_SCALE), SCORE_MAX)
         rule = NO_RULE
-        hit = int(first_match(rk, self.hard[:, :7], self.hard[:, 7:14])[0])
+        hit = int(first_match(rk, self.hard.value, self.hard.mask)[0])
         if hit >= 0:
-            row = self.hard[hit]
-            rule = int(row[14])
+            rule = int(self.hard.rule[hit])
             if self.m["lambda_h"]:
-                label, score, flags = int(row[15]), SCORE_MAX, flags | int(VerdictFlag.HARD_VETO)
+                assert self.hard.label is not None
+                label, score, flags = int(self.hard.label[hit]), SCORE_MAX, flags | int(VerdictFlag.HARD_VETO)
         return flags, label, rule, score, c
 
 

@@ -22,14 +22,15 @@ from chimera.errors import TargetError
 from chimera.targets.base import TargetResult
 from chimera.targets.software.classifier import SoftwareClassifier
 from chimera.testbed.collect import account, collect, latency_summary, per_packet_latency, rates
+from chimera.testbed.outcome import Conformance, ReplayOutcome
 from chimera.testbed.nodes import SENDER_MTU
-from chimera.testbed.replay import ReplayConfig, replay
+from chimera.testbed.replay import Pace, replay
 
 log = logging.getLogger(__name__)
 DAEMON_START_TIMEOUT_S = 30.0
 
 
-def run_on_classifier_host(tb: Any, model_json: Path, pcap: Path, frames: list[bytes], replay_cfg: ReplayConfig,
+def run_on_classifier_host(tb: Any, model_json: Path, pcap: Path, frames: list[bytes], pace: Pace,
                            run_dir: Path, slug: str) -> TargetResult:
     ready = run_dir / "replay" / f"{slug}.sc-ready"
     ready.unlink(missing_ok=True)
@@ -43,7 +44,7 @@ def run_on_classifier_host(tb: Any, model_json: Path, pcap: Path, frames: list[b
                     raise TargetError(f"the software classifier on sc did not start (see {log_f.name})",
                                       "check that the model file is valid and python can import chimera there")
                 time.sleep(0.1)
-            files = replay(tb.h1, tb.h2, pcap, replay_cfg, run_dir / "replay", slug,
+            files = replay(tb.h1, tb.h2, pcap, pace, run_dir / "replay", slug, len(frames),
                            switch_alive=lambda: tb.s1.alive() or (None if daemon.poll() is None else
                                                                    f"the classifier on sc exited ({daemon.returncode})"))
         finally:
@@ -64,9 +65,8 @@ def run_on_classifier_host(tb: Any, model_json: Path, pcap: Path, frames: list[b
                                                                 int(v.score[i]), int(v.centroid[i]))
     if mism:
         log.error("software classifier: %d verdicts differ from the offline re-run", mism)
-    extra = {**acc.as_dict(), "foreign_frames": got.foreign, "unmarked_frames": got.unmarked,
-             "reference_mismatches": mism, "conformance_checked": int(rows.size), **latency_summary(got),
-             **rates(got)}
+    outcome = ReplayOutcome("switch", pace.describe(), acc, rates(got), latency_summary(got), got.foreign, got.unmarked,
+                            conformance=Conformance(mism, None, int(rows.size)))
     log.info("[sc] %s: %d/%d packets classified by the software classifier host, %d lost", slug, rows.size,
              len(frames), acc.lost)
-    return TargetResult(got.verdicts, 0, extra, per_packet_latency(got))
+    return TargetResult(got.verdicts, None, outcome, per_packet_latency(got))

@@ -1,26 +1,33 @@
 """``invoke compare RUN_A RUN_B``: two finished runs side by side, with the differences.
 
-For each table both runs have (by kind: the ablation rows, per-class F1, the yardstick and stability
-tables), the rows are matched on their key columns and every numeric column shown as A, B and B - A;
-rows only one run has are listed. Partial and failed runs are refused (RunView).
+For each table both runs' kinds write (their records say which), the rows are matched on the table's key
+columns and every numeric column shown as A, B and B - A; rows only one run has are listed. Partial and failed
+runs are refused (RunView).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
+from chimera.experiments.kinds import KINDS
+from chimera.formats.tables import TableSchema
 from chimera.report.common import table
 from chimera.report.run import RunView
-
-#: table -> key columns (rows are matched on these)
-KEYS: dict[str, list[str]] = {
-    "ablation.csv": ["variant"], "per_class.csv": ["variant", "class"], "accuracy.csv": ["dataset", "method"],
-    "resources.csv": ["method", "where"], "input_scale.csv": ["dataset", "method", "window"],
-    "hyper_dim.csv": ["dataset", "m", "d_v", "bits"], "roc.csv": ["dataset", "detector"],
-    "stability.csv": ["configuration"], "cadence.csv": ["eta", "t_cp_s"],
-}
 #: columns worth comparing (metrics and counters); others (hashes, paths, timings) are left out
 SKIP = ("seconds", "sha256", "artifact", "latency_host", "install_ms", "load_ms")
+
+
+_COUNTERS = ("reference_mismatches", "register_mismatches", "lost", "installs", "evictions", "hard_vetoes")
+
+
+def _tables(*kinds: str) -> list[TableSchema]:
+    """The tables of both runs' kinds (once each, in the kinds' order)."""
+    out: list[TableSchema] = []
+    for k in kinds:
+        for t in KINDS[k].tables if k in KINDS else ():
+            if t not in out:
+                out.append(t)
+    return out
 
 
 def _side_by_side(a: pd.DataFrame, b: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame, list[str]]:
@@ -43,26 +50,27 @@ def _side_by_side(a: pd.DataFrame, b: pd.DataFrame, keys: list[str]) -> tuple[pd
 def compare_runs(path_a: object, path_b: object) -> str:
     a, b = RunView.open(path_a), RunView.open(path_b)  # type: ignore[arg-type]
     lines = ["# Comparison", "", f"- A: `{a.path}` ({a.config.get('name')}, kind {a.kind}, target "
-             f"{a.manifest.get('target')}, git `{(a.manifest.get('git') or {}).get('commit')}`)",
-             f"- B: `{b.path}` ({b.config.get('name')}, kind {b.kind}, target {b.manifest.get('target')}, git "
-             f"`{(b.manifest.get('git') or {}).get('commit')}`)", ""]
+             f"{a.manifest.target}, clock {a.manifest.clock}, git `{a.manifest.git.commit}`)",
+             f"- B: `{b.path}` ({b.config.get('name')}, kind {b.kind}, target {b.manifest.target}, clock "
+             f"{b.manifest.clock}, git `{b.manifest.git.commit}`)", ""]
     if a.kind != b.kind:
         lines += [f"The runs are of different kinds ({a.kind} vs {b.kind}): only tables both have are compared.", ""]
-    da, db = (a.manifest.get("dataset") or {}), (b.manifest.get("dataset") or {})
-    if da.get("packets_sha256") != db.get("packets_sha256"):
-        lines += [f"Different data: A {da.get('name')} ({da.get('packets')} packets), B {db.get('name')} "
-                  f"({db.get('packets')} packets): differences are not only the code's.", ""]
+    da, db = a.manifest.dataset, b.manifest.dataset
+    if (da.packets_sha256 if da else None) != (db.packets_sha256 if db else None):
+        lines += [f"Different data: A {da.name if da else None} ({da.packets if da else 0} packets), B "
+                  f"{db.name if db else None} ({db.packets if db else 0} packets): differences are not only the "
+                  "code's.", ""]
     shown = 0
-    for name, keys in KEYS.items():
-        if not (a.has(name) and b.has(name)):
+    for schema in _tables(a.kind, b.kind):
+        if not (a.has(schema) and b.has(schema)) or not schema.metrics:
             continue
-        ta, tb = a.table(name), b.table(name)
-        if not set(keys) <= set(ta.columns) & set(tb.columns):
-            continue
+        ta, tb = a.table(schema), b.table(schema)
+        keys = list(schema.keys)
         t, only = _side_by_side(ta, tb, keys)
-        if name == "per_class.csv":
-            t = t[[c for c in t.columns if c in keys or c.startswith("f1")]]
-        lines += [f"## {name}", "", table(t) if len(t) else "(no rows in common)", ""] + [f"- {o}" for o in only]
+        t = t[[c for c in t.columns if c in keys or c.split(" ")[0] in schema.metrics or
+               c.split(" ")[0] in _COUNTERS]]
+        lines += [f"## {schema.name}", "", table(t, schema) if len(t) else "(no rows in common)", ""]
+        lines += [f"- {o}" for o in only]
         lines += [""] if only else []
         shown += 1
     if not shown:

@@ -1,0 +1,156 @@
+"""Conformance, written once for every target and clock (Mininet's per-class ``switchClass`` style).
+
+Every verdict a target gives must equal the reference pipeline's for the same frames on the same clock, and so
+must the state registers. A testbed target replays through the switch and checks itself
+(chimera.targets.testbed.conformance: the reference fed exactly what the switch classified, on the shim's trace
+time or on the switch's own ingress timestamps); the reference target is held to the independent oracle
+(tests/oracle.py). Targets that cannot run here skip with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from chimera.data.pcap import PacketTable, read_pcap
+from chimera.formats.artifact import Artifact
+from chimera.formats.verdict import VerdictFlag
+from chimera.reference.pipeline import dataplane_parsed, run_reference
+from chimera.targets.base import Capability, Target, TargetResult
+from chimera.targets.registry import target_class
+from chimera.testbed.replay import ReplayConfig
+
+from builders import STRESS_PCAP, quickstart_artifact
+from oracle import oracle, rows_of
+
+#: (target, clock); the reference classifies on the capture's own timestamps (the trace's clock) only
+CASES = [("reference", "trace"), ("ebpf", "trace"), ("ebpf", "switch"), ("bmv2", "trace"), ("bmv2", "switch")]
+#: a rate each testbed holds with no loss here (conformance does not depend on it: the clock is the shim's or
+#: the verdict's own ingress timestamp); the calibration has its own test
+RATE = {"ebpf": 4000, "bmv2": 300}
+#: BMv2 runs shorter replays (its rate is low)
+MAX_FRAMES = {"bmv2": 1500}
+
+
+@pytest.fixture(scope="module", params=CASES, ids=[f"{t}-{c}" for t, c in CASES])
+def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Target, ReplayConfig]]:
+    name, clock = request.param
+    cls = target_class(name)
+    why = cls.unavailable_reason()
+    if why is not None:
+        pytest.skip(f"{name} cannot run here: {why}")
+    t = cls(build_dir=tmp_path_factory.mktemp("build")) if cls.can(Capability.TESTBED) else cls()  # type: ignore[call-arg]
+    replay = ReplayConfig(clock=clock, mode="pps", pps=RATE.get(name, 1))
+    with t:
+        yield t, replay
+
+
+def limit(t: Target, table: PacketTable) -> PacketTable:
+    n = MAX_FRAMES.get(t.name)
+    return table.take(np.arange(min(n, len(table)))) if n else table
+
+
+def check(t: Target, res: TargetResult, art: Artifact, table: PacketTable) -> None:
+    """Every frame has a verdict and it is the reference's; the registers agree."""
+    n = len(table)
+    assert len(res.verdicts) == n
+    if res.outcome is None:  # the reference: held to the independent oracle
+        want, regs = oracle(art, rows_of(table))
+        got = list(zip(res.verdicts.label.tolist(), res.verdicts.flags.tolist(), res.verdicts.score.tolist(),
+                       res.verdicts.rule_id.tolist(), res.verdicts.centroid.tolist()))
+        bad = [i for i, (g, w) in enumerate(zip(got, want)) if g != w]
+        assert not bad, f"{len(bad)} verdicts differ from the oracle, first at {bad[0]}: {got[bad[0]]} != {want[bad[0]]}"
+        assert res.evictions == regs["evictions"]
+        return
+    out = res.outcome
+    acc, conf = out.accounting, out.conformance
+    assert conf is not None
+    assert acc.lost == 0 and acc.dropped_by_capture == 0, f"{acc.lost} lost, {acc.dropped_by_capture} dropped of {n}"
+    assert conf.checked == n
+    assert conf.reference_mismatches == 0
+    assert out.unmarked_frames == 0 and out.foreign_frames == 0
+    assert conf.register_mismatches == 0  # None would mean the registers were never read
+    assert out.clock == ("trace" if res.verdicts.flags[0] & VerdictFlag.TRACE_CLOCK else "switch")
+
+
+def test_conformance_quickstart(case: tuple[Target, ReplayConfig], tmp_path: Path) -> None:
+    t, replay = case
+    built = quickstart_artifact()
+    table = limit(t, built.data.replay_table)
+    res = t.run(built.art, table, tmp_path, "quickstart", replay=replay)
+    check(t, res, built.art, table)
+    assert (res.verdicts.flags & VerdictFlag.NEW_FLOW).sum() > 0
+    if replay.clock == "trace":  # on the trace's clock a switch gives exactly the reference target's verdicts
+        ref, _ = run_reference(built.art, table)
+        assert np.array_equal(res.verdicts.label, ref.label) and np.array_equal(res.verdicts.score, ref.score)
+
+
+def test_conformance_real_sample(case: tuple[Target, ReplayConfig], tmp_path: Path, sample_dir: Path) -> None:
+    t, replay = case
+    built = quickstart_artifact(tmp_path / "data", dataset={"path": str(sample_dir), "synthetic": None})
+    table = limit(t, built.data.ds.table)  # every frame, non-IP ones included
+    res = t.run(built.art, table, tmp_path, "sample", replay=replay)
+    check(t, res, built.art, table)
+    expected = ~dataplane_parsed(table)  # non-IP frames and the sample's IPv6 packets
+    assert expected.sum() > 0
+    assert np.array_equal(res.verdicts.flags & VerdictFlag.UNPARSED > 0, expected)
+
+
+def test_conformance_stress_collisions_and_malformed(case: tuple[Target, ReplayConfig], tmp_path: Path) -> None:
+    t, replay = case
+    art = quickstart_artifact(flow_slots=64).art  # 64 slots for ~400 flows: constant evictions
+    table = read_pcap(STRESS_PCAP)
+    res = t.run(art, table, tmp_path, "stress", replay=replay)
+    check(t, res, art, table)
+    flags = res.verdicts.flags
+    assert int(np.sum(flags & VerdictFlag.EVICTED > 0)) > 50
+    assert res.evictions == int(np.sum(flags & VerdictFlag.EVICTED > 0))
+    unparsed = flags & VerdictFlag.UNPARSED > 0
+    assert 0.1 < unparsed.mean() < 0.3  # ARP, IPv6, fragments, VLAN, truncated, bad IP: flagged, not dropped
+    assert np.all(res.verdicts.label[unparsed] == 0xFF)
+
+
+def test_conformance_fast_path_prior(case: tuple[Target, ReplayConfig], tmp_path: Path) -> None:
+    """The class prior on (gamma > 0) and the two-shift EMA step (eta = 2^-2 + 2^-4): verdicts move, and still
+    equal the reference's."""
+    t, replay = case
+    off = quickstart_artifact()
+    on = quickstart_artifact(fusion={"gamma": 4.0, "tune_beta": False}, compile={"ema_eta": 0.3})
+    assert on.art.c("GAMMA") > 0 and off.art.c("GAMMA") == 0 and on.art.c("EMA_SHIFT2") == 4
+    table = limit(t, off.data.replay_table)
+    res = t.run(on.art, table, tmp_path, "prior-on", replay=replay)
+    check(t, res, on.art, table)
+    ref_off, _ = run_reference(off.art, table)
+    assert int(np.sum(res.verdicts.label != ref_off.label)) > 10
+
+
+def test_conformance_across_live_installs(case: tuple[Target, ReplayConfig], tmp_path: Path) -> None:
+    """The slow loop installing while the traffic flows: several installs, and every verdict and register equals
+    the reference replayed on the switch's own record of its versions. Under the trace clock the installs land at
+    the same packets at any pace, and the verdicts equal the reference target's own controlled run."""
+    from chimera.controlplane.config import ControlPlaneConfig
+    from chimera.controlplane.loop import SlowLoop
+    from chimera.controlplane.offline import run_controlled
+    t, replay = case
+    built = quickstart_artifact()
+    table = limit(t, built.data.replay_table)
+    span = float(table.ts_ns.max() - table.ts_ns.min()) / 1e9
+    # a tick every twentieth of the trace (trace clock), or every 100 ms of replay (switch clock, BMv2: 1 s)
+    period = span / 20 if replay.clock == "trace" else (1.0 if t.name == "bmv2" else 0.1)
+
+    def loop() -> SlowLoop:
+        return SlowLoop(built.art, ControlPlaneConfig(t_cp_s=period, tau_map=0.0, min_samples=16, rebin="all"))
+
+    live = loop()
+    res = t.run(built.art, table, tmp_path, "live", replay=replay, control=live)
+    check(t, res, built.art, table) if res.outcome is not None else None
+    inst = [s for s in live.steps if s.decision == "install"]
+    assert len(inst) >= 2
+    assert len(np.unique(res.verdicts.map_version)) >= 2
+    if replay.clock == "trace":
+        ref, _ = run_controlled(built.art, table, loop())
+        assert np.array_equal(res.verdicts.label, ref.label) and np.array_equal(res.verdicts.map_version,
+                                                                                 ref.map_version)
