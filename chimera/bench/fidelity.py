@@ -51,7 +51,7 @@ def measure(name: str, dataset: dict[str, Any], data_root: Path) -> dict[str, An
     """One row: Chimera (integer, float) and the yardsticks on ``dataset``."""
     cfg = load_experiment("quickstart", {"dataset": dataset})
     v = resolve_variants(cfg)[0]
-    data = prepare(resolve_dataset(cfg.dataset, data_root), cfg.seed)
+    data = prepare(resolve_dataset(cfg.the_dataset(), data_root), cfg.seed)
     rules = load_and_learn(cfg.rules, data, cfg.seed, cfg.rule_precision_floor)
     trained = train_variant(data, rules, v, cfg.seed, ModelCache())
     art = compile_variant(data, rules, v, trained)

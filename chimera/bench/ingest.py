@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 from pathlib import Path
 
 import dpkt
@@ -43,7 +44,7 @@ def run(path: Path, repeats: int = 5) -> dict[str, float]:
         nd = dpkt_read(path)
         theirs.append(nd / (time.perf_counter() - t0))
     ratios = [a / b for a, b in zip(ours, theirs)]
-    r = {"packets": n, "ours_pps": summary(ours)["median"], "dpkt_pps": summary(theirs)["median"],
+    r: dict[str, Any] = {"packets": n, "ours_pps": summary(ours)["median"], "dpkt_pps": summary(theirs)["median"],
          "ratio": summary(ratios)["median"], "ratio_iqr": summary(ratios)["iqr"], "samples_ratio": ratios}
     with bench_run("ingest", {"pcap": str(path), "repeats": repeats}) as run:
         run.manifest.record(**{"result": r, "samples_ours_pps": ours, "samples_dpkt_pps": theirs})

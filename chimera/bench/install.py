@@ -30,7 +30,8 @@ from chimera.testbed.replay import ReplayConfig
 log = logging.getLogger(__name__)
 GOAL_MS = {"ebpf": 20.0, "bmv2": 1000.0}
 # eBPF replays at the original timing, BMv2 paced below its capacity; one forced install per tick
-SETTINGS = {"ebpf": ({"mode": "speed"}, 0.1, None), "bmv2": ({"mode": "pps", "pps": 300}, 0.8, 3000)}
+SETTINGS: dict[str, tuple[dict[str, Any], float, int | None]] = {
+    "ebpf": ({"mode": "speed"}, 0.1, None), "bmv2": ({"mode": "pps", "pps": 300}, 0.8, 3000)}
 
 
 class EveryEntryLoop(SlowLoop):
@@ -66,23 +67,23 @@ def main(targets: tuple[str, ...] = ("ebpf", "bmv2")) -> dict[str, Any]:
                                "settings": {t: SETTINGS[t] for t in runnable}, "model": "quickstart"}) as run:
         rows, summary = [], {}
         for name in runnable:
-            replay, t_cp, n = SETTINGS[name]
+            pace, t_cp, n = SETTINGS[name]
             table = built.data.ds.table.take(built.data.replay_rows[:n]) if n else built.data.replay_table
             loop = EveryEntryLoop(art, ControlPlaneConfig(t_cp_s=t_cp, tau_map=0.0, min_samples=16))
             (run.path / name).mkdir()
             with select_target(name).target as target:  # under traffic, on the switch's clock: live installs
-                res = target.run(art, table, run.path / name, "install", replay=ReplayConfig(clock="switch", **replay),
+                res = target.run(art, table, run.path / name, "install", replay=ReplayConfig.model_validate({"clock": "switch", **pace}),
                                  control=loop)
             x = res.columns()
-            steps = [s for s in loop.steps if s.decision == "install"]
-            for s in steps:
-                rows.append({"target": name, "kind": "live map update", "step": s.step, "install_ms": s.install_ms,
-                             "entries_written": s.entries_written, "map_entries_changed": s.churn_map})
+            steps = [st for st in loop.steps if st.decision == "install"]
+            for st in steps:
+                rows.append({"target": name, "kind": "live map update", "step": st.step, "install_ms": st.install_ms,
+                             "entries_written": st.entries_written, "map_entries_changed": st.churn_map})
             rows.append({"target": name, "kind": "static full install", "step": -1, "install_ms": x["install_ms"],
                          "entries_written": np.nan, "map_entries_changed": np.nan})
-            live = np.array([s.install_ms for s in steps])
+            live = np.array([st.install_ms for st in steps])
             summary[name] = {"static_full_install_ms": x["install_ms"], "live": _summary(live),
-                             "failed_installs": sum(s.decision == "failed" for s in loop.steps),
+                             "failed_installs": sum(st.decision == "failed" for st in loop.steps),
                              "goal_ms": GOAL_MS[name], "lost": x["lost"],
                              "reference_mismatches": x["reference_mismatches"],
                              "register_mismatches": x["register_mismatches"],

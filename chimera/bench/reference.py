@@ -6,6 +6,8 @@ machines is the reference rate over the ingest rate measured in the same run (bo
 
 from __future__ import annotations
 
+from typing import Any
+
 import logging
 import time
 
@@ -18,7 +20,7 @@ from chimera.reference.pipeline import run_reference
 log = logging.getLogger(__name__)
 
 
-def main(repeats: int = 5) -> dict[str, float]:
+def main(repeats: int = 5) -> dict[str, Any]:
     built = build_artifact("ablation")
     art, table = built.art, built.data.ds.table
     run_reference(art, table.take(np.arange(min(1000, len(table)))))  # compile the jitted core

@@ -11,6 +11,8 @@ transfers between machines.
 
 from __future__ import annotations
 
+from typing import Any
+
 import logging
 import re
 import subprocess
@@ -52,7 +54,7 @@ def _blast(tb, pcap: Path) -> tuple[int, int, float]:
     return int(m.group(1)), _rx(tb.h2, "h2-eth0") - before, float(m.group(2))
 
 
-def main(rounds: int = ROUNDS) -> dict[str, float]:
+def main(rounds: int = ROUNDS) -> dict[str, Any]:
     EbpfTarget.require_available()
     built = build_artifact("quickstart")
     art = built.art

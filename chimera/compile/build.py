@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -110,18 +111,51 @@ def _phi_quant(model: TrainedModel, kmax: int) -> tuple[np.ndarray, np.ndarray, 
     return pq, pk, gq, s
 
 
-def compile_model(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: CompileConfig,
-                  fusion: FusionConfig, beta: float, provenance: dict[str, Any] | None = None) -> Artifact:
-    """Build the artifact; raises BudgetError/ConfigError naming what to change."""
+@dataclass(frozen=True)
+class Quantized:
+    """Every table of a model as integers, with the scales that made them and the fusion coefficients."""
+
+    bits: int
+    prf: bool                    # the factorized kernel (positive random features)
+    incremental: bool            # per-flow S_t / Z_t accumulators (else the batch form: reference only)
+    uses_window: bool
+    n_global: int
+    phi_q: np.ndarray            # [C, m] (zeros for the table kernels)
+    phi_k: np.ndarray
+    kernel: np.ndarray           # [C, C]
+    values: list[np.ndarray]     # the five value tables
+    w_out: np.ndarray            # [D_V, Y]
+    global_table: GlobalTable
+    hard: np.ndarray             # stored RuleTable layouts
+    soft_entries: np.ndarray
+    soft_weights: np.ndarray     # [R, Y] W_int
+    alpha: int
+    beta: int
+    gamma: int
+    scales: dict[str, float]
+    skipped_hard_rules: list[str]
+
+    @property
+    def vtop(self) -> int:
+        return (1 << (self.bits - 1)) - 1
+
+    @property
+    def token_vmax(self) -> int:
+        """|v(tok)_e|: five value rows of |entry| <= vtop."""
+        return len(SUB_TOKENS) * self.vtop
+
+
+def quantize(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: CompileConfig, fusion: FusionConfig,
+             beta: float) -> Quantized:
+    """The float model and rule weights as b-bit integer tables (the module docstring's rules)."""
     cfg = model.config
     if cfg.software_only:
         raise ConfigError(f"attention={cfg.attention}, keys={cfg.keys} cannot be compiled to switch tables",
                           "it runs as the software classifier (marked † in the ablation)")
     b = ccfg.bits
-    C, Y, L, m, DV = cfg.centroids, len(model.classes), cfg.window, cfg.features, cfg.d_v
+    C, Y, m = cfg.centroids, len(model.classes), cfg.features
     kmax, vtop = (1 << b) - 1, (1 << (b - 1)) - 1
     prf = cfg.attention == "prf"
-    incremental = prf and cfg.aggregation == "incremental"
     ng = cfg.n_global if cfg.uses_global else 0
 
     # kernel: the factorized one (prf) or a table (rff/softmax: batch on the reference only)
@@ -152,14 +186,11 @@ def compile_model(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: C
     gtab = GlobalTable(qq, full, pp, full.copy(),
                        np.asarray([(gkern[q, p][:, None] * ug[p]).sum(0) for q, p in zip(qq, pp)], np.int64).reshape(-1, Y),
                        np.asarray([gkern[q, p].sum() for q, p in zip(qq, pp)], np.int64).reshape(-1))
-    global_entries = gtab.stored()
 
     # rules
     _, skipped = rules.hard_entries(model.classes)
     for name in skipped:
         log.warning("hard rule '%s' (%s) forces a label this dataset does not have; not installed", name, rules.path)
-    hard = rules.hard_table(model.classes).stored()
-    soft_entries = rules.soft_table().stored()
     if len(rules.hard) >= NO_RULE:
         raise ConfigError(f"{rules.path}: {len(rules.hard)} hard rules; rule ids are 8-bit ({NO_RULE} = none)",
                           f"keep at most {NO_RULE - 1} hard rules")
@@ -171,39 +202,69 @@ def compile_model(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: C
     a_f, b_f = fusion.coefficients(beta)
     alpha_i, beta_i, gamma_i = _ratios([a_f / nn_scale, b_f / scale_w if wmax > 0 else 0.0, fusion.gamma],
                                        ccfg.fuse_bits)
+    return Quantized(b, prf, prf and cfg.aggregation == "incremental", cfg.uses_window, ng, phi_q, phi_k,
+                     kernel.astype(np.int64), vals, w_out, gtab, rules.hard_table(model.classes).stored(),
+                     rules.soft_table().stored(), w_int, alpha_i, beta_i, gamma_i,
+                     {"v": s_v, "o": s_o, "w": scale_w, "nn": nn_scale}, skipped)
 
-    # proven bounds of every accumulator
-    kern_max = int(kernel.max())
-    s_bound = L * int(phi_k.max()) * tok_vmax
-    zacc_bound = L * int(phi_k.max())
-    g_abs = int(np.abs(gtab.g).max()) if len(gtab) else 0
-    gz_max = int(gtab.gz.max()) if len(gtab) else 0
-    u_max = DV * vtop * tok_vmax                       # |W_out^T v| per token and class
-    if incremental:
-        h_bound = m * int(phi_q.max()) * s_bound
+
+@dataclass(frozen=True)
+class Bound:
+    """An accumulator's proven largest magnitude and the limit of its declared width."""
+
+    name: str
+    value: int
+    limit: int
+
+    @property
+    def holds(self) -> bool:
+        return self.value <= self.limit
+
+
+def prove_bounds(q: Quantized, window: int, ema_frac: int) -> list[Bound]:
+    """The largest magnitude every accumulator of docs/pipeline.md can reach with these tables, from their
+    ranges alone (whatever the traffic); raises BudgetError naming the first one its width cannot hold."""
+    m, DV = q.phi_q.shape[1], q.w_out.shape[0]
+    vtop, tok_vmax = q.vtop, q.token_vmax
+    gt = q.global_table
+    kern_max = int(q.kernel.max())
+    s_bound = window * int(q.phi_k.max()) * tok_vmax          # |S_t[j][e]|: L tokens of phi_k * |v|
+    zacc_bound = window * int(q.phi_k.max())                  # Z_t[j]
+    g_abs = int(np.abs(gt.g).max()) if len(gt) else 0
+    gz_max = int(gt.gz.max()) if len(gt) else 0
+    u_max = DV * vtop * tok_vmax                              # |W_out^T v| per token and class
+    h_bound = m * int(q.phi_q.max()) * s_bound
+    if q.incremental:
         a_bound = DV * vtop * h_bound + g_abs
-        z_bound = m * int(phi_q.max()) * zacc_bound + gz_max
+        z_bound = m * int(q.phi_q.max()) * zacc_bound + gz_max
     else:
-        a_bound = L * kern_max * u_max + g_abs
-        z_bound = L * kern_max + gz_max
-    if not cfg.uses_window:
+        a_bound = window * kern_max * u_max + g_abs
+        z_bound = window * kern_max + gz_max
+    if not q.uses_window:
         a_bound, z_bound = g_abs, gz_max
-    ssym_bound = int(w_int.sum(0).max()) if w_int.size else 0
-    fused_bound = alpha_i * a_bound + beta_i * ssym_bound * z_bound + gamma_i * z_bound
-    acc = [("attention accumulator A_y (int64)", a_bound, INT64), ("attention normaliser Z (int64)", z_bound, INT64),
-           ("fused score (int64)", fused_bound, INT64),
-           ("prior product GAMMA*E_y*Z (int64)", gamma_i * (1 << ccfg.ema_frac) * z_bound, INT64)]
-    if incremental:
-        acc += [("incremental accumulator S_t (int32)", s_bound, INT32),
-                ("incremental normaliser Z_t (int32)", zacc_bound, INT32),
-                ("incremental h = phi_q . S_t (int64)", h_bound, INT64)]
-    for name, value, limit in acc:
-        if value > limit:
-            raise BudgetError(name, float(value), float(limit), "lower compile.bits, model.window or model.features")
+    ssym_bound = int(q.soft_weights.sum(0).max()) if q.soft_weights.size else 0
+    fused_bound = q.alpha * a_bound + q.beta * ssym_bound * z_bound + q.gamma * z_bound
+    out = [Bound("attention accumulator A_y (int64)", a_bound, INT64), Bound("attention normaliser Z (int64)", z_bound, INT64),
+           Bound("fused score (int64)", fused_bound, INT64),
+           Bound("prior product GAMMA*E_y*Z (int64)", q.gamma * (1 << ema_frac) * z_bound, INT64)]
+    if q.incremental:
+        out += [Bound("incremental accumulator S_t (int32)", s_bound, INT32),
+                Bound("incremental normaliser Z_t (int32)", zacc_bound, INT32),
+                Bound("incremental h = phi_q . S_t (int64)", h_bound, INT64)]
+    for bd in out:
+        if not bd.holds:
+            raise BudgetError(bd.name, float(bd.value), float(bd.limit),
+                              "lower compile.bits, model.window or model.features")
+    return out
 
-    # resources and budgets (logical tables; targets report what they allocate)
+
+def resources(q: Quantized, model: TrainedModel, ccfg: CompileConfig) -> tuple[list[dict[str, int | str]], dict[str, int]]:
+    """(tables with their entries and bits, per-flow bits), logical (targets report what they allocate); raises
+    BudgetError for a table or the flow state over its budget."""
+    cfg = model.config
+    C, Y, L, m, DV, b = cfg.centroids, len(model.classes), cfg.window, cfg.features, cfg.d_v, q.bits
     cb = bits_for(C)
-    sizes = [v.shape[0] for v in vals]
+    sizes = [v.shape[0] for v in q.values]
     tables = [
         ("len_range (coarse)", LEN_BINS, 32 + bits_for(LEN_BINS)),
         ("len_fine_range", len(model.map.len_fine_lo), 32 + 8),
@@ -211,54 +272,74 @@ def compile_model(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: C
         ("map", MAP_KEYS, bits_for(MAP_KEYS) + cb),
         ("port_vocab", len(model.map.port_vocab), 16 + bits_for(PORT_IDS_MAX)),
         *((f"value_{n}", s, bits_for(s) + DV * b) for n, s in zip(SUB_TOKENS, sizes)),
-        ("phi_q", C if incremental else 0, cb + m * b), ("phi_k", C if incremental else 0, cb + m * b),
-        ("kernel (batch form)", 0 if incremental else C * C, 2 * cb + 2 * b),
+        ("phi_q", C if q.incremental else 0, cb + m * b), ("phi_k", C if q.incremental else 0, cb + m * b),
+        ("kernel (batch form)", 0 if q.incremental else C * C, 2 * cb + 2 * b),
         ("w_out", DV, Y * b),
-        ("global", len(global_entries), 2 * (cb + 2) + Y * 64 + 64),
-        ("hard_rules", len(hard), 2 * RULE_KEY_BITS + 16),
-        ("soft_rules", len(soft_entries), 2 * RULE_KEY_BITS + Y * b),
+        ("global", len(q.global_table), 2 * (cb + 2) + Y * 64 + 64),
+        ("hard_rules", len(q.hard), 2 * RULE_KEY_BITS + 16),
+        ("soft_rules", len(q.soft_entries), 2 * RULE_KEY_BITS + Y * b),
     ]
-    res_tables = [{"table": n, "entries": int(e), "entry_bits": int(eb), "bits": int(e * eb)} for n, e, eb in tables]
-    flow = per_flow_bits(L, m, DV, "incremental" if incremental else "batch")
+    res_tables: list[dict[str, int | str]] = [{"table": n, "entries": int(e), "entry_bits": int(eb),
+                                               "bits": int(e * eb)} for n, e, eb in tables]
+    flow = per_flow_bits(L, m, DV, "incremental" if q.incremental else "batch")
     for t in res_tables:
-        if t["bits"] > ccfg.budgets.table_bits:
-            raise BudgetError(f"table memory N_entries*b of '{t['table']}'", t["bits"], ccfg.budgets.table_bits,
+        if int(t["bits"]) > ccfg.budgets.table_bits:
+            raise BudgetError(f"table memory N_entries*b of '{t['table']}'", int(t["bits"]), ccfg.budgets.table_bits,
                               "fewer centroids/classes/bins, fewer bits (compile.bits), or raise budgets.table_bits")
     if flow["total"] > ccfg.budgets.per_flow_bits:
         raise BudgetError("per-flow state bits (ring + m*d_v*32 accumulators)", flow["total"],
                           ccfg.budgets.per_flow_bits,
                           "lower model.window, model.features or model.d_v, or raise budgets.per_flow_bits")
+    return res_tables, flow
 
+
+def constants_of(q: Quantized, model: TrainedModel, ccfg: CompileConfig, fusion: FusionConfig,
+                 rules: Rules) -> dict[str, int]:
+    """The artifact's constants (the generated header's #defines, with the wire formats')."""
+    cfg = model.config
     ema_a, ema_b = ema_shifts(ccfg.ema_eta)
-    constants = {
-        "NUM_CLASSES": Y, "NUM_CENTROIDS": C, "WINDOW": L, "WINDOW_MASK": L - 1, "FLOW_SLOTS": ccfg.flow_slots,
+    sizes = [v.shape[0] for v in q.values]
+    return {
+        "NUM_CLASSES": len(model.classes), "NUM_CENTROIDS": cfg.centroids, "WINDOW": cfg.window,
+        "WINDOW_MASK": cfg.window - 1, "FLOW_SLOTS": ccfg.flow_slots,
         "LEN_BINS": LEN_BINS, "LEN_FINE": len(model.map.len_fine_lo), "IAT_BUCKETS": IAT_BUCKETS,
         "IAT_SHIFT": IAT_SHIFT, "FLAG_CLASSES": FLAG_CLASSES, "FLAG_ENTRIES": len(FLAG_TERNARY),
         "PROTO_CLASSES": PROTO_CLASSES, "MAP_KEYS": MAP_KEYS, "PORT_IDS": PORT_IDS_MAX,
         "PORT_ENTRIES": len(model.map.port_vocab), "IDX_BUCKETS": IDX_BUCKETS,
         **{f"SUB_{n.upper()}": s for n, s in zip(SUB_TOKENS, sizes)},
-        "GLOBAL_ENTRIES": len(global_entries), "HARD_ENTRIES": len(hard), "SOFT_RULES": len(rules.soft),
-        "SOFT_ENTRIES": len(soft_entries), "ALPHA": alpha_i, "BETA": beta_i, "GAMMA": gamma_i,
-        "LAMBDA_H": fusion.lambda_h, "USE_WINDOW": int(cfg.uses_window), "USE_GLOBAL": int(bool(ng)),
-        "AGG_INCREMENTAL": int(incremental), "KERNEL_TABLE": int(not prf), "RF_FEATURES": m, "D_V": DV,
-        "TABLE_BITS": b, "EMA_SHIFT": ema_a, "EMA_SHIFT2": ema_b, "EMA_FRAC": ccfg.ema_frac, "MAP_VERSION": ccfg.map_version,
-        "SAMPLE_SHIFT": ccfg.sample_shift, "SAMPLE_SLOTS": ccfg.sample_slots,
+        "GLOBAL_ENTRIES": len(q.global_table), "HARD_ENTRIES": len(q.hard), "SOFT_RULES": len(rules.soft),
+        "SOFT_ENTRIES": len(q.soft_entries), "ALPHA": q.alpha, "BETA": q.beta, "GAMMA": q.gamma,
+        "LAMBDA_H": fusion.lambda_h, "USE_WINDOW": int(cfg.uses_window), "USE_GLOBAL": int(bool(q.n_global)),
+        "AGG_INCREMENTAL": int(q.incremental), "KERNEL_TABLE": int(not q.prf), "RF_FEATURES": cfg.features,
+        "D_V": cfg.d_v, "TABLE_BITS": q.bits, "EMA_SHIFT": ema_a, "EMA_SHIFT2": ema_b, "EMA_FRAC": ccfg.ema_frac,
+        "MAP_VERSION": ccfg.map_version, "SAMPLE_SHIFT": ccfg.sample_shift, "SAMPLE_SLOTS": ccfg.sample_slots,
         "FLOW_PKTS_SAT": FLOW_PKTS_SATURATION, "RULE_KEY_FIELDS": len(KEY_FIELDS),
     }
-    arrays = dict(zip(VALUE_TABLES, vals))
+
+
+def compile_model(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: CompileConfig,
+                  fusion: FusionConfig, beta: float, provenance: dict[str, Any] | None = None) -> Artifact:
+    """Build the artifact: quantize, prove the accumulator bounds, account resources against the budgets,
+    write the constants; raises BudgetError/ConfigError naming what to change."""
+    q = quantize(model, rules, soft_w, ccfg, fusion, beta)
+    bounds = prove_bounds(q, model.config.window, ccfg.ema_frac)
+    res_tables, flow = resources(q, model, ccfg)
+    ema_a, ema_b = ema_shifts(ccfg.ema_eta)
+    arrays = dict(zip(VALUE_TABLES, q.values))
     return Artifact(
-        classes=list(model.classes), constants=constants, len_lo=model.map.len_lo.astype(np.int64),
-        len_fine_lo=model.map.len_fine_lo.astype(np.int64), flag_ternary=np.asarray(FLAG_TERNARY, np.int64),
-        map=model.map.centroid_of_key.astype(np.int64), port_vocab=model.map.port_vocab.astype(np.int64), **arrays,
-        phi_q=phi_q, phi_k=phi_k, kernel=kernel.astype(np.int64), w_out=w_out, global_entries=global_entries,
-        hard=hard, soft_entries=soft_entries, soft_weights=w_int,
+        classes=list(model.classes), constants=constants_of(q, model, ccfg, fusion, rules),
+        len_lo=model.map.len_lo.astype(np.int64), len_fine_lo=model.map.len_fine_lo.astype(np.int64),
+        flag_ternary=np.asarray(FLAG_TERNARY, np.int64), map=model.map.centroid_of_key.astype(np.int64),
+        port_vocab=model.map.port_vocab.astype(np.int64), **arrays,
+        phi_q=q.phi_q, phi_k=q.phi_k, kernel=q.kernel, w_out=q.w_out, global_entries=q.global_table.stored(),
+        hard=q.hard, soft_entries=q.soft_entries, soft_weights=q.soft_weights,
         resources={"per_flow_bits": flow, "tables": res_tables,
-                   "table_entries": int(sum(t["entries"] for t in res_tables)),
-                   "table_bits": int(sum(t["bits"] for t in res_tables)),
-                   "bounds": {n: int(v) for n, v, _ in acc}},
-        provenance={"model": cfg.model_dump(), "compile": ccfg.model_dump(), "fusion": fusion.model_dump(),
-                    "beta_used": beta, "ema_eta_effective": ema_eta_effective(ema_a, ema_b), "scales": {k: float(f"{v:.6g}") for k, v in
-                                                  {"v": s_v, "o": s_o, "w": scale_w, "nn": nn_scale}.items()},
-                    "rules_file": rules.path, "skipped_hard_rules": skipped, **(provenance or {})},
+                   "table_entries": int(sum(int(t["entries"]) for t in res_tables)),
+                   "table_bits": int(sum(int(t["bits"]) for t in res_tables)),
+                   "bounds": {bd.name: int(bd.value) for bd in bounds}},
+        provenance={"model": model.config.model_dump(), "compile": ccfg.model_dump(), "fusion": fusion.model_dump(),
+                    "beta_used": beta, "ema_eta_effective": ema_eta_effective(ema_a, ema_b),
+                    "scales": {k: float(f"{v:.6g}") for k, v in q.scales.items()},
+                    "rules_file": rules.path, "skipped_hard_rules": q.skipped_hard_rules, **(provenance or {})},
         rule_names={"hard": [r.name for r in rules.hard], "soft": [r.name for r in rules.soft]},
     )

@@ -112,8 +112,8 @@ class ReferenceSegments:
         self.i = 0
 
     def run_until(self, j: int) -> None:
-        v, self.state = run_reference(self.active, self.table.take(slice(self.i, j)),  # type: ignore[arg-type]
-                                      ts_ns=self.ts[self.i:j], state=self.state)
+        v, self.state = run_reference(self.active, self.table.take(slice(self.i, j)), ts_ns=self.ts[self.i:j],
+                                      state=self.state)
         self.parts.append(v)
         self.i = j
 

@@ -175,7 +175,7 @@ def _cap_per_class(table: PacketTable, labels: np.ndarray, cap: int) -> tuple[np
         in_flow = fid >= 0
         firsts = np.unique(fid[in_flow])
         order = firsts[np.argsort(table.ts_ns[flows.first_packet[firsts]], kind="stable")]
-        total, chosen = 0, []
+        total, chosen = 0, list[int]()
         for f in order:
             n = int(flows.n_packets[f])
             if chosen and total + n > cap:
@@ -233,7 +233,7 @@ def write_dataset(out_dir: str | os.PathLike[str], captures: list[CaptureSpec], 
                            unreadable[0]["fix"] if unreadable else "check the input captures")
     table = PacketTable.concat(tables)
     lab_all = np.concatenate(labels)
-    keep, capped = (np.ones(len(table), bool), {})
+    keep, capped = np.ones(len(table), bool), dict[str, int]()
     if options.max_packets_per_class:
         keep, capped = _cap_per_class(table, lab_all, options.max_packets_per_class)
     kept = np.flatnonzero(keep)

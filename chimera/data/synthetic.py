@@ -256,9 +256,9 @@ class _Builder:
         elif kind == "UDP_DOS":  # a few sources blasting fixed-size datagrams
             for _ in range(max(1, budget)):
                 n = int(rng.integers(50, 200))
-                t = self._attack_start() + np.cumsum(rng.exponential(0.3e-3, size=n))
+                tt = self._attack_start() + np.cumsum(rng.exponential(0.3e-3, size=n))
                 ep = (self._client(), int(rng.integers(1024, 65535)), victim, int(rng.choice((53, 123, 80))), UDP)
-                self._add(label, ep, t, np.ones(n, bool), np.full(n, 1200), np.zeros(n, np.int64))
+                self._add(label, ep, tt, np.ones(n, bool), np.full(n, 1200), np.zeros(n, np.int64))
                 made += 1
         return made
 
@@ -267,7 +267,7 @@ MAX_HEADER = 14 + 20 + 40  # Ethernet, IPv4, TCP with 20 option bytes
 MAC_C, MAC_S = np.frombuffer(bytes.fromhex("02000a000001"), np.uint8), np.frombuffer(bytes.fromhex("02000a000002"), np.uint8)
 
 
-def _be(col: np.ndarray, value: np.ndarray, width: int, hdr: np.ndarray) -> None:
+def _be(col: int, value: np.ndarray | int, width: int, hdr: np.ndarray) -> None:
     """Write ``value`` big-endian into ``width`` bytes of every row of ``hdr`` from column ``col``."""
     v = np.asarray(value, np.uint64)
     for k in range(width):

@@ -7,6 +7,8 @@ runs are refused (RunView).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from chimera.experiments.kinds import KINDS
@@ -47,8 +49,8 @@ def _side_by_side(a: pd.DataFrame, b: pd.DataFrame, keys: list[str]) -> tuple[pd
     return m[cols], only
 
 
-def compare_runs(path_a: object, path_b: object) -> str:
-    a, b = RunView.open(path_a), RunView.open(path_b)  # type: ignore[arg-type]
+def compare_runs(path_a: str | Path, path_b: str | Path) -> str:
+    a, b = RunView.open(path_a), RunView.open(path_b)
     lines = ["# Comparison", "", f"- A: `{a.path}` ({a.config.get('name')}, kind {a.kind}, target "
              f"{a.manifest.target}, clock {a.manifest.clock}, git `{a.manifest.git.commit}`)",
              f"- B: `{b.path}` ({b.config.get('name')}, kind {b.kind}, target {b.manifest.target}, clock "

@@ -32,7 +32,8 @@ from chimera.formats.artifact import Artifact
 def _adapter(kinds: tuple[str, ...]) -> TypeAdapter[Any]:
     models = tuple(KINDS[k].config for k in kinds)
     union = models[0] if len(models) == 1 else Union[models]  # noqa: UP007 - built at run time
-    return TypeAdapter(Annotated[union, Field(discriminator="kind")])
+    # built from the registry at run time: mypy cannot follow a Union of runtime values
+    return TypeAdapter(Annotated[union, Field(discriminator="kind")])  # type: ignore[arg-type]
 
 
 def validate_experiment(raw: dict[str, Any], where: str) -> ExperimentConfig:

@@ -60,7 +60,7 @@ def _first_line(cmd: list[str]) -> str | None:
 
 def environment() -> dict[str, Any]:
     """Versions of everything that can change a result."""
-    pk = {}
+    pk: dict[str, str | None] = {}
     for p in PACKAGES:
         try:
             pk[p] = metadata.version(p)

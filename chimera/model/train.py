@@ -108,7 +108,8 @@ class AttentionClassifier(torch.nn.Module):
     def phi(self, x: torch.Tensor) -> torch.Tensor:
         """Random feature map [..., d_k] -> [..., m]."""
         x = x / self.cfg.d_k ** 0.25
-        proj = x @ self.omega.T
+        omega: torch.Tensor = self.omega  # type: ignore[assignment]  # a registered buffer: Tensor | Module to mypy
+        proj = x @ omega.T
         sq = (x * x).sum(-1, keepdim=True) / 2
         if self.cfg.attention == "prf":
             return torch.exp(proj - sq) / self.cfg.features ** 0.5
@@ -125,7 +126,10 @@ class AttentionClassifier(torch.nn.Module):
 
     def token_values(self, sub: torch.Tensor) -> torch.Tensor:
         """SumReduce of the sub-token embeddings: [..., 5] ids -> [..., d_v]."""
-        return sum(self.values[j][sub[..., j]] for j in range(len(SUB_TOKENS)))  # type: ignore[return-value]
+        out: torch.Tensor = self.values[0][sub[..., 0]]
+        for j in range(1, len(SUB_TOKENS)):
+            out = out + self.values[j][sub[..., j]]
+        return out
 
     def global_terms(self, q: torch.Tensor, pclass: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(sum_g K u_g [N, Y], sum_g K [N]) over the protocol class's global tokens."""
@@ -198,8 +202,9 @@ class TrainedModel:
             # token values only for the packets some window touches (not the whole table)
             touched = np.unique(ctx.rows if self.config.keys == "dense" else ctx.window[ctx.window >= 0])
             u_t = sum(self.values[j][tv.sub[touched, j]] for j in range(len(SUB_TOKENS))) @ self.w_out
-            u_all = np.zeros((tv.centroid.shape[0], u_t.shape[1])) if touched.size * 4 > tv.centroid.shape[0] else None
-            if u_all is not None:
+            u_all: np.ndarray | _Compact
+            if touched.size * 4 > tv.centroid.shape[0]:
+                u_all = np.zeros((tv.centroid.shape[0], u_t.shape[1]))
                 u_all[touched] = u_t
             else:  # few rows of a large table: index through a compact map
                 u_all = _Compact(touched, u_t)

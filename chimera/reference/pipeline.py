@@ -535,7 +535,8 @@ def tables_of(art: Artifact) -> Tables:
     soft_w = art.soft_weights.reshape(-1, art.c("NUM_CLASSES"))
     return Tables(len_bin(lens, art.len_lo), len_bin(lens, art.len_fine_lo),
                   flag_class(np.arange(256), art.flag_ternary).astype(np.int64), art.map.astype(np.int64), ports,
-                  *(c64(v, np.int64) for v in art.values), c64(art.phi_q, np.int64), c64(art.phi_k, np.int64),
+                  c64(art.val_len, np.int64), c64(art.val_iat, np.int64), c64(art.val_flags, np.int64),
+                  c64(art.val_port, np.int64), c64(art.val_index, np.int64), c64(art.phi_q, np.int64), c64(art.phi_k, np.int64),
                   c64(art.kernel, np.int64), c64(art.w_out, np.int64), g, gz, hit,
                   c64(hard.value.reshape(-1, RULE_KEY_LEN)), c64(hard.mask.reshape(-1, RULE_KEY_LEN)), c64(hard.rule),
                   c64(label), c64(soft.value.reshape(-1, RULE_KEY_LEN)), c64(soft.mask.reshape(-1, RULE_KEY_LEN)),
@@ -600,7 +601,7 @@ def run_reference_segments(arts: list[Artifact], starts: list[int], table: Packe
     parts = []
     for art, a, b in zip(arts, bounds[:-1], bounds[1:]):
         if b > a:
-            v, st = run_reference(art, table.take(slice(a, b)), ts_ns=ts[a:b], state=st)  # type: ignore[arg-type]
+            v, st = run_reference(art, table.take(slice(a, b)), ts_ns=ts[a:b], state=st)
             parts.append(v)
     if not parts:
         return run_reference(arts[0], table, ts_ns=ts, state=st)

@@ -141,7 +141,8 @@ def render_input_scale(run: RunView) -> list[str]:
 def render_hyper_dim(run: RunView) -> list[str]:
     df = run.table(T.HYPER_DIM)
     cfg: dict[str, Any] = run.config
-    op = ((cfg.get("model") or {}).get("features"), (cfg.get("model") or {}).get("d_v"))
+    model = cfg.get("model") or {}
+    op = (int(model.get("features", 0)), int(model.get("d_v", 0)))
     figs = []
     for bits in sorted(df["bits"].unique()):
         figs += figures.hyper_dim_heatmap(df, run.figures_dir, int(bits), op)

@@ -43,7 +43,7 @@ def _dataset_overrides(cfg: ExperimentConfig, datasets: list[str]) -> list[tuple
         if not p.exists():
             raise ConfigError(f"sweep --datasets: {d!r} is neither one of {sorted(own) or 'the experiment datasets'} "
                               f"nor an existing path", "pass dataset names from the YAML or dataset directories")
-        spec = {"path": str(p), "synthetic": None}
+        spec: dict[str, Any] = {"path": str(p), "synthetic": None}
         out.append((p.name, {"datasets": {p.name: spec}} if multi else {"dataset": spec}))
     return out
 

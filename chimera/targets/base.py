@@ -90,7 +90,7 @@ class Target(abc.ABC):
 
     def require(self, cap: Capability, what: str) -> None:
         if not self.can(cap):
-            raise CapabilityError(f"{what} needs a target with {cap.name.lower().replace('_', ' ')}; "
+            raise CapabilityError(f"{what} needs a target with {str(cap.name).lower().replace('_', ' ')}; "
                                   f"{self.name} has none", "choose another --target (see invoke --help run-experiment)")
 
     @abc.abstractmethod

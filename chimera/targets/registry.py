@@ -56,7 +56,7 @@ def resolve_auto() -> tuple[str, str]:
     """(target name, why) for ``auto``: the available target of the highest rank."""
     ranked = sorted(((c.auto_rank, n, c) for n in TARGETS if (c := target_class(n)).auto_rank is not None),
                     key=lambda x: -x[0])
-    skipped = []
+    skipped: list[str] = []
     for _, name, cls in ranked:
         why = cls.unavailable_reason()
         if why is None:

@@ -300,6 +300,7 @@ class TestbedTarget(Target):
         s1 = tb.s1
         with ReplaySession(tb.h1, tb.h2, run_dir / "replay", tag, switch_alive=s1.alive) as session:
             if control is not None and plan.clock == "trace":
+                assert prep.clock_ns is not None
                 seg = _SwitchSegments(session, s1, prep, plan, run_dir / "replay", tag)
                 run_schedule(prep.clock_ns, art, control, seg)
             else:

@@ -33,7 +33,7 @@ STATE_DIR = Path(os.environ.get("CHIMERA_STATE_DIR", "/run/chimera-testbed"))
 class ChimeraTopo(Topo):
     """h1 (sender) - s1 (the pipeline) - h2 (collector), and sc (software classifier host) on s1 port 3."""
 
-    def build(self) -> None:  # type: ignore[override]
+    def build(self) -> None:
         h1, h2, sc = self.addHost("h1"), self.addHost("h2"), self.addHost("sc")
         s1 = self.addSwitch("s1")
         self.addLink(h1, s1, intfName1="h1-eth0", intfName2="s1-eth1")
@@ -170,19 +170,23 @@ class Testbed:
 
     @property
     def h1(self) -> Any:
-        return self.net.get("h1")  # type: ignore[union-attr]
+        assert self.net is not None, "the testbed is not up"
+        return self.net.get("h1")
 
     @property
     def h2(self) -> Any:
-        return self.net.get("h2")  # type: ignore[union-attr]
+        assert self.net is not None, "the testbed is not up"
+        return self.net.get("h2")
 
     @property
     def sc(self) -> Any:
-        return self.net.get("sc")  # type: ignore[union-attr]
+        assert self.net is not None, "the testbed is not up"
+        return self.net.get("sc")
 
     @property
     def s1(self) -> TargetSwitch:
-        return self.net.get("s1")  # type: ignore[union-attr,no-any-return]
+        assert self.net is not None, "the testbed is not up"
+        return self.net.get("s1")
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         """Teardown in a fixed order; every step runs even if one before it failed (or is interrupted), and the

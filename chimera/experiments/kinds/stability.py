@@ -276,7 +276,9 @@ def run(ctx: RunContext) -> None:
     bin_s = st.bin_minutes * 60
     ts = data.replay_table.ts_ns
     span_s = float(ts.max() - ts.min()) / 1e9 if len(ts) else 0.0  # what is replayed, not what was asked for
-    rows, all_bins, logs = [], {}, []
+    rows: list[dict[str, Any]] = []
+    all_bins: dict[str, pd.DataFrame] = {}
+    logs: list[pd.DataFrame] = []
     for conf in st.configurations:
         art = models.artifact(conf)
         loop = control_for(cfg, conf, art)

@@ -187,7 +187,8 @@ def baseline_settings(ctx: RunContext) -> BaselineSettings:
 def run_baselines(ctx: RunContext, nd: NamedData, methods: list[str], st: BaselineSettings) -> list[dict[str, Any]]:
     from chimera.baselines.zoo import BASELINES
     d = nd.data
-    rows, feats = [], {}
+    rows: list[dict[str, Any]] = []
+    feats: dict[Any, Any] = {}
     att = nd.attack_classes()
     for name in methods:
         if BASELINES[name].task != "classification" and not att:

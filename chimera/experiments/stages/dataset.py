@@ -39,8 +39,8 @@ DATA_CODE = Path(__file__).resolve().parents[2] / "data"
 def _code_fingerprint() -> str:
     """Hash of the data layer's code: a cached dataset made by other code is never reused."""
     h = hashlib.sha256(DATASET_FORMAT.encode())
-    for f in sorted(DATA_CODE.glob("*.py")):
-        h.update(f.name.encode() + f.read_bytes())
+    for f in sorted(DATA_CODE.rglob("*.py")):
+        h.update(str(f.relative_to(DATA_CODE)).encode() + f.read_bytes())
     return h.hexdigest()
 
 
@@ -66,7 +66,8 @@ def resolve_dataset(spec: DatasetSpec, data_root: Path) -> Dataset:
                 if not (out / MANIFEST).exists():
                     generate(SyntheticSpec(**s.model_dump()), out, overwrite=out.exists())
         return load_dataset(out)
-    path = Path(spec.path).expanduser()  # type: ignore[arg-type]
+    assert spec.path is not None  # DatasetSpec: exactly one of synthetic and path
+    path = Path(spec.path).expanduser()
     if not path.exists():
         raise DatasetError(f"dataset path {path} does not exist",
                            "pass a normalized dataset or a raw dataset directory to --dataset")

@@ -2,9 +2,11 @@
 
 ``simple_switch --use-files`` takes port 1's input from ``port1_in.pcap`` and writes
 port 2's output to ``port2_out.pcap``; tables are installed with simple_switch_CLI
-(Thrift) from the same entities the P4Runtime layer sends. Every verdict is then
-compared with the reference pipeline fed the frames and BMv2's own timestamps,
-and so are the state registers (EMA, class EMA, token samples) read before the switch stops.
+(Thrift) from the same entities the P4Runtime layer sends. The input frames carry the
+trace-time shim (chimera.formats.shim), so BMv2 classifies on the trace's clock and the
+result does not depend on how fast it reads its input. Every verdict is then compared
+with the reference pipeline on the same clock, and so are the state registers (EMA,
+class EMA, token samples, the clock) read once the last frame is out.
 This needs only p4c-bm2-ss, simple_switch and simple_switch_CLI (no PI, no gRPC,
 no root), so it runs wherever BMv2 is installed.
 """
@@ -23,6 +25,7 @@ import numpy as np
 from chimera.data.pcap import PacketTable, read_pcap
 from chimera.data.pcapwrite import normalized_frames, write_pcap
 from chimera.errors import TargetError, ToolMissingError
+from chimera.formats import shim
 from chimera.formats.artifact import Artifact
 from chimera.targets.bmv2 import p4rt
 from chimera.targets.bmv2.compiler import INSTALL_HINT, compile_p4
@@ -79,9 +82,11 @@ def run_files(art: Artifact, table: PacketTable, work: Path, timeout_s: float = 
     work.mkdir(parents=True, exist_ok=True)
     js = compile_p4(art, work / "build")
     frames = normalized_frames(table, np.arange(len(table)))
-    write_pcap(work / "port1_in.pcap", frames, table.ts_ns)
+    write_pcap(work / "frames.pcap", frames, table.ts_ns)
+    replayed = read_pcap(work / "frames.pcap")
+    clock_ns = np.asarray(table.ts_ns, np.int64) - shim.trace_origin(table.ts_ns)
+    write_pcap(work / "port1_in.pcap", shim.insert_all(frames, clock_ns), table.ts_ns)
     write_pcap(work / "port2_in.pcap", [], [])
-    replayed = read_pcap(work / "port1_in.pcap")
     out = work / "port2_out.pcap"
     out.unlink(missing_ok=True)
     sw = subprocess.Popen(["simple_switch", "--use-files", str(START_WAIT_S), "-i", f"1@{work}/port1", "-i",
@@ -118,6 +123,6 @@ def run_files(art: Artifact, table: PacketTable, work: Path, timeout_s: float = 
         sw.terminate()
         sw.wait(timeout=10)
     got = collect(frames, work / "port1_in.pcap", out)
-    mism, reg_mism, checked = conformance(art, replayed, got.verdicts, got.received, got.ts_in, regs)
-    return FileRunResult(len(frames), checked, mism, reg_mism)
+    conf = conformance(art, replayed, got.verdicts, got.received, clock_ns, regs, trace_clock=True)
+    return FileRunResult(len(frames), conf.checked, conf.reference_mismatches, conf.register_mismatches)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pathlib import Path
 
 from google.protobuf import text_format
@@ -11,7 +13,7 @@ from chimera.targets.bmv2.compiler import compile_p4
 from chimera.targets.bmv2.schema import P4INFO
 
 
-def _summary(info) -> dict[str, tuple]:  # type: ignore[no-untyped-def]
+def _summary(info: Any) -> dict[str, tuple[Any, ...]]:
     out: dict[str, tuple] = {}
     for t in info.tables:
         out[f"table {t.preamble.name}"] = (t.preamble.id, tuple((m.id, m.name, m.bitwidth, m.match_type)

@@ -160,10 +160,10 @@ def render_p4info() -> str:
             ref.id = ACTION_BY_NAME[a].id
         pt.const_default_action_id = 0
         pt.size = t.size
-    for a in ACTIONS:
+    for act in ACTIONS:
         pa = info.actions.add()
-        pa.preamble.id, pa.preamble.name, pa.preamble.alias = a.id, qualified(a.name), a.name
-        for i, p in enumerate(a.params, 1):
+        pa.preamble.id, pa.preamble.name, pa.preamble.alias = act.id, qualified(act.name), act.name
+        for i, p in enumerate(act.params, 1):
             pp = pa.params.add()
             pp.id, pp.name, pp.bitwidth = i, p.name, p.bitwidth
     for r in REGISTERS:
