@@ -23,6 +23,8 @@ SYSTEM_PACKAGES = [
     "mininet", "tcpreplay", "tcpdump", "clang", "llvm", "libbpf-dev", "libbpf1", "bpftool", "iproute2",
     "ethtool", "python3-venv", "python3-pip", "gcc", "libc6-dev",
 ]
+#: installed where the distribution has them; their tests skip with the reason where absent
+OPTIONAL_PACKAGES = {"chromium": "the nightly dashboard's browser test (tests/test_nightly.py)"}
 
 
 def _logging(verbose: bool) -> None:
@@ -57,6 +59,13 @@ def setup(c: Context) -> None:
             raise Exit(f"setup: system packages missing ({' '.join(missing)}); run as root: sudo scripts/bootstrap")
         c.run("apt-get update -q", pty=False)
         c.run("DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends " + " ".join(missing))
+    for pkg, why in OPTIONAL_PACKAGES.items():
+        if subprocess.run(["dpkg", "-s", pkg], capture_output=True).returncode == 0 or os.geteuid() != 0:
+            continue
+        r = c.run(f"DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends {pkg}", warn=True)
+        if not r or r.failed:
+            logging.getLogger("tasks").warning("setup: optional %s not installed (used by %s); its tests will skip",
+                                               pkg, why)
     py = str(VENV_PY if VENV_PY.exists() else sys.executable)
     c.run(f"{py} -m pip install -q --disable-pip-version-check -e '{ROOT}[test]'")
     c.run(f"{py} -c 'import mininet.net, torch, numba; print(\"setup ok: torch\", torch.__version__)'")
@@ -158,22 +167,47 @@ def sweep(c: Context, name: str = "quickstart", seeds: str = "1", datasets: str 
     logging.getLogger("tasks").info("report: %s", out / "report.md")
 
 
-@task(help={"update_baseline": "make this run the golden baseline (results/baseline/golden.json); never automatic",
+@task(help={"update_baseline": "make this night the golden baseline (results/baseline/golden.json); never automatic",
+            "force": "with --update-baseline: accept a night that regressed or failed to run (needs --reason)",
+            "reason": "why the golden moves (recorded in golden.json with who and when)",
+            "require": "comma-separated targets that must run tonight (replaces the suite's `require`)",
+            "suite": "the nightly suite YAML (default results/baseline/nightly.yaml)",
             "history": "history CSV (default results/nightly/history.csv)",
-            "repeats": "repeats per bench (median and IQR; >= 5)", "results": "results root directory"})
+            "repeats": "repeats per bench (median and IQR; >= 5)", "results": "results root directory",
+            "fuzz_budget": "override the suite's fuzz budget, e.g. 2m (0: no fuzzing tonight)"})
 @cli
-def nightly(c: Context, update_baseline: bool = False, history: str = "", repeats: int = 5, results: str = "results",
+def nightly(c: Context, update_baseline: bool = False, force: bool = False, reason: str = "", require: str = "",
+            suite: str = "", history: str = "", repeats: int = 0, results: str = "results", fuzz_budget: str = "",
             verbose: bool = False) -> None:
-    """The nightly regression suite against the golden baseline; non-zero exit on any regression."""
-    from chimera.errors import ConfigError
-    from chimera.nightly.suite import NightlyConfig, nightly as run
-    if repeats < 5:
-        raise ConfigError(f"--repeats {repeats}: a median and IQR need at least 5 repeats", "use --repeats 5 or more")
-    out, regressed = run(NightlyConfig(repeats=repeats), update_baseline=update_baseline,
+    """The nightly regression suite against the golden baseline; non-zero exit on any regression or failure to run."""
+    from chimera.nightly.config import SUITE, load_suite
+    from chimera.nightly.suite import nightly as run
+    cfg = load_suite(Path(suite) if suite else SUITE).with_cli(
+        require=[t for t in require.split(",") if t] or None, repeats=repeats or None,
+        fuzz_budget=fuzz_budget or None)
+    out, regressed = run(cfg, update_baseline=update_baseline, force=force, reason=reason,
                          history=Path(history) if history else None, results_root=results)
     print((out / "summary.md").read_text())  # noqa: T201 - the summary is the command's output (CI comment)
-    if regressed:
-        raise Exit(f"nightly: regressions (see {out / 'summary.md'})", code=1)
+    if regressed and not update_baseline:
+        raise Exit(f"nightly: regressed or failed to run (see {out / 'summary.md'})", code=1)
+
+
+@task(help={"history": "history CSV (default results/nightly/history.csv)", "results": "results root directory"})
+@cli
+def dashboard(c: Context, history: str = "", results: str = "results", verbose: bool = False) -> None:
+    """Rewrite the nightly dashboard (results/nightly/site/index.html) from an existing history."""
+    from chimera.nightly.dashboard import write_site
+    from chimera.nightly.golden import load_golden
+    from chimera.nightly.suite import BASELINE_DIR
+    from chimera.errors import ResultsError
+    root = Path(results) / "nightly"
+    try:
+        golden = load_golden(BASELINE_DIR)
+    except ResultsError as e:
+        logging.getLogger("tasks").warning("drawing without a golden line: %s", e)
+        golden = None
+    out = write_site(Path(history) if history else root / "history.csv", root, golden)
+    logging.getLogger("tasks").info("open file://%s", out.resolve())
 
 
 @task(help={"run_dir": "a finished run directory (results/<experiment>/<run-id>)"})
@@ -202,19 +236,77 @@ def compare(c: Context, run_a: str, run_b: str, out: str = "", verbose: bool = F
             "model": "a run directory whose artifact to load (default: train the quickstart model)",
             "variant": "which of the run's artifacts (default: the first)", "results": "results root directory",
             "clock": "trace (default) | switch", "pps": "trace clock: replay rate (default: measured)",
-            "max_replay": "refuse a replay expected to take longer than this many seconds"})
+            "max_replay": "refuse a replay expected to take longer than this many seconds",
+            "artifact": "an artifact file instead of a run's model (a fuzz failure's failure-N.artifact.json)",
+            "installs": "Map installs between given packets (a fuzz failure's failure-N.installs.json; trace clock)",
+            "frames": "normalized (default) | as-captured (send the pcap's Ethernet frames byte for byte)",
+            "coverage": "build the dataplane with its decision-point counters (compared with the reference's)"})
 @cli
 def replay(c: Context, pcap: str, target: str = "reference", model: str = "", variant: str = "",
            results: str = "results", clock: str = "trace", pps: int = 0, max_replay: float = 0.0,
+           artifact: str = "", installs: str = "", frames: str = "normalized", coverage: bool = False,
            verbose: bool = False) -> None:
     """Replay any pcap through a fresh testbed with a trained model; per-packet verdicts to results/replay/<run>/."""
     from chimera.experiments.replay import replay_pcap
     from chimera.testbed.replay import CLOCKS
     if clock not in CLOCKS:
         raise Exit(f"replay: --clock {clock!r}: use trace or switch", code=2)
+    if frames not in ("normalized", "as-captured"):
+        raise Exit(f"replay: --frames {frames!r}: use normalized or as-captured", code=2)
     out = replay_pcap(Path(pcap), target, Path(model) if model else None, variant, results, clock,  # type: ignore[arg-type]
-                      pps or None, max_replay or None)
+                      pps or None, max_replay or None, Path(artifact) if artifact else None,
+                      Path(installs) if installs else None, frames, coverage)
     logging.getLogger("tasks").info("verdicts: %s", out / "verdicts.csv")
+
+
+@task(help={"targets": "comma-separated: reference,ebpf,bmv2 or auto (every target that can run here); the "
+                       "reference and the oracle always run",
+            "budget": "how long to fuzz, e.g. 10m, 90s, 1h", "seed": "the generator's seed (default: today's date)",
+            "profiles": "artifact profiles (default: all; chimera/fuzz/profiles.py)",
+            "reproduce": "re-run a saved failure (results/fuzz/<run>/failure-N.json) instead of fuzzing",
+            "results": "results root directory"})
+@cli
+def fuzz(c: Context, targets: str = "auto", budget: str = "10m", seed: int = -1, profiles: str = "",
+         reproduce: str = "", results: str = "results", verbose: bool = False) -> None:
+    """Differential fuzzing: reference, oracle, eBPF and BMv2 agree on every verdict and register (docs/fuzzing.md)."""
+    import datetime as dt
+
+    from chimera.formats.units import parse_duration
+    from chimera.fuzz.profiles import PROFILES
+    from chimera.fuzz.run import FuzzConfig, fuzz as run, reproduce as rerun
+    from chimera.targets.registry import describe_all
+    if reproduce:
+        ok = rerun(Path(reproduce))
+        if not ok:
+            raise Exit("fuzz: the failure reproduces", code=1)
+        return
+    names = [t for t in targets.split(",") if t]
+    if names == ["auto"]:
+        names = [t for t, why in describe_all().items() if why is None]
+    cfg = FuzzConfig(targets=tuple(names), budget_s=parse_duration(budget, "--budget"),
+                     seed=seed if seed >= 0 else int(dt.date.today().strftime("%Y%m%d")),
+                     profiles=tuple(p for p in profiles.split(",") if p) or tuple(PROFILES))
+    res = run(cfg, results)
+    print((res.run_dir / "summary.md").read_text())  # noqa: T201 - the summary is the command's output
+    if res.failures:
+        raise Exit(f"fuzz: {len(res.failures)} differences (see {res.run_dir / 'summary.md'})", code=1)
+
+
+@task(help={"files": "comma-separated: reference, ebpf, p4 (p4 where p4c and BMv2 are installed)",
+            "budget": "how long to run mutants, e.g. 30m", "seed": "which mutants are drawn (default 0)",
+            "fuzz": "the fuzz budget of each mutant (default 40s)", "max_mutants": "per file (0: as the budget allows)",
+            "no_conformance": "skip the conformance tests for mutants the fuzzer did not kill",
+            "results": "results root directory"})
+@cli
+def mutate(c: Context, files: str = "reference,ebpf", budget: str = "30m", seed: int = 0, fuzz: str = "40s",
+           max_mutants: int = 0, no_conformance: bool = False, results: str = "results", verbose: bool = False) -> None:
+    """Mutation score: mechanical mutants of chimera.bpf.c, chimera.p4 and the reference core (docs/fuzzing.md)."""
+    from chimera.formats.units import parse_duration
+    from chimera.fuzz.mutate import MutateConfig, mutate as run
+    out = run(MutateConfig(files=tuple(f for f in files.split(",") if f), budget_s=parse_duration(budget, "--budget"),
+                           seed=seed, fuzz_s=parse_duration(fuzz, "--fuzz"), conformance=not no_conformance,
+                           max_mutants=max_mutants), results)
+    print((out / "summary.md").read_text())  # noqa: T201 - the summary is the command's output
 
 
 @task(help={"k": "pytest -k expression", "x": "stop at first failure"})
@@ -304,5 +396,5 @@ def clean(c: Context) -> None:
         shutil.rmtree(ROOT / p, ignore_errors=True)
 
 
-ns = Collection(setup, dataset, run_experiment, sweep, nightly, report, compare, replay, topo, build, p4info, p4header,
+ns = Collection(setup, dataset, run_experiment, sweep, nightly, dashboard, fuzz, mutate, report, compare, replay, topo, build, p4info, p4header,
                 bench, test, clean)

@@ -6,6 +6,8 @@ message names what went wrong (file, field, value) and what to do about it.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ChimeraError(Exception):
     """Base class: ``problem`` says what is wrong, ``fix`` what to do."""
@@ -60,3 +62,8 @@ def disk_full_message(path: str, needed_bytes: int | None = None) -> tuple[str, 
     need = f"; it needs about {needed_bytes / 2**20:.1f} MiB more" if needed_bytes else ""
     return (f"no space left on the disk of {path} ({free / 2**20:.1f} MiB free){need}",
             f"free space there (df -h {p}) or write somewhere else (--results / --out / --data-root)")
+
+
+def validation_problems(e: Any) -> str:
+    """A pydantic ValidationError as one line: ``field.sub: what is wrong; ...`` (every error, not the first)."""
+    return "; ".join(f"{'.'.join(str(x) for x in er['loc']) or '(top)'}: {er['msg']}" for er in e.errors())

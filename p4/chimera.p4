@@ -91,6 +91,15 @@
 #define FOR64(M) FOR16(M) M(16) M(17) M(18) M(19) M(20) M(21) M(22) M(23) M(24) M(25) M(26) M(27) M(28) \
     M(29) M(30) M(31) M(32) M(33) M(34) M(35) M(36) M(37) M(38) M(39) M(40) M(41) M(42) M(43) M(44) M(45) \
     M(46) M(47) M(48) M(49) M(50) M(51) M(52) M(53) M(54) M(55) M(56) M(57) M(58) M(59) M(60) M(61) M(62) M(63)
+/* decision-point coverage (chimera/formats/coverage.py): counted only in -DCHIMERA_COVERAGE builds; the
+ * register exists in every build, so the P4Info is one contract */
+#ifdef CHIMERA_COVERAGE
+#define COVER(point) { reg_cov.read(cov_tmp, CHIMERA_COV_##point); reg_cov.write(CHIMERA_COV_##point, cov_tmp + 1); }
+#define SOFT_HIT(i) if (soft_##i.apply().hit) { soft_any = 1; }
+#else
+#define COVER(point) { }
+#define SOFT_HIT(i) soft_##i.apply();
+#endif
 /* out := bit_length(x) for a bit<32> x (x is consumed) */
 #define BIT_LENGTH32(x, out) \
     out = 0; \
@@ -312,6 +321,8 @@ control ChimeraVerifyChecksum(inout headers_t hdr, inout meta_t meta) {
 
 /* ------------------------------------------------------------------ ingress */
 
+/* a 63-bit two's complement register value, sign-extended to int<64> */
+#define S63(x) ((int<64>)((int<63>)(x)))
 /* 16 signed 32-bit values packed in a bit<512> (element i at bits 32i .. 32i+31) */
 #define EL32(x, i) ((int<32>)x[32 * i + 31 : 32 * i])
 #define EL64(x, i) ((int<64>)x[64 * i + 63 : 64 * i])
@@ -323,13 +334,17 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
     @id(0x16000005) register<bit<1>>(MAX_FLOW_SLOTS) reg_orient;
     @id(0x16000006) register<bit<8>>(MAX_FLOW_SLOTS) reg_head;
     @id(0x16000007) register<bit<64>>(1048576) reg_ring;        /* MAX_FLOW_SLOTS * MAX_WINDOW tokens */
-    @id(0x16000008) register<bit<64>>(MAX_CENTROIDS) reg_ema;  /* two's complement int<64> */
+    /* The EMA registers hold a signed value (docs/pipeline.md: in [-1, 2^EMA_FRAC]) in 63-bit two's complement:
+     * BMv2's Thrift register_read converts a register to a signed 64-bit integer and saturates anything at or
+     * above 2^63, so a negative value kept in 64 bits would read back as INT64_MAX (found by the fuzzer). */
+    @id(0x16000008) register<bit<63>>(MAX_CENTROIDS) reg_ema;
     @id(0x16000009) register<bit<64>>(8) reg_counters;         /* evictions, new flows, parsed, unparsed, samples */
     @id(0x1600000A) register<bit<512>>(1048576) reg_s;         /* S[j] rows: MAX_FLOW_SLOTS * MAX_FEATURES, d_v x int32 */
     @id(0x1600000B) register<bit<512>>(MAX_FLOW_SLOTS) reg_z;  /* Zacc: m x int32 */
-    @id(0x1600000C) register<bit<64>>(MAX_CLASSES) reg_class_ema;
+    @id(0x1600000C) register<bit<63>>(MAX_CLASSES) reg_class_ema;
     @id(0x1600000D) register<bit<32>>(MAX_SAMPLE_SLOTS) reg_sample;
     @id(0x1600000E) register<bit<64>>(1) reg_clock;            /* the last `now` classified on: the control plane's clock */
+    @id(0x1600000F) register<bit<64>>(CHIMERA_COV_POINTS) reg_cov; /* decision-point coverage (coverage builds) */
 
     @id(0x01000001) action nop() { }
     @id(0x0100000B) action set_active(bit<1> ver) { meta.ver = ver; }
@@ -496,6 +511,8 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
         bit<32> zero32 = 0;
         bit<512> row;
         bit<512> zrow;
+        bit<64> cov_tmp = 0;
+        bit<1> soft_any = 0;
         port_map.apply();
         /* the clock: the trace's (the shim, which leaves here: the verdict header takes its place) or BMv2's own */
         meta.now = ((bit<64>)sm.ingress_global_timestamp) * 1000;
@@ -520,6 +537,7 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
             meta.parsed = 1;
         }
         if (meta.parsed == 1) {
+            COVER(PARSED)
             reg_counters.read(n_parsed, 2);
             reg_counters.write(2, n_parsed + 1);
             reg_clock.write(0, meta.now);
@@ -560,6 +578,7 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
             meta.vflags = 0;
             if (meta.pkts > 0 && meta.sig != meta.crc) {
                 meta.vflags = meta.vflags | CHIMERA_VFLAG_EVICTED;
+                COVER(EVICT)
                 reg_counters.read(cnt, 0);
                 reg_counters.write(0, cnt + 1);
                 meta.pkts = 0;
@@ -570,6 +589,7 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
             meta.fresh = 0;
             if (meta.pkts == 0) {
                 meta.vflags = meta.vflags | CHIMERA_VFLAG_NEW_FLOW;
+                COVER(NEW_FLOW)
                 reg_counters.read(cnt, 1);
                 reg_counters.write(1, cnt + 1);
                 meta.sig = meta.crc;
@@ -578,12 +598,17 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
                 meta.iat_b = 0;
                 meta.fresh = 1;   /* accumulators start from zero */
             } else {
+                COVER(SAME_FLOW)
+                if (meta.tsu < meta.last) { COVER(CLOCK_WRAP) }
                 meta.units = meta.tsu - meta.last;
                 BIT_LENGTH32(meta.units, meta.bitlen)
                 if (meta.bitlen > CHIMERA_IAT_BUCKETS - 2) { meta.bitlen = CHIMERA_IAT_BUCKETS - 2; }
                 meta.iat_b = 1 + meta.bitlen;
+                if (meta.iat_b == CHIMERA_IAT_BUCKETS - 1) { COVER(IAT_TOP) }
             }
             meta.dir = meta.swap ^ meta.orient;
+            if (meta.dir == 1) { COVER(REVERSE_DIR) }
+            if (meta.pkts == 0xFFFF) { COVER(PKTS_SATURATED) }
             meta.npk = 0xFFFF;
             if (meta.pkts < 0xFFFF) { meta.npk = meta.pkts + 1; }
             /* 3. partition and map: centroid from the coarse key; the five value sub-tokens */
@@ -598,12 +623,15 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
             meta.pclass = 0;
             if (meta.proto == 6) { meta.pclass = 1; } else if (meta.proto == 17) { meta.pclass = 2; }
             else if (meta.proto == 1) { meta.pclass = 3; }
+            if (meta.pclass == 1) { COVER(PROTO_TCP) } else if (meta.pclass == 2) { COVER(PROTO_UDP) }
+            else if (meta.pclass == 3) { COVER(PROTO_ICMP) } else { COVER(PROTO_OTHER) }
             meta.mkey = (((((bit<16>)meta.lbin * CHIMERA_IAT_BUCKETS + (bit<16>)meta.iat_b) * 2 + (bit<16>)meta.dir)
                          * CHIMERA_FLAG_CLASSES + (bit<16>)meta.fclass) * CHIMERA_PROTO_CLASSES) + (bit<16>)meta.pclass;
             map_exact.apply();
             meta.rport = meta.dport;
             if (meta.dir == 1) { meta.rport = meta.sport; }
             port_vocab.apply();
+            if (meta.pid != 0) { COVER(PORT_HIT) } else { COVER(PORT_MISS) }
             meta.units = (bit<32>)meta.npk;
             BIT_LENGTH32(meta.units, meta.bitlen)
             if (meta.bitlen > 15) { meta.bitlen = 15; }
@@ -621,6 +649,7 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
             meta.ring_idx = meta.slot * MAX_WINDOW + (bit<32>)(meta.head & (CHIMERA_WINDOW - 1));
             meta.has_old = 0;
             if (meta.pkts >= CHIMERA_WINDOW) {
+                COVER(WINDOW_FULL)
                 meta.has_old = 1;
                 reg_ring.read(meta.old, meta.ring_idx);
                 meta.c_out = meta.old[7:0];
@@ -697,22 +726,26 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
                 meta.z = 0;
             }
             global_layer.apply();
+            if ((meta.vflags & CHIMERA_VFLAG_GLOBAL_HIT) != 0) { COVER(GLOBAL_HIT) } else { COVER(GLOBAL_MISS) }
             /* 6. rules */
             meta.dir8 = (bit<8>)meta.dir;
             meta.pkts8 = 255;
             if (meta.npk < 255) { meta.pkts8 = (bit<8>)meta.npk; }
             meta.hard_hit = 0;
             hard_rules.apply();
-#define SOFT_APPLY(i) soft_##i.apply();  /* tables of absent rules are empty: a miss runs nop */
-            FOR16(SOFT_APPLY)
+            if (meta.hard_hit == 1) { COVER(HARD_HIT) } else { COVER(HARD_MISS) }
+            /* tables of absent rules are empty: a miss runs nop */
+            FOR16(SOFT_HIT)
+            if (soft_any == 1) { COVER(SOFT_FIRED) } else { COVER(SOFT_NONE) }
             /* 7. fusion: fused_y = ALPHA*A_y + BETA*S_y*Z + ((GAMMA*E_y*Z) >> EMA_FRAC), first argmax, margin */
-            bit<64> e64;
+            bit<63> e63;
             int<64> ee;
             int<64> u;
+            int<64> step;
 #define FUSE(i) \
-            reg_class_ema.read(e64, i); \
+            reg_class_ema.read(e63, i); \
             meta.a##i = ((int<64>)(bit<64>)meta.alpha) * meta.a##i + ((int<64>)(bit<64>)meta.beta) * meta.s##i * meta.z \
-                        + ((((int<64>)(bit<64>)meta.gamma) * ((int<64>)e64) * meta.z) >> CHIMERA_EMA_FRAC);
+                        + ((((int<64>)(bit<64>)meta.gamma) * S63(e63) * meta.z) >> CHIMERA_EMA_FRAC);
             FOR16(FUSE)
             int<64> best = meta.a0;
             meta.label = 0;
@@ -727,43 +760,54 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
             FOR16(SECOND)
             if (have == 0) { second = best; }
             bit<64> margin = (bit<64>)(best - second);
+            if (meta.gamma != 0) { COVER(PRIOR) }
+            if (have == 1 && best == second) { COVER(TIE) }
+            if (margin > 64w0xFFFFFFFF) { COVER(MARGIN_CLAMP) }
             meta.score = 0xFFFFFFFF;
             if (margin <= 64w0xFFFFFFFF) { meta.score = (bit<32>)margin; }
             if (meta.hard_hit == 1 && meta.lambda_h == 1) {
                 meta.label = meta.hard_label;
                 meta.score = 0xFFFFFFFF;
                 meta.vflags = meta.vflags | CHIMERA_VFLAG_HARD_VETO;
+                COVER(VETO)
+            } else if (meta.hard_hit == 1) {
+                COVER(NO_VETO)
             }
             /* 8. two timescales: C_j += EMA_STEP((u_j << EMA_FRAC) - C_j) (centroids, then classes) */
 #define EMA(j) \
             if (j < CHIMERA_NUM_CENTROIDS) { \
-                reg_ema.read(e64, j); \
-                ee = (int<64>)e64; \
+                reg_ema.read(e63, j); \
+                ee = S63(e63); \
                 u = 0; \
                 if (meta.c == j) { u = (int<64>)1 << CHIMERA_EMA_FRAC; } \
-                ee = ee + EMA_STEP(u - ee); \
-                reg_ema.write(j, (bit<64>)ee); \
+                step = EMA_STEP(u - ee); \
+                if (meta.c == j && step == 0 && ee != u) { COVER(EMA_STALL) } \
+                ee = ee + step; \
+                reg_ema.write(j, (bit<63>)(bit<64>)ee); \
             }
             FOR64(EMA)
 #define CLASS_EMA(y) \
             if (y < CHIMERA_NUM_CLASSES) { \
-                reg_class_ema.read(e64, y); \
-                ee = (int<64>)e64; \
+                reg_class_ema.read(e63, y); \
+                ee = S63(e63); \
                 u = 0; \
                 if (meta.label == y) { u = (int<64>)1 << CHIMERA_EMA_FRAC; } \
                 ee = ee + EMA_STEP(u - ee); \
-                reg_class_ema.write(y, (bit<64>)ee); \
+                reg_class_ema.write(y, (bit<63>)(bit<64>)ee); \
             }
             FOR16(CLASS_EMA)
             /* 9. token sample for the slow control loop */
             if ((n_parsed & ((64w1 << CHIMERA_SAMPLE_SHIFT) - 1)) == 0) {
                 reg_counters.read(cnt, 4);
+                COVER(SAMPLE)
+                if (cnt >= CHIMERA_SAMPLE_SLOTS) { COVER(SAMPLE_WRAP) }
                 reg_sample.write((bit<32>)(cnt & (CHIMERA_SAMPLE_SLOTS - 1)),
                                  ((bit<32>)meta.ip_len) << 16 | ((bit<32>)meta.iat_b) << 12 | ((bit<32>)meta.dir) << 11
                                  | ((bit<32>)meta.fclass) << 8 | ((bit<32>)meta.pclass) << 6);
                 reg_counters.write(4, cnt + 1);
             }
         } else {
+            COVER(UNPARSED)
             reg_counters.read(cnt, 3);
             reg_counters.write(3, cnt + 1);
         }

@@ -77,4 +77,37 @@
 #define CHIMERA_SHIM_FIELDS_C __u8 version; __u8 flags; __u32 index; __u64 trace_ns; __u16 orig_type;
 #define CHIMERA_SHIM_FIELDS_P4 bit<8> version; bit<8> flags; bit<32> index; bit<64> trace_ns; bit<16> orig_type;
 
+/* decision-point coverage counters, from chimera/formats/coverage.py (indices) */
+#define CHIMERA_COV_PARSED 0
+#define CHIMERA_COV_UNPARSED 1
+#define CHIMERA_COV_EVICT 2
+#define CHIMERA_COV_NEW_FLOW 3
+#define CHIMERA_COV_SAME_FLOW 4
+#define CHIMERA_COV_REVERSE_DIR 5
+#define CHIMERA_COV_IAT_TOP 6
+#define CHIMERA_COV_CLOCK_WRAP 7
+#define CHIMERA_COV_PKTS_SATURATED 8
+#define CHIMERA_COV_PROTO_TCP 9
+#define CHIMERA_COV_PROTO_UDP 10
+#define CHIMERA_COV_PROTO_ICMP 11
+#define CHIMERA_COV_PROTO_OTHER 12
+#define CHIMERA_COV_PORT_HIT 13
+#define CHIMERA_COV_PORT_MISS 14
+#define CHIMERA_COV_WINDOW_FULL 15
+#define CHIMERA_COV_GLOBAL_HIT 16
+#define CHIMERA_COV_GLOBAL_MISS 17
+#define CHIMERA_COV_HARD_HIT 18
+#define CHIMERA_COV_HARD_MISS 19
+#define CHIMERA_COV_SOFT_FIRED 20
+#define CHIMERA_COV_SOFT_NONE 21
+#define CHIMERA_COV_VETO 22
+#define CHIMERA_COV_NO_VETO 23
+#define CHIMERA_COV_PRIOR 24
+#define CHIMERA_COV_TIE 25
+#define CHIMERA_COV_MARGIN_CLAMP 26
+#define CHIMERA_COV_EMA_STALL 27
+#define CHIMERA_COV_SAMPLE 28
+#define CHIMERA_COV_SAMPLE_WRAP 29
+#define CHIMERA_COV_POINTS 30
+
 #endif /* CHIMERA_CONSTANTS_H */

@@ -23,16 +23,8 @@ def quickstart_artifact(data_root: Path = ROOT / "data", dataset: dict[str, Any]
 
 def quickstart_trained(data_root: Path = ROOT / "data", **model: Any):  # type: ignore[no-untyped-def]
     """(prepared data, learned rules, variant, trained variant) of the quickstart with model overrides."""
-    from chimera.experiments.config import resolve_variants
-    from chimera.experiments.load import load_experiment
-    from chimera.experiments.stages.dataset import prepare, resolve_dataset
-    from chimera.experiments.stages.rules import load_and_learn
-    from chimera.experiments.stages.train import ModelCache, train_variant
-    cfg = load_experiment("quickstart", {"model": {"epochs": 2, **model}})
-    v = resolve_variants(cfg)[0]
-    data = prepare(resolve_dataset(cfg.dataset, data_root), cfg.seed)
-    rules = load_and_learn(cfg.rules, data, cfg.seed, cfg.rule_precision_floor)
-    return data, rules, v, train_variant(data, rules, v, cfg.seed, ModelCache())
+    from chimera.experiments.load import train_one
+    return train_one("quickstart", 0, data_root, {"model": {"epochs": 2, **model}})
 
 
 STRESS_PCAP = ROOT / "pcaps" / "stress.pcap"

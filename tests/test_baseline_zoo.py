@@ -15,7 +15,7 @@ import yaml
 from sklearn.metrics import roc_auc_score
 
 from chimera.baselines.anomaly import FloatAutoEncoder, TableAutoEncoder
-from chimera.baselines.features import TOKEN_FIELDS, WindowSpec, input_bits, window_features
+from chimera.baselines.features import TOKEN_FIELDS, WindowSpec, fair_inputs, input_bits, window_features
 from chimera.baselines.leo import IntegerTree, fit_leo
 from chimera.baselines.neural import encode
 from chimera.baselines.zoo import BASELINES, BaselineSettings, run_baseline
@@ -43,9 +43,8 @@ def test_every_baseline_trains_and_predicts(name: str, qs) -> None:  # type: ign
     assert r.pred.shape == d.test_rows.shape
     hi = 2 if name == "AutoEncoder" else len(d.classes)
     assert r.pred.min() >= 0 and r.pred.max() < hi
-    from chimera.baselines.yardsticks import chimera_inputs
-    spec = chimera_inputs(4) if "yardstick" in name else SPEC
-    assert r.model_bits > 0 and r.input_bits == input_bits(spec)
+    # the same information as Chimera at the same window: as many input bits as Chimera's row reports
+    assert r.model_bits > 0 and r.input_bits == input_bits(fair_inputs(4))
     if name != "AutoEncoder":  # better than always answering the most common class
         y = d.y(d.test_rows)
         assert macro_f1(y, r.pred) > macro_f1(y, np.full_like(y, np.bincount(y).argmax()))
@@ -218,14 +217,15 @@ TINY_DATA = {"ciciot": {"synthetic": {"profile": "ciciot", "flows": 150, "seed":
     ("roc", "roc.csv", "## AUC per detector and dataset"),
 ])
 def test_yardstick_kinds_run_end_to_end(kind: str, csv: str, heading: str, tmp_path: Path) -> None:
-    sections = {"baselines": {"epochs": 1, "max_train_packets": 3000, "methods": ["Leo", "BoS", "AutoEncoder"]},
+    sections = {"baselines": {"methods": ["Leo", "BoS", "AutoEncoder"]},
                 "sweep": {"windows": [2, 4], "features": [4, 8], "d_v": [4], "bits": [8],
                           "per_flow_budget_bits": 1500, "sequence_baselines": ["BoS"]},
                 "roc": {"epochs": 1, "codes": 4}}
     own = {"accuracy": ("baselines",), "resources": ("baselines", "sweep"), "input_scale": ("baselines", "sweep"),
            "hyper_dim": ("sweep",), "roc": ("roc",)}[kind]  # a kind takes its own sections only
     cfg = {"name": f"tiny-{kind}", "kind": kind, "seed": 1, "target": "reference", "datasets": TINY_DATA,
-           "rules": "rules/default.yaml", "model": {"centroids": 16, "window": 4, "epochs": 2},
+           "rules": "rules/default.yaml", "model": {"centroids": 16, "window": 4, "epochs": 2,
+                                                    "max_train_packets": 3000},
            **{k: v for k, v in sections.items() if k in own}}
     p = tmp_path / f"{kind}.yaml"
     p.write_text(yaml.safe_dump(cfg))
@@ -237,8 +237,16 @@ def test_yardstick_kinds_run_end_to_end(kind: str, csv: str, heading: str, tmp_p
     assert all((out / "figures" / f).stat().st_size > 0 for f in [x.name for x in (out / "figures").iterdir()])
     man = json.loads((out / "manifest.json").read_text())
     assert set(man["datasets"]) == ({"ciciot"} if kind == "resources" else set(TINY_DATA))  # resources: the first
+    if kind in ("accuracy", "input_scale"):
+        # every method read Chimera's information: equal input bits at equal windows, and they grow with it
+        for _, g in df.groupby(["dataset", *(["window"] if kind == "input_scale" else [])]):
+            assert g["input_bits"].nunique() == 1, g[["method", "input_bits"]]
+        if kind == "input_scale":
+            assert df.groupby("window")["input_bits"].first().is_monotonic_increasing
+            assert df["input_bits"].nunique() > 1
     if kind == "accuracy":
         assert set(df["method"]) == {"Chimera", "Leo", "BoS", "AutoEncoder"} and set(df["dataset"]) == set(TINY_DATA)
+        assert (df[df["method"] == "BoS"]["epochs_run"] <= 2).all()  # Chimera's epoch cap
         assert (df[df["method"] == "Leo"]["float_tree_agreement"] == 1.0).all()
         assert "BoS †" in report and "AutoEncoder † ‡" in report
     if kind == "hyper_dim":

@@ -158,13 +158,33 @@ def test_stability_labels_are_computed() -> None:
     assert r["label"] == "slow" and r["response_h"] > 6
 
 
-def test_binned_f1_intervals_cover_the_estimate() -> None:
+def test_binned_f1_intervals_cover_the_truth() -> None:
+    """The per-bin interval is a real 95% interval: over repeated samples from one population it covers the
+    population's macro-F1 most of the time (an interval of zero width, or around the wrong value, fails), and a
+    bin with ten times the flows has a narrower one."""
+    from chimera.metrics.classification import macro_f1
+
+    def draw(rng: np.random.Generator, flows: int) -> tuple:  # type: ignore[type-arg]
+        f = rng.integers(0, flows, 20 * flows)              # packets of ``flows`` flows
+        y = (f % 3).astype(np.int64)                          # a flow's packets share a class
+        right = rng.uniform(size=flows) < 0.75               # whole flows right or wrong (clustered errors)
+        pred = np.where(right[f] | (rng.uniform(size=f.size) < 0.3), y, (y + 1) % 3)
+        return rng.uniform(0, 3600, f.size), y, pred, f
+
+    _, y_big, p_big, _ = draw(np.random.default_rng(99), 200_000)
+    truth = macro_f1(y_big, p_big)
     rng = np.random.default_rng(0)
-    n = 5000
-    t, y = rng.uniform(0, 7200, n), rng.integers(0, 3, n)
-    pred = np.where(rng.uniform(size=n) < 0.8, y, rng.integers(0, 3, n))
-    b = binned_f1(t, y, pred, rng.integers(0, 300, n), 3600, 3, bootstrap=100)
-    assert len(b) == 2 and ((b["f1_lo"] <= b["f1"]) & (b["f1"] <= b["f1_hi"])).all()
+    covered, widths = 0, {}
+    for k in range(40):
+        t, y, pred, f = draw(rng, 60)
+        b = binned_f1(t, y, pred, f, 3600, 3, bootstrap=200, seed=k)
+        lo, hi = float(b["f1_lo"].iloc[0]), float(b["f1_hi"].iloc[0])
+        covered += lo <= truth <= hi
+        widths.setdefault(60, []).append(hi - lo)
+    t, y, pred, f = draw(rng, 600)
+    b = binned_f1(t, y, pred, f, 3600, 3, bootstrap=200)
+    assert 0.8 <= covered / 40 <= 1.0, covered
+    assert float(b["f1_hi"].iloc[0] - b["f1_lo"].iloc[0]) < 0.6 * float(np.mean(widths[60]))
 
 
 # --------------------------------------------------------------------------- the P4Runtime install path

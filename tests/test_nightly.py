@@ -1,17 +1,28 @@
-"""Nightly: a golden taken, a clean rerun passes, a broken reference (a flipped fusion coefficient) fails with
-the regressed check named, and bad baselines/histories are named errors; report/compare/replay on real runs."""
+"""The nightly cannot pass by skipping: one test per failure path (issue 22), each proven once by breaking the path.
+
+End to end (a tiny experiment on the reference): golden, pass, a broken reference regresses; a required target that
+cannot run fails naming its tools while an allowed one is an allowed-skip; --update-baseline refuses a failing night
+and --force --reason records why; an interrupted night appends nothing. On the check functions: tolerance,
+conformance counters (unknown fails), bench errors, golden keys absent tonight, bands from this machine's passing
+nights only, no-verdict without history, the exact trace-clock testbed check. The dashboard in headless Chromium.
+"""
 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 import yaml
 
-from chimera.errors import ResultsError
-from chimera.nightly.suite import NightlyConfig, nightly
+from chimera.errors import ConfigError, ResultsError
+from chimera.nightly import checks as ck
+from chimera.nightly.config import ExperimentEntry, NightlyConfig, load_suite
+from chimera.nightly.suite import nightly
 
 from builders import ROOT, STRESS_PCAP
 
@@ -26,7 +37,7 @@ TINY = {"name": "tiny-nightly", "seed": 1, "target": "reference",
 def setup(tmp_path: Path):  # type: ignore[no-untyped-def]
     exp = tmp_path / "tiny-nightly.yaml"
     exp.write_text(yaml.safe_dump(TINY))
-    cfg = NightlyConfig(experiments=[(str(exp), "reference")], benches=[])
+    cfg = NightlyConfig(experiments=[ExperimentEntry(name=str(exp), targets=["reference"])])
     kw = {"baseline_dir": tmp_path / "baseline", "history": tmp_path / "history.csv",
           "results_root": tmp_path / "results", "data_root": ROOT / "data"}
     return cfg, kw
@@ -36,19 +47,29 @@ def _checks(out: Path) -> pd.DataFrame:
     return pd.read_csv(out / "checks.csv")
 
 
+def _status(checks: list[ck.Check], contains: str) -> list[str]:
+    return [c.status for c in checks if contains in c.name]
+
+
+# --- end to end ------------------------------------------------------------------------------------------------
+
+
 def test_golden_then_pass_then_a_broken_reference_regresses(setup, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     cfg, kw = setup
     with pytest.raises(ResultsError, match="update-baseline"):
         nightly(cfg, **kw)  # no golden yet: named, before any work
     assert not (kw["results_root"] / "nightly").exists()
-    out, regressed = nightly(cfg, update_baseline=True, **kw)
+    out, regressed = nightly(cfg, update_baseline=True, reason="first", **kw)
     golden = json.loads((kw["baseline_dir"] / "golden.json").read_text())
-    assert not regressed and golden["format_version"] == 1 and len(golden["experiments"]) == 1
+    assert not regressed and golden["format_version"] == 2 and len(golden["experiments"]) == 1
+    assert golden["updates"][0]["reason"] == "first" and golden["updates"][0]["forced"] is False
     out, regressed = nightly(cfg, **kw)
     c = _checks(out)
     assert not regressed and (c[c["name"].str.contains("bit-identical")]["status"] == "pass").all()
     assert len(pd.read_csv(kw["history"])) == 2  # one F1 row per nightly
     assert any((out / "figures").glob("trend_*.png"))
+    site = kw["results_root"] / "nightly" / "site" / "index.html"
+    assert site.is_file() and "tiny-nightly@reference/Chimera" in site.read_text()
 
     from chimera.formats.artifact import Artifact
     real = Artifact.c
@@ -60,14 +81,55 @@ def test_golden_then_pass_then_a_broken_reference_regresses(setup, monkeypatch: 
     summary = (out / "summary.md").read_text()
     assert "REGRESSED" in summary and "Chimera: F1 bit-identical" in summary
 
+    # --update-baseline refuses this night; --force needs a reason; with one, the golden records it
+    before = (kw["baseline_dir"] / "golden.json").read_text()
+    with pytest.raises(ConfigError, match="refusing to make it the golden"):
+        nightly(cfg, update_baseline=True, **kw)
+    assert (kw["baseline_dir"] / "golden.json").read_text() == before
+    with pytest.raises(ConfigError, match="say why"):
+        nightly(cfg, update_baseline=True, force=True, **kw)
+    nightly(cfg, update_baseline=True, force=True, reason="BETA sign flip is the new design", **kw)
+    g = json.loads((kw["baseline_dir"] / "golden.json").read_text())
+    last = g["updates"][-1]
+    assert last["forced"] is True and last["reason"] == "BETA sign flip is the new design" and "@" in last["by"]
+    assert last["night_status"] == "regressed" and len(g["updates"]) == 2
 
-def test_bad_baseline_and_history_are_named(setup, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+
+def test_required_target_missing_fails_naming_tools_allowed_one_skips(setup, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    cfg, kw = setup
+    why = {"reference": None, "ebpf": None, "bmv2": "simple_switch_grpc and p4c-bm2-ss not installed"}
+    monkeypatch.setattr("chimera.targets.registry.describe_all", lambda: why)
+    two = cfg.model_copy(update={"experiments": [ExperimentEntry(name=cfg.experiments[0].name,
+                                                                 targets=["reference", "bmv2"])],
+                                 "allow_skip": {"bmv2": "not on the CI runner"}})
+    nightly(two, update_baseline=True, reason="first", **kw)
+    out, regressed = nightly(two, **kw)
+    c = _checks(out)
+    skip = c[c["name"] == "tiny-nightly@bmv2: ran"]
+    assert not regressed and list(skip["status"]) == ["allowed-skip"]
+    assert "not on the CI runner" in skip["detail"].iloc[0] and "simple_switch_grpc" in skip["detail"].iloc[0]
+    assert "## allowed-skip" in (out / "summary.md").read_text()
+
+    out, regressed = nightly(two.with_cli(require=["reference", "bmv2"]), **kw)  # --require bmv2
+    c = _checks(out)
+    miss = c[c["name"] == "tiny-nightly@bmv2: ran"]
+    assert regressed and list(miss["status"]) == ["failed-to-run"]
+    assert "required target bmv2 cannot run: simple_switch_grpc and p4c-bm2-ss" in miss["detail"].iloc[0]
+
+    # a target in no allow_skip and not required: it cannot be silently absent either
+    three = two.model_copy(update={"allow_skip": {}})
+    out, regressed = nightly(three, **kw)
+    assert regressed and "does not allow skipping it" in _checks(out).set_index("name").loc[
+        "tiny-nightly@bmv2: ran", "detail"]
+
+
+def test_bad_baseline_and_history_are_named(setup) -> None:  # type: ignore[no-untyped-def]
     cfg, kw = setup
     kw["baseline_dir"].mkdir()
     (kw["baseline_dir"] / "golden.json").write_text(json.dumps({"format_version": 0}))
     with pytest.raises(ResultsError, match="(?s)format version 0.*update-baseline"):
         nightly(cfg, **kw)
-    (kw["baseline_dir"] / "golden.json").write_text(json.dumps({"format_version": 1, "experiments": {}}))
+    (kw["baseline_dir"] / "golden.json").write_text(json.dumps({"format_version": 2, "experiments": {}}))
     kw["history"].write_text("run_id,time\nx,y,z,w\n\"")
     with pytest.raises(ResultsError, match=f"(?s){kw['history']}.*never restarted silently"):
         nightly(cfg, **kw)
@@ -79,7 +141,7 @@ def test_interrupted_nightly_appends_nothing(setup, monkeypatch: pytest.MonkeyPa
     nightly(cfg, update_baseline=True, **kw)
     before = kw["history"].read_text()
 
-    def interrupt(*a, **k):  # type: ignore[no-untyped-def]
+    def interrupt(*a: Any, **k: Any) -> Any:
         raise KeyboardInterrupt
 
     monkeypatch.setattr("chimera.nightly.suite.run_benches", interrupt)
@@ -90,23 +152,184 @@ def test_interrupted_nightly_appends_nothing(setup, monkeypatch: pytest.MonkeyPa
     assert "Interrupted** during benches" in (failed / "summary.md").read_text()
 
 
-def test_bench_band_from_history() -> None:
-    from chimera.nightly.checks import bench_checks
-    hist = pd.DataFrame({"metric": ["switch_ratio"] * 4, "value": [0.70, 0.72, 0.71, 0.73]})
-    status = {v: bench_checks({"benches": {"switch_ratio": {"median": v}}}, hist, None)[0].status
-              for v in (0.715, 0.5, 0.9)}
-    assert status == {0.715: "pass", 0.5: "regressed", 0.9: "improved"}
-    lower = bench_checks({"benches": {"install_ebpf_live_ms": {"median": 5.0}}},
-                         pd.DataFrame({"metric": ["install_ebpf_live_ms"] * 3, "value": [0.4, 0.42, 0.41]}), None)
+def test_a_planted_difference_fails_the_nightly_fuzz(setup, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """The nightly's fuzz budget: a difference between implementations (here a planted one in the oracle) is a
+    regression; without it the same night passes."""
+    from chimera.fuzz.oracle import Oracle
+    from chimera.nightly.config import FuzzEntry
+    cfg, kw = setup
+    cfg = cfg.model_copy(update={"experiments": [], "fuzz": FuzzEntry(budget_s=12, targets=["reference"]), "seed": 3})
+    out, regressed = nightly(cfg, update_baseline=True, reason="first", **kw)
+    assert not regressed and _checks(out)["name"].str.startswith("fuzz:").any()
+    real = Oracle.step
+    monkeypatch.setattr(Oracle, "step", lambda self, p: (lambda v: (v[0], v[1], v[2] ^ 1, *v[3:]))(real(self, p))
+                        if p["parsed"] and p["proto"] == 6 else real(self, p))
+    out, regressed = nightly(cfg, **kw)
+    c = _checks(out)
+    bad = c[c["name"].str.startswith("fuzz:")]
+    assert regressed and list(bad["status"]) == ["regressed"] and "failure-1" in bad["detail"].iloc[0]
+
+
+# --- each check's failure path ---------------------------------------------------------------------------------
+
+GOLD = {"code": "c0", "experiments": {"q@reference": {"f1": {"A": 0.80, "B": 0.70}},
+                                      "q@ebpf": {"f1": {"A": 0.80}}},
+        "benches": {"switch_ratio": {"median": 0.7}}}
+EBPF_ONLY = {**GOLD, "experiments": {"q@ebpf": {"f1": {"A": 0.80}}}}
+
+
+def test_tolerance_path() -> None:
+    """A switch-clock testbed F1: regressed below golden - 0.01, improved above golden + 0.01, else pass."""
+    def status(f1: float) -> str:
+        m = {"experiments": {"q@ebpf": {"f1": {"A": f1}, "clock": "switch", "reference_mismatches": {"A": 0},
+                                        "register_mismatches": {"A": 0}, "lost": {"A": 0}}}}
+        return _status(ck.experiment_checks(m, GOLD, "c1"), "golden - ")[0]
+    assert [status(f) for f in (0.785, 0.795, 0.805, 0.815)] == ["regressed", "pass", "pass", "improved"]
+
+
+def test_conformance_counters_nonzero_regress_unknown_fails() -> None:
+    def checks(counters: dict[str, Any]) -> list[ck.Check]:
+        m = {"experiments": {"q@ebpf": {"f1": {"A": 0.8}, "clock": "switch", **counters}}}
+        return ck.experiment_checks(m, EBPF_ONLY, "c1")
+    ok = {"reference_mismatches": {"A": 0}, "register_mismatches": {"A": 0}, "lost": {"A": 0}}
+    assert not ck.failed(checks(ok))
+    assert _status(checks({**ok, "reference_mismatches": {"A": 3}}), "reference_mismatches") == ["regressed"]
+    unread = checks({**ok, "register_mismatches": {"A": None}})   # registers never read: unknown, fails
+    assert _status(unread, "register_mismatches") == ["failed-to-run"]
+    assert "unknown" in [c for c in unread if "register" in c.name][0].detail
+    gone = checks({"reference_mismatches": {"A": 0}, "lost": {"A": 0}})  # the column is missing altogether
+    assert _status(gone, "register_mismatches") == ["failed-to-run"]
+
+
+def test_bench_error_fails_the_night() -> None:
+    hist = pd.DataFrame(columns=ck_history_columns())
+    c = ck.bench_checks({"benches": {"switch_ratio": {"error": "tcpreplay died"}}}, hist, GOLD, "h")
+    assert [x.status for x in c] == ["failed-to-run"] and "tcpreplay died" in c[0].detail and ck.failed(c)
+
+
+def ck_history_columns() -> list[str]:
+    from chimera.nightly.history import COLUMNS, MORE
+    return [*COLUMNS, *MORE]
+
+
+def test_golden_keys_absent_tonight_fail() -> None:
+    m = {"experiments": {"q@reference": {"f1": {"A": 0.80}}}}   # variant B and q@ebpf vanished
+    c = ck.experiment_checks(m, GOLD, "c0")
+    assert _status(c, "q@reference/B: present") == ["failed-to-run"]
+    assert _status(c, "q@ebpf: ran") == ["failed-to-run"]
+    b = ck.bench_checks({"benches": {}}, pd.DataFrame(columns=ck_history_columns()), GOLD, "h")
+    assert [x.status for x in b] == ["failed-to-run"] and "switch_ratio" in b[0].name
+
+
+def test_bands_from_this_machines_passing_nights_only() -> None:
+    """Regressed nights and other machines' nights never move the band; too few nights: no verdict."""
+    rows = [("h", "pass", v) for v in (0.70, 0.72, 0.71, 0.73)]
+    rows += [("h", "regressed", v) for v in (0.30, 0.31, 0.29, 0.30, 0.31)]   # a regression repeated nightly
+    rows += [("other", "pass", v) for v in (2.0, 2.1, 2.2, 2.0)]              # a faster machine
+    hist = pd.DataFrame([{"metric": "switch_ratio", "host": h, "night_status": s, "value": v} for h, s, v in rows])
+
+    def status(v: float, host: str = "h") -> str:
+        return ck.bench_checks({"benches": {"switch_ratio": {"median": v}}}, hist, None, host)[0].status
+    assert {v: status(v) for v in (0.715, 0.3, 0.9)} == {0.715: "pass", 0.3: "regressed", 0.9: "improved"}
+    assert status(2.0, "new-machine") == "no-verdict"      # never judged against another machine's numbers
+    lower = ck.bench_checks({"benches": {"install_ebpf_live_ms": {"median": 5.0}}},
+                            pd.DataFrame({"metric": ["install_ebpf_live_ms"] * 3, "value": [0.4, 0.42, 0.41],
+                                          "host": ["h"] * 3, "night_status": ["pass"] * 3}), None, "h")
     assert lower[0].status == "regressed"
 
 
+def test_exact_trace_clock_testbed_check() -> None:
+    """On the trace clock a testbed's F1 must equal tonight's reference F1 bit for bit (not within 0.01)."""
+    def checks(ebpf_f1: float) -> list[ck.Check]:
+        counters = {"reference_mismatches": {"A": 0}, "register_mismatches": {"A": 0}, "lost": {"A": 0}}
+        m = {"experiments": {"q@reference": {"f1": {"A": 0.8, "B": 0.7}},
+                             "q@ebpf": {"f1": {"A": ebpf_f1}, "clock": "trace", **counters}}}
+        return ck.experiment_checks(m, GOLD, "c0")
+    assert _status(checks(0.8), "F1 == reference (trace clock)") == ["pass"]
+    assert _status(checks(0.8 + 1e-9), "F1 == reference (trace clock)") == ["regressed"]
+
+
+def test_suite_file_is_valid_and_consistent(tmp_path: Path) -> None:
+    cfg = load_suite()
+    assert "reference" in cfg.require and set(cfg.allow_skip) <= set(cfg.targets())
+    bad = tmp_path / "s.yaml"
+    bad.write_text(yaml.safe_dump({"require": ["bmv2"], "allow_skip": {"bmv2": "x"}}))
+    with pytest.raises(ConfigError, match="both required and allowed"):
+        load_suite(bad)
+    assert cfg.with_cli(require=["bmv2"]).skip_reason("bmv2") is None
+    assert cfg.with_cli(fuzz_budget="0").fuzz is None and cfg.with_cli(fuzz_budget="2m").fuzz.budget_s == 120  # type: ignore[union-attr]
+    with pytest.raises(ConfigError, match="at least 5"):
+        cfg.with_cli(repeats=3)
+
+
+# --- the dashboard, in a real browser --------------------------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _fixture_history(root: Path) -> tuple[Path, dict[str, Any], int]:
+    """Four nights on one host; the last regressed (its checks.csv says which)."""
+    night_root = root / "nightly"
+    rows = []
+    metrics = {"quickstart@reference/Chimera": [0.90, 0.90, 0.90, 0.85], "switch_ratio": [0.7, 0.71, 0.69, 0.4],
+               "ingest_ratio": [30.0, 31.0, 29.5, 30.2]}
+    for i in range(4):
+        rid = f"2026110{i + 1}-020000-local"
+        status = "regressed" if i == 3 else "pass"
+        d = night_root / rid
+        (d / "runs" / "quickstart" / "r1").mkdir(parents=True)
+        (d / "runs" / "quickstart" / "r1" / "report.md").write_text("# report")
+        (d / "summary.md").write_text(f"# Nightly {rid}")
+        checks = [ck.Check("quickstart@reference/Chimera: F1 bit-identical", "exact",
+                           "regressed" if i == 3 else "pass", metrics["quickstart@reference/Chimera"][i], 0.9),
+                  ck.Check("bench switch_ratio", "band", "no-verdict", 0.7)]
+        pd.DataFrame([c.row() for c in checks]).to_csv(d / "checks.csv", index=False)
+        (d / "manifest.json").write_text(json.dumps({"experiment": "nightly", "run_id": rid, "target": "local",
+                                                     "sections": {"measured": {"experiments": {
+                                                         "quickstart@reference": {"run": "runs/quickstart/r1"}}}}}))
+        for m, vals in metrics.items():
+            rows.append({"run_id": rid, "time": f"2026-11-0{i + 1}T02:00:00", "git": f"{i:x}" * 40,
+                         "code": "c", "metric": m, "value": vals[i], "iqr": None, "host": "h",
+                         "night_status": status})
+    hist = night_root / "history.csv"
+    pd.DataFrame(rows).to_csv(hist, index=False)
+    golden = {"git": "0" * 40, "taken": "2026-11-01", "experiments": {"quickstart@reference": {"f1": {"Chimera": 0.9}}},
+              "benches": {"switch_ratio": {"median": 0.7}}}
+    return hist, golden, len(metrics)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is absent (Debian package `chromium`; `invoke setup` "
+                                              "installs it where it can)")
+def test_dashboard_in_headless_chromium(tmp_path: Path) -> None:
+    from PIL import Image
+
+    from chimera.nightly.dashboard import STATUS_COLOURS, write_site
+    hist, golden, n_metrics = _fixture_history(tmp_path)
+    page = write_site(hist, tmp_path / "nightly", golden, host="h")
+    url = page.resolve().as_uri()
+    flags = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+             f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,1400"]
+    dom = subprocess.run([*flags, "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
+    assert dom.count('<figure class="chart"') == n_metrics            # one chart per metric
+    assert dom.count("<svg") >= n_metrics and "<script" not in dom  # self-contained: nothing fetched at view time
+    assert not any(f'{a}="{s}' in dom for a in ("src", "href", "xlink:href") for s in ("http:", "https:", "//"))
+    assert 'class="check regressed"' in dom and "REGRESSED" in dom     # the regressed check, highlighted
+    assert "runs/quickstart/r1/report.md" in dom and "20261104-020000-local/summary.md" in dom
+    shot = tmp_path / "dashboard.png"
+    subprocess.run([*flags, f"--screenshot={shot}", url], capture_output=True, timeout=120, check=True)
+    img = Image.open(shot).convert("RGB")
+    hexcol = STATUS_COLOURS["regressed"].lstrip("#")
+    want = tuple(int(hexcol[i:i + 2], 16) for i in (0, 2, 4))
+    assert img.size[0] >= 1000 and want in {c for _, c in img.getcolors(1 << 20) or []}, \
+        "the regressed row's highlight is not on the rendered page"
+
+
 def test_report_compare_replay_on_real_runs(tmp_path: Path) -> None:
+    from chimera.experiments.compare import compare_runs
     from chimera.experiments.load import load_experiment
+    from chimera.experiments.render import render
     from chimera.experiments.replay import replay_pcap
     from chimera.experiments.runner import run_experiment
-    from chimera.experiments.compare import compare_runs
-    from chimera.experiments.render import render
     p = tmp_path / "tiny.yaml"
     p.write_text(yaml.safe_dump({**TINY, "variants": [{"name": "Chimera"}, {"name": "Neural only",
                                                                                "fusion": {"mode": "neural"}}]}))

@@ -18,6 +18,7 @@ from finsy import P4Schema
 
 from chimera.compile.header import render
 from chimera.errors import TargetError
+from chimera.formats.coverage import N_POINTS
 from chimera.targets.bmv2 import p4rt
 from chimera.targets.bmv2.compiler import compiled_in
 from chimera.targets.bmv2.schema import (ACTIONS, P4INFO, P4_SOURCE, REGISTERS, TABLE_BY_NAME, TABLES, qualified,
@@ -83,7 +84,7 @@ def test_actions_and_registers_match_the_source(preprocessed: str) -> None:
         got = re.findall(r"bit<(\d+)> (\w+)", params)
         assert [(n, int(w)) for w, n in got] == [(p.name, p.bitwidth) for p in a.params], a.name
     regs = re.findall(r"@id\((0x[0-9a-fA-F]+)\) register<bit<(\d+)>>\(([\w*]+)\) (\w+);", preprocessed)
-    sizes = {"1": 1, "8": 8, "16": 16, "65536": 65536, "1048576": 1048576, "64": 64}
+    sizes = {"1": 1, "8": 8, "16": 16, "65536": 65536, "1048576": 1048576, "64": 64, str(N_POINTS): N_POINTS}
     assert {(int(i, 16), int(w), sizes[s], n) for i, w, s, n in regs} == {
         (r.id, r.bitwidth, r.size, r.name) for r in REGISTERS}
 

@@ -14,7 +14,7 @@ from chimera.formats.artifact import Artifact
 from chimera.model.tokenizer import FLAG_TERNARY, MAP_KEYS
 from chimera.reference.pipeline import SwitchState, crc32_columns, flow_hash, run_reference
 
-from oracle import oracle
+from chimera.fuzz.oracle import oracle
 
 
 def random_artifact(seed: int, *, C: int = 6, Y: int = 3, L: int = 4, F: int = 8, form: str = "incremental",

@@ -3,12 +3,21 @@
 For a packet at position p of its flow, lag k (0 = the packet itself) holds the
 features of the flow's packet p - k, or -1 before the flow's start. The fields
 are the ones Chimera's tokens carry (IP length, IAT bucket, direction, TCP
-flags) plus, per packet, whatever else Chimera reads (``extra``): a yardstick
-always gets every input Chimera uses.
+flags) plus, per packet, whatever else Chimera reads (``extra``).
+
+Every method gets the same information Chimera reads (``fair_inputs``): what
+its token, value sub-tokens and rule key are built from (``chimera_reads``,
+derived from those definitions, so a new input of Chimera's is a new input of
+every baseline or a failing test), with the ports also in the forms a tree
+splits on directly: the flow's lower and higher port (canonical order) and the
+responder port Chimera's port vocabulary uses. Those are functions of the two
+ports and the direction: no information Chimera does not have.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,9 +25,27 @@ import numpy as np
 from chimera.data.flows import Flows
 from chimera.data.pcap import PacketTable
 from chimera.data.tokens import Tokens, proto_class
+from chimera.model.tokenizer import MapTables, responder_port
+from chimera.rules.spec import KEY_FIELDS
 
 TOKEN_FIELDS = ("ip_len", "iat_bucket", "direction", "tcp_flags")
 MISSING = -1
+#: the baselines' column names for Chimera's inputs where its own definitions use other words
+ALIASES = {"dir": "direction", "flow_pkts": "pkt_index"}
+#: the ports in the forms a tree splits on directly (derived from sport, dport and the direction)
+PORT_ENCODINGS = ("lo_port", "hi_port", "responder_port")
+#: per decision, beside the window of token fields: the current packet's other inputs
+FAIR_EXTRA = ("proto", "sport", "dport", *PORT_ENCODINGS, "pkt_index")
+
+
+def chimera_reads() -> set[str]:
+    """Every per-packet field Chimera's pipeline reads, from its own definitions: the token's fields
+    (chimera.data.tokens.Tokens), the value sub-tokens' other arguments (MapTables.sub_tokens) and the rule key
+    (chimera.rules.spec.KEY_FIELDS), named as the baselines' columns."""
+    tok = {f.name for f in dataclasses.fields(Tokens)}
+    sub = set(inspect.signature(MapTables.sub_tokens).parameters) - {"self", "tok"}
+    rule = {name for name, _ in KEY_FIELDS}
+    return {ALIASES.get(n, n) for n in tok | sub | rule}
 
 
 @dataclass(frozen=True)
@@ -38,12 +65,23 @@ class WindowSpec:
 
 
 FIELD_BITS = {"ip_len": 16, "iat_bucket": 4, "direction": 1, "tcp_flags": 8, "proto": 8, "proto_class": 2,
-              "sport": 16, "dport": 16, "pkt_index": 8, "flow_bytes": 32}
+              "sport": 16, "dport": 16, "pkt_index": 8, "flow_bytes": 32, "lo_port": 16, "hi_port": 16,
+              "responder_port": 16}
+#: fields that re-encode others (their bits are not more information read per decision)
+DERIVED = frozenset(PORT_ENCODINGS)
+
+
+def fair_inputs(window: int) -> WindowSpec:
+    """What every method reads per decision: Chimera's window of token fields and the current packet's other
+    inputs (``FAIR_EXTRA``)."""
+    return WindowSpec(window=window, fields=TOKEN_FIELDS, extra=FAIR_EXTRA)
 
 
 def input_bits(spec: WindowSpec) -> int:
-    """Bits of input per decision ("input scale"), from the fields' widths."""
-    return spec.window * sum(FIELD_BITS[f] for f in spec.fields) + sum(FIELD_BITS[f] for f in spec.extra)
+    """Bits of input per decision ("input scale"), from the fields' widths; re-encodings of fields already
+    read (the port encodings) add none."""
+    return spec.window * sum(FIELD_BITS[f] for f in spec.fields) + \
+        sum(FIELD_BITS[f] for f in spec.extra if f not in DERIVED)
 
 
 def _column(name: str, table: PacketTable, tokens: Tokens, flows: Flows) -> np.ndarray:
@@ -55,6 +93,11 @@ def _column(name: str, table: PacketTable, tokens: Tokens, flows: Flows) -> np.n
         return proto_class(table.proto).astype(np.int64)
     if name in ("sport", "dport"):
         return getattr(table, name).astype(np.int64)
+    if name in ("lo_port", "hi_port"):
+        s, d = table.sport.astype(np.int64), table.dport.astype(np.int64)
+        return np.minimum(s, d) if name == "lo_port" else np.maximum(s, d)
+    if name == "responder_port":
+        return responder_port(table.sport, table.dport, tokens.direction)
     if name == "pkt_index":
         return np.minimum(flows.pkt_index, 255).astype(np.int64)
     if name == "flow_bytes":

@@ -1,10 +1,13 @@
 """The neural baselines of the paper's Table 1, in PyTorch, on the flow's last packets.
 
 Every model reads the same per-packet encoding of the window features
-(chimera.baselines.features): per lag, a presence bit, IP length / 1500, IAT
-bucket / 15, direction and the eight TCP flag bits; plus the protocol class
-one-hot of the current packet. MLPs see the window flattened; RNNs and CNNs see
-it as a sequence, oldest packet first.
+(chimera.baselines.features.fair_inputs): per lag, a presence bit, IP length /
+1500, IAT bucket / 15, direction and the eight TCP flag bits; plus, for the
+current packet, the protocol class one-hot and its other inputs normalized
+(ports / 65535, packet index / 255), repeated on every lag. MLPs see the window
+flattened; RNNs and CNNs see it as a sequence, oldest packet first. Training
+keeps the epoch with the best validation macro-F1 and stops after ``patience``
+epochs without a better one (Chimera's own rule).
 
 - N3IC: a binary MLP (sign weights and activations, straight-through gradients),
   as N3IC runs binary neural networks on NIC/switch hardware.
@@ -34,16 +37,29 @@ from chimera.metrics.classification import macro_f1
 
 log = logging.getLogger(__name__)
 PER_LAG = 12  # present, len, iat, dir, 8 flag bits
+#: the current packet's scalar inputs and what they are divided by
+SCALE = {"sport": 65535.0, "dport": 65535.0, "lo_port": 65535.0, "hi_port": 65535.0, "responder_port": 65535.0,
+         "pkt_index": 255.0}
+
+
+def scalar_extras(spec: WindowSpec) -> list[str]:
+    """The current packet's inputs encoded as normalized scalars (all but the protocol, which is one-hot)."""
+    return [f for f in spec.extra if f in SCALE]
+
+
+def width(spec: WindowSpec) -> int:
+    """Features per lag of ``encode``'s output."""
+    return PER_LAG + PROTO_CLASSES + len(scalar_extras(spec))
 
 
 def encode(x: np.ndarray, spec: WindowSpec) -> np.ndarray:
-    """[N, window, PER_LAG + PROTO_CLASSES] float32, oldest packet first (window features -> model input)."""
+    """[N, window, width(spec)] float32, oldest packet first (window features -> model input)."""
     n, L = x.shape[0], spec.window
     nf = len(spec.fields)
     lag = x[:, : L * nf].reshape(n, L, nf)[:, ::-1]  # lag 0 (current) last
     idx = {f: i for i, f in enumerate(spec.fields)}
     present = lag[..., 0] != MISSING
-    out = np.zeros((n, L, PER_LAG + PROTO_CLASSES), np.float32)
+    out = np.zeros((n, L, width(spec)), np.float32)
     out[..., 0] = present
     out[..., 1] = np.where(present, np.clip(lag[..., idx["ip_len"]], 0, 1500) / 1500.0, 0)
     out[..., 2] = np.where(present, lag[..., idx["iat_bucket"]] / 15.0, 0)
@@ -54,6 +70,9 @@ def encode(x: np.ndarray, spec: WindowSpec) -> np.ndarray:
     if "proto" in spec.extra:
         pc = proto_class(x[:, L * nf + list(spec.extra).index("proto")].astype(np.uint8))
         out[np.arange(n), :, PER_LAG + pc] = 1.0
+    for k, f in enumerate(scalar_extras(spec)):
+        v = x[:, L * nf + list(spec.extra).index(f)].astype(np.float32) / SCALE[f]
+        out[:, :, PER_LAG + PROTO_CLASSES + k] = v[:, None]
     return out
 
 
@@ -144,8 +163,9 @@ ARCHITECTURES: dict[str, dict[str, Any]] = {
 }
 
 
-def build(name: str, window: int, n_classes: int) -> nn.Module:
-    a, d = ARCHITECTURES[name], PER_LAG + PROTO_CLASSES
+def build(name: str, window: int, n_classes: int, d: int = PER_LAG + PROTO_CLASSES) -> nn.Module:
+    """``d``: features per lag (``width`` of the encoding)."""
+    a = ARCHITECTURES[name]
     if a["family"] == "mlp":
         return MLP(window * d, a["hidden"], n_classes, a["binary"])
     if a["family"] == "rnn":
@@ -164,25 +184,27 @@ def model_bits(m: nn.Module) -> int:
 
 @dataclass
 class TrainSettings:
-    epochs: int = 8
+    epochs: int = 40
+    patience: int = 8
     batch_size: int = 512
     lr: float = 3e-3
 
 
 def fit_predict(name: str, x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray, y_va: np.ndarray,
-                x_te: np.ndarray, n_classes: int, seed: int, ts: TrainSettings) -> tuple[np.ndarray, int]:
-    """Train on (x_tr, y_tr) with balanced class weights; keep the epoch with the best validation macro-F1;
-    return (test predictions, measured model bits)."""
+                x_te: np.ndarray, n_classes: int, seed: int, ts: TrainSettings) -> tuple[np.ndarray, int, int]:
+    """Train on (x_tr, y_tr) with balanced class weights; keep the epoch with the best validation macro-F1 and
+    stop ``patience`` epochs after it; return (test predictions, measured model bits, epochs run)."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    model = build(name, x_tr.shape[1], n_classes)
+    model = build(name, x_tr.shape[1], n_classes, x_tr.shape[2])
     counts = np.bincount(y_tr, minlength=n_classes).astype(np.float64)
     w = torch.tensor(np.where(counts > 0, counts.sum() / np.maximum(counts, 1) / n_classes, 0.0), dtype=torch.float32)
     opt = torch.optim.Adam(model.parameters(), lr=ts.lr)
     loss_fn = nn.CrossEntropyLoss(weight=w)
     xt, yt = torch.from_numpy(x_tr), torch.from_numpy(y_tr.astype(np.int64))
-    best, best_state = -1.0, None
+    best, best_state, stale, epochs = -1.0, None, 0, 0
     for _ in range(ts.epochs):
+        epochs += 1
         model.train()
         order = rng.permutation(len(xt))
         for i in range(0, len(order), ts.batch_size):
@@ -194,10 +216,14 @@ def fit_predict(name: str, x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray,
             opt.step()
         f1 = macro_f1(y_va, predict(model, x_va))
         if f1 > best:
-            best, best_state = f1, {k: v.clone() for k, v in model.state_dict().items()}
+            best, best_state, stale = f1, {k: v.clone() for k, v in model.state_dict().items()}, 0
+        else:
+            stale += 1
+            if stale >= ts.patience:
+                break
     assert best_state is not None
     model.load_state_dict(best_state)
-    return predict(model, x_te), model_bits(model)
+    return predict(model, x_te), model_bits(model), epochs
 
 
 @torch.no_grad()

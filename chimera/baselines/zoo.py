@@ -6,11 +6,15 @@
 - ``software``: a float (or binarized, but not table-mapped) model, marked † in
   every table.
 
-All methods read the header fields and the IAT bucket of the flow's last
-``window`` packets plus the protocol (``WindowSpec``), as their papers describe
-(per-packet or per-flow-window models); each returns one verdict per test
-packet, so packet-level macro-F1 is the same metric for every row. Input scale
-(bits of input per decision) and model size are measured from what was built.
+Every method reads what Chimera reads (chimera.baselines.features.fair_inputs:
+the token fields of the flow's last ``window`` packets, the protocol, the ports
+raw and in canonical forms, the packet index), each in its own form (trees split
+on the integers; the neural models read a normalized encoding), and trains under
+Chimera's budget: every training packet, at most Chimera's epoch cap, early
+stopping on validation macro-F1 with Chimera's patience. Each returns one verdict
+per test packet, so packet-level macro-F1 is the same metric for every row.
+Input scale (bits of input per decision) and model size are measured from what
+was built.
 """
 
 from __future__ import annotations
@@ -26,9 +30,9 @@ from sklearn.tree import DecisionTreeClassifier
 
 from chimera.baselines import neural
 from chimera.baselines.anomaly import FloatAutoEncoder
-from chimera.baselines.features import FIELD_BITS, TOKEN_FIELDS, WindowSpec, input_bits, window_features
+from chimera.baselines.features import FIELD_BITS, WindowSpec, fair_inputs, input_bits, window_features
 from chimera.baselines.leo import fit_leo
-from chimera.baselines.yardsticks import FOREST_TREES, TREE_DEPTH, chimera_inputs
+from chimera.baselines.yardsticks import FOREST_TREES, tune_forest, tune_tree
 from chimera.data.dataset import Dataset
 from chimera.data.tokens import Tokens
 from chimera.errors import ConfigError
@@ -56,8 +60,9 @@ BASELINES: dict[str, BaselineInfo] = {
     "AutoEncoder": BaselineInfo("AutoEncoder (float, benign-trained)", "autoencoder", "software",
                                 "anomaly (benign vs attack)"),
     # the project's yardsticks (not the paper's baselines): every input Chimera uses, ports included
-    "Forest (yardstick)": BaselineInfo("random forest, 100 trees, Chimera's inputs", "yardstick", "software"),
-    "Tree-12 (yardstick)": BaselineInfo("decision tree, depth 12, Chimera's inputs", "yardstick", "software"),
+    "Forest (yardstick)": BaselineInfo(f"random forest, {FOREST_TREES} trees (max_features tuned on validation)",
+                                       "yardstick", "software"),
+    "Tree (yardstick)": BaselineInfo("decision tree (depth tuned on validation)", "yardstick", "software"),
 }
 PAPER_BASELINES = tuple(n for n, b in BASELINES.items() if b.family != "yardstick")
 SEQUENCE_BASELINES = ("BoS", "RNN-B", "CNN-B", "CNN-M", "CNN-L", "N3IC", "MLP-B")
@@ -75,12 +80,22 @@ def check_names(names: list[str], where: str) -> None:
 
 @dataclass
 class BaselineSettings:
+    """Inputs and training budget. ``epochs``, ``patience`` and ``max_train_packets`` are Chimera's own
+    (chimera.model.config.ModelConfig): every method trains under the same budget."""
+
     window: int = 8
     leo_depth: int = 8
     leo_window: int = 4
-    epochs: int = 8
-    max_train_packets: int = 60000
+    epochs: int = 40
+    patience: int = 8
+    max_train_packets: int = 0
     autoencoder_quantile: float = 0.99
+
+    @staticmethod
+    def like(model: Any, **kw: Any) -> "BaselineSettings":
+        """Chimera's training budget (its model config) with the baselines' own settings ``kw``."""
+        return BaselineSettings(epochs=model.epochs, patience=model.patience,
+                                max_train_packets=model.max_train_packets, **kw)
 
 
 @dataclass
@@ -122,19 +137,20 @@ def stored_bits(spec: WindowSpec) -> int:
     return (spec.window - 1) * sum(FIELD_BITS[f] for f in spec.fields)
 
 
+def spec_of(name: str, st: BaselineSettings) -> WindowSpec:
+    """What ``name`` reads per decision: Chimera's inputs, over Leo's own look-back for Leo."""
+    return fair_inputs(st.leo_window if name == "Leo" else st.window)
+
+
 def run_baseline(name: str, ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray, np.ndarray, np.ndarray],
                  n_classes: int, attack_classes: list[int], st: BaselineSettings, seed: int,
                  cache: dict[Any, SplitFeatures] | None = None) -> BaselineResult:
     """Train ``name`` on the training rows and predict every test row."""
     check_names([name], "baselines")
     cache = cache if cache is not None else {}
-    window = st.leo_window if name == "Leo" else st.window
-    spec = WindowSpec(window=window, fields=TOKEN_FIELDS, extra=("proto",))
-    if info_family(name) == "yardstick":
-        spec = chimera_inputs(st.window)
+    spec = spec_of(name, st)
     if spec not in cache:
-        cap = 0 if info_family(name) == "yardstick" else st.max_train_packets  # yardsticks: never weakened
-        cache[spec] = SplitFeatures.build(ds, tokens, rows, spec, cap, seed)
+        cache[spec] = SplitFeatures.build(ds, tokens, rows, spec, st.max_train_packets, seed)
     sf = cache[spec]
     t0 = time.perf_counter()
     info = BASELINES[name]
@@ -148,21 +164,25 @@ def run_baseline(name: str, ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray,
                                "leaves": int(len(itree.leaf_class)), "depth": st.leo_depth})
     if name == "AutoEncoder":
         benign = ~np.isin(sf.y_tr, attack_classes)
-        ae = FloatAutoEncoder.fit(neural.encode(sf.x_tr[benign], spec), seed, epochs=st.epochs)
+        ae = FloatAutoEncoder.fit(neural.encode(sf.x_tr[benign], spec), seed, epochs=st.epochs)  # benign only:
+        # no labelled validation for early stopping of a reconstruction loss; the epoch cap is Chimera's
         thr = float(np.quantile(ae.score(neural.encode(sf.x_va[~np.isin(sf.y_va, attack_classes)], spec)),
                                 st.autoencoder_quantile))
         pred = (ae.score(neural.encode(sf.x_te, spec)) > thr).astype(np.int64)
         return BaselineResult(name, pred, info.where, input_bits(spec), ae.model_bits(), stored_bits(spec),
                               time.perf_counter() - t0, extra={"threshold": thr,
                                                                "benign_quantile": st.autoencoder_quantile})
-    if name in ("Forest (yardstick)", "Tree-12 (yardstick)"):
-        m = (RandomForestClassifier(n_estimators=FOREST_TREES, random_state=seed, n_jobs=-1) if name.startswith("Forest")
-             else DecisionTreeClassifier(max_depth=TREE_DEPTH, random_state=seed)).fit(sf.x_tr, sf.y_tr)
+    if info.family == "yardstick":
+        tuned = (tune_forest if name.startswith("Forest") else tune_tree)(sf.x_tr, sf.y_tr, sf.x_va, sf.y_va, seed)
+        m = tuned.model
         nodes = sum(e.tree_.node_count for e in m.estimators_) if hasattr(m, "estimators_") else m.tree_.node_count
         # size: per node a feature id (8 bits), a 32-bit threshold and two 32-bit child/leaf words
-        return BaselineResult(name, m.predict(sf.x_te), info.where, input_bits(spec), nodes * (8 + 32 + 64),
-                              stored_bits(spec), time.perf_counter() - t0, extra={"nodes": int(nodes)})
+        return BaselineResult(name, tuned.predict(sf.x_te), info.where, input_bits(spec), nodes * (8 + 32 + 64),
+                              stored_bits(spec), time.perf_counter() - t0,
+                              extra={"nodes": int(nodes), **{f"tuned_{k}": v for k, v in tuned.chosen.items()}})
     enc = (lambda x: neural.encode(x, spec))
-    pred, bits = neural.fit_predict(name, enc(sf.x_tr), sf.y_tr, enc(sf.x_va), sf.y_va, enc(sf.x_te), n_classes, seed,
-                                    neural.TrainSettings(epochs=st.epochs))
-    return BaselineResult(name, pred, info.where, input_bits(spec), bits, stored_bits(spec), time.perf_counter() - t0)
+    pred, bits, epochs = neural.fit_predict(name, enc(sf.x_tr), sf.y_tr, enc(sf.x_va), sf.y_va, enc(sf.x_te),
+                                            n_classes, seed, neural.TrainSettings(epochs=st.epochs,
+                                                                                  patience=st.patience))
+    return BaselineResult(name, pred, info.where, input_bits(spec), bits, stored_bits(spec), time.perf_counter() - t0,
+                          extra={"epochs_run": epochs})

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from chimera.formats import shim, verdict
+from chimera.formats import coverage, shim, verdict
 from chimera.formats.artifact import Artifact
 from chimera.rules.spec import KEY_FIELDS
 
@@ -48,7 +48,9 @@ def format_defines() -> list[str]:
               f"#define CHIMERA_SHIM_ETHERTYPE {shim.ETH_P_SHIM}",
               f"#define CHIMERA_SHIM_LEN {shim.SHIM_LEN}",
               f"#define CHIMERA_SHIM_FIELDS_C {shim.c_fields()}",
-              f"#define CHIMERA_SHIM_FIELDS_P4 {shim.p4_fields()}"]
+              f"#define CHIMERA_SHIM_FIELDS_P4 {shim.p4_fields()}",
+              "", "/* decision-point coverage counters, from chimera/formats/coverage.py (indices) */"]
+    lines += coverage.c_defines()
     return lines
 
 

@@ -7,6 +7,12 @@ rejected, a P4Runtime or map-update error) leaves the old version active: the
 switches write the inactive version and flip only after every write succeeded,
 so a half-written version is never active. The loop records the failure and
 goes on, or stops the run if the configuration says so.
+
+On the trace's clock (``run_schedule``, ``SlowLoop.drive``) the trace's timestamps are
+the clock: every T_cp (trace time) the loop reads the registers as they are after every
+packet before that instant and decides; an install takes effect ``install_delay_ns``
+later, at the first packet at or after that instant, exactly as a flip between two
+packets does on a switch (chimera.controlplane.schedule).
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from chimera.controlplane.config import ControlPlaneConfig
-from chimera.controlplane.recluster import MapVersion, Proposal, Reclusterer
+from chimera.controlplane.recluster import MapVersion, Proposal, Reclusterer, churn
+from chimera.controlplane.schedule import Segments
 from chimera.errors import ChimeraError, TargetError
 from chimera.formats.artifact import Artifact
 from chimera.testbed.outcome import InstallReport
@@ -77,6 +84,14 @@ class SlowLoop:
 
     def __post_init__(self) -> None:
         self.reset()
+
+    @property
+    def enabled(self) -> bool:
+        return self.cfg.enabled
+
+    def drive(self, ts_ns: np.ndarray, base: Artifact, backend: Segments) -> list[InstallReport]:
+        """The loop on the trace's clock (``run_schedule``): a TraceControl."""
+        return run_schedule(ts_ns, base, self, backend)
 
     def reset(self) -> None:
         """Back to the base map with no decisions (a replay that starts over from a clean switch)."""
@@ -160,3 +175,62 @@ class SlowLoop:
 
     def log_rows(self) -> list[dict[str, Any]]:
         return [asdict(s) for s in self.steps]
+
+
+class _Deferred:
+    """SwitchControl for the loop: an install is queued for the schedule to flip at its instant."""
+
+    def __init__(self, backend: Segments, active: Artifact, delay_s: float) -> None:
+        self.backend, self.active, self.delay_s = backend, active, delay_s
+        self.pending: Artifact | None = None
+
+    def registers(self) -> dict[str, Any]:
+        return self.backend.registers()
+
+    def install_map(self, art: Artifact) -> InstallReport:
+        self.pending = art
+        return InstallReport(self.delay_s, churn(MapVersion.of(self.active), MapVersion.of(art))["total"],
+                             simulated=True)
+
+
+def run_schedule(ts_ns: np.ndarray, base: Artifact, loop: SlowLoop, backend: Segments) -> list[InstallReport]:
+    """Drive ``backend`` through the trace with the slow loop; returns the flips' install reports (as the backend
+    measured them)."""
+    ts = np.asarray(ts_ns, np.int64)
+    n = ts.size
+    installs: list[InstallReport] = []
+    if n == 0:
+        return installs
+    sw = _Deferred(backend, base, loop.cfg.reference_install_ms / 1e3)
+    period = max(1, int(round(loop.period_trace_s * 1e9)))
+    delay = int(round(sw.delay_s * 1e9))
+    t0, last = int(ts[0]), int(ts[-1])
+    i, tick = 0, t0 + period
+    pending: tuple[int, Artifact, ControlStep] | None = None
+
+    def upto(t: int) -> None:  # every packet before instant t, on the active tables
+        nonlocal i
+        j = int(np.searchsorted(ts, t, side="left")) if t <= last else n
+        if j > i:
+            backend.run_until(j)
+            i = j
+
+    while i < n:
+        if pending is not None and pending[0] <= tick:
+            upto(pending[0])
+            rep = backend.flip(pending[1])
+            installs.append(rep)
+            if not rep.simulated:
+                pending[2].install_ms_measured = rep.seconds * 1e3
+            sw.active, pending = pending[1], None
+            continue
+        upto(tick)
+        if i >= n:
+            break
+        step = loop.run_step(sw, (tick - t0) / 1e9)
+        if sw.pending is not None:
+            pending, sw.pending = (tick + delay, sw.pending, step), None
+        tick += period
+        if tick > last and pending is None:
+            upto(last + 1)
+    return installs

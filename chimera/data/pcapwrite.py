@@ -137,6 +137,22 @@ def _normalized_records(table: PacketTable, sel: np.ndarray, ts: np.ndarray, map
     return buf.tobytes()
 
 
+def captured_frames(table: PacketTable, rows: np.ndarray) -> list[bytes]:
+    """Frames of ``rows`` byte for byte as captured (Ethernet captures only: what a testbed can send as is)."""
+    if len(rows) and np.any(table.linktype[rows] != LINKTYPE_ETHERNET):
+        raise DatasetError("frames as captured can be replayed from Ethernet captures only",
+                           "replay with frames: normalized (the default)")
+    maps: dict[int, np.ndarray] = {}
+    out = []
+    for r in np.asarray(rows).tolist():
+        ci = int(table.capture[r])
+        if ci not in maps:
+            maps[ci] = read_raw(table.files[ci]).data
+        o, c = int(table.offset[r]), int(table.caplen[r])
+        out.append(bytes(maps[ci][o:o + c]))
+    return out
+
+
 def normalized_frames(table: PacketTable, rows: np.ndarray) -> list[bytes]:
     """Frames of ``rows`` as untagged Ethernet, in the order given (for replays: small tables)."""
     return [f for chunk, _ in normalized_chunks(table, rows) for f in chunk]

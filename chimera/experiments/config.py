@@ -18,7 +18,7 @@ from chimera.compile.config import CompileConfig
 from chimera.controlplane.config import ControlPlaneConfig
 from chimera.data.adapters import ADAPTERS
 from chimera.data.synthetic import ATTACKS
-from chimera.errors import ConfigError, ResultsError
+from chimera.errors import ConfigError, ResultsError, validation_problems
 from chimera.formats.rundir import check_name
 from chimera.model.config import FusionConfig, ModelConfig
 from chimera.testbed.replay import ReplayConfig
@@ -185,10 +185,6 @@ def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def yaml_errors(e: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(x) for x in er['loc']) or '(top)'}: {er['msg']}" for er in e.errors())
-
-
 def resolve_variants(cfg: ExperimentConfig, where: str = "") -> list[ResolvedVariant]:
     out = []
     for v in cfg.variants:
@@ -199,7 +195,7 @@ def resolve_variants(cfg: ExperimentConfig, where: str = "") -> list[ResolvedVar
                 compile=CompileConfig.model_validate(merge(cfg.compile.model_dump(), v.compile)),
                 fusion=FusionConfig.model_validate(merge(cfg.fusion.model_dump(), v.fusion))))
         except ValidationError as e:
-            raise ConfigError(f"{where}: variant '{v.name}': {yaml_errors(e)}",
+            raise ConfigError(f"{where}: variant '{v.name}': {validation_problems(e)}",
                               "fix the override (see chimera/model/config.py, chimera/compile/config.py)") from None
     names = [v.name for v in out]
     if len(set(names)) != len(names):

@@ -17,13 +17,12 @@ from typing import Annotated, Any, Union
 import yaml
 from pydantic import Field, TypeAdapter, ValidationError
 
-from chimera.errors import ConfigError
-from chimera.experiments.config import EXPERIMENTS_DIR, ExperimentConfig, ResolvedVariant, merge, resolve_variants, \
-    yaml_errors
+from chimera.errors import ConfigError, validation_problems
+from chimera.experiments.config import EXPERIMENTS_DIR, ExperimentConfig, ResolvedVariant, merge, resolve_variants
 from chimera.experiments.kinds import KINDS, kind_of
 from chimera.experiments.stages.compile import compile_variant
 from chimera.experiments.stages.dataset import PreparedData, prepare, resolve_dataset
-from chimera.experiments.stages.rules import load_and_learn
+from chimera.experiments.stages.rules import LearnedRules, load_and_learn
 from chimera.experiments.stages.train import ModelCache, TrainedVariant, train_variant
 from chimera.formats.artifact import Artifact
 
@@ -43,7 +42,7 @@ def validate_experiment(raw: dict[str, Any], where: str) -> ExperimentConfig:
     try:
         cfg = _adapter(tuple(KINDS)).validate_python(raw)
     except ValidationError as e:
-        raise ConfigError(f"{where}: {yaml_errors(e)}", "see experiments/quickstart.yaml for a valid example") from None
+        raise ConfigError(f"{where}: {validation_problems(e)}", "see experiments/quickstart.yaml for a valid example") from None
     assert isinstance(cfg, ExperimentConfig)
     return cfg
 
@@ -90,12 +89,20 @@ class BuiltArtifact:
     trained: TrainedVariant
 
 
-def build_artifact(experiment: str = "quickstart", variant: int = 0, data_root: Path = Path("data"),
-                   overrides: dict[str, Any] | None = None) -> BuiltArtifact:
-    """Train and compile variant ``variant`` of ``experiment`` (with config ``overrides``), as a run would."""
+def train_one(experiment: str = "quickstart", variant: int = 0, data_root: Path = Path("data"),
+              overrides: dict[str, Any] | None = None
+              ) -> tuple[PreparedData, LearnedRules, ResolvedVariant, TrainedVariant]:
+    """(data, learned rules, variant, trained variant) of variant ``variant`` of ``experiment`` (with config
+    ``overrides``), as a run prepares them: what compiling it needs."""
     cfg = load_experiment(experiment, overrides)
     v = resolve_variants(cfg, experiment)[variant]
     data = prepare(resolve_dataset(cfg.the_dataset(), data_root), cfg.seed)
     rules = load_and_learn(cfg.rules, data, cfg.seed, cfg.rule_precision_floor)
-    trained = train_variant(data, rules, v, cfg.seed, ModelCache())
+    return data, rules, v, train_variant(data, rules, v, cfg.seed, ModelCache())
+
+
+def build_artifact(experiment: str = "quickstart", variant: int = 0, data_root: Path = Path("data"),
+                   overrides: dict[str, Any] | None = None) -> BuiltArtifact:
+    """Train and compile variant ``variant`` of ``experiment`` (with config ``overrides``), as a run would."""
+    data, rules, v, trained = train_one(experiment, variant, data_root, overrides)
     return BuiltArtifact(compile_variant(data, rules, v, trained), data, v, trained)

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from chimera.data.pcap import format_addresses, read_pcap
-from chimera.errors import ResultsError
+from chimera.controlplane.schedule import ScriptedInstall, ScriptedInstalls
+from chimera.errors import ConfigError, ResultsError
 from chimera.experiments.load import build_artifact
 from chimera.experiments.stages.compile import slug
 from chimera.formats.artifact import Artifact
@@ -27,6 +28,7 @@ from chimera.formats.verdict import NO_LABEL, VerdictFlag
 from chimera.report.run import RunView
 from chimera.targets.base import Capability
 from chimera.targets.registry import select_target
+from chimera.testbed.nodes import BuildOptions
 from chimera.testbed.replay import Clock, ReplayConfig
 
 log = logging.getLogger(__name__)
@@ -48,13 +50,34 @@ def model_artifact(model: Path | None, variant: str = "") -> tuple[Artifact, str
     return Artifact.load(arts[0]), f"{run.path}/artifacts/{arts[0].name}"
 
 
+def load_installs(path: Path, base: Artifact) -> ScriptedInstalls:
+    """A scripted install list (a fuzz failure's ``failure-N.installs.json``): ``[{before, artifact,
+    fail_after}]``, artifact paths relative to the file."""
+    try:
+        rows = json.loads(path.read_text())
+        script = [ScriptedInstall(int(r["before"]), Artifact.load(path.parent / r["artifact"]),
+                                  None if r.get("fail_after") is None else int(r["fail_after"])) for r in rows]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ConfigError(f"{path}: not an install list ({e})",
+                          "give the failure-N.installs.json a fuzz run wrote beside its pcap") from None
+    return ScriptedInstalls(base, script)
+
+
 def replay_pcap(pcap: Path, target: str = "reference", model: Path | None = None, variant: str = "",
                 results_root: str | Path = "results", clock: Clock = "trace", pps: int | None = None,
-                max_replay_s: float | None = None) -> Path:
+                max_replay_s: float | None = None, artifact: Path | None = None, installs: Path | None = None,
+                frames: str = "normalized", coverage: bool = False) -> Path:
+    """``artifact``: an artifact file instead of a run's model (a fuzz failure's); ``installs``: Map installs
+    between given packets (trace clock); ``frames``: as-captured sends the pcap's frames byte for byte;
+    ``coverage``: build the dataplane with its decision-point counters (compared with the reference's)."""
     table = read_pcap(pcap)  # a corrupt or missing capture is named here, before any testbed exists
-    art, source = model_artifact(model, variant)
-    sel = select_target(target)
-    replay = ReplayConfig(clock=clock, pps=pps, **({"max_replay_s": max_replay_s} if max_replay_s else {}))
+    art, source = (Artifact.load(artifact), str(artifact)) if artifact else model_artifact(model, variant)
+    script = load_installs(installs, art) if installs else None
+    if script is not None and clock != "trace":
+        raise ConfigError("scripted installs sit between given packets: they need the trace clock", "drop --clock")
+    sel = select_target(target, build=BuildOptions(coverage=coverage))
+    replay = ReplayConfig(clock=clock, pps=pps, frames=frames,
+                          **({"max_replay_s": max_replay_s} if max_replay_s else {}))
     with sel.target as tgt, RunDir(results_root, "replay", tgt.name) as run:
         run.manifest.record(kind="replay", git=git_state(ROOT), environment=environment(),
                             target_detail=tgt.describe(), target_requested=sel.requested, target_reason=sel.reason,
@@ -64,7 +87,7 @@ def replay_pcap(pcap: Path, target: str = "reference", model: Path | None = None
         why = tgt.unsupported(art)
         if why:
             raise ResultsError(f"the {tgt.name} target cannot run this model: {why}", "use --target reference")
-        res = tgt.run(art, table, run.path, "replay", replay=replay)
+        res = tgt.run(art, table, run.path, "replay", replay=replay, control=script)
         v = res.verdicts
         names = np.array([*art.classes, "(unparsed)"])
         lab = np.where(v.label == NO_LABEL, len(art.classes), np.minimum(v.label, len(art.classes)))

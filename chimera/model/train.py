@@ -21,6 +21,7 @@ best validation macro-F1 (early stopping), so it optimizes what is reported.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -260,7 +261,10 @@ def _inputs(tv: TokenView, ctx: Contexts, sel: np.ndarray | None, dense: bool) -
     p = torch.from_numpy(tv.pclass[rows])
     if dense:  # whole flows are contiguous in ``pos``: prefixes start at the flow's first token in the batch
         fs = ctx.flow_start[pos]
-        local_start = torch.from_numpy(np.searchsorted(pos, fs))
+        # where each flow's run begins in this batch (flows come in shuffled order: ``pos`` is not sorted, so
+        # no search in it; a run starts wherever the flow changes)
+        begins = np.r_[True, fs[1:] != fs[:-1]] if fs.size else np.zeros(0, bool)
+        local_start = torch.from_numpy(np.maximum.accumulate(np.where(begins, np.arange(fs.size), 0)))
         win_c = torch.from_numpy(tv.centroid[rows])[:, None]
         win_sub = torch.from_numpy(tv.sub[rows])[:, None, :]
         return q, p, win_c, win_sub, torch.ones(rows.size, 1), local_start
@@ -279,6 +283,10 @@ def train(cfg: ModelConfig, classes: list[str], mp: MapTables, tv: TokenView, tr
     small, and multi-threaded float reductions are not bit-reproducible, which would
     make the compiled tables depend on thread scheduling instead of only on the seed.
     """
+    pinned = os.environ.get("ATEN_CPU_CAPABILITY")
+    if pinned and torch.backends.cpu.get_cpu_capability().lower() != pinned.lower():
+        log.warning("torch runs %s kernels, not the pinned %s (torch was imported before chimera): a seed may not "
+                    "reproduce another machine's tables bit for bit", torch.backends.cpu.get_cpu_capability(), pinned)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -1,12 +1,21 @@
-"""Nightly checks: each compares one measured number with the golden baseline or the history and says
-pass / regressed / improved / skipped, with the numbers.
+"""Nightly checks: each compares one measured thing with the golden baseline, tonight's reference or this
+machine's history, and says what it found.
 
-- exact: reference F1 bit-identical when the code fingerprint equals the golden's (same seed, data, code);
-  conformance (0 verdicts and 0 registers different from the reference) and 0 lost / unaccounted packets
-  on every testbed run.
+Statuses (``STATUSES``); only ``regressed`` and ``failed-to-run`` fail the night:
+
+- pass, improved, regressed: the number was measured and judged;
+- failed-to-run: it should have been measured and was not (an error, a required target missing, a golden key
+  absent tonight, a counter that was never read);
+- allowed-skip: the suite (results/baseline/nightly.yaml) allows this target to be absent, and says why;
+- no-verdict: a bench value on a machine with too little history of its own to judge it (never judged against
+  another machine's numbers).
+
+Kinds of check:
+
+- exact: reference F1 bit-identical to the golden's when the code fingerprint is the golden's; a testbed run on
+  the trace clock bit-identical to tonight's reference run of the same experiment; conformance counters 0.
 - tolerance: F1 >= golden - 0.01 (improved above golden + 0.01).
-- band: a bench ratio within median +- max(k * IQR, 10%) of its history (of the golden while the history
-  has fewer than 3 runs), in the direction that matters (ratios: higher is better; times: lower).
+- band: a bench value within median +- max(k * IQR, 10%) of this machine's history of *passing* nights.
 """
 
 from __future__ import annotations
@@ -22,13 +31,15 @@ BAND_K = 3.0
 BAND_FLOOR = 0.10
 MIN_HISTORY = 3
 LOWER_IS_BETTER = ("install_ebpf_live_ms",)
+STATUSES = ("regressed", "failed-to-run", "improved", "no-verdict", "allowed-skip", "pass")
+FAILING = ("regressed", "failed-to-run")
 
 
 @dataclass
 class Check:
     name: str
-    kind: str          # exact | tolerance | band
-    status: str        # pass | regressed | improved | skipped
+    kind: str          # exact | tolerance | band | ran
+    status: str        # one of STATUSES
     value: Any = None
     expected: Any = None
     detail: str = ""
@@ -37,95 +48,184 @@ class Check:
         return asdict(self)
 
 
+def failed(checks: list[Check]) -> bool:
+    return any(c.status in FAILING for c in checks)
+
+
+def _target(key: str) -> str:
+    return key.rsplit("@", 1)[-1]
+
+
+def _experiment(key: str) -> str:
+    return key.rsplit("@", 1)[0]
+
+
 def experiment_checks(measured: dict[str, Any], golden: dict[str, Any] | None, code: str) -> list[Check]:
     out: list[Check] = []
-    gold = (golden or {}).get("experiments", {})
+    gold: dict[str, Any] = (golden or {}).get("experiments", {})
     same_code = golden is not None and golden.get("code") == code
-    for key, m in measured.get("experiments", {}).items():
+    runs: dict[str, Any] = measured.get("experiments", {})
+    skipped: dict[str, str] = measured.get("skipped", {})
+    for key, m in runs.items():
         if m.get("error"):
-            out.append(Check(f"{key}: ran", "exact", "regressed", detail=m["error"][:300]))
+            out.append(Check(f"{key}: ran", "ran", "failed-to-run", detail=str(m["error"])[:300]))
             continue
+        testbed = _target(key) != "reference"
         for what in ("reference_mismatches", "register_mismatches", "lost", "unaccounted"):
-            vals = {v: x for v, x in (m.get(what) or {}).items() if x is not None}
-            if vals:
-                bad = {v: x for v, x in vals.items() if x != 0}
-                out.append(Check(f"{key}: {what} == 0", "exact", "regressed" if bad else "pass",
-                                 bad or 0, 0, ", ".join(f"{v}: {x}" for v, x in bad.items())))
-        g = gold.get(key)
-        for variant, f1 in (m.get("f1") or {}).items():
-            gf = (g or {}).get("f1", {}).get(variant)
+            vals = m.get(what)
+            if vals is None:
+                if testbed and what != "unaccounted":
+                    out.append(Check(f"{key}: {what} == 0", "exact", "failed-to-run", "unknown", 0,
+                                     "the run's table has no such column: never measured"))
+                continue
+            unknown = sorted(v for v, x in vals.items() if x is None)
+            bad = {v: x for v, x in vals.items() if x is not None and x != 0}
+            status = "failed-to-run" if unknown else "regressed" if bad else "pass"
+            detail = ", ".join([f"{v}: unknown (never read)" for v in unknown] + [f"{v}: {x}" for v, x in bad.items()])
+            out.append(Check(f"{key}: {what} == 0", "exact", status, "unknown" if unknown else (bad or 0), 0, detail))
+        f1s: dict[str, float] = m.get("f1") or {}
+        g = gold.get(key) or {}
+        gf1: dict[str, float] = g.get("f1", {})
+        for variant in sorted(set(gf1) - set(f1s)):
+            out.append(Check(f"{key}/{variant}: present", "exact", "failed-to-run", None, gf1[variant],
+                             "in the golden, absent tonight (a variant that disappeared)"))
+        ref = runs.get(f"{_experiment(key)}@reference") if testbed else None
+        for variant, f1 in f1s.items():
+            if testbed and m.get("clock") == "trace":
+                rf = (ref or {}).get("f1", {}).get(variant) if ref and not ref.get("error") else None
+                if rf is not None:
+                    ok = f1 == rf
+                    out.append(Check(f"{key}/{variant}: F1 == reference (trace clock)", "exact",
+                                     "pass" if ok else "regressed", f1, rf,
+                                     "" if ok else "on the trace clock the switch must give the reference's verdicts"))
+            gf = gf1.get(variant)
             if gf is None:
-                out.append(Check(f"{key}/{variant}: F1 vs golden", "tolerance", "skipped", f1, None,
+                out.append(Check(f"{key}/{variant}: F1 vs golden", "tolerance", "no-verdict", f1, None,
                                  "no golden value for this run (new experiment, variant or target)"))
                 continue
-            if key.endswith("@reference"):
+            exact = not testbed or m.get("clock") == "trace"
+            if exact:
                 if same_code:
                     ok = f1 == gf
                     out.append(Check(f"{key}/{variant}: F1 bit-identical", "exact", "pass" if ok else "regressed",
                                      f1, gf, "" if ok else "same code, seed and data gave a different F1"))
                 else:
-                    out.append(Check(f"{key}/{variant}: F1 bit-identical", "exact", "skipped", f1, gf,
+                    out.append(Check(f"{key}/{variant}: F1 bit-identical", "exact", "no-verdict", f1, gf,
                                      f"code changed since the golden ({(golden or {}).get('code')} -> {code})"))
             status = "regressed" if f1 < gf - F1_TOLERANCE else "improved" if f1 > gf + F1_TOLERANCE else "pass"
             out.append(Check(f"{key}/{variant}: F1 >= golden - {F1_TOLERANCE}", "tolerance", status, f1, gf,
                              f"{f1 - gf:+.4f}"))
-    for key in gold:
-        if key not in measured.get("experiments", {}):
-            out.append(Check(f"{key}: F1 vs golden", "tolerance", "skipped", detail=(
-                measured.get("skipped", {}).get(key) or "not run in this nightly")))
+    for key in sorted(set(gold) | set(skipped)):
+        if key in runs:
+            continue
+        if key in skipped:
+            out.append(Check(f"{key}: ran", "ran", "allowed-skip", detail=skipped[key]))
+        else:
+            out.append(Check(f"{key}: ran", "ran", "failed-to-run",
+                             detail=measured.get("failed", {}).get(key) or "in the golden, not run tonight"))
+    for key, why in measured.get("failed", {}).items():
+        if key not in runs and key not in gold:
+            out.append(Check(f"{key}: ran", "ran", "failed-to-run", detail=why))
     return out
 
 
-def band(metric: str, history: pd.DataFrame, golden: dict[str, Any] | None) -> tuple[float, float, str] | None:
-    past = pd.to_numeric(history.loc[history["metric"] == metric, "value"], errors="coerce").dropna()
-    if len(past) >= MIN_HISTORY:
-        med = float(past.median())
-        iqr = float(np.subtract(*np.percentile(past, [75, 25])))
-        src = f"history of {len(past)} runs"
-    else:
-        g = (golden or {}).get("benches", {}).get(metric)
-        if not g:
-            return None
-        med, iqr, src = float(g["median"]), float(g.get("iqr") or 0.0), "golden"
+def band(metric: str, history: pd.DataFrame, host: str) -> tuple[float, float, str] | int:
+    """(low, high, source) from this host's passing nights, or how many such nights there are (too few)."""
+    h = history
+    if "host" in h.columns and "night_status" in h.columns:
+        past = h[(h["metric"] == metric) & (h["host"] == host) & (h["night_status"] == "pass")]
+    else:  # a history from before hosts and statuses were recorded: nothing in it is known to be this machine's
+        past = h.iloc[0:0]
+    vals = pd.to_numeric(past["value"], errors="coerce").dropna()
+    if len(vals) < MIN_HISTORY:
+        return len(vals)
+    med = float(vals.median())
+    iqr = float(np.subtract(*np.percentile(vals, [75, 25])))
     half = max(BAND_K * iqr, BAND_FLOOR * abs(med))
-    return med - half, med + half, src
+    return med - half, med + half, f"this machine's {len(vals)} passing nights"
 
 
-def bench_checks(measured: dict[str, Any], history: pd.DataFrame, golden: dict[str, Any] | None) -> list[Check]:
+def bench_checks(measured: dict[str, Any], history: pd.DataFrame, golden: dict[str, Any] | None,
+                 host: str) -> list[Check]:
     out = []
-    for metric, s in measured.get("benches", {}).items():
+    benches: dict[str, Any] = measured.get("benches", {})
+    for metric, s in benches.items():
         if s.get("error"):
-            out.append(Check(f"bench {metric}", "band", "skipped", detail=s["error"][:300]))
+            out.append(Check(f"bench {metric}", "band", "failed-to-run", detail=str(s["error"])[:300]))
             continue
-        b = band(metric, history, golden)
         v = float(s["median"])
-        if b is None:
-            out.append(Check(f"bench {metric}", "band", "skipped", v, None, "no history and no golden value yet"))
+        b = band(metric, history, host)
+        if isinstance(b, int):
+            out.append(Check(f"bench {metric}", "band", "no-verdict", v, None,
+                             f"{b} passing nights of this machine in the history (a band needs {MIN_HISTORY}); "
+                             "bench numbers are machine-dependent: never judged against another machine's"))
             continue
         lo, hi, src = b
         worse, better = (v > hi, v < lo) if metric in LOWER_IS_BETTER else (v < lo, v > hi)
         status = "regressed" if worse else "improved" if better else "pass"
         out.append(Check(f"bench {metric}", "band", status, v, f"[{lo:.4g}, {hi:.4g}]",
-                         f"band from the {src} (median +- max({BAND_K:g} IQR, {BAND_FLOOR:.0%}))"))
+                         f"band from {src} (median +- max({BAND_K:g} IQR, {BAND_FLOOR:.0%}))"))
+    for metric in sorted(set((golden or {}).get("benches", {})) - set(benches)):
+        out.append(Check(f"bench {metric}", "band", "failed-to-run", detail="in the golden, not run tonight"))
+    return out
+
+
+def fuzz_checks(measured: dict[str, Any]) -> list[Check]:
+    """The night's fuzz budget: any difference between targets is a regression; coverage is reported."""
+    f = measured.get("fuzz")
+    if not f:
+        return []
+    if f.get("error"):
+        return [Check("fuzz: ran", "ran", "failed-to-run", detail=str(f["error"])[:300])]
+    out = [Check(f"fuzz: {f.get('sequences', 0)} sequences, 0 differences", "exact",
+                 "regressed" if f.get("differences") else "pass", f.get("differences", 0), 0,
+                 "; ".join(f.get("failures", [])[:3]) or f"seed {f.get('seed')}, targets {f.get('targets')}")]
+    for t, why in (f.get("skipped") or {}).items():
+        out.append(Check(f"fuzz@{t}: ran", "ran", "allowed-skip", detail=why))
+    for t, why in (f.get("failed") or {}).items():
+        out.append(Check(f"fuzz@{t}: ran", "ran", "failed-to-run", detail=why))
+    return out
+
+
+def mutate_checks(measured: dict[str, Any]) -> list[Check]:
+    """The night's mutation score per file: below the suite's floor is a regression (the fuzzer and the
+    conformance tests let too many mutants live)."""
+    m = measured.get("mutate")
+    if not m:
+        return []
+    if m.get("error"):
+        return [Check("mutation: ran", "ran", "failed-to-run", detail=str(m["error"])[:300])]
+    out = []
+    for f in m.get("files", []):
+        s = (m.get("scores") or {}).get(f)
+        if s is None or s.get("score") != s.get("score"):
+            out.append(Check(f"mutation score {f}", "floor", "failed-to-run", detail="no mutant of it was judged"))
+            continue
+        ok = s["score"] >= m["floor"]
+        out.append(Check(f"mutation score {f}", "floor", "pass" if ok else "regressed", round(s["score"], 4),
+                         m["floor"], f"{s['killed'] + s['timeout']} killed, {s['survived']} survived, "
+                         f"{s['equivalent']} equivalent, {s['invalid']} invalid (95% CI {s['ci95'][0]:.0%}-"
+                         f"{s['ci95'][1]:.0%})"))
     return out
 
 
 def summary_markdown(checks: list[Check], meta: dict[str, Any]) -> str:
-    """A summary fit for a CI comment or an e-mail: the verdict, then every check with its numbers."""
-    df = pd.DataFrame([c.row() for c in checks])
+    """A summary fit for a CI comment or an e-mail: the verdict, the counts, then every check grouped by status."""
+    df = pd.DataFrame([c.row() for c in checks], columns=["name", "kind", "status", "value", "expected", "detail"])
     counts = df["status"].value_counts().to_dict() if len(df) else {}
-    verdict = "REGRESSED" if counts.get("regressed") else "PASS"
+    verdict = "REGRESSED" if any(counts.get(s) for s in FAILING) else "PASS"
     lines = [f"# Nightly {meta.get('run_id')}: **{verdict}**", "",
-             f"git `{meta.get('git')}`, code {meta.get('code')}, golden {meta.get('golden_git')} "
+             f"git `{meta.get('git')}`, code {meta.get('code')}, host {meta.get('host')}; golden {meta.get('golden_git')} "
              f"(code {meta.get('golden_code')}); {len(df)} checks: " +
-             ", ".join(f"{n} {k}" for k, n in sorted(counts.items())), ""]
+             ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts.get(s)), ""]
     if meta.get("interrupted"):
         lines += [f"**Interrupted** during {meta['interrupted']}: only the checks below ran; the history was not "
                   "appended.", ""]
-    order = {"regressed": 0, "improved": 1, "skipped": 2, "pass": 3}
-    if len(df):
-        df = df.sort_values("status", key=lambda s: s.map(order), kind="stable")
-        df["value"] = df["value"].map(lambda x: f"{x:.6g}" if isinstance(x, float) else x)
-        df["expected"] = df["expected"].map(lambda x: f"{x:.6g}" if isinstance(x, float) else x)
-        lines += [df.to_markdown(index=False), ""]
+    fmt = (lambda x: f"{x:.6g}" if isinstance(x, float) else x)  # noqa: E731
+    for s in STATUSES:
+        part = df[df["status"] == s]
+        if not len(part):
+            continue
+        part = part.assign(value=part["value"].map(fmt), expected=part["expected"].map(fmt))
+        lines += [f"## {s} ({len(part)})", "", part.drop(columns=["status"]).to_markdown(index=False), ""]
     return "\n".join(lines)

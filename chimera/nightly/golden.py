@@ -1,9 +1,11 @@
 """The golden baseline (``results/baseline/golden.json``, committed): what a nightly is checked against.
 
 One small JSON file: per experiment run (experiment x target) the variants' macro-F1 and conformance
-counters, per tracked bench ratio its median and IQR, the code fingerprint and git commit it was taken at.
-No pcaps, no tables: the run directories stay out of git. ``invoke nightly --update-baseline`` is the only
-writer; nothing moves it automatically.
+counters, per tracked bench its median and IQR (for the record: bands come from each machine's own history),
+the code fingerprint and git commit it was taken at, and every deliberate update (who, when, why, whether it
+was forced past a failing night). No pcaps, no tables: the run directories stay out of git.
+``invoke nightly --update-baseline`` is the only writer; it refuses a night that regressed or failed to run
+unless ``--force --reason ...``; nothing moves it automatically.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from chimera.errors import ResultsError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the record of updates (who, when, why, forced)
 GOLDEN = "golden.json"
 ROOT = Path(__file__).resolve().parents[2]
 UPDATE = "run `invoke nightly --update-baseline` once on a trusted build to (re)create it"
@@ -55,10 +57,18 @@ def load_golden(baseline_dir: Path) -> dict[str, Any]:
     return g
 
 
-def save_golden(baseline_dir: Path, measured: dict[str, Any], meta: dict[str, Any]) -> Path:
+def save_golden(baseline_dir: Path, measured: dict[str, Any], meta: dict[str, Any], update: dict[str, Any]) -> Path:
+    """Write the golden; ``update`` (who, when, why, forced, from which night) is appended to its record."""
     baseline_dir.mkdir(parents=True, exist_ok=True)
     p = baseline_dir / GOLDEN
+    updates: list[dict[str, Any]] = []
+    if p.is_file():
+        try:
+            updates = list(json.loads(p.read_text()).get("updates", []))
+        except (OSError, json.JSONDecodeError, AttributeError):
+            updates = []
     tmp = p.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({"format_version": FORMAT_VERSION, **meta, **measured}, indent=1, sort_keys=True))
+    tmp.write_text(json.dumps({"format_version": FORMAT_VERSION, **meta, **measured, "updates": [*updates, update]},
+                              indent=1, sort_keys=True))
     os.replace(tmp, p)
     return p

@@ -20,13 +20,16 @@ import seaborn as sns  # noqa: E402
 from chimera.errors import ResultsError  # noqa: E402
 
 COLUMNS = ["run_id", "time", "git", "code", "metric", "value", "iqr"]
+#: added since: which machine measured it and how its night ended (bands use this machine's passing nights)
+MORE = ["host", "night_status"]
 
 
 def load_history(path: Path) -> pd.DataFrame:
     if not path.exists():
         return pd.DataFrame(columns=COLUMNS)
     try:
-        df = pd.read_csv(path)
+        df = pd.read_csv(path, dtype={c: str for c in ("run_id", "time", "git", "code", "metric", "host",
+                                                        "night_status")})
     except (OSError, ValueError, pd.errors.ParserError) as e:
         raise ResultsError(f"the nightly history {path} cannot be read ({e})",
                            f"repair or move {path} aside yourself (it is never restarted silently)") from None
@@ -39,28 +42,46 @@ def load_history(path: Path) -> pd.DataFrame:
 
 def append_history(path: Path, rows: list[dict]) -> None:
     old = load_history(path)
-    new = pd.concat([old, pd.DataFrame(rows, columns=COLUMNS)], ignore_index=True) if len(old) else \
-        pd.DataFrame(rows, columns=COLUMNS)
+    cols = [*COLUMNS, *MORE]
+    new = pd.concat([old, pd.DataFrame(rows, columns=cols)], ignore_index=True) if len(old) else \
+        pd.DataFrame(rows, columns=cols)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     new.to_csv(tmp, index=False)
     os.replace(tmp, path)
 
 
-def trend_figures(history: pd.DataFrame, out: Path) -> list[Path]:
-    """One figure per tracked metric: its value per nightly run (with the IQR where recorded)."""
-    out.mkdir(parents=True, exist_ok=True)
+def trend_figure(g: pd.DataFrame, metric: str, golden: float | None = None,
+                 band: tuple[float, float] | None = None) -> plt.Figure:
+    """One metric's value per night (IQR shaded where recorded), the golden as a line, the band as a box."""
     sns.set_theme(style="whitegrid")
+    g = g.reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(7, 2.8))
+    x = range(len(g))
+    vals = pd.to_numeric(g["value"], errors="coerce")
+    ax.plot(x, vals, marker="o", label="measured")
+    iqr = pd.to_numeric(g["iqr"], errors="coerce").fillna(0)
+    ax.fill_between(x, vals - iqr / 2, vals + iqr / 2, alpha=0.2)
+    if "night_status" in g:
+        bad = g["night_status"] == "regressed"
+        ax.scatter([i for i in x if bad.iloc[i]], vals[bad], color="crimson", zorder=3, label="regressed night")
+    if golden is not None:
+        ax.axhline(golden, color="black", ls="--", lw=1, label="golden")
+    if band is not None:
+        ax.axhspan(band[0], band[1], color="seagreen", alpha=0.12, label="band")
+    ax.set_xticks(list(x))
+    ax.set_xticklabels([str(r)[:13] for r in g["run_id"]], rotation=45, ha="right", fontsize=7)
+    ax.set(title=str(metric), ylabel="value")
+    ax.legend(fontsize=7, loc="best")
+    return fig
+
+
+def trend_figures(history: pd.DataFrame, out: Path) -> list[Path]:
+    """One PNG per tracked metric (the run directory's copy; the dashboard draws its own, with golden and band)."""
+    out.mkdir(parents=True, exist_ok=True)
     paths = []
     for metric, g in history.groupby("metric"):
-        g = g.reset_index(drop=True)
-        fig, ax = plt.subplots(figsize=(7, 3))
-        ax.plot(range(len(g)), g["value"], marker="o")
-        iqr = pd.to_numeric(g["iqr"], errors="coerce").fillna(0)
-        ax.fill_between(range(len(g)), g["value"] - iqr / 2, g["value"] + iqr / 2, alpha=0.2)
-        ax.set_xticks(range(len(g)))
-        ax.set_xticklabels([str(r)[:13] for r in g["run_id"]], rotation=45, ha="right", fontsize=7)
-        ax.set(title=str(metric), ylabel="value")
+        fig = trend_figure(g, str(metric))
         safe = "".join(c if c.isalnum() else "_" for c in str(metric))
         p = out / f"trend_{safe}.png"
         fig.savefig(p, dpi=120, bbox_inches="tight")

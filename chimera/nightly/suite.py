@@ -1,89 +1,123 @@
-"""``invoke nightly``: a fixed suite, checked against the golden baseline, appended to the history.
+"""``invoke nightly``: the suite of ``results/baseline/nightly.yaml``, checked against the golden baseline, appended
+to the history, shown on the dashboard.
 
-Suite (<= 30 min here): quickstart on every target that can run (reference, eBPF, BMv2 where installed)
-with conformance; the ablation and stability24h on the reference; the benches (ingest, reference,
-install, switch), each with >= 5 repeats, median and IQR. Everything lands in
-``results/nightly/<run>/`` (manifest, checks.csv, summary.md, trend figures; the experiment runs under
-runs/). The exit status is non-zero on any regression; the golden moves only with --update-baseline.
+A target the suite lists must run unless the suite allows it to be absent (``allow_skip``, with the reason);
+``--require`` makes targets mandatory for one night. Everything lands in ``results/nightly/<run>/`` (manifest,
+checks.csv, summary.md, trend figures, the experiment runs under runs/) and the dashboard in
+``results/nightly/site/``. The exit status is non-zero when anything regressed or failed to run; the golden moves
+only with --update-baseline, which refuses such a night unless forced, with a reason.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import getpass
 import logging
+import socket
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from chimera.errors import ChimeraError
+from chimera.errors import ChimeraError, ConfigError
 from chimera.experiments.kinds.base import NightlyTrack
 from chimera.formats.rundir import RunDir, environment, git_state
-from chimera.nightly.checks import bench_checks, experiment_checks, summary_markdown
-from chimera.nightly.golden import ROOT, code_fingerprint, load_golden, save_golden
+from chimera.nightly.checks import (Check, bench_checks, experiment_checks, failed, fuzz_checks, mutate_checks,
+                                    summary_markdown)
+from chimera.nightly.config import NightlyConfig, load_suite
+from chimera.nightly.golden import GOLDEN, ROOT, code_fingerprint, load_golden, save_golden
 from chimera.nightly.history import append_history, load_history, trend_figures
+from chimera.testbed.pacing import host_key
 
 log = logging.getLogger(__name__)
 BASELINE_DIR = ROOT / "results" / "baseline"
+#: benches that need a target (they are skipped or fail as the suite says for that target)
+BENCH_TARGET = {"install": "ebpf", "switch": "ebpf"}
 
 
-@dataclass
-class NightlyConfig:
-    experiments: list[tuple[str, str]] = field(default_factory=lambda: [
-        ("quickstart", "reference"), ("quickstart", "ebpf"), ("quickstart", "bmv2"), ("ablation", "reference"),
-        ("stability24h", "reference")])
-    benches: list[str] = field(default_factory=lambda: ["ingest", "reference", "install", "switch"])
-    repeats: int = 5
-    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # per experiment name
-
-
-def tracked(out: Path, track: NightlyTrack) -> dict[str, Any]:
-    """What the nightly reads from a run: the kind's F1 per row key, its counters, the unaccounted frames."""
+def tracked(out: Path, track: NightlyTrack, testbed: bool) -> dict[str, Any]:
+    """What the nightly reads from a run: the kind's F1 per row key, its counters (a testbed run's counter that is
+    missing is unknown, not absent), the unaccounted frames, the clock."""
     df = track.table.read(out)
     keys = df[track.key].astype(str)
     r: dict[str, Any] = {"f1": dict(zip(keys, df[track.metric].astype(float)))}
     for c in track.counters:
         if c in df:
             r[c] = {v: (None if pd.isna(x) else int(x)) for v, x in zip(keys, df[c])}
+        elif testbed:
+            r[c] = {v: None for v in keys}
     if {"replayed", "verdicts", "not_sent", "dropped_by_capture", "lost"} <= set(df.columns):
         un = df["replayed"] - df["verdicts"] - df["not_sent"] - df["dropped_by_capture"] - df["lost"]
         r["unaccounted"] = {v: (None if pd.isna(x) else int(x)) for v, x in zip(keys, un)}
+    if "clock" in df and df["clock"].notna().any():
+        r["clock"] = str(df["clock"].dropna().iloc[0])
     return r
 
 
-def run_experiments(cfg: NightlyConfig, runs: Path, data_root: Path) -> tuple[dict[str, Any], dict[str, str]]:
+def availability(cfg: NightlyConfig) -> tuple[dict[str, str], dict[str, str]]:
+    """(targets allowed to be absent tonight -> why, targets that must run and cannot -> why, naming the tools)."""
+    from chimera.targets.registry import describe_all
+    why = describe_all()
+    skipped, missing = {}, {}
+    for t in cfg.targets():
+        w = why.get(t, "not a registered target")
+        if w is None:
+            continue
+        allowed = cfg.skip_reason(t)
+        if allowed is not None:
+            skipped[t] = f"{allowed} (here: {w})"
+        else:
+            missing[t] = (f"required target {t} cannot run: {w}" if t in cfg.require else
+                          f"{t} cannot run ({w}) and the suite does not allow skipping it")
+    return skipped, missing
+
+
+def run_experiments(cfg: NightlyConfig, runs: Path, data_root: Path,
+                    unavailable: tuple[dict[str, str], dict[str, str]]) -> dict[str, Any]:
     from chimera.experiments.kinds import kind_of
     from chimera.experiments.load import load_experiment
     from chimera.experiments.runner import run_experiment
-    from chimera.targets.registry import describe_all
-    why = describe_all()
-    done: dict[str, Any] = {}
-    skipped: dict[str, str] = {}
-    for name, target in cfg.experiments:
-        key = f"{name}@{target}"
-        if why.get(target):
-            skipped[key] = f"target {target} cannot run here: {why[target]}"
-            log.info("[nightly] %s skipped: %s", key, skipped[key])
-            continue
-        log.info("[nightly] %s", key)
-        try:
-            exp = load_experiment(name, cfg.overrides.get(name))
-            track = kind_of(exp.kind).nightly
-            assert track is not None, f"kind {exp.kind} declares nothing for the nightly to track"
-            out = run_experiment(exp, target=target, results_root=runs, data_root=data_root)
-            done[key] = {**tracked(out, track), "run": str(out)}
-        except ChimeraError as e:
-            done[key] = {"error": str(e)}
-    return done, skipped
+    skip_t, miss_t = unavailable
+    out: dict[str, Any] = {"experiments": {}, "skipped": {}, "failed": {}}
+    for e in cfg.experiments:
+        for target in e.targets:
+            key = f"{e.label}@{target}"
+            if target in skip_t:
+                out["skipped"][key] = skip_t[target]
+                log.info("[nightly] %s: allowed skip: %s", key, skip_t[target])
+                continue
+            if target in miss_t:
+                out["failed"][key] = miss_t[target]
+                log.error("[nightly] %s: %s", key, miss_t[target])
+                continue
+            log.info("[nightly] %s", key)
+            try:
+                exp = load_experiment(e.name, cfg.overrides.get(e.name))
+                track = kind_of(exp.kind).nightly
+                if track is None:
+                    raise ConfigError(f"kind {exp.kind} declares nothing for the nightly to track",
+                                      "give its Kind record a NightlyTrack, or leave it out of the suite")
+                run = run_experiment(exp, target=target, results_root=runs, data_root=data_root)
+                out["experiments"][key] = {**tracked(run, track, target != "reference"),
+                                           "run": run.relative_to(runs.parent).as_posix()}
+            except ChimeraError as err:
+                out["experiments"][key] = {"error": str(err)}
+    return out
 
 
-def run_benches(cfg: NightlyConfig) -> dict[str, Any]:
-    from chimera.targets.registry import describe_all
-    ebpf_why = describe_all().get("ebpf")
+def run_benches(cfg: NightlyConfig, unavailable: tuple[dict[str, str], dict[str, str]]) -> dict[str, Any]:
+    skip_t, miss_t = unavailable
     out: dict[str, Any] = {}
     ingest = None
     for b in cfg.benches:
+        t = BENCH_TARGET.get(b)
+        metric = {"install": "install_ebpf_live_ms", "switch": "switch_ratio"}.get(b, b)
+        if t in skip_t:
+            continue
+        if t in miss_t:
+            out[metric] = {"error": miss_t[t]}
+            continue
         log.info("[nightly] bench %s (%d repeats)", b, cfg.repeats)
         try:
             if b == "ingest":
@@ -99,9 +133,6 @@ def run_benches(cfg: NightlyConfig) -> dict[str, Any]:
                 else:  # a ratio measured in one run: machine speed cancels
                     out["reference_over_ingest"] = {"median": r["pps"] / ingest["ours_pps"],
                                                     "iqr": r["pps_iqr"] / ingest["ours_pps"], "n": cfg.repeats}
-            elif ebpf_why:
-                out[f"{b}_ratio" if b == "switch" else "install_ebpf_live_ms"] = {"error": f"needs the eBPF testbed: "
-                                                                                            f"{ebpf_why}"}
             elif b == "install":
                 from chimera.bench.install import main as inst
                 s = inst(("ebpf",))["ebpf"]["live"]
@@ -112,62 +143,132 @@ def run_benches(cfg: NightlyConfig) -> dict[str, Any]:
                 out["switch_ratio"] = {"median": r["ratio"], "iqr": r["ratio_iqr"], "n": cfg.repeats,
                                        "results": r["results"]}
         except ChimeraError as e:
-            out[b] = {"error": str(e)}
+            out[metric] = {"error": str(e)}
     return out
 
 
-def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, baseline_dir: Path = BASELINE_DIR,
-            history: Path | None = None, results_root: str | Path = "results",
-            data_root: Path = Path("data")) -> tuple[Path, bool]:
-    """Run the suite and its checks; returns (the nightly run directory, whether anything regressed)."""
-    cfg = cfg or NightlyConfig()
+def run_fuzz(cfg: NightlyConfig, out_dir: Path, unavailable: tuple[dict[str, str], dict[str, str]]) -> dict[str, Any]:
+    """The night's fuzz budget on the suite's targets, with a seed that rotates with the date (or the suite's)."""
+    if cfg.fuzz is None:
+        return {}
+    from chimera.fuzz.run import FuzzConfig, fuzz
+    skip_t, miss_t = unavailable
+    targets = [t for t in cfg.fuzz.targets if t not in skip_t and t not in miss_t]
+    seed = cfg.seed if cfg.seed is not None else int(dt.date.today().strftime("%Y%m%d"))
+    try:
+        res = fuzz(FuzzConfig(targets=tuple(targets), budget_s=cfg.fuzz.budget_s, seed=seed), results_root=out_dir)
+    except ChimeraError as e:
+        return {"error": str(e)}
+    return {"sequences": res.sequences, "differences": len(res.failures), "seed": seed, "targets": targets,
+            "failures": [f.describe() for f in res.failures], "run": res.run_dir.relative_to(out_dir.parent).as_posix(),
+            "coverage": res.coverage_summary(),
+            "skipped": {t: skip_t[t] for t in cfg.fuzz.targets if t in skip_t},
+            "failed": {t: miss_t[t] for t in cfg.fuzz.targets if t in miss_t}}
+
+
+def run_mutate(cfg: NightlyConfig, out_dir: Path) -> dict[str, Any]:
+    """The night's mutation run: per file its score (killed / non-equivalent) against the suite's floor."""
+    if cfg.mutate is None:
+        return {}
+    from chimera.fuzz.mutate import MutateConfig, mutate
+    m = cfg.mutate
+    seed = cfg.seed if cfg.seed is not None else int(dt.date.today().strftime("%Y%m%d"))
+    try:
+        run = mutate(MutateConfig(files=tuple(m.files), budget_s=m.budget_s, seed=seed, fuzz_s=m.fuzz_s), out_dir)
+    except ChimeraError as e:
+        return {"error": str(e)}
+    from chimera.formats.rundir import Manifest
+    res = Manifest.read(run / "manifest.json").section("mutate_result", {})
+    return {"scores": res.get("scores", {}), "floor": m.floor, "files": m.files,
+            "run": run.relative_to(out_dir.parent).as_posix()}
+
+
+def golden_measured(measured: dict[str, Any]) -> dict[str, Any]:
+    """What a golden keeps of a night: F1 and counters per run, bench medians (for the record), the fuzz seed."""
+    return {"experiments": {k: {x: m[x] for x in ("f1", "reference_mismatches", "register_mismatches", "lost", "clock")
+                                if x in m}
+                            for k, m in measured["experiments"].items() if "error" not in m},
+            "benches": {k: {x: s[x] for x in ("median", "iqr", "n")} for k, s in measured["benches"].items()
+                        if "median" in s}}
+
+
+def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, force: bool = False, reason: str = "",
+            baseline_dir: Path = BASELINE_DIR, history: Path | None = None, results_root: str | Path = "results",
+            data_root: Path = Path("data"), site: bool = True) -> tuple[Path, bool]:
+    """Run the suite and its checks; returns (the nightly run directory, whether the night failed)."""
+    cfg = cfg or load_suite()
+    if force and not update_baseline:
+        raise ConfigError("--force only applies to --update-baseline", "drop --force")
+    if force and not reason.strip():
+        raise ConfigError("--force makes a failing night the golden: say why", "add --reason '...'")
     history = history or Path(results_root) / "nightly" / "history.csv"
-    golden = None if update_baseline else load_golden(baseline_dir)  # missing/old format: named before any work
+    have_golden = (baseline_dir / GOLDEN).is_file()
+    golden = load_golden(baseline_dir) if have_golden or not update_baseline else None  # named before any work
     hist = load_history(history)  # a corrupt history: named before any work
-    code = code_fingerprint()
-    git = git_state(ROOT)
+    code, git, host = code_fingerprint(), git_state(ROOT), host_key()
+    unavailable = availability(cfg)
     with RunDir(results_root, "nightly", "local") as run:
-        meta = {"run_id": run.run_id, "git": git.commit, "code": code,
+        meta = {"run_id": run.run_id, "git": git.commit, "code": code, "host": host,
                 "golden_git": (golden or {}).get("git"), "golden_code": (golden or {}).get("code")}
-        run.manifest.record(**{"nightly": {"experiments": cfg.experiments, "benches": cfg.benches,
-                                         "repeats": cfg.repeats}, "git": git, "environment": environment(),
-                             "code": code, "golden": meta["golden_git"]})
-        measured: dict[str, Any] = {"experiments": {}, "benches": {}, "skipped": {}}
+        run.manifest.record(git=git, environment=environment(),
+                            nightly={"suite": cfg.model_dump(), "code": code, "host": host, "golden": meta["golden_git"],
+                                     "skipped_targets": unavailable[0], "missing_targets": unavailable[1]})
+        measured: dict[str, Any] = {"experiments": {}, "benches": {}, "skipped": {}, "failed": {}, "fuzz": {},
+                                    "mutate": {}}
         step = "experiments"
         t0 = time.perf_counter()
+
+        def all_checks() -> list[Check]:
+            return (experiment_checks(measured, golden, code) + bench_checks(measured, hist, golden, host)
+                    + fuzz_checks(measured) + mutate_checks(measured))
+
         try:
-            measured["experiments"], measured["skipped"] = run_experiments(cfg, run.path / "runs", data_root)
+            measured.update(run_experiments(cfg, run.path / "runs", data_root, unavailable))
             step = "benches"
-            measured["benches"] = run_benches(cfg)
+            measured["benches"] = run_benches(cfg, unavailable)
+            step = "fuzz"
+            measured["fuzz"] = run_fuzz(cfg, run.path / "runs", unavailable)
+            step = "mutate"
+            measured["mutate"] = run_mutate(cfg, run.path / "runs")
         except KeyboardInterrupt:
             meta["interrupted"] = step
-            checks = experiment_checks(measured, golden, code) + bench_checks(measured, hist, golden)
-            (run.path / "summary.md").write_text(summary_markdown(checks, meta))
+            (run.path / "summary.md").write_text(summary_markdown(all_checks(), meta))
             log.error("nightly interrupted during %s; summary in %s; the history is unchanged", step, run.path)
             raise
-        checks = experiment_checks(measured, golden, code) + bench_checks(measured, hist, golden)
+        checks = all_checks()
+        bad = failed(checks)
+        status = "regressed" if bad else "pass"
         pd.DataFrame([c.row() for c in checks]).to_csv(run.path / "checks.csv", index=False)
-        regressed = any(c.status == "regressed" for c in checks)
-        run.manifest.record(**{"measured": measured, "seconds": time.perf_counter() - t0, "regressed": regressed})
+        run.manifest.record(measured=measured, seconds=time.perf_counter() - t0, regressed=bad)
         (run.path / "summary.md").write_text(summary_markdown(checks, meta))
-        rows = [{"run_id": run.run_id, "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "git": git.commit,
-                 "code": code, "metric": f"{k}/{v}", "value": f1, "iqr": None}
+        now = time.strftime("%Y-%m-%dT%H:%M:%S")
+        common = {"run_id": run.run_id, "time": now, "git": git.commit, "code": code, "host": host,
+                  "night_status": status}
+        rows = [{**common, "metric": f"{k}/{v}", "value": f1, "iqr": None}
                 for k, m in measured["experiments"].items() for v, f1 in (m.get("f1") or {}).items()]
-        rows += [{"run_id": run.run_id, "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "git": git.commit,
-                  "code": code, "metric": k, "value": s["median"], "iqr": s.get("iqr")}
+        rows += [{**common, "metric": k, "value": s["median"], "iqr": s.get("iqr")}
                  for k, s in measured["benches"].items() if "median" in s]
+        fz = measured.get("fuzz") or {}
+        if "differences" in fz:
+            rows.append({**common, "metric": "fuzz/differences", "value": fz["differences"], "iqr": None})
+        for f, s in ((measured.get("mutate") or {}).get("scores") or {}).items():
+            if s.get("score") == s.get("score"):  # not NaN: some mutant was judged
+                rows.append({**common, "metric": f"mutation/{f}", "value": s["score"], "iqr": None})
         append_history(history, rows)
         trend_figures(load_history(history), run.path / "figures")
-        if update_baseline:
-            p = save_golden(baseline_dir, {"experiments": {k: {x: m[x] for x in ("f1", "reference_mismatches",
-                                                                                "register_mismatches", "lost")
-                                                                if x in m}
-                                                           for k, m in measured["experiments"].items()
-                                                           if "error" not in m},
-                                           "benches": {k: {x: s[x] for x in ("median", "iqr", "n")}
-                                                       for k, s in measured["benches"].items() if "median" in s}},
-                            {"git": git.commit, "code": code, "taken": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                             "from_run": run.run_id})
-            log.info("golden baseline updated: %s", p)
-    log.info("nightly %s: %s (%s)", run.final, "REGRESSED" if regressed else "pass", run.final / "summary.md")
-    return run.final, regressed
+    log.info("nightly %s: %s (%s)", run.final, "REGRESSED" if bad else "pass", run.final / "summary.md")
+    if site:
+        from chimera.nightly.dashboard import write_site
+        write_site(history, Path(results_root) / "nightly", golden if not update_baseline else None)
+    if update_baseline:
+        if bad and not force:
+            raise ConfigError(f"the night {run.final.name} regressed or failed to run: refusing to make it the golden "
+                              f"(see {run.final / 'summary.md'})",
+                              "fix what failed and run again, or --force --reason '...' to accept it knowingly")
+        p = save_golden(baseline_dir, golden_measured(measured),
+                        {"git": git.commit, "code": code, "taken": now, "from_run": run.final.name, "host": host},
+                        {"by": f"{getpass.getuser()}@{socket.gethostname()}", "at": now, "reason": reason,
+                         "forced": bool(force and bad), "from_run": run.final.name, "git": git.commit, "code": code,
+                         "night_status": status})
+        log.info("golden baseline updated: %s%s", p, " (forced past a failing night)" if bad else "")
+    return run.final, bad

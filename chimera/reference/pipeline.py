@@ -23,7 +23,14 @@ import numpy as np
 
 from chimera.data.pcap import LINKTYPE_ETHERNET, PacketTable, ParseStatus
 from chimera.data.tokens import IAT_BUCKETS, IAT_SHIFT, PROTO_CLASSES, TS_UNIT_MASK
+from chimera.formats import coverage as cov
 from chimera.formats.artifact import Artifact
+from chimera.formats.coverage import (COV_CLOCK_WRAP, COV_EMA_STALL, COV_EVICT, COV_GLOBAL_HIT, COV_GLOBAL_MISS,
+                                      COV_HARD_HIT, COV_HARD_MISS, COV_IAT_TOP, COV_MARGIN_CLAMP, COV_NEW_FLOW,
+                                      COV_NO_VETO, COV_PARSED, COV_PKTS_SATURATED, COV_PORT_HIT, COV_PORT_MISS,
+                                      COV_PRIOR, COV_PROTO_ICMP, COV_PROTO_OTHER, COV_PROTO_TCP, COV_PROTO_UDP,
+                                      COV_REVERSE_DIR, COV_SAME_FLOW, COV_SAMPLE, COV_SAMPLE_WRAP, COV_SOFT_FIRED,
+                                      COV_SOFT_NONE, COV_TIE, COV_UNPARSED, COV_VETO, COV_WINDOW_FULL)
 from chimera.formats.verdict import NO_LABEL, NO_RULE, SCORE_MAX, VerdictFlag
 from chimera.model.tokenizer import DIRS, FLAG_CLASSES, IDX_BUCKETS, flag_class, len_bin
 from chimera.rules.spec import FLOW_PKTS_SATURATION, KEY_FIELDS
@@ -183,6 +190,7 @@ class State(NamedTuple):
     sample_count: np.ndarray  # [1]
     counters: np.ndarray   # [4] COUNTER_NAMES
     clock: np.ndarray      # [1] the last `now` a parsed packet used
+    coverage: np.ndarray   # [N_POINTS] decision points taken (chimera.formats.coverage)
 
 
 class Out(NamedTuple):
@@ -239,7 +247,9 @@ def _packet(i, p, t, prm, st, out, scratch):  # pragma: no cover - jitted
     # 0. Parse: an unparsed packet is counted and touches no other state.
     if not p.parsed[i]:
         st.counters[CNT_UNPARSED] += 1
+        st.coverage[COV_UNPARSED] += 1
         return
+    st.coverage[COV_PARSED] += 1
     n_parsed = st.counters[CNT_PARSED]  # step 9 reads the value before this packet
     st.counters[CNT_PARSED] += 1
     now = p.now[i]
@@ -252,6 +262,7 @@ def _packet(i, p, t, prm, st, out, scratch):  # pragma: no cover - jitted
     if st.pkts[s] > 0 and st.sig[s] != crc:
         flags |= F_EVICTED
         st.counters[CNT_EVICTIONS] += 1
+        st.coverage[COV_EVICT] += 1
         st.pkts[s] = 0
 
     # 2. Tokenize: a new flow resets the slot; otherwise the inter-arrival bucket from the 32-bit timestamp.
@@ -259,6 +270,7 @@ def _packet(i, p, t, prm, st, out, scratch):  # pragma: no cover - jitted
     if st.pkts[s] == 0:
         flags |= F_NEW_FLOW
         st.counters[CNT_NEW_FLOWS] += 1
+        st.coverage[COV_NEW_FLOW] += 1
         st.sig[s] = crc
         st.orient[s] = p.swap[i]
         st.head[s] = 0
@@ -267,10 +279,19 @@ def _packet(i, p, t, prm, st, out, scratch):  # pragma: no cover - jitted
             st.z_acc[s, :] = 0
         iat = 0
     else:
+        st.coverage[COV_SAME_FLOW] += 1
+        if tsu < st.last[s]:
+            st.coverage[COV_CLOCK_WRAP] += 1
         units = (tsu - st.last[s]) & TS_UNIT_MASK
         iat = 1 + min(_bit_length(units), IAT_BUCKETS - 2)
+        if iat == IAT_BUCKETS - 1:
+            st.coverage[COV_IAT_TOP] += 1
     d = p.swap[i] ^ st.orient[s]
+    if d == 1:
+        st.coverage[COV_REVERSE_DIR] += 1
     pkts_before = st.pkts[s]
+    if pkts_before == PKTS_MAX:
+        st.coverage[COV_PKTS_SATURATED] += 1
     npk = min(pkts_before + 1, PKTS_MAX)
 
     # 3. Partition and Map.
@@ -279,12 +300,15 @@ def _packet(i, p, t, prm, st, out, scratch):  # pragma: no cover - jitted
     fc = t.flag_cls[p.tcp_flags[i]]
     proto = p.proto[i]
     pc = 1 if proto == 6 else 2 if proto == 17 else 3 if proto == 1 else 0
+    st.coverage[COV_PROTO_OTHER if pc == 0 else COV_PROTO_TCP if pc == 1 else COV_PROTO_UDP if pc == 2
+                else COV_PROTO_ICMP] += 1
     mkey = (((lb * IAT_BUCKETS + iat) * DIRS + d) * FLAG_CLASSES + fc) * PROTO_CLASSES + pc
     c = t.map_tbl[mkey]
     #  b. the value sub-tokens
     lf = t.len_fine[p.ip_len[i]]
     rp = p.dport[i] if d == 0 else p.sport[i]
     pid = t.port_id[rp]
+    st.coverage[COV_PORT_HIT if pid != 0 else COV_PORT_MISS] += 1
     s0 = lf * DIRS + d
     s1 = iat * DIRS + d
     s2 = fc * PROTO_CLASSES + pc
@@ -294,6 +318,8 @@ def _packet(i, p, t, prm, st, out, scratch):  # pragma: no cover - jitted
     tok = pack_token(c, s0, s1, s2, s3, s4)
 
     # 4. Window (incremental attention): the token leaving the ring out of S/Zacc, the new one in.
+    if pkts_before >= L:
+        st.coverage[COV_WINDOW_FULL] += 1
     if prm.incremental:
         if pkts_before >= L:
             old = st.ring[s, st.head[s]]
@@ -344,9 +370,12 @@ def _packet(i, p, t, prm, st, out, scratch):  # pragma: no cover - jitted
                     A[y] += kk * u
     if t.g_hit[c, pc]:
         flags |= F_GLOBAL_HIT
+        st.coverage[COV_GLOBAL_HIT] += 1
         Z += t.gz[c, pc]
         for y in range(Y):
             A[y] += t.g[c, pc, y]
+    else:
+        st.coverage[COV_GLOBAL_MISS] += 1
 
     # 6. Rules, on the key (proto, tcp_flags, dir, min(npk, 255), sport, dport, ip_len).
     key[0] = proto
@@ -365,11 +394,15 @@ def _packet(i, p, t, prm, st, out, scratch):  # pragma: no cover - jitted
     for r in range(t.soft_rule.shape[0]):
         if not fired[t.soft_rule[r]] and matches(key, t.soft_value, t.soft_mask, r):
             fired[t.soft_rule[r]] = True
+    st.coverage[COV_HARD_HIT if hard >= 0 else COV_HARD_MISS] += 1
     S[:] = 0
+    any_fired = False
     for r in range(fired.shape[0]):
         if fired[r]:
+            any_fired = True
             for y in range(Y):
                 S[y] += t.soft_w[r, y]
+    st.coverage[COV_SOFT_FIRED if any_fired else COV_SOFT_NONE] += 1
 
     # 7. Fusion with the class EMA as it is before this packet; first argmax; margin; the hard veto.
     best = 0
@@ -383,6 +416,12 @@ def _packet(i, p, t, prm, st, out, scratch):  # pragma: no cover - jitted
         if y != best and (not have or A[y] > second):
             second = A[y]
             have = True
+    if prm.gamma != 0:
+        st.coverage[COV_PRIOR] += 1
+    if have and A[best] == second:
+        st.coverage[COV_TIE] += 1
+    if A[best] - second > SCORE_MAX:
+        st.coverage[COV_MARGIN_CLAMP] += 1
     label = best
     score = min(A[best] - second, SCORE_MAX)
     rule_id = NO_RULE
@@ -392,18 +431,27 @@ def _packet(i, p, t, prm, st, out, scratch):  # pragma: no cover - jitted
             label = t.hard_label[hard]
             score = SCORE_MAX
             flags |= F_HARD_VETO
+            st.coverage[COV_VETO] += 1
+        else:
+            st.coverage[COV_NO_VETO] += 1
 
     # 8. Statistics (two timescales): centroid occupancy, then the class EMA.
     one = np.int64(1) << prm.ema_frac
     for j in range(st.ema.shape[0]):
         u = one if j == c else 0
-        st.ema[j] += _ema_step(u - st.ema[j], prm.ema_shift, prm.ema_shift2)
+        step = _ema_step(u - st.ema[j], prm.ema_shift, prm.ema_shift2)
+        if j == c and step == 0 and st.ema[j] != one:
+            st.coverage[COV_EMA_STALL] += 1
+        st.ema[j] += step
     for y in range(Y):
         u = one if y == label else 0
         st.class_ema[y] += _ema_step(u - st.class_ema[y], prm.ema_shift, prm.ema_shift2)
 
     # 9. Token sample, when the parsed counter before this packet has its low SAMPLE_SHIFT bits zero.
     if (n_parsed & ((np.int64(1) << prm.sample_shift) - 1)) == 0:
+        st.coverage[COV_SAMPLE] += 1
+        if st.sample_count[0] >= st.sample.shape[0]:
+            st.coverage[COV_SAMPLE_WRAP] += 1
         st.sample[st.sample_count[0] & (st.sample.shape[0] - 1)] = sample_word(p.ip_len[i], iat, d, fc, pc)
         st.sample_count[0] += 1
 
@@ -454,6 +502,7 @@ class SwitchState:
     sample_count: np.ndarray = field(init=False)
     counters: np.ndarray = field(init=False)  # COUNTER_NAMES
     clock: np.ndarray = field(init=False)     # [1] the last `now` a parsed packet used
+    coverage: np.ndarray = field(init=False)  # [N_POINTS] chimera.formats.coverage
 
     def __post_init__(self) -> None:
         F, L = self.flow_slots, self.window
@@ -469,6 +518,7 @@ class SwitchState:
         self.sample_count = np.zeros(1, np.int64)
         self.counters = np.zeros(len(COUNTER_NAMES), np.int64)
         self.clock = np.zeros(1, np.int64)
+        self.coverage = np.zeros(cov.N_POINTS, np.int64)
 
     @property
     def regs(self) -> State:
@@ -479,7 +529,7 @@ class SwitchState:
         """The registers a control plane reads, shaped as the switches' ``registers()`` return them."""
         return {"ema": self.ema.copy(), "class_ema": self.class_ema.copy(), "sample": self.sample.copy(),
                 "sample_count": int(self.sample_count[0]), "clock": int(self.clock[0]),
-                "counters": dict(zip(COUNTER_NAMES, self.counters.tolist()))}
+                "counters": dict(zip(COUNTER_NAMES, self.counters.tolist())), "coverage": self.coverage.copy()}
 
     @staticmethod
     def for_artifact(art: Artifact) -> "SwitchState":

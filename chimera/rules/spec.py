@@ -29,7 +29,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from chimera.formats.artifact import RuleTable
-from chimera.errors import ConfigError
+from chimera.errors import ConfigError, validation_problems
 from chimera.rules.ternary import fires_by_group, first_match
 
 #: Rule key layout, shared with the dataplanes (field, width in bits).
@@ -246,8 +246,7 @@ def load_rules(path: str | Path) -> Rules:
     try:
         rf = RuleFile.model_validate(raw or {})
     except ValidationError as e:
-        errs = "; ".join(f"{'.'.join(str(x) for x in er['loc'])}: {er['msg']}" for er in e.errors())
-        raise ConfigError(f"{p}: invalid rule file: {errs}",
+        raise ConfigError(f"{p}: invalid rule file: {validation_problems(e)}",
                           "see chimera/rules/spec.py for the format (fields: version, hard, soft)") from None
     for r in rf.hard:
         if not r.label:

@@ -16,7 +16,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar
 
-from chimera.controlplane.loop import SlowLoop
+import numpy as np
+
+from chimera.controlplane.schedule import TraceControl
 from chimera.data.pcap import PacketTable
 from chimera.errors import ConfigError, ToolMissingError
 from chimera.formats.artifact import Artifact
@@ -45,6 +47,8 @@ class TargetResult:
     counters: SwitchCounters | None        # None: the target could not read them (reported as unknown)
     outcome: ReplayOutcome | None = None   # None: classified in-process (the reference)
     latency: PerPacketLatency | None = None
+    received: np.ndarray | None = None      # testbeds: which replayed frames came back with a verdict
+    registers: dict[str, Any] | None = None  # the state registers as read after the run (where readable)
 
     @property
     def evictions(self) -> int | None:
@@ -95,7 +99,7 @@ class Target(abc.ABC):
 
     @abc.abstractmethod
     def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str, *, replay: ReplayConfig,
-            control: SlowLoop | None = None) -> TargetResult:
+            control: TraceControl | None = None) -> TargetResult:
         """Verdicts of ``table`` with ``art`` loaded; ``replay``: this call's replay settings (its clock resolved);
         ``control``: the slow loop installs Map updates as the traffic flows (every version it made active is
         then in ``control.artifacts``)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from chimera.controlplane.loop import SlowLoop
+from chimera.controlplane.schedule import TraceControl
 from chimera.controlplane.offline import run_controlled
 from chimera.data.pcap import PacketTable
 from chimera.formats.artifact import Artifact
@@ -28,7 +28,7 @@ class ReferenceTarget(Target):
         return None
 
     def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str, *, replay: ReplayConfig,
-            control: SlowLoop | None = None) -> TargetResult:
+            control: TraceControl | None = None) -> TargetResult:
         """The reference on the capture's clock; with ``control``, the slow loop on the trace-time schedule
         (chimera.controlplane.offline)."""
         v, st = run_reference(art, table) if control is None else run_controlled(art, table, control)

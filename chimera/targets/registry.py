@@ -14,7 +14,8 @@ import logging
 from dataclasses import dataclass
 
 from chimera.errors import ConfigError
-from chimera.targets.base import Target
+from chimera.targets.base import Capability, Target
+from chimera.testbed.nodes import BuildOptions
 
 log = logging.getLogger(__name__)
 
@@ -69,9 +70,9 @@ def resolve_auto() -> tuple[str, str]:
     raise ConfigError("no target can run here", "; ".join(skipped))
 
 
-def select_target(name: str) -> Selection:
-    """The target called ``name`` (or ``auto``), instantiated; a target that cannot run here fails fast naming
-    what to install."""
+def select_target(name: str, build: BuildOptions | None = None) -> Selection:
+    """The target called ``name`` (or ``auto``), instantiated (a testbed target built with ``build``); a target
+    that cannot run here fails fast naming what to install."""
     if name == AUTO:
         chosen, reason = resolve_auto()
         log.info("target auto -> %s: %s", chosen, reason)
@@ -79,7 +80,8 @@ def select_target(name: str) -> Selection:
         chosen, reason = name, "asked for"
     cls = target_class(chosen)
     cls.require_available()
-    return Selection(cls(), name, reason)
+    inst = cls(build=build) if build is not None and cls.can(Capability.TESTBED) else cls()  # type: ignore[call-arg]
+    return Selection(inst, name, reason)
 
 
 def describe_all() -> dict[str, str | None]:

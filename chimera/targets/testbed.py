@@ -11,7 +11,7 @@ Clocks (docs/pipeline.md, "Clocks"):
   replay runs at a rate the target holds with 0 loss (measured once per build and
   host, chimera.testbed.pacing), and a run that loses frames anyway is replayed
   again at half the rate from a clean switch. With the slow loop, the replay is cut
-  at every T_cp of trace time (chimera.controlplane.offline.run_schedule): the
+  at every T_cp of trace time (chimera.controlplane.loop.run_schedule): the
   switch runs exactly the schedule the reference runs.
 - ``switch``: the switch's own clock; the replay keeps the original timing (a
   multiplier of it), idle gaps shortened by feature-preserving gap compression.
@@ -37,17 +37,17 @@ import numpy as np
 
 from chimera.controlplane.live import LiveControl
 from chimera.controlplane.loop import SlowLoop
-from chimera.controlplane.offline import run_schedule
+from chimera.controlplane.schedule import TraceControl
 from chimera.data.pcap import PacketTable, read_pcap
-from chimera.data.pcapwrite import normalized_frames, write_pcap
-from chimera.errors import TargetError
+from chimera.data.pcapwrite import captured_frames, normalized_frames, write_pcap
+from chimera.errors import ConfigError, TargetError
 from chimera.formats import shim
 from chimera.formats.artifact import Artifact
 from chimera.formats.verdict import VerdictFlag
 from chimera.reference.pipeline import Verdicts, run_reference, run_reference_versions
 from chimera.targets.base import Capability, Target, TargetResult
 from chimera.testbed.collect import Collected, account, collect, latency_summary, per_packet_latency, rates
-from chimera.testbed.nodes import SENDER_MTU, TargetSwitch
+from chimera.testbed.nodes import SENDER_MTU, BuildOptions, TargetSwitch
 from chimera.testbed.outcome import Conformance, InstallReport, ReplayOutcome, SwitchCounters
 from chimera.testbed.pacing import LADDER, PaceCache, PaceRecord, calibrate
 from chimera.testbed.replay import Pace, ReplayConfig, ReplayPlan, ReplaySession
@@ -58,9 +58,10 @@ log = logging.getLogger(__name__)
 DEFAULT_BUILD_DIR = Path(__file__).resolve().parents[2] / "build"
 #: replays of one plan under the trace clock when frames are lost (the rate halves each time)
 MAX_ATTEMPTS = 4
-#: state registers compared with the reference after a run (name in registers() -> SwitchState attribute)
+#: state registers compared with the reference after a run (name in registers() -> SwitchState attribute);
+#: ``coverage`` only where the switch was built with -DCHIMERA_COVERAGE (the fuzzer's builds)
 REGISTERS = {"ema": "ema", "class_ema": "class_ema", "sample": "sample", "sample_count": "sample_count",
-             "clock": "clock"}
+             "clock": "clock", "coverage": "coverage"}
 #: draining a segment: wait at most this long for the switch's counters to stop moving
 DRAIN_TIMEOUT_S = 5.0
 #: the constants that size a dataplane's work per packet (a pace is measured per program and these)
@@ -139,11 +140,12 @@ class TestbedTarget(Target):
     ladder: ClassVar[tuple[int, ...]] = LADDER
     assumed_pps: ClassVar[int] = 1000
 
-    def __init__(self, build_dir: Path | None = None) -> None:
+    def __init__(self, build_dir: Path | None = None, build: BuildOptions | None = None) -> None:
         self.build_dir = build_dir or DEFAULT_BUILD_DIR
+        self.build = build or BuildOptions()
         self.testbed: Testbed | None = None
         self._stack = ExitStack()
-        self._prepared: dict[tuple[int, str, int], tuple[PacketTable, Prepared]] = {}
+        self._prepared: dict[tuple[int, str, int, bool], tuple[PacketTable, Prepared]] = {}
 
     @classmethod
     def unavailable_reason(cls) -> str | None:
@@ -155,9 +157,13 @@ class TestbedTarget(Target):
 
     # ------------------------------------------------------------------ lifetime
 
+    def up(self, run_dir: Path) -> Testbed:
+        """Bring the testbed up now (its switch logs under ``run_dir``); later runs reuse it."""
+        return self._ensure_testbed(run_dir)
+
     def _ensure_testbed(self, run_dir: Path) -> Testbed:
         if self.testbed is None:
-            self.testbed = self._stack.enter_context(Testbed(self.switch_cls, self.build_dir, run_dir))
+            self.testbed = self._stack.enter_context(Testbed(self.switch_cls, self.build_dir, run_dir, self.build))
         return self.testbed
 
     def close(self) -> None:
@@ -176,16 +182,19 @@ class TestbedTarget(Target):
         h = hashlib.sha256(self.name.encode())
         for p in self.program_sources():
             h.update(p.read_bytes())
+        h.update(self.build.key())
         for k in PACE_CONSTANTS:
             h.update(f"{k}={art.constants.get(k)}".encode())
         return PaceCache(self.build_dir / "pace", f"{self.name}-{h.hexdigest()[:12]}")
 
-    def _prepare(self, table: PacketTable, run_dir: Path, clock: str, flow_slots: int, compress: bool) -> Prepared:
-        key = (id(table), clock, flow_slots if compress else 0)
+    def _prepare(self, table: PacketTable, run_dir: Path, clock: str, flow_slots: int, compress: bool,
+                 as_captured: bool = False) -> Prepared:
+        key = (id(table), clock, flow_slots if compress else 0, as_captured)
         held = self._prepared.get(key)
         if held is not None and held[0] is table:  # the table is held too: its id cannot be reused meanwhile
             return held[1]
-        frames = normalized_frames(table, np.arange(len(table)))
+        rows = np.arange(len(table))
+        frames = captured_frames(table, rows) if as_captured else normalized_frames(table, rows)
         d = run_dir / "replay"
         d.mkdir(parents=True, exist_ok=True)
         tag = f"{clock}{'-gc' if compress else ''}-{len(self._prepared)}"
@@ -228,7 +237,7 @@ class TestbedTarget(Target):
         clock = replay.resolved_clock
         compress = (clock == "switch" and replay.gap_compression and not live_control
                     and replay.mode in ("auto", "speed"))
-        prep = self._prepare(table, run_dir, clock, art.c("FLOW_SLOTS"), compress)
+        prep = self._prepare(table, run_dir, clock, art.c("FLOW_SLOTS"), compress, replay.frames == "as-captured")
         pace, source = self._pace(replay, clock, art)
         n = min(len(table), replay.max_packets) if replay.max_packets else len(table)
         plan = ReplayPlan(clock, pace, n, prep.span_ns, _span(table.ts_ns), source,
@@ -242,11 +251,14 @@ class TestbedTarget(Target):
         return None
 
     def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str, *, replay: ReplayConfig,
-            control: SlowLoop | None = None) -> TargetResult:
+            control: TraceControl | None = None) -> TargetResult:
         why = self.unsupported(art)
         if why:
             raise TargetError(f"artifact not supported by the {self.name} dataplane: {why}", "use --target reference")
-        live = control is not None and control.cfg.enabled
+        live = control is not None and control.enabled
+        if live and replay.resolved_clock == "switch" and not isinstance(control, SlowLoop):
+            raise ConfigError("scripted installs are placed between two given packets: that needs the trace clock",
+                              "replay with clock: trace")
         plan, prep = self.plan(art, table, run_dir, replay, live)
         log.info("[%s] %s: %s", self.name, slug, plan.describe())
         plan.check_budget(replay.max_replay_s)  # before the topology exists
@@ -291,10 +303,10 @@ class TestbedTarget(Target):
         log.info("[%s] %s: %d/%d frames with a verdict, %d not sent, %d dropped by the capture, %d lost; "
                  "%d differ from the reference (clock %s)", self.name, slug, conf.checked, len(table), acc.not_sent,
                  acc.dropped_by_capture, acc.lost, conf.reference_mismatches, plan.clock)
-        return TargetResult(got.verdicts, counters, outcome, per_packet_latency(got))
+        return TargetResult(got.verdicts, counters, outcome, per_packet_latency(got), got.received, regs)
 
     def _replay_once(self, art: Artifact, prep: Prepared, plan: ReplayPlan, run_dir: Path, tag: str,
-                     control: SlowLoop | None) -> tuple[Collected, Any, dict[str, Any]]:
+                     control: TraceControl | None) -> tuple[Collected, Any, dict[str, Any]]:
         tb = self.testbed
         assert tb is not None
         s1 = tb.s1
@@ -302,9 +314,10 @@ class TestbedTarget(Target):
             if control is not None and plan.clock == "trace":
                 assert prep.clock_ns is not None
                 seg = _SwitchSegments(session, s1, prep, plan, run_dir / "replay", tag)
-                run_schedule(prep.clock_ns, art, control, seg)
+                control.drive(prep.clock_ns, art, seg)
             else:
-                during = (lambda: LiveControl(s1, control)) if control is not None else None
+                loop = control if isinstance(control, SlowLoop) else None
+                during = (lambda: LiveControl(s1, loop)) if loop is not None else None
                 session.send(prep.pcap, plan.pace, len(prep.frames), desc=tag, during=during, limit=plan.frames)
         regs = s1.registers()
         return collect(prep.frames, session.files.sent, session.files.received), session.files, regs
@@ -359,7 +372,7 @@ class _SwitchSegments:
             return
         pcap = self.out / f"{self.tag}.seg{self.k:04d}.pcap"
         write_pcap(pcap, self.prep.sent[self.i:j], np.asarray(self.prep.replayed.ts_ns[self.i:j]))
-        self.session.send(pcap, self.plan.pace, j - self.i, desc=f"{self.tag} segment {self.k}")
+        self.session.send(pcap, self.plan.pace, j - self.i, desc=f"{self.tag} segment {self.k}", quiet=True)
         pcap.unlink(missing_ok=True)
         self.k += 1
         self.i = j
@@ -381,8 +394,8 @@ class _SwitchSegments:
     def registers(self) -> dict[str, Any]:
         return self.s1.registers()
 
-    def flip(self, art: Artifact) -> InstallReport:
-        return self.s1.install_map(art)
+    def flip(self, art: Artifact, fail_after: int | None = None) -> InstallReport:
+        return self.s1.install_map(art, fail_after)
 
 
 def _span(ts: np.ndarray) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import abc
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,15 +46,32 @@ def quiet_host(node: Any) -> None:
             node.cmd(f"sysctl -qw net.ipv6.conf.{intf}.disable_ipv6=1")
 
 
+@dataclass(frozen=True)
+class BuildOptions:
+    """How a target builds its dataplane program: as shipped, or instrumented (the fuzzer's coverage counters,
+    ``invoke mutate``'s mutant sources). Part of every build cache key and of the pace cache's."""
+
+    coverage: bool = False        # -DCHIMERA_COVERAGE: the decision-point counters count (chimera.formats.coverage)
+    source: Path | None = None    # another program source in place of the shipped one (a mutant)
+
+    def defines(self) -> list[str]:
+        return ["-DCHIMERA_COVERAGE"] if self.coverage else []
+
+    def key(self) -> bytes:
+        return (b"coverage;" if self.coverage else b"") + (self.source.read_bytes() if self.source else b"")
+
+
 class TargetSwitch(Switch, abc.ABC):
     """A switch running the Chimera pipeline on some target, in its own network namespace."""
 
     target = "abstract"
 
-    def __init__(self, name: str, build_dir: Path | None = None, run_dir: Path | None = None, **params: Any) -> None:
+    def __init__(self, name: str, build_dir: Path | None = None, run_dir: Path | None = None,
+                 build: BuildOptions | None = None, **params: Any) -> None:
         params["inNamespace"] = True  # Mininet passes its own default (False, for OVS); ours is a namespace
         super().__init__(name, **params)
         self.build_dir = build_dir or Path("build")
+        self.build = build or BuildOptions()
         self.run_dir = run_dir  # where the switch keeps its logs/pcaps (None: nowhere)
         self.artifact: Artifact | None = None
 
@@ -74,8 +92,10 @@ class TargetSwitch(Switch, abc.ABC):
     def load(self, art: Artifact) -> float:
         """Install a compiled model (atomically); returns the install time in seconds."""
 
-    def install_map(self, art: Artifact) -> InstallReport:
-        """A live Map update under traffic: write the inactive version, then flip (targets with live installs)."""
+    def install_map(self, art: Artifact, fail_after: int | None = None) -> InstallReport:
+        """A live Map update under traffic: write the inactive version, then flip (targets with live installs).
+        ``fail_after``: fault injection (the fuzzer): stop after that many writes, before the flip, and raise
+        TargetError as a rejected write would."""
         raise NotImplementedError(f"{type(self).__name__} has no live install")
 
     def unload(self) -> None:

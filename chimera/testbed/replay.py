@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tqdm import tqdm
 
 from chimera.errors import ConfigError, TargetError
+from chimera.formats.units import human_s
 from chimera.formats.verdict import ETH_P_VERDICT
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,10 @@ class ReplayConfig(BaseModel):
     gap_compression: bool = Field(True, description="switch clock: shorten idle gaps longer than the inter-arrival "
                                   "saturation (no verdict changes; chimera.testbed.timeline proves it per run)")
     max_replay_s: float = Field(1800.0, gt=0, description="refuse a replay plan expected to take longer than this")
+    frames: Literal["normalized", "as-captured"] = Field(
+        "normalized", description="normalized: untagged Ethernet (VLAN tags removed, other link types given an "
+        "Ethernet header), what a dataset replay classifies; as-captured: Ethernet frames sent byte for byte "
+        "(the fuzzer's tagged and malformed frames)")
 
     def with_clock(self, clock: Clock) -> "ReplayConfig":
         return self.model_copy(update={"clock": clock})
@@ -144,14 +149,6 @@ class ReplayPlan:
         return {"clock": self.clock, "pace": self.pace.describe(), "pace_source": self.pace_source,
                 "frames": self.frames, "span_s": self.span_ns / 1e9, "original_span_s": self.original_span_ns / 1e9,
                 "expected_s": self.expected_s, "compression": self.compression}
-
-
-def human_s(s: float) -> str:
-    if s < 120:
-        return f"{s:.1f} s"
-    if s < 7200:
-        return f"{s / 60:.1f} min"
-    return f"{s / 3600:.1f} h"
 
 
 @dataclass
@@ -278,11 +275,13 @@ class ReplaySession(AbstractContextManager["ReplaySession"]):
         return self
 
     def send(self, pcap: Path, pace: Pace, frames: int, desc: str = "replay",
-             during: Callable[[], AbstractContextManager[Any]] | None = None, limit: int = 0) -> str:
+             during: Callable[[], AbstractContextManager[Any]] | None = None, limit: int = 0,
+             quiet: bool = False) -> str:
         """Send ``pcap`` (``frames`` frames) at ``pace`` with a progress bar; returns tcpreplay's report.
 
         ``during`` is entered as soon as the sender starts and left when it ends (e.g. the control plane's
-        loop, which runs while the traffic flows)."""
+        loop, which runs while the traffic flows). ``quiet``: one segment of many (no bar, the report at
+        debug level)."""
         extra = ["--limit", str(limit)] if limit else []
         # one CPU: the switch sees packets in send order and its per-flow state is never raced;
         # stdbuf: tcpreplay's per-second progress lines arrive as they are written
@@ -292,7 +291,7 @@ class ReplaySession(AbstractContextManager["ReplaySession"]):
         lines: list[str] = []
         total = min(frames, limit) if limit else frames
         with SwitchWatch(self.alive, r) as watch, (during() if during else nullcontext()), \
-                tqdm(total=total, desc=desc, unit="pkt", leave=False, mininterval=1.0) as bar:
+                tqdm(total=total, desc=desc, unit="pkt", leave=False, mininterval=1.0, disable=quiet) as bar:
             assert r.stdout is not None
             for raw in r.stdout:
                 line = raw.decode(errors="replace").rstrip()
@@ -309,7 +308,7 @@ class ReplaySession(AbstractContextManager["ReplaySession"]):
             raise TargetError(f"tcpreplay failed ({r.returncode}): {text[-800:]}",
                               "check the replay pcap and the replay settings")
         done = [ln for ln in lines if ln.startswith(("Actual", "Rated"))][-2:]
-        log.info("[replay] %s", " ".join(x.strip() for x in done))
+        log.log(logging.DEBUG if quiet else logging.INFO, "[replay] %s", " ".join(x.strip() for x in done))
         m = FAILED.search(text)
         self.files.failed_to_send += int(m.group(1)) if m else 0
         self.sent += total

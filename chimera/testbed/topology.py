@@ -24,7 +24,8 @@ from mininet.net import Mininet
 from mininet.node import Host
 from mininet.topo import Topo
 
-from chimera.testbed.nodes import SENDER_MTU, SWITCHED_MTU, TargetSwitch, offloads_off, quiet_host
+from chimera.testbed.nodes import (SENDER_MTU, SWITCHED_MTU, BuildOptions, TargetSwitch, offloads_off,
+                                   quiet_host)
 
 log = logging.getLogger(__name__)
 STATE_DIR = Path(os.environ.get("CHIMERA_STATE_DIR", "/run/chimera-testbed"))
@@ -129,8 +130,10 @@ def cleanup_stale() -> int:
 class Testbed:
     """Owns one Mininet network for the duration of a ``with`` block."""
 
-    def __init__(self, switch_cls: type[TargetSwitch], build_dir: Path, run_dir: Path) -> None:
+    def __init__(self, switch_cls: type[TargetSwitch], build_dir: Path, run_dir: Path,
+                 build: BuildOptions | None = None) -> None:
         self.switch_cls, self.build_dir, self.run_dir = switch_cls, build_dir, run_dir
+        self.build = build or BuildOptions()
         self.net: Mininet | None = None
         self.state_file = STATE_DIR / f"{os.getpid()}.json"
         self._old_term: Any = None
@@ -141,7 +144,8 @@ class Testbed:
         self._old_term = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
         log.info("[testbed] building h1 - s1(%s) - h2", self.switch_cls.target)
         # the switch keeps its logs (and pcaps, where it writes any) under the run's directory
-        switch = functools.partial(self.switch_cls, build_dir=self.build_dir, run_dir=self.run_dir / "switch")
+        switch = functools.partial(self.switch_cls, build_dir=self.build_dir, run_dir=self.run_dir / "switch",
+                                   build=self.build)
         self.net = Mininet(topo=ChimeraTopo(), switch=switch, host=Host, link=Link, controller=None,
                            autoSetMacs=True, build=False, waitConnected=False)
         try:

@@ -48,7 +48,7 @@ def run(ctx: RunContext) -> None:
         for L in tqdm(sw.windows, desc=f"{nd.name}: window", unit="L"):
             r = run_chimera(ctx, nd, variants[L], f"{nd.name}-Chimera-L{L}")
             rows.append({**r, "window": L})
-            st = BaselineSettings(window=L, epochs=b.epochs, max_train_packets=b.max_train_packets)
+            st = BaselineSettings.like(base.model, window=L, leo_depth=b.leo_depth, leo_window=b.leo_window)
             rows += [{**x, "window": L} for x in run_baselines(ctx, nd, sw.sequence_baselines, st)]
             T.INPUT_SCALE.write(pd.DataFrame(rows), ctx.run.path)
 

@@ -11,8 +11,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from chimera.baselines.features import FIELD_BITS, TOKEN_FIELDS
-from chimera.baselines.yardsticks import CURRENT_PACKET_INPUTS
+from chimera.baselines.features import fair_inputs, input_bits
 from chimera.baselines.zoo import BASELINES, SEQUENCE_BASELINES, BaselineResult, BaselineSettings, run_baseline
 from chimera.errors import ChimeraError
 from chimera.experiments.config import ExperimentConfig, ResolvedVariant, known
@@ -26,20 +25,18 @@ from chimera.formats.artifact import Artifact
 from chimera.metrics import classification as cm
 
 log = logging.getLogger(__name__)
-#: header fields Chimera reads per decision (its history is in the per-flow state, counted separately)
-CHIMERA_INPUT_BITS = sum(FIELD_BITS[f] for f in (*TOKEN_FIELDS, *CURRENT_PACKET_INPUTS))
 
 
 class BaselinesSpec(BaseModel):
-    """The paper's baselines (chimera.baselines.zoo), trained on Chimera's training packets."""
+    """The paper's baselines (chimera.baselines.zoo), trained on Chimera's training packets under Chimera's
+    training budget (its epoch cap, patience and training sample: chimera.model.config), reading what it reads."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     methods: list[str] = Field(default_factory=lambda: list(BASELINES), min_length=1)
-    window: int = Field(8, ge=1, le=64, description="packets per decision of the window models")
+    window: int | None = Field(None, ge=1, le=64, description="packets per decision of the window models "
+                               "(default: Chimera's window)")
     leo_depth: int = Field(8, ge=1, le=16, description="Leo's tree depth (leaf table <= 2^depth entries)")
     leo_window: int = Field(4, ge=1, le=64, description="packets Leo's features may look back on")
-    epochs: int = Field(10, ge=1, le=200)
-    max_train_packets: int = Field(60000, ge=0, description="0 = all; else a seeded sample of the training packets")
 
     @field_validator("methods")
     @classmethod
@@ -150,7 +147,8 @@ def run_chimera(ctx: RunContext, nd: NamedData, v: ResolvedVariant, label: str) 
                            "kind": "switch target" if ex.executed_on in ("ebpf", "bmv2") else
                            ("software" if art is None else "reference integer"),
                            "task": "classification", "precision": s["macro_precision"], "recall": s["macro_recall"],
-                           "f1": s["macro_f1"], "accuracy": s["accuracy"], "input_bits": CHIMERA_INPUT_BITS,
+                           "f1": s["macro_f1"], "accuracy": s["accuracy"],
+                           "input_bits": input_bits(fair_inputs(v.model.window)),
                            "seconds": ex.seconds}
     if art is not None:
         bits, src = per_flow_allocation(art)
@@ -180,8 +178,8 @@ def baseline_row(nd: NamedData, r: BaselineResult, task: str) -> dict[str, Any]:
 
 def baseline_settings(ctx: RunContext) -> BaselineSettings:
     b = baselines_spec(ctx.cfg)
-    return BaselineSettings(window=b.window, leo_depth=b.leo_depth, leo_window=b.leo_window, epochs=b.epochs,
-                            max_train_packets=b.max_train_packets)
+    return BaselineSettings.like(ctx.cfg.model, window=b.window or ctx.cfg.model.window, leo_depth=b.leo_depth,
+                                 leo_window=b.leo_window)
 
 
 def run_baselines(ctx: RunContext, nd: NamedData, methods: list[str], st: BaselineSettings) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from chimera.compile.header import render
 from chimera.errors import TargetError, ToolMissingError
 from chimera.formats.artifact import Artifact
 from chimera.targets.bmv2.schema import P4_SOURCE
+from chimera.testbed.nodes import BuildOptions
 
 INSTALL_HINT = ("install p4c and BMv2 from the p4lang project's packages (Ubuntu: p4lang-p4c, p4lang-bmv2; the "
                 "Vagrantfile provisions them), or use --target ebpf / reference")
@@ -21,20 +22,21 @@ class CompilationError(TargetError):
     """p4c-bm2-ss rejected chimera.p4 for this artifact."""
 
 
-def compiled_in(header: str) -> str:
+def compiled_in(header: str, source: Path = P4_SOURCE) -> str:
     """The header lines chimera.p4 compiles in (the CHIMERA_* names its source uses).
 
     Runtime parameters such as ALPHA/BETA live in tables, so variants that differ
     only there share one pipeline; this is also what makes p4/chimera_constants.h
     stale or current.
     """
-    used = set(re.findall(r"CHIMERA_[A-Z0-9_]+", P4_SOURCE.read_text()))
+    used = set(re.findall(r"CHIMERA_[A-Z0-9_]+", source.read_text()))
     return "\n".join(line for line in header.splitlines()
                      if line.startswith("#define ") and line.split(" ")[1] in used)
 
 
-def compile_p4(art: Artifact, build_dir: Path) -> Path:
-    """Compile chimera.p4 for ``art``; cached by (source, compiled-in constants). Returns the BMv2 JSON.
+def compile_p4(art: Artifact, build_dir: Path, build: BuildOptions | None = None) -> Path:
+    """Compile chimera.p4 (or the build's mutant source) for ``art`` with the build's defines; cached by (source,
+    compiled-in constants, defines). Returns the BMv2 JSON.
 
     The source is copied next to the artifact's header: a quoted #include searches the
     source's own directory first, where p4/chimera_constants.h (the quickstart model's) lives.
@@ -43,8 +45,11 @@ def compile_p4(art: Artifact, build_dir: Path) -> Path:
     p4c = shutil.which("p4c-bm2-ss")
     if p4c is None:
         raise ToolMissingError("p4c-bm2-ss is not installed", INSTALL_HINT)
+    b = build or BuildOptions()
+    source = b.source or P4_SOURCE
     header = render(art)
-    key = hashlib.sha256(P4_SOURCE.read_bytes() + compiled_in(header).encode()).hexdigest()[:16]
+    key = hashlib.sha256(source.read_bytes() + compiled_in(header, source).encode()
+                         + " ".join(b.defines()).encode()).hexdigest()[:16]
     out = build_dir / f"bmv2-{key}"
     js = out / "chimera.json"
     if js.exists():
@@ -52,8 +57,8 @@ def compile_p4(art: Artifact, build_dir: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     (out / "chimera_constants.h").write_text(header)
     src = out / P4_SOURCE.name
-    shutil.copyfile(P4_SOURCE, src)
-    r = subprocess.run([p4c, "--arch", "v1model", "--std", "p4-16", "-o", str(js) + ".tmp",
+    shutil.copyfile(source, src)
+    r = subprocess.run([p4c, "--arch", "v1model", "--std", "p4-16", *b.defines(), "-o", str(js) + ".tmp",
                         "--p4runtime-files", str(out / "p4c.p4info.txtpb"), str(src)], capture_output=True, text=True)
     if r.returncode != 0:
         raise CompilationError(f"p4c-bm2-ss failed on {P4_SOURCE}:\n{r.stderr[-4000:]}",

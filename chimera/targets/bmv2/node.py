@@ -78,7 +78,7 @@ class Bmv2Switch(TargetSwitch):
                                f"see {self.log_dir / 'stdout.log'}")
 
     def load(self, art: Artifact) -> float:
-        js = compile_p4(art, self.build_dir)
+        js = compile_p4(art, self.build_dir, self.build)
         # Each model starts on a clean switch, as on eBPF (fresh maps) and in the reference (fresh state):
         # pushing the pipeline resets every table entry and register (flow slots, ring, EMA) on BMv2.
         # Versioned installs with one flip (p4rt.install) are for swapping tables under live traffic.
@@ -93,15 +93,18 @@ class Bmv2Switch(TargetSwitch):
         self.artifact = art
         return dt
 
-    def install_map(self, art: Artifact) -> InstallReport:
+    def install_map(self, art: Artifact, fail_after: int | None = None) -> InstallReport:
         """A live update under traffic: P4Runtime writes bring the inactive version to ``art``, then one flip."""
         if self.artifact is None:
             raise TargetError(f"{self.name} has no pipeline loaded", "load a model before installing updates")
         ver = 1 - self.version
-        js = compile_p4(art, self.build_dir)  # the same build (only Map tables differ): cached
+        js = compile_p4(art, self.build_dir, self.build)  # the same build (only Map tables differ): cached
         try:
-            dt, n = asyncio.run(self._sync(js, art, ver))
-        except (TargetError, KeyboardInterrupt):
+            dt, n = asyncio.run(self._sync(js, art, ver, fail_after))
+        except KeyboardInterrupt:
+            raise
+        except TargetError:
+            self._installed.pop(ver, None)  # half-written: the next install reads back what the version holds
             raise
         except Exception as e:  # noqa: BLE001 - finsy's P4ClientError and gRPC errors, translated once
             self._installed.pop(ver, None)  # unknown now: the next install rewrites the whole version
@@ -109,11 +112,11 @@ class Bmv2Switch(TargetSwitch):
         self.version, self.artifact = ver, art
         return InstallReport(dt, n)
 
-    async def _sync(self, js: Path, art: Artifact, ver: int) -> tuple[float, int]:
+    async def _sync(self, js: Path, art: Artifact, ver: int, fail_after: int | None = None) -> tuple[float, int]:
         from finsy import Switch, SwitchOptions
         opts = SwitchOptions(p4info=P4INFO, p4blob=js, p4force=False, device_id=DEVICE_ID)
         async with Switch(self.name, self.grpc_addr, opts) as sw:
-            dt, self._installed[ver], n = await sync_version(sw, art, ver, self._installed.get(ver))
+            dt, self._installed[ver], n = await sync_version(sw, art, ver, self._installed.get(ver), fail_after=fail_after)
             return dt, n
 
     async def _program(self, js: Path, art: Artifact, ver: int, force: bool) -> float:
@@ -132,7 +135,7 @@ class Bmv2Switch(TargetSwitch):
         (BMv2's P4Runtime server answers UNIMPLEMENTED for register reads). {} when they cannot be read: the
         caller then reports evictions and register conformance as unknown, never as 0."""
         try:
-            return read_state(self.artifact, THRIFT_PORT, runner=self.cmd)
+            return read_state(self.artifact, THRIFT_PORT, runner=self.cmd, coverage=self.build.coverage)
         except TargetError as e:
             log.warning("%s: registers not readable (%s); evictions and register conformance unknown", self.name,
                         e.problem)

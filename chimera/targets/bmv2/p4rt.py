@@ -242,21 +242,34 @@ async def read_version(switch: Any, ver: int) -> list[P4TableEntry]:
 
 
 async def sync_version(switch: Any, art: Artifact, ver: int, held: list[P4TableEntry] | None,
-                       batch: int = 1000) -> tuple[float, list[P4TableEntry], int]:
+                       batch: int = 1000, fail_after: int | None = None) -> tuple[float, list[P4TableEntry], int]:
     """A live install: bring version ``ver`` (inactive) to ``art`` with the fewest writes, then flip.
 
     ``held``: what ``ver`` holds now (None: nothing yet). A live Map update changes only the Map tables
     and the parameters (the map version), so it writes just those entries. Returns (seconds from the
     first write to the acknowledged flip, the entries ``ver`` now holds, writes issued). If a write is
-    rejected, the flip is never sent: the active version is untouched.
+    rejected, the flip is never sent: the active version is untouched. ``fail_after``: fault injection (the
+    fuzzer): after that many writes, stop before the flip and raise as a rejected write would.
     """
     entries = model_entries(art, ver)
     if held is None:  # unknown (never written, or a failed install): read what the version holds
         held = await read_version(switch, ver)
     deletes, modifies, inserts = version_diff(held, entries)
     t0 = time.perf_counter()
+    done = 0
     for op, todo in ((switch.delete, deletes), (switch.modify, modifies), (switch.insert, inserts)):
         for i in range(0, len(todo), batch):
-            await op(todo[i:i + batch])
+            part = todo[i:i + batch]
+            if fail_after is not None and done + len(part) > fail_after:
+                part = part[:max(0, fail_after - done)]
+                if part:
+                    await op(part)
+                raise TargetError(f"injected install failure after {fail_after} writes (fuzzer fault injection)",
+                                  "the old version stays active; the next install rewrites this one")
+            await op(part)
+            done += len(part)
+    if fail_after is not None:
+        raise TargetError(f"injected install failure before the flip, after {done} writes (fuzzer fault injection)",
+                          "the old version stays active; the next install rewrites this one")
     await switch.modify([flip_entry(ver)])
     return time.perf_counter() - t0, entries, len(deletes) + len(modifies) + len(inserts) + 1

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from google.protobuf import text_format
 
+from chimera.formats.coverage import N_POINTS
+
 P4_DIR = Path(__file__).resolve().parents[3] / "p4"
 P4_SOURCE = P4_DIR / "chimera.p4"
 P4INFO = P4_DIR / "chimera.p4info.txtpb"
@@ -125,13 +127,14 @@ REGISTERS = (
     Register("reg_orient", 0x16000005, 1, MAX_FLOW_SLOTS),
     Register("reg_head", 0x16000006, 8, MAX_FLOW_SLOTS),
     Register("reg_ring", 0x16000007, 64, MAX_FLOW_SLOTS * MAX_WINDOW),
-    Register("reg_ema", 0x16000008, 64, MAX_CENTROIDS),
+    Register("reg_ema", 0x16000008, 63, MAX_CENTROIDS),  # 63-bit two's complement (see chimera.p4)
     Register("reg_counters", 0x16000009, 64, 8),
     Register("reg_s", 0x1600000A, 512, MAX_FLOW_SLOTS * MAX_FEATURES),
     Register("reg_z", 0x1600000B, 512, MAX_FLOW_SLOTS),
-    Register("reg_class_ema", 0x1600000C, 64, MAX_CLASSES),
+    Register("reg_class_ema", 0x1600000C, 63, MAX_CLASSES),
     Register("reg_sample", 0x1600000D, 32, MAX_SAMPLE_SLOTS),
     Register("reg_clock", 0x1600000E, 64, 1),
+    Register("reg_cov", 0x1600000F, 64, N_POINTS),
 )
 REGISTER_BY_NAME = {r.name: r for r in REGISTERS}
 #: the counters register's slots

@@ -34,6 +34,15 @@
 #define EMA_STEP(d) ((d) >> CHIMERA_EMA_SHIFT)
 #endif
 
+/* Loops over the m x d_v accumulators: unrolled while they are small; kept as (bounded) loops when m x d_v is
+ * large, where full unrolling spills registers past the 512-byte stack (found by the fuzzer's max profile:
+ * m = d_v = 16). */
+#if CHIMERA_RF_FEATURES * CHIMERA_D_V > 64
+#define UNROLL_OUTER _Pragma("clang loop unroll(disable)")
+#else
+#define UNROLL_OUTER _Pragma("unroll")
+#endif
+
 #ifndef barrier_var
 #define barrier_var(var) asm volatile("" : "+r"(var))
 #endif
@@ -218,6 +227,8 @@ ARRAY(class_ema, struct class_ema_regs, 1, MMAP);
 ARRAY(sample, __u32, CHIMERA_SAMPLE_SLOTS, MMAP);
 ARRAY(counters, __u64, CNT_MAX, MMAP);
 ARRAY(clock, __u64, 1, MMAP); /* the last `now` a classified packet used: the control plane's clock */
+/* decision-point coverage (chimera/formats/coverage.py): counted only in -DCHIMERA_COVERAGE builds */
+ARRAY(coverage, __u64, CHIMERA_COV_POINTS, MMAP);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -233,6 +244,18 @@ static __always_inline __u64 count(__u32 which)
 	__u64 *c = bpf_map_lookup_elem(&counters, &which);
 	return c ? __sync_fetch_and_add(c, 1) : 0;
 }
+
+#ifdef CHIMERA_COVERAGE
+static __always_inline void cover(__u32 which)
+{
+	__u64 *c = bpf_map_lookup_elem(&coverage, &which);
+	if (c)
+		__sync_fetch_and_add(c, 1);
+}
+#define COVER(point) cover(CHIMERA_COV_##point)
+#else
+#define COVER(point) do { } while (0)
+#endif
 
 static __always_inline __u32 bit_length32(__u32 x)
 {
@@ -327,6 +350,22 @@ static long hard_step(__u32 i, void *data)
 		x->label = e->label;
 		return 1;
 	}
+	return 0;
+}
+
+/* step 8's centroid EMA, one centroid per call (bpf_loop) */
+struct ema_ctx {
+	struct ema_regs *em;
+	__u32 c;
+};
+
+static long ema_step(__u32 j, void *data)
+{
+	struct ema_ctx *x = data;
+	if (j >= C)
+		return 1;
+	__s64 u = (__s64)(j == x->c) << CHIMERA_EMA_FRAC;
+	x->em->v[j] += EMA_STEP(u - x->em->v[j]);
 	return 0;
 }
 
@@ -478,6 +517,7 @@ static __always_inline void classify(struct pkt *p, __u64 now, __u64 n_parsed, s
 	if (fs->pkts > 0 && fs->sig != crc) {
 		flags |= CHIMERA_VFLAG_EVICTED;
 		count(CNT_EVICTIONS);
+		COVER(EVICT);
 		fs->pkts = 0;
 	}
 	/* 2. tokenize */
@@ -486,21 +526,32 @@ static __always_inline void classify(struct pkt *p, __u64 now, __u64 n_parsed, s
 	if (fs->pkts == 0) {
 		flags |= CHIMERA_VFLAG_NEW_FLOW;
 		count(CNT_NEW_FLOWS);
+		COVER(NEW_FLOW);
 		fs->sig = crc;
 		fs->orient = swap;
 		fs->head = 0;
-#pragma unroll
+UNROLL_OUTER
 		for (int j = 0; j < M; j++) {
+			asm volatile("" ::: "memory"); /* one row at a time: never one memset of the whole block */
 			fs->Z[j] = 0;
 #pragma unroll
 			for (int e = 0; e < DV; e++)
 				fs->S[j][e] = 0;
 		}
 	} else {
+		COVER(SAME_FLOW);
+		if (tsu < fs->last)
+			COVER(CLOCK_WRAP);
 		__u32 bl = bit_length32(tsu - fs->last);
 		iat_b = 1 + (bl < CHIMERA_IAT_BUCKETS - 2 ? bl : CHIMERA_IAT_BUCKETS - 2);
+		if (iat_b == CHIMERA_IAT_BUCKETS - 1)
+			COVER(IAT_TOP);
 	}
 	__u32 dir = swap ^ fs->orient;
+	if (dir)
+		COVER(REVERSE_DIR);
+	if (fs->pkts == 0xFFFF)
+		COVER(PKTS_SATURATED);
 	__u32 npk = fs->pkts < 0xFFFF ? fs->pkts + 1 : 0xFFFF;
 	/* 3. partition and map */
 	__u32 k = ver * 65536 + p->ip_len;
@@ -513,6 +564,11 @@ static __always_inline void classify(struct pkt *p, __u64 now, __u64 n_parsed, s
 	if (!lb || !fb || !fc || !pid)
 		return;
 	__u32 pc = p->proto == 6 ? 1 : p->proto == 17 ? 2 : p->proto == 1 ? 3 : 0;
+#ifdef CHIMERA_COVERAGE
+	cover(pc == 1 ? CHIMERA_COV_PROTO_TCP : pc == 2 ? CHIMERA_COV_PROTO_UDP : pc == 3 ? CHIMERA_COV_PROTO_ICMP
+							   : CHIMERA_COV_PROTO_OTHER);
+	cover(*pid ? CHIMERA_COV_PORT_HIT : CHIMERA_COV_PORT_MISS);
+#endif
 	__u32 key = ((((__u32)*lb * CHIMERA_IAT_BUCKETS + iat_b) * 2 + dir) * CHIMERA_FLAG_CLASSES + *fc) * NPC + pc;
 	k = ver * CHIMERA_MAP_KEYS + key;
 	__u8 *cp = bpf_map_lookup_elem(&map_tbl, &k);
@@ -529,12 +585,13 @@ static __always_inline void classify(struct pkt *p, __u64 now, __u64 n_parsed, s
 	if (!ph)
 		return;
 	if (fs->pkts >= L) {
+		COVER(WINDOW_FULL);
 		__u64 old = fs->ring[h];
 		__u32 ko = ver * C + ((old & 0xFF) % C);
 		struct phi_row *po = bpf_map_lookup_elem(&phi_tbl, &ko);
 		if (!po || token_value(ver, old, sc->v))
 			return;
-#pragma unroll
+UNROLL_OUTER
 		for (int j = 0; j < M; j++) {
 			__s32 pk = po->k[j];
 			fs->Z[j] -= pk;
@@ -545,7 +602,7 @@ static __always_inline void classify(struct pkt *p, __u64 now, __u64 n_parsed, s
 	}
 	if (token_value(ver, tok, sc->v))
 		return;
-#pragma unroll
+UNROLL_OUTER
 	for (int j = 0; j < M; j++) {
 		__s32 pk = ph->k[j];
 		fs->Z[j] += pk;
@@ -566,7 +623,7 @@ static __always_inline void classify(struct pkt *p, __u64 now, __u64 n_parsed, s
 		struct wout *wo = bpf_map_lookup_elem(&wout_tbl, &ver);
 		if (!wo)
 			return;
-#pragma unroll
+UNROLL_OUTER
 		for (int e = 0; e < DV; e++) {
 			__s64 acc = 0;
 #pragma unroll
@@ -574,7 +631,7 @@ static __always_inline void classify(struct pkt *p, __u64 now, __u64 n_parsed, s
 				acc += (__s64)ph->q[j] * fs->S[j][e];
 			sc->h[e] = acc;
 		}
-#pragma unroll
+UNROLL_OUTER
 		for (int y = 0; y < Y; y++) {
 			__s64 acc = 0;
 #pragma unroll
@@ -590,10 +647,13 @@ static __always_inline void classify(struct pkt *p, __u64 now, __u64 n_parsed, s
 	struct glob_entry *ge = bpf_map_lookup_elem(&glob_tbl, &gk);
 	if (ge && ge->hit) {
 		flags |= CHIMERA_VFLAG_GLOBAL_HIT;
+		COVER(GLOBAL_HIT);
 		Z += ge->gz;
 #pragma unroll
 		for (int y = 0; y < Y; y++)
 			sc->A[y] += ge->g[y];
+	} else {
+		COVER(GLOBAL_MISS);
 	}
 	/* 6. rules */
 	__u64 pk = npk < CHIMERA_FLOW_PKTS_SAT ? npk : CHIMERA_FLOW_PKTS_SAT;
@@ -604,6 +664,10 @@ static __always_inline void classify(struct pkt *p, __u64 now, __u64 n_parsed, s
 	rx.key = rk;
 	bpf_loop(HMAX, hard_step, &rx, 0);
 	int hard_rule = rx.hit, hard_label = rx.label;
+	if (hard_rule >= 0)
+		COVER(HARD_HIT);
+	else
+		COVER(HARD_MISS);
 	__u32 fired = 0;
 	__u32 sg = p->proto == 6 ? 0 : p->proto == 17 ? 1 : 2;
 	__u32 lo = pr->soft_lo[sg], hi = pr->soft_hi[sg];
@@ -617,6 +681,10 @@ static __always_inline void classify(struct pkt *p, __u64 now, __u64 n_parsed, s
 		barrier_var(idx); /* keep clang from computing the address before the bounds check */
 		fired |= (__u32)ternary(&rk, &sb->e[idx]) << (sb->e[idx].rule & 31);
 	}
+	if (fired)
+		COVER(SOFT_FIRED);
+	else
+		COVER(SOFT_NONE);
 	/* 7. fusion: fused_y = ALPHA*A_y + BETA*S_y*Z + ((GAMMA*E_y*Z) >> EMA_FRAC); first argmax; margin */
 	struct soft_weights *sw = bpf_map_lookup_elem(&softw_tbl, &ver);
 	struct class_ema_regs *ce = bpf_map_lookup_elem(&class_ema, &zero);
@@ -654,19 +722,41 @@ static __always_inline void classify(struct pkt *p, __u64 now, __u64 n_parsed, s
 	if (!have)
 		second = best;
 	__u64 margin = (__u64)(best - second);
+	if (pr->gamma)
+		COVER(PRIOR);
+	if (have && best == second)
+		COVER(TIE);
+	if (margin > 0xFFFFFFFFull)
+		COVER(MARGIN_CLAMP);
 	__u32 score = margin > 0xFFFFFFFFull ? 0xFFFFFFFF : (__u32)margin;
 	if (hard_rule >= 0 && pr->lambda_h) {
 		label = hard_label;
 		score = 0xFFFFFFFF;
 		flags |= CHIMERA_VFLAG_HARD_VETO;
+		COVER(VETO);
+	} else if (hard_rule >= 0) {
+		COVER(NO_VETO);
 	}
 	/* 8. two timescales: centroid occupancy and class EMA, C_j += EMA_STEP((u_j << EMA_FRAC) - C_j) */
 	struct ema_regs *em = bpf_map_lookup_elem(&ema, &zero);
 	if (em) {
+#ifdef CHIMERA_COVERAGE
+		/* checked outside the loop: a branch per centroid in it multiplies the verifier's paths */
+		if (c < C) {
+			__s64 one = (__s64)1 << CHIMERA_EMA_FRAC, ec = em->v[c];
+			if (EMA_STEP(one - ec) == 0 && ec != one)
+				COVER(EMA_STALL);
+		}
+#endif
+#if C > 32 /* many centroids: the loop under bpf_loop, verified once whatever the paths that reach it */
+		struct ema_ctx ex = {.em = em, .c = c};
+		bpf_loop(C, ema_step, &ex, 0);
+#else
 		for (int j = 0; j < C; j++) {
 			__s64 u = (__s64)(j == c) << CHIMERA_EMA_FRAC;
 			em->v[j] += EMA_STEP(u - em->v[j]);
 		}
+#endif
 	}
 #pragma unroll
 	for (int y = 0; y < Y; y++) {
@@ -675,7 +765,11 @@ static __always_inline void classify(struct pkt *p, __u64 now, __u64 n_parsed, s
 	}
 	/* 9. token sample for the slow control loop */
 	if ((n_parsed & ((1ull << CHIMERA_SAMPLE_SHIFT) - 1)) == 0) {
-		__u32 si = (__u32)count(CNT_SAMPLES) & (CHIMERA_SAMPLE_SLOTS - 1);
+		__u64 taken = count(CNT_SAMPLES);
+		COVER(SAMPLE);
+		if (taken >= CHIMERA_SAMPLE_SLOTS)
+			COVER(SAMPLE_WRAP);
+		__u32 si = (__u32)taken & (CHIMERA_SAMPLE_SLOTS - 1);
 		__u32 *slot_w = bpf_map_lookup_elem(&sample, &si);
 		if (slot_w)
 			*slot_w = (__u32)p->ip_len << 16 | iat_b << 12 | dir << 11 | (__u32)*fc << 8 | pc << 6;
@@ -738,6 +832,7 @@ int chimera_ingress(struct __sk_buff *skb)
 	v.seq = bpf_htonl(ck.shim ? ck.index : CHIMERA_NO_SEQ);
 	if (ok) {
 		__u64 n_parsed = count(CNT_PARSED);
+		COVER(PARSED);
 		/* the clock: the trace's (shim) or the switch's own */
 		__u64 now = ck.shim ? ck.trace_ns : t_in;
 		__u32 zero = 0;
@@ -747,6 +842,7 @@ int chimera_ingress(struct __sk_buff *skb)
 		classify(&p, now, n_parsed, &v);
 	} else {
 		count(CNT_UNPARSED);
+		COVER(UNPARSED);
 		v.flags = CHIMERA_VFLAG_UNPARSED;
 		__u32 zero = 0;
 		__u32 *act = bpf_map_lookup_elem(&active, &zero);

@@ -123,13 +123,14 @@ class EbpfPipeline:
         self.attached: list[tuple[int, int]] = []  # (netns pid, ifindex)
         self.version: int | None = None
 
-    def install(self, art: Artifact) -> tuple[float, int]:
+    def install(self, art: Artifact, fail_after: int | None = None) -> tuple[float, int]:
         """Write the inactive version and flip; returns (seconds from the first write to the flip, rows written).
 
         Only tables whose image differs from what the inactive version already holds are written, so a
         live Map update (docs/pipeline.md, "State and versions") writes the Map tables and the parameters,
         and a fresh object gets everything. Every write lands before the one flip: if one fails, the
         active version is untouched and the half-written one is never flipped to.
+        ``fail_after``: fault injection (the fuzzer): after that many table writes, fail as a write would.
         """
         images = table_images(art)
         act = self.obj.map("active")
@@ -146,8 +147,13 @@ class EbpfPipeline:
             held = np.frombuffer(m.read_rows(new * per, per), np.uint8).reshape(per, m.value_size)
             changed = np.any(held != np.frombuffer(img, np.uint8).reshape(per, m.value_size), axis=1)
             if changed.any():
+                if fail_after is not None and fail_after <= 0:
+                    raise OSError(5, f"injected failure before writing table {name} (fuzzer fault injection)")
                 m.write_rows(new * per, img)  # the inactive version, through the mapping
                 rows += int(changed.sum())
+                fail_after = None if fail_after is None else fail_after - 1
+        if fail_after is not None:
+            raise OSError(5, "injected failure before the flip (fuzzer fault injection)")
         act.update(0, struct.pack("<I", new))  # the flip: one syscall, after every write
         dt = time.perf_counter() - t0
         self.version = new
@@ -181,6 +187,11 @@ class EbpfPipeline:
 
     def class_ema(self) -> np.ndarray:
         return np.frombuffer(self.obj.map("class_ema").read_rows(0, 1), "<i8").copy()
+
+    def coverage(self) -> np.ndarray:
+        """The decision-point counters (chimera.formats.coverage; counted in -DCHIMERA_COVERAGE builds)."""
+        m = self.obj.map("coverage")
+        return np.frombuffer(m.read_rows(0, m.max_entries), "<u8").astype(np.int64)
 
     def clock_ns(self) -> int:
         """The last ``now`` a classified packet used (the shim's trace time, or the switch's own clock)."""

@@ -26,7 +26,7 @@ class EbpfSwitch(TargetSwitch):
 
     def load(self, art: Artifact) -> float:
         self.unload()
-        obj = build_object(art, self.build_dir)
+        obj = build_object(art, self.build_dir, self.build)
         self.pipeline = EbpfPipeline(obj)
         dt, _ = self.pipeline.install(art)
         self.pipeline.attach(self.pid, self.port_pairs())
@@ -35,12 +35,12 @@ class EbpfSwitch(TargetSwitch):
                  ", ".join(i for i, _ in self.port_pairs()), dt * 1e3)
         return dt
 
-    def install_map(self, art: Artifact) -> InstallReport:
+    def install_map(self, art: Artifact, fail_after: int | None = None) -> InstallReport:
         """A live update under traffic: write the tables that differ into the inactive version, then flip."""
         if self.pipeline is None or self.artifact is None:
             raise TargetError(f"{self.name} has no pipeline loaded", "load a model before installing updates")
         try:
-            dt, rows = self.pipeline.install(art)
+            dt, rows = self.pipeline.install(art, fail_after)
         except OSError as e:
             raise TargetError(f"live install on {self.name} failed: {e}", "the old version stays active") from None
         self.artifact = art
@@ -58,8 +58,12 @@ class EbpfSwitch(TargetSwitch):
         if self.pipeline is None or self.artifact is None:
             return {}
         sample, taken = self.pipeline.samples()
-        return {"counters": self.pipeline.counters(), "ema": self.pipeline.ema().tolist(),
-                "class_ema": self.pipeline.class_ema().tolist(), "sample": sample.tolist(), "sample_count": taken}
+        out = {"counters": self.pipeline.counters(), "ema": self.pipeline.ema().tolist(),
+               "class_ema": self.pipeline.class_ema().tolist(), "sample": sample.tolist(), "sample_count": taken,
+               "clock": self.pipeline.clock_ns()}
+        if self.build.coverage:
+            out["coverage"] = self.pipeline.coverage().tolist()
+        return out
 
     def alive(self) -> str | None:
         why = super().alive()

@@ -1,0 +1,302 @@
+"""``invoke mutate``: the mutation score of the conformance tests and the fuzzer.
+
+Mutants (chimera.fuzz.mutants) are drawn at random from each file asked for (``reference``: the reference
+core; ``ebpf``: chimera.bpf.c; ``p4``: chimera.p4, where p4c and BMv2 are installed), in turn, until the budget is
+spent. Each runs in its own process (``python -m chimera.fuzz.mutate --worker``): the mutant built (a C or P4
+mutant through BuildOptions.source; a reference mutant imported in place of chimera.reference.pipeline, with
+its own numba cache), then
+
+1. a fixed fuzz budget (chimera.fuzz.run, stopping at the first difference): the reference against the oracle
+   for a reference mutant, the mutant switch against the reference for the others;
+2. if it survived, the conformance tests of its target (tests/test_conformance.py, tests/test_reference.py for
+   the reference), which build with the mutant through CHIMERA_MUTANT_SOURCE / CHIMERA_MUTANT_TARGET.
+
+Outcomes: killed (by what), survived, equivalent (listed with an argued reason in
+docs/equivalent-mutants.yaml: never run), invalid (does not compile, load or import: counted apart), and
+timeout (counted as killed: the pipeline stopped answering). The score is killed / (killed + survived), with
+a 95% Wilson interval, per file. Survivors are the to-do list: a new test, or an argued equivalence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import logging
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from chimera.errors import ChimeraError, ConfigError
+from chimera.formats.rundir import RunDir, environment, git_state
+from chimera.fuzz.mutants import SOURCES, Mutant, mutants_of
+
+log = logging.getLogger(__name__)
+ROOT = Path(__file__).resolve().parents[2]
+EQUIVALENT = ROOT / "docs" / "equivalent-mutants.yaml"
+FILES = tuple(SOURCES)
+TARGET_OF = {"reference": "reference", "ebpf": "ebpf", "p4": "bmv2"}
+#: a mutant switch replays at a fixed rate its target holds here (no per-mutant calibration)
+MUTANT_PPS = {"ebpf": 20_000, "p4": 500}
+#: the conformance tests each file's mutants face after the fuzz budget
+TESTS = {"reference": ["tests/test_conformance.py", "tests/test_reference.py", "-k", "reference or oracle"],
+         "ebpf": ["tests/test_conformance.py", "-k", "ebpf"],
+         "p4": ["tests/test_conformance.py", "-k", "bmv2"]}
+STATUSES = ("killed", "timeout", "survived", "equivalent", "invalid")
+
+
+@dataclass(frozen=True)
+class MutateConfig:
+    files: tuple[str, ...] = ("reference", "ebpf")
+    budget_s: float = 1800.0
+    seed: int = 0
+    fuzz_s: float = 40.0            # the fixed fuzz budget of each mutant
+    conformance: bool = True        # the conformance tests for a mutant the fuzzer did not kill
+    max_mutants: int = 0            # per file; 0: as many as the budget allows
+
+    def __post_init__(self) -> None:
+        bad = [f for f in self.files if f not in FILES]
+        if bad:
+            raise ConfigError(f"unknown mutation files {bad}", f"choose from {list(FILES)}")
+
+
+@dataclass
+class Outcome:
+    id: str
+    file: str
+    line: int
+    operator: str
+    original: str
+    replacement: str
+    status: str
+    by: str = ""
+    seconds: float = 0.0
+
+
+def equivalents(path: Path = EQUIVALENT) -> dict[str, str]:
+    """Mutant id -> the argued reason it cannot change any observable (docs/equivalent-mutants.yaml)."""
+    if not path.is_file():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+        return {str(k): str(v["reason"] if isinstance(v, dict) else v) for k, v in data.items()}
+    except (yaml.YAMLError, KeyError, TypeError) as e:
+        raise ConfigError(f"{path}: not a list of equivalent mutants ({e})", "fix the YAML: id: {reason: ...}") from None
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    if n == 0:
+        return (math.nan, math.nan)
+    p = k / n
+    d = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return (max(0.0, c - h), min(1.0, c + h))
+
+
+def available(file: str) -> str | None:
+    """Why a file's mutants cannot run here, or None."""
+    from chimera.targets.registry import target_class
+    t = TARGET_OF[file]
+    return None if t == "reference" else target_class(t).unavailable_reason()
+
+
+def run_mutant(m: Mutant, cfg: MutateConfig, work: Path) -> Outcome:
+    """One mutant in its own process; the outcome from its report (a hang past the limit: timeout)."""
+    src = SOURCES[m.file]
+    d = work / m.id
+    d.mkdir(parents=True, exist_ok=True)
+    mutant_src = d / src.name
+    mutant_src.write_text(m.apply(src.read_text()))
+    spec = {"file": m.file, "source": str(mutant_src), "fuzz_s": cfg.fuzz_s, "seed": cfg.seed,
+            "conformance": cfg.conformance, "work": str(d)}
+    (d / "spec.json").write_text(json.dumps(spec))
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(d / "numba"), "PYTHONDONTWRITEBYTECODE": "1"}
+    limit = cfg.fuzz_s * 3 + (900 if cfg.conformance else 300)
+    t0 = time.monotonic()
+    base = Outcome(m.id, m.file, m.line, m.operator, m.original.strip(), m.replacement.strip(), "timeout")
+    try:
+        r = subprocess.run([sys.executable, "-m", "chimera.fuzz.mutate", "--worker", str(d / "spec.json")],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=limit)
+        (d / "worker.log").write_text(r.stdout[-20000:] + "\n" + r.stderr[-20000:])
+        report = json.loads((d / "report.json").read_text()) if (d / "report.json").is_file() else \
+            {"status": "killed", "by": f"the worker crashed ({r.returncode}): {r.stderr.strip().splitlines()[-1:]}"}
+        base.status, base.by = report["status"], report.get("by", "")
+    except subprocess.TimeoutExpired:
+        base.by = f"no answer within {limit:.0f} s"
+    base.seconds = time.monotonic() - t0
+    return base
+
+
+def mutate(cfg: MutateConfig, results_root: str | Path = "results") -> Path:
+    """Run mutants until the budget is spent; results/mutate/<run>/ holds mutants.csv and summary.md."""
+    eq = equivalents()
+    skipped = {f: why for f in cfg.files if (why := available(f)) is not None}
+    files = [f for f in cfg.files if f not in skipped]
+    rng = random.Random(cfg.seed)
+    queues: dict[str, list[Mutant]] = {}
+    population: dict[str, int] = {}
+    for f in files:
+        ms = mutants_of(f)
+        population[f] = len(ms)
+        rng.shuffle(ms)
+        queues[f] = ms[: cfg.max_mutants] if cfg.max_mutants else ms
+    outcomes: list[Outcome] = []
+    deadline = time.monotonic() + cfg.budget_s
+    with RunDir(results_root, "mutate", "-".join(files) or "none") as run, \
+            tempfile.TemporaryDirectory(prefix="chimera-mutate-") as tmp:
+        run.manifest.record(kind="mutate", git=git_state(ROOT), environment=environment(), seed=cfg.seed,
+                            mutate={**asdict(cfg), "population": population, "skipped": skipped})
+        turn = 0
+        while time.monotonic() < deadline and any(queues.values()):
+            f = [x for x in files if queues[x]][turn % len([x for x in files if queues[x]])]
+            turn += 1
+            m = queues[f].pop(0)
+            if m.id in eq:
+                outcomes.append(Outcome(m.id, m.file, m.line, m.operator, m.original.strip(), m.replacement.strip(),
+                                        "equivalent", eq[m.id]))
+                continue
+            o = run_mutant(m, cfg, Path(tmp))
+            outcomes.append(o)
+            log.info("mutant %s %s: %s%s (%.0f s)", m.id, m.describe(), o.status, f" ({o.by[:120]})" if o.by else "",
+                     o.seconds)
+            pd.DataFrame([asdict(x) for x in outcomes]).to_csv(run.path / "mutants.csv", index=False)
+        df = pd.DataFrame([asdict(x) for x in outcomes], columns=list(Outcome.__dataclass_fields__))
+        df.to_csv(run.path / "mutants.csv", index=False)
+        scores = score_table(df, population)
+        run.manifest.record(mutate_result={"scores": scores, "mutants": len(df)})
+        (run.path / "summary.md").write_text(summary_markdown(df, scores, cfg, skipped, run.final.name))
+    return run.final
+
+
+def score_table(df: pd.DataFrame, population: dict[str, int]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for f, g in df.groupby("file"):
+        counts = {s: int((g["status"] == s).sum()) for s in STATUSES}
+        killed = counts["killed"] + counts["timeout"]
+        n = killed + counts["survived"]
+        lo, hi = wilson(killed, n)
+        out[str(f)] = {**counts, "population": population.get(str(f), 0), "score": killed / n if n else math.nan,
+                       "ci95": [lo, hi]}
+    return out
+
+
+def summary_markdown(df: pd.DataFrame, scores: dict[str, dict[str, Any]], cfg: MutateConfig,
+                     skipped: dict[str, str], run_id: str) -> str:
+    lines = [f"# Mutation run {run_id}", "",
+             f"seed {cfg.seed}, budget {cfg.budget_s:.0f} s, {cfg.fuzz_s:.0f} s of fuzzing per mutant"
+             f"{', then the conformance tests' if cfg.conformance else ''}; mutants drawn at random from each file", "",
+             "| file | score (killed / non-equivalent) | 95% CI | killed | timeout | survived | equivalent | invalid "
+             "| population |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for f, s in scores.items():
+        lines.append(f"| {f} | {s['score']:.1%} | {s['ci95'][0]:.0%}-{s['ci95'][1]:.0%} | {s['killed']} | "
+                     f"{s['timeout']} | {s['survived']} | {s['equivalent']} | {s['invalid']} | {s['population']} |")
+    for f, why in skipped.items():
+        lines.append(f"| {f} | not run here: {why} | | | | | | | |")
+    surv = df[df["status"] == "survived"]
+    if len(surv):
+        lines += ["", "## Survivors (a new test each, or an argued equivalence in docs/equivalent-mutants.yaml)", "",
+                  surv[["id", "file", "line", "operator", "original", "replacement"]].to_markdown(index=False)]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- the worker (its own process)
+
+def install_reference_mutant(path: Path) -> None:
+    """Import the mutant in place of chimera.reference.pipeline (before anything imports the original)."""
+    name = "chimera.reference.pipeline"
+    import chimera.reference  # noqa: F401 - the package first
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+
+
+def _valid(file: str, source: Path, work: Path) -> str | None:
+    """Why the mutant cannot run at all (it does not compile, load or import), or None."""
+    from chimera.fuzz.profiles import artifact
+    from chimera.testbed.nodes import BuildOptions
+    art = artifact("collide")
+    try:
+        if file == "ebpf":
+            from chimera.targets.ebpf.build import build_object
+            from chimera.targets.ebpf.libbpf import BpfObject
+            for prof in ("collide", "max"):
+                BpfObject(str(build_object(artifact(prof), work / "build", BuildOptions(coverage=True,
+                                                                                          source=source)))).close()
+        elif file == "p4":
+            from chimera.targets.bmv2.compiler import compile_p4
+            compile_p4(art, work / "build", BuildOptions(coverage=True, source=source))
+        else:
+            from chimera.fuzz.check import observe_reference
+            from chimera.fuzz.sequence import Batch
+            from chimera.fuzz.strategies import Context, sample_sequences
+            b = Batch(art, sample_sequences(Context.of(art), 2, 1))
+            observe_reference(art, b.write(work / "probe.pcap"), b.ts_ns, b.script)
+    except ChimeraError as e:
+        return e.problem.splitlines()[0][:200]
+    except Exception as e:  # noqa: BLE001 - a mutant reference that fails to type or run is invalid, not killed
+        if file == "reference" and type(e).__module__.startswith(("numba", "builtins")) and \
+                type(e).__name__ in ("TypingError", "NameError", "SyntaxError", "UnsupportedError", "LoweringError"):
+            return f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+        raise
+    return None
+
+
+def worker(spec_path: Path) -> dict[str, Any]:
+    spec = json.loads(spec_path.read_text())
+    file, source, work = spec["file"], Path(spec["source"]), Path(spec["work"])
+    if file == "reference":
+        try:
+            install_reference_mutant(source)
+        except Exception as e:  # noqa: BLE001 - a mutant that does not import is invalid
+            return {"status": "invalid", "by": f"import: {type(e).__name__}: {str(e)[:200]}"}
+    why = _valid(file, source, work)
+    if why is not None:
+        return {"status": "invalid", "by": why}
+    from chimera.fuzz.run import FuzzConfig, fuzz
+    from chimera.testbed.nodes import BuildOptions
+    testbed = () if file == "reference" else (TARGET_OF[file],)
+    try:
+        res = fuzz(FuzzConfig(targets=testbed, budget_s=float(spec["fuzz_s"]), seed=int(spec["seed"]),
+                              stop_at_first=True, corpus=file == "reference", oracle=file == "reference",
+                              investigate=False, batch=25, pps=MUTANT_PPS.get(file),
+                              build=BuildOptions(coverage=True, source=None if file == "reference" else source)),
+                   work / "fuzz")
+    except Exception as e:  # noqa: BLE001 - the mutant broke the run itself: the difference is visible
+        return {"status": "killed", "by": f"fuzz run failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}"}
+    if res.failures:
+        return {"status": "killed", "by": "fuzz: " + res.failures[0].diff.describe()}
+    if not spec["conformance"]:
+        return {"status": "survived", "by": f"{res.sequences} sequences"}
+    import pytest
+    os.environ["CHIMERA_MUTANT_SOURCE"] = str(source)
+    os.environ["CHIMERA_MUTANT_TARGET"] = TARGET_OF[file]
+    rc = pytest.main(["-x", "-q", "-p", "no:cacheprovider", *TESTS[file]])
+    if rc not in (0, 5):
+        return {"status": "killed", "by": f"conformance tests ({TESTS[file][0]}...) failed"}
+    return {"status": "survived", "by": f"{res.sequences} sequences and the conformance tests"}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--worker", type=Path, required=True, help="a mutant's spec.json (run by invoke mutate)")
+    a = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    report = worker(a.worker)
+    (a.worker.parent / "report.json").write_text(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

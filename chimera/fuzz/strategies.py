@@ -1,0 +1,266 @@
+"""Hypothesis strategies for frame sequences, aimed at the corners where implementations differ.
+
+``sequences(ctx)`` is stateful: each step draws a rule, and what the rule draws depends on the sequence so far
+(the flows it opened, the time it reached). Rules, simplest first (Hypothesis shrinks toward the first):
+
+- packet / flow: a packet of an open flow (either direction) or of a new one, at an inter-arrival gap on a
+  bucket edge (2^k units of 2^10 ns, +-1 unit, +-1 ns);
+- burst: more packets than the window holds, so tokens leave the ring;
+- hammer: hundreds of identical packets (the centroid EMA saturates: its step rounds to 0);
+- collide: a new flow crafted into an open flow's slot (eviction, then the evicted flow again);
+- rule: a packet on a hard or soft rule entry's boundary (its value, and one off in one field);
+- malformed: a bent header (IHL, total length, options, fragment, truncation, VLAN/QinQ, IPv6, non-IP, no L4);
+- flags: every TCP flag combination;
+- wrap: packets straddling the 32-bit flow clock's wrap, or a gap of one whole wrap (aliasing);
+- back: the clock steps back;
+- install / failed install: a Map install between two packets, or one that fails after a few writes.
+"""
+
+from __future__ import annotations
+
+import zlib
+import struct
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from chimera.formats.artifact import Artifact
+from chimera.fuzz.frames import KINDS, MF, ODD_ETHERTYPES, FrameSpec
+from chimera.fuzz.sequence import WRAP_NS, Event, InstallSpec, Sequence
+
+UNIT_NS = 1 << 10          # the flow clock's unit (IAT_SHIFT)
+HOSTS = (0x0A000001, 0x0A000002, 0x0A000003, 0xC0A80001, 0x00000000, 0xFFFFFFFF)
+PROTOS = (6, 17, 1, 47, 0, 255)
+RULES = ("packet", "flow", "burst", "flags", "rule", "malformed", "collide", "wrap", "back", "install",
+         "failed_install", "hammer")
+#: the rule key's fields a packet can set (dir and flow_pkts come from the flow's state)
+RULE_FIELDS = {0: "proto", 1: "tcp_flags", 4: "sport", 5: "dport", 6: "ip_len"}
+IPV4_HDR, TCP_HDR, UDP_HDR = 20, 20, 8
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the generator aims at, read from the artifact: slot count, window, ports, rule entries, bins."""
+
+    flow_slots: int
+    window: int
+    ports: tuple[int, ...]           # the port vocabulary (ids != 0) and edge values
+    lengths: tuple[int, ...]         # length bin boundaries and their neighbours
+    hard: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]  # hard rule entries (value, mask)
+    soft: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]  # soft rule entries
+
+    @staticmethod
+    def of(art: Artifact) -> "Context":
+        vocab = [int(p) for p in art.port_vocab.tolist()][:32]
+        lens = sorted({max(28, min(1500, int(b) + d)) for b in [*art.len_lo.tolist(), *art.len_fine_lo.tolist()]
+                       for d in (-1, 0, 1)})
+        def entries(t: Any) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
+            return tuple((tuple(int(x) for x in v), tuple(int(x) for x in m))
+                         for v, m in zip(t.value.tolist(), t.mask.tolist()))
+        return Context(art.c("FLOW_SLOTS"), art.c("WINDOW"), tuple(sorted({0, 1, 53, 80, 443, 65535, *vocab})),
+                       tuple(lens) or (60,), entries(art.hard_rules), entries(art.soft_rules))
+
+
+def slot_of(f: FrameSpec, slots: int) -> int:
+    """The flow slot of a frame's 5-tuple (docs/pipeline.md step 1: CRC-32 of the canonical tuple)."""
+    a, b = (f.src, f.sport), (f.dst, f.dport)
+    lo, hi = (b, a) if a > b else (a, b)
+    return zlib.crc32(struct.pack("!IIHHB", lo[0], hi[0], lo[1], hi[1], f.proto & 0xFF)) & (slots - 1)
+
+
+def gaps() -> st.SearchStrategy[int]:
+    """Inter-arrival gaps on the IAT buckets' edges: 2^k units (k < 20), one unit either side, one ns either
+    side of a unit boundary; 0 (the same instant)."""
+    edge = st.builds(lambda k, du, dns: max(0, ((1 << k) + du) * UNIT_NS + dns),
+                     st.integers(0, 20), st.sampled_from((0, -1, 1)), st.sampled_from((0, -1, 1)))
+    return st.one_of(st.just(UNIT_NS), edge, st.just(0), st.integers(0, 50_000_000))
+
+
+def payload_for(ctx: Context, proto: int, length: int) -> int:
+    """Payload bytes that make the IPv4 total length ``length`` (as close as the headers allow)."""
+    hdr = IPV4_HDR + (TCP_HDR if proto == 6 else UDP_HDR if proto == 17 else 8 if proto == 1 else 0)
+    return max(0, min(1400, length - hdr))
+
+
+@st.composite
+def new_flow(draw: Any, ctx: Context) -> FrameSpec:
+    proto = draw(st.sampled_from(PROTOS))
+    src, dst = draw(st.sampled_from(HOSTS)), draw(st.sampled_from(HOSTS))
+    sport = draw(st.one_of(st.sampled_from(ctx.ports), st.integers(0, 65535)))
+    dport = draw(st.one_of(st.sampled_from(ctx.ports), st.integers(0, 65535)))
+    length = draw(st.sampled_from(ctx.lengths))
+    flags = draw(st.integers(0, 255)) if proto == 6 else 0
+    return FrameSpec(src=src, dst=dst, proto=proto, sport=sport, dport=dport, tcp_flags=flags,
+                     payload=payload_for(ctx, proto, length))
+
+
+@st.composite
+def malformed(draw: Any, base: FrameSpec) -> tuple[FrameSpec, str]:
+    """A bent copy of ``base`` and what was bent."""
+    how = draw(st.sampled_from(("ihl", "options", "ip_len", "fragment", "truncate", "vlan", "qinq", "ipv6",
+                                "non_ip", "no_l4", "version")))
+    if how == "ihl":
+        return replace(base, ihl=draw(st.integers(0, 4))), "IHL below 5"
+    if how == "options":
+        ihl = draw(st.integers(6, 15))
+        cut = draw(st.sampled_from((0, 0, 1, 4, (ihl - 5) * 4)))
+        l4 = cut == 0 and draw(st.booleans())
+        return replace(base, ihl=ihl, truncate=cut, l4=l4, payload=0 if cut else base.payload), \
+            f"IHL {ihl} with options{', cut by ' + str(cut) if cut else ''}"
+    if how == "ip_len":
+        return replace(base, ip_len=draw(st.sampled_from((0, 1, 19, 20, 21, 40, 65535)))), "total length lies"
+    if how == "fragment":
+        return replace(base, frag=draw(st.sampled_from((MF, 1, MF | 1, 0x1FFF, 0x4000)))), "fragment bits"
+    if how == "truncate":
+        return replace(base, payload=0, truncate=draw(st.integers(1, 40))), "truncated headers"
+    if how in ("vlan", "qinq", "ipv6"):
+        return replace(base, kind=how), how
+    if how == "non_ip":
+        return replace(base, kind="non_ip", ethertype=draw(st.sampled_from(ODD_ETHERTYPES))), "non-IP"
+    if how == "no_l4":
+        return replace(base, l4=False, payload=0), "no L4 header"
+    return replace(base, version=draw(st.sampled_from((0, 6, 15)))), "IP version not 4"
+
+
+@st.composite
+def on_rule(draw: Any, ctx: Context, base: FrameSpec) -> tuple[FrameSpec, str]:
+    """A packet whose settable key fields sit on a rule entry's value (its wildcard bits drawn), one field
+    possibly one off (the entry's boundary)."""
+    tables = [(n, t) for n, t in (("hard", ctx.hard), ("soft", ctx.soft)) if t]
+    if not tables:
+        return base, "no rule entries"
+    which, entries = draw(st.sampled_from(tables))
+    e = draw(st.integers(0, len(entries) - 1))
+    value, mask = entries[e]
+    key = {}
+    for i, name in RULE_FIELDS.items():
+        width = 8 if i in (0, 1) else 16
+        free = draw(st.integers(0, (1 << width) - 1))
+        key[name] = (value[i] & mask[i]) | (free & ~mask[i] & ((1 << width) - 1))
+    off = draw(st.sampled_from((None, *RULE_FIELDS.values())))
+    if off is not None:
+        width = 8 if off in ("proto", "tcp_flags") else 16
+        key[off] = (key[off] + draw(st.sampled_from((-1, 1)))) % (1 << width)
+    proto = key["proto"]
+    f = replace(base, proto=proto, tcp_flags=key["tcp_flags"] if proto == 6 else 0, sport=key["sport"],
+                dport=key["dport"])
+    hdr = IPV4_HDR + (TCP_HDR if proto == 6 else UDP_HDR if proto == 17 else 8 if proto == 1 else 0)
+    if key["ip_len"] >= hdr:
+        f = replace(f, payload=min(key["ip_len"] - hdr, 1400))
+    else:
+        f = replace(f, ip_len=key["ip_len"])  # the header says it; the frame cannot be that short
+    return f, f"{which} rule entry {e}" + (f", {off} one off" if off else "")
+
+
+def collider(ctx: Context, f: FrameSpec, start: int) -> FrameSpec:
+    """Another flow in ``f``'s slot: the same addresses and protocol, source (then destination) ports searched
+    from ``start`` (a slot of 65536 is found in about as many tries)."""
+    want = slot_of(f, ctx.flow_slots)
+    for k in range(1 << 18):
+        sp, dp = (start + k) & 0xFFFF, (f.dport + (k >> 16)) & 0xFFFF
+        if (sp, dp) == (f.sport, f.dport):
+            continue
+        g = FrameSpec(f.kind, f.ethertype, f.src, f.dst, f.proto, sp, dp, f.tcp_flags, f.ihl, f.version, f.ip_len,
+                      f.frag, f.payload, f.l4, f.truncate)
+        if slot_of(g, ctx.flow_slots) == want:
+            return g
+    return replace(f, sport=(f.sport + 1) & 0xFFFF)
+
+
+@st.composite
+def sequences(draw: Any, ctx: Context, max_steps: int = 12) -> Sequence:
+    """One sequence: a few rule steps on a growing set of flows (see the module docstring)."""
+    events: list[Event] = []
+    installs: list[InstallSpec] = []
+    flows: list[FrameSpec] = []
+    t = 0  # the sequence's own trace time
+
+    def add(frame: FrameSpec, gap: int, why: str) -> None:
+        """Append a frame ``gap`` ns after the last (never before the sequence's start)."""
+        nonlocal t
+        gap = max(gap, -t) if events else 0
+        events.append(Event(frame, gap, why))
+        t += gap
+
+    def pick_flow() -> FrameSpec:
+        if not flows or draw(st.integers(0, 4)) == 0:
+            flows.append(draw(new_flow(ctx)))
+            return flows[-1]
+        f = flows[draw(st.integers(0, len(flows) - 1))]
+        return f.reversed() if draw(st.booleans()) else f
+
+    for _ in range(draw(st.integers(1, max_steps))):
+        rule = draw(st.sampled_from(RULES))
+        if rule in ("packet", "flow"):
+            if rule == "flow":
+                flows.append(draw(new_flow(ctx)))
+            f = pick_flow() if rule == "packet" else flows[-1]
+            for _ in range(draw(st.integers(1, 4))):
+                add(f, draw(gaps()), rule)
+        elif rule == "burst":
+            f = pick_flow()
+            for _ in range(draw(st.integers(ctx.window - 1, 3 * ctx.window + 1))):
+                add(f if draw(st.integers(0, 3)) else f.reversed(), draw(st.sampled_from((0, UNIT_NS, 7 * UNIT_NS))),
+                    "burst past the window")
+        elif rule == "hammer":
+            f = pick_flow()
+            gap = draw(st.sampled_from((UNIT_NS, 100 * UNIT_NS)))
+            for _ in range(draw(st.integers(100, 300))):
+                add(f, gap, "hammer: EMA saturation")
+        elif rule == "flags":
+            f = pick_flow()
+            f = replace(f, proto=6, tcp_flags=draw(st.integers(0, 255)), ihl=5, l4=True)
+            add(f, draw(gaps()), f"TCP flags 0x{f.tcp_flags:02x}")
+        elif rule == "rule":
+            f, why = draw(on_rule(ctx, pick_flow()))
+            add(f, draw(gaps()), why)
+        elif rule == "malformed":
+            f, why = draw(malformed(pick_flow()))
+            add(f, draw(gaps()), why)
+        elif rule == "collide":
+            f = pick_flow()
+            g = collider(ctx, f, draw(st.integers(0, 65535)))
+            flows.append(g)
+            add(f, draw(gaps()), "collide: the resident flow")
+            add(g, draw(gaps()), f"collide: slot {slot_of(f, ctx.flow_slots)} taken over")
+            add(f, draw(gaps()), "collide: the evicted flow returns")
+        elif rule == "wrap":
+            f = pick_flow()
+            if draw(st.booleans()):  # straddle the next wrap of the flow clock
+                before = draw(st.integers(1, 4)) * UNIT_NS
+                nxt = (t // WRAP_NS + 1) * WRAP_NS
+                add(f, max(0, nxt - before - t), "just before the flow clock wraps")
+                add(f, before + draw(st.integers(0, 4)) * UNIT_NS, "just after the wrap")
+            else:  # a whole wrap, give or take a unit: the 32-bit difference aliases
+                add(f, WRAP_NS + draw(st.sampled_from((-UNIT_NS, 0, UNIT_NS))), "one whole wrap: aliasing")
+        elif rule == "back":
+            add(pick_flow(), -draw(st.sampled_from((1, UNIT_NS, 1000 * UNIT_NS))), "the clock steps back")
+        elif rule in ("install", "failed_install"):
+            fail = draw(st.integers(0, 3)) if rule == "failed_install" else None
+            installs.append(InstallSpec(len(events), draw(st.integers(0, 2**16)), fail))
+    if not events:  # every sequence classifies at least one packet
+        add(draw(new_flow(ctx)), 0, "flow")
+    return Sequence(tuple(events), tuple(installs))
+
+
+def kinds_used(seq: Sequence) -> set[str]:
+    return {e.frame.kind for e in seq.events} & set(KINDS)
+
+
+def sample_sequences(ctx: Context, n: int, seed: int) -> list[Sequence]:
+    """``n`` sequences drawn outside a test (a directed corpus; examples in docs), reproducible by ``seed``."""
+    rng = np.random.default_rng(seed)
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import seed as hseed
+    out: list[Sequence] = []
+
+    @hseed(int(rng.integers(0, 2**31)))
+    @settings(max_examples=n, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(sequences(ctx))
+    def collect(seq: Sequence) -> None:
+        out.append(seq)
+
+    collect()
+    return out[:n]

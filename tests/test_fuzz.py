@@ -1,0 +1,133 @@
+"""Differential fuzzing (issue 25): the fuzzer finds planted differences, shrinks them and saves them as one
+file; the reference reaches every decision point; a negative EMA register reads back right on every testbed
+(the BMv2 Thrift read saturated it: found by the fuzzer); the frames are what they claim to be."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from chimera.data.pcap import ParseStatus, read_pcap
+from chimera.formats.artifact import Artifact
+from chimera.fuzz.check import compare, observe_oracle, observe_reference, observe_target
+from chimera.fuzz.frames import FrameSpec, build
+from chimera.fuzz.oracle import Oracle
+from chimera.fuzz.profiles import PROFILES, artifact
+from chimera.fuzz.run import FuzzConfig, fuzz, reproduce
+from chimera.fuzz.sequence import WRAP_NS, Batch, Event, Sequence
+from chimera.fuzz.strategies import Context, sample_sequences
+from chimera.targets.registry import target_class
+from chimera.testbed.nodes import BuildOptions
+
+TESTBEDS = ["ebpf", "bmv2"]
+
+
+def _observe_all(art: Artifact, seqs: list[Sequence], where: Path) -> tuple:  # type: ignore[type-arg]
+    b = Batch(art, seqs)
+    table = b.write(where / "b.pcap")
+    return b, table, observe_reference(art, table, b.ts_ns, b.script)
+
+
+@pytest.mark.parametrize("profile", list(PROFILES))
+def test_oracle_agrees_with_reference_on_drawn_sequences(profile: str, tmp_path: Path) -> None:
+    art = artifact(profile)
+    seqs = sample_sequences(Context.of(art), 25, seed=11)
+    b, table, ref = _observe_all(art, seqs, tmp_path)
+    assert len(b.frames) > 100 and b.script.script  # installs among them
+    assert compare(ref, observe_oracle(art, table, b.ts_ns, b.script)) == []
+
+
+def test_frames_are_what_they_claim(tmp_path: Path) -> None:
+    """The Python parser (what the reference reads) sees each bent frame as the spec says."""
+    specs = {"ok": FrameSpec(), "ihl": FrameSpec(ihl=3), "vlan": FrameSpec(kind="vlan"),
+             "frag": FrameSpec(frag=0x2000), "cut": FrameSpec(truncate=30), "options": FrameSpec(ihl=15),
+             "non_ip": FrameSpec(kind="non_ip", ethertype=0x0806)}
+    from chimera.data.pcapwrite import write_pcap
+    write_pcap(tmp_path / "f.pcap", [build(s) for s in specs.values()], np.arange(len(specs)))
+    t = read_pcap(tmp_path / "f.pcap")
+    st = dict(zip(specs, t.status.tolist()))
+    assert st["ok"] == ParseStatus.OK and st["options"] == ParseStatus.OK and st["ihl"] == ParseStatus.BAD_IP
+    assert st["frag"] == ParseStatus.FRAGMENT and st["cut"] == ParseStatus.TRUNCATED
+    assert bool(t.vlan[list(specs).index("vlan")]) and st["non_ip"] == ParseStatus.NON_IP
+    wrap = Batch(artifact("collide"), [Sequence((Event(FrameSpec()), Event(FrameSpec(), 5))),
+                                       Sequence((Event(FrameSpec()),))])
+    assert wrap.ts_ns.tolist() == [WRAP_NS, WRAP_NS + 5, 2 * WRAP_NS]  # each sequence at its own wrap period
+
+
+def test_fuzz_reference_takes_every_reachable_point(tmp_path: Path) -> None:
+    res = fuzz(FuzzConfig(targets=(), budget_s=30, seed=5, batch=25), tmp_path)
+    assert res.failures == [] and res.sequences > 50
+    s = res.coverage_summary()["reference"]
+    assert s["missed"] == [] and s["percent"] == 100.0, s
+    assert (res.run_dir / "coverage.csv").is_file() and "0 differences" in (res.run_dir / "summary.md").read_text()
+
+
+def test_planted_difference_is_found_shrunk_saved_and_reproduced(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wrong oracle (UDP to port 53 scores one more) is a difference: Hypothesis shrinks it to one frame, the
+    failure is saved with its pcap, artifact and command, and --reproduce sees it until the plant is gone."""
+    real = Oracle.step
+
+    def planted(self, p):  # type: ignore[no-untyped-def]
+        v = real(self, p)
+        return (v[0], v[1], v[2] + 1, v[3], v[4]) if p["parsed"] and p["proto"] == 17 and p["dport"] == 53 else v
+
+    monkeypatch.setattr(Oracle, "step", planted)
+    res = fuzz(FuzzConfig(targets=(), budget_s=40, seed=3, corpus=False, stop_at_first=True,
+                          profiles=("collide",)), tmp_path)
+    assert len(res.failures) == 1
+    f = res.failures[0]
+    assert f.diff.kind == "verdict" and f.diff.field == "score" and len(f.sequence) == 1, f.describe()
+    e = f.sequence.events[0].frame
+    assert e.proto == 17 and e.dport == 53
+    rec = json.loads((res.run_dir / "failure-1.json").read_text())
+    assert rec["command"].startswith("invoke fuzz --reproduce") and (res.run_dir / rec["files"]["pcap"]).is_file()
+    assert not reproduce(res.run_dir / "failure-1.json")     # still differs
+    monkeypatch.setattr(Oracle, "step", real)
+    assert reproduce(res.run_dir / "failure-1.json")         # fixed
+
+
+def _negative_ema_sequence() -> Sequence:
+    """Two flows interleaved so that one class EMA ends at -1 under the two-shift step (eta = 2^-2 + 2^-4):
+    the corner BMv2's Thrift read turned into INT64_MAX."""
+    a = FrameSpec(src=0x0A000001, dst=0x0A000002, sport=1111, dport=80, tcp_flags=0x02, payload=0)
+    b = FrameSpec(src=0x0A000003, dst=0x0A000004, sport=2222, dport=443, proto=17, payload=100)
+    pattern = "bbabbaaaabaabbbbbbbbabbbbbbbbbbbbbbbbbbb"
+    return Sequence(tuple(Event(a if c == "a" else b, 1024, c) for c in pattern))
+
+
+@pytest.mark.parametrize("name", TESTBEDS)
+def test_negative_ema_register_reads_back(name: str, tmp_path: Path) -> None:
+    cls = target_class(name)
+    why = cls.unavailable_reason()
+    if why is not None:
+        pytest.skip(f"{name} cannot run here: {why}")
+    art = artifact("prior")
+    b, table, ref = _observe_all(art, [_negative_ema_sequence()], tmp_path)
+    assert min(ref.registers["class_ema"]) == -1  # the corner is reached
+    with cls(build_dir=tmp_path / "build", build=BuildOptions(coverage=True)) as t:  # type: ignore[call-arg]
+        got = observe_target(t, art, table, b.script, tmp_path / "run", "negative-ema")
+    assert compare(ref, got) == []
+
+
+def test_planted_ebpf_mutant_is_killed_and_deterministic(tmp_path: Path) -> None:
+    """A mutant left in chimera.bpf.c (an IPv4 header must be 24 bytes) is found on the testbed, traced to its
+    sequence, shrunk, and re-run: the same difference every time."""
+    cls = target_class("ebpf")
+    why = cls.unavailable_reason()
+    if why is not None:
+        pytest.skip(f"ebpf cannot run here: {why}")
+    from chimera.targets.ebpf.build import SOURCE
+    src = SOURCE.read_text()
+    assert "ihl < 20)" in src
+    mutant = tmp_path / "chimera.bpf.c"
+    mutant.write_text(src.replace("ihl < 20)", "ihl < 24)", 1))
+    res = fuzz(FuzzConfig(targets=("ebpf",), budget_s=90, seed=3, corpus=False, stop_at_first=True, repeats=3,
+                          profiles=("collide",), build=BuildOptions(coverage=True, source=mutant)), tmp_path)
+    assert res.failures, "the mutant survived"
+    f = res.failures[0]
+    assert f.diff.target == "ebpf" and f.reproduced.startswith("3/3") and len(f.sequence) <= 3, f.describe()
+    assert "--target ebpf --frames as-captured" in f.command

@@ -1,0 +1,47 @@
+"""A fixed seed trains the same tables on any x86-64 machine with AVX2 (issue 22: the random-Fourier-feature
+variant trained differently on an AVX-512 machine, through torch's vectorized sin/cos; chimera pins the float
+kernels to AVX2). Each training runs in its own process, as on another machine."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from builders import ROOT
+
+#: the ablation's random-Fourier-feature row (m = 8, d_v = 8, 4 global tokens): the one that diverged
+SCRIPT = f"""
+import sys, logging
+from pathlib import Path
+sys.path.insert(0, {str(ROOT)!r}); sys.path.insert(0, {str(ROOT / 'tests')!r})
+logging.disable(logging.WARNING)
+from chimera.experiments.config import resolve_variants
+from chimera.experiments.load import build_artifact, load_experiment
+names = [v.name for v in resolve_variants(load_experiment("ablation"))]
+b = build_artifact("ablation", variant=names.index("Random Fourier features"), data_root=Path({str(ROOT / 'data')!r}))
+print("SHA", b.art.sha256)
+"""
+
+
+def train_rff(**env: str) -> str:
+    e = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS",
+                                                           "ONEDNN_MAX_CPU_ISA", "CHIMERA_CPU_ISA")}
+    p = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=600, env={**e, **env})
+    line = next((ln for ln in p.stdout.splitlines() if ln.startswith("SHA ")), None)
+    assert line, p.stdout[-2000:] + p.stderr[-3000:]
+    return line.split()[1]
+
+
+def _flags() -> set[str]:
+    from chimera import _cpu_flags
+    return _cpu_flags()
+
+
+@pytest.mark.skipif("avx2" not in _flags(), reason="the pin needs a CPU with AVX2")
+def test_rff_trains_the_same_tables_whatever_the_threads_and_the_vector_unit() -> None:
+    pinned = train_rff(OMP_NUM_THREADS="1")
+    assert train_rff(CHIMERA_CPU_ISA="native", ATEN_CPU_CAPABILITY="avx2") == pinned  # an AVX2-only machine
+    assert train_rff(OMP_NUM_THREADS="2", MKL_NUM_THREADS="2") == pinned           # another thread count
