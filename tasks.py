@@ -309,6 +309,14 @@ def mutate(c: Context, files: str = "reference,ebpf", budget: str = "30m", seed:
     print((out / "summary.md").read_text())  # noqa: T201 - the summary is the command's output
 
 
+@task(help={"run_dir": "a complete run directory (results/<experiment>/<run-id>) made from committed code"})
+@cli
+def publish(c: Context, run_dir: str, verbose: bool = False) -> None:
+    """Copy a run's light files into results/published/ (committed): the evidence the README cites."""
+    from chimera.report.publish import publish as run
+    logging.getLogger("tasks").info("published: %s", run(Path(run_dir)))
+
+
 @task(help={"k": "pytest -k expression", "x": "stop at first failure"})
 def test(c: Context, k: str = "", x: bool = False) -> None:
     """Run the test suite (tests needing root/BMv2 skip with a reason where absent)."""
@@ -396,5 +404,5 @@ def clean(c: Context) -> None:
         shutil.rmtree(ROOT / p, ignore_errors=True)
 
 
-ns = Collection(setup, dataset, run_experiment, sweep, nightly, dashboard, fuzz, mutate, report, compare, replay, topo, build, p4info, p4header,
+ns = Collection(setup, dataset, run_experiment, sweep, nightly, dashboard, fuzz, mutate, publish, report, compare, replay, topo, build, p4info, p4header,
                 bench, test, clean)

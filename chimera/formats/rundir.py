@@ -77,7 +77,9 @@ def git_state(root: Path) -> GitState:
             return r.stdout.strip() if r.returncode == 0 else None
         except OSError:
             return None
-    return GitState(commit=run("rev-parse", "HEAD"), dirty=bool(run("status", "--porcelain")))
+    # results/ is where runs land and are published: its files say nothing of the code that made a run
+    return GitState(commit=run("rev-parse", "HEAD"),
+                    dirty=bool(run("status", "--porcelain", "--", ".", ":(exclude)results")))
 
 
 class GitState(BaseModel):
