@@ -33,6 +33,7 @@ from hypothesis import seed as hseed
 from hypothesis import target as htarget
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+from chimera.controlplane.schedule import ScriptedInstalls
 from chimera.errors import ChimeraError, ConfigError, ToolMissingError
 from chimera.formats import coverage as cov
 from chimera.formats.artifact import Artifact
@@ -187,11 +188,7 @@ class Fuzzer:
                 self.count(ref, profile)
 
         DATABASE.mkdir(parents=True, exist_ok=True)
-
-        def sequences_agree(seq: Sequence) -> None:
-            check(seq)
-
-        prop = given(sequences(ctx))(sequences_agree)
+        prop = given(sequences(ctx))(check)
         prop = settings(max_examples=self.cfg.batch, deadline=None, print_blob=False,
                         database=DirectoryBasedExampleDatabase(str(DATABASE / profile)),
                         phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
@@ -477,8 +474,7 @@ def reproduce(failure_json: Path, repeats: int = 3) -> bool:
     d = failure_json.parent
     art = Artifact.load(d / files["artifact"])
     table = read_pcap(d / files["pcap"])
-    script = load_installs(d / files["installs"], art) if "installs" in files else \
-        load_installs_none(art)
+    script = load_installs(d / files["installs"], art) if "installs" in files else ScriptedInstalls(art, [])
     ref = observe_reference(art, table, table.ts_ns, script)
     diffs: list[Difference] = []
     if target in ("oracle", "reference"):
@@ -494,8 +490,3 @@ def reproduce(failure_json: Path, repeats: int = 3) -> bool:
     if not diffs:
         log.info("%s: no difference now (fixed, or flaky: it was %s)", failure_json.name, info.get("reproduced"))
     return not diffs
-
-
-def load_installs_none(art: Artifact) -> Any:
-    from chimera.controlplane.schedule import ScriptedInstalls
-    return ScriptedInstalls(art, [])

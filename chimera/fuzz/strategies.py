@@ -27,7 +27,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from chimera.formats.artifact import Artifact
-from chimera.fuzz.frames import KINDS, MF, ODD_ETHERTYPES, FrameSpec
+from chimera.fuzz.frames import MF, ODD_ETHERTYPES, FrameSpec
 from chimera.fuzz.sequence import WRAP_NS, Event, InstallSpec, Sequence
 
 UNIT_NS = 1 << 10          # the flow clock's unit (IAT_SHIFT)
@@ -243,10 +243,6 @@ def sequences(draw: Any, ctx: Context, max_steps: int = 12) -> Sequence:
     if not events:  # every sequence classifies at least one packet
         add(draw(new_flow(ctx)), 0, "flow")
     return Sequence(tuple(events), tuple(installs))
-
-
-def kinds_used(seq: Sequence) -> set[str]:
-    return {e.frame.kind for e in seq.events} & set(KINDS)
 
 
 def sample_sequences(ctx: Context, n: int, seed: int) -> list[Sequence]:
