@@ -129,6 +129,9 @@ def test_bad_baseline_and_history_are_named(setup) -> None:  # type: ignore[no-u
     (kw["baseline_dir"] / "golden.json").write_text(json.dumps({"format_version": 0}))
     with pytest.raises(ResultsError, match="(?s)format version 0.*update-baseline"):
         nightly(cfg, **kw)
+    nightly(cfg, update_baseline=True, reason="retake after a format change", **kw)  # the way out the error names
+    retaken = json.loads((kw["baseline_dir"] / "golden.json").read_text())
+    assert retaken["format_version"] == 2 and retaken["updates"][-1]["reason"] == "retake after a format change"
     (kw["baseline_dir"] / "golden.json").write_text(json.dumps({"format_version": 2, "experiments": {}}))
     kw["history"].write_text("run_id,time\nx,y,z,w\n\"")
     with pytest.raises(ResultsError, match=f"(?s){kw['history']}.*never restarted silently"):

@@ -43,7 +43,8 @@ def code_fingerprint(root: Path = ROOT) -> str:
     return h.hexdigest()[:16]
 
 
-def load_golden(baseline_dir: Path) -> dict[str, Any]:
+def load_golden(baseline_dir: Path, any_format: bool = False) -> dict[str, Any]:
+    """The golden baseline; ``any_format`` (a retake with --update-baseline) accepts an older format version."""
     p = baseline_dir / GOLDEN
     if not p.is_file():
         raise ResultsError(f"no golden baseline at {p}", UPDATE)
@@ -51,7 +52,7 @@ def load_golden(baseline_dir: Path) -> dict[str, Any]:
         g = json.loads(p.read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise ResultsError(f"{p} is not readable JSON ({e})", UPDATE) from None
-    if not isinstance(g, dict) or g.get("format_version") != FORMAT_VERSION:
+    if not isinstance(g, dict) or (g.get("format_version") != FORMAT_VERSION  and not any_format):
         raise ResultsError(f"{p} has format version {g.get('format_version') if isinstance(g, dict) else '?'}, "
                            f"this build reads version {FORMAT_VERSION}", UPDATE)
     return g

@@ -26,7 +26,7 @@ from chimera.formats.rundir import RunDir, environment, git_state
 from chimera.nightly.checks import (Check, bench_checks, experiment_checks, failed, fuzz_checks, mutate_checks,
                                     summary_markdown)
 from chimera.nightly.config import NightlyConfig, load_suite
-from chimera.nightly.golden import GOLDEN, ROOT, code_fingerprint, load_golden, save_golden
+from chimera.nightly.golden import FORMAT_VERSION, GOLDEN, ROOT, code_fingerprint, load_golden, save_golden
 from chimera.nightly.history import append_history, load_history, trend_figures
 from chimera.testbed.pacing import host_key
 
@@ -203,7 +203,12 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
         raise ConfigError("--force makes a failing night the golden: say why", "add --reason '...'")
     history = history or Path(results_root) / "nightly" / "history.csv"
     have_golden = (baseline_dir / GOLDEN).is_file()
-    golden = load_golden(baseline_dir) if have_golden or not update_baseline else None  # named before any work
+    golden = (load_golden(baseline_dir, any_format=update_baseline) if have_golden or not update_baseline
+              else None)  # named before any work
+    if golden is not None and golden.get("format_version") != FORMAT_VERSION:  # only with --update-baseline
+        log.warning("%s has format version %s: tonight is not checked against it, and becomes the golden if it runs",
+                    baseline_dir / GOLDEN, golden.get("format_version"))
+        golden = None
     hist = load_history(history)  # a corrupt history: named before any work
     code, git, host = code_fingerprint(), git_state(ROOT), host_key()
     unavailable = availability(cfg)
