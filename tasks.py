@@ -6,6 +6,7 @@ the fix, which is printed without a traceback.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -49,6 +50,62 @@ def cli(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+TORCH = "torch==2.13.0"  # the pin in pyproject.toml
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+#: local | cpu-index | index | an index URL: overrides where `invoke setup` takes torch from
+TORCH_ENV = "CHIMERA_TORCH"
+
+
+@dataclasses.dataclass(frozen=True)
+class TorchPlan:
+    """Where torch comes from: the CPU build unless nothing else is reachable (the CUDA one is gigabytes)."""
+
+    source: str
+    pip_args: tuple[str, ...]
+    warning: str = ""
+
+
+def torch_plan(override: str, local_cpu_wheel: bool, cpu_index_reachable: bool) -> TorchPlan:
+    """Local CPU wheel > the CPU wheel index > the plain index (with a warning); ``override`` ($CHIMERA_TORCH) wins."""
+    choice = override or ("local" if local_cpu_wheel else "cpu-index" if cpu_index_reachable else "index")
+    if choice == "local":
+        # torch alone from find-links; its dependencies come with the project's install, from the index
+        return TorchPlan("a local CPU wheel (pip's find-links)", ("--no-index", "--no-deps", TORCH))
+    if choice == "cpu-index":
+        return TorchPlan(TORCH_CPU_INDEX, ("--index-url", TORCH_CPU_INDEX, "--extra-index-url",
+                                           "https://pypi.org/simple", TORCH))
+    if choice == "index":
+        return TorchPlan("the configured package index", (TORCH,),
+                         "no CPU build of torch is reachable: the index's Linux wheel pulls CUDA (several GB). "
+                         f"Point {TORCH_ENV} at a CPU wheel index, or put a CPU wheel in pip's find-links")
+    if "://" in choice:
+        return TorchPlan(choice, ("--index-url", choice, TORCH))
+    raise Exit(f"setup: {TORCH_ENV}={choice!r} is not one of local, cpu-index, index or an index URL", code=2)
+
+
+def torch_install(c: Context, py: str) -> None:
+    """Install the pinned torch from the source torch_plan picks, unless it is already there."""
+    log = logging.getLogger("tasks")
+    have = subprocess.run([py, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
+    if have.returncode == 0 and have.stdout.strip().split("+")[0] == TORCH.split("==")[1]:
+        return
+    local = subprocess.run([py, "-m", "pip", "install", "--dry-run", "--no-deps", "--no-index", "-q", TORCH],
+                           capture_output=True).returncode == 0
+    reachable = False
+    if not local:
+        import urllib.request
+        try:
+            with urllib.request.urlopen(TORCH_CPU_INDEX + "/torch/", timeout=10):
+                reachable = True
+        except OSError:
+            pass
+    plan = torch_plan(os.environ.get(TORCH_ENV, ""), local, reachable)
+    if plan.warning:
+        log.warning("setup: %s", plan.warning)
+    log.info("setup: torch from %s", plan.source)
+    c.run(f"{py} -m pip install -q --disable-pip-version-check " + " ".join(plan.pip_args))
+
+
 @task
 def setup(c: Context) -> None:
     """Install system packages (apt) and the project into .venv; idempotent (needs root)."""
@@ -67,6 +124,7 @@ def setup(c: Context) -> None:
             logging.getLogger("tasks").warning("setup: optional %s not installed (used by %s); its tests will skip",
                                                pkg, why)
     py = str(VENV_PY if VENV_PY.exists() else sys.executable)
+    torch_install(c, py)
     c.run(f"{py} -m pip install -q --disable-pip-version-check -e '{ROOT}[test]'")
     c.run(f"{py} -c 'import mininet.net, torch, numba; print(\"setup ok: torch\", torch.__version__)'")
 

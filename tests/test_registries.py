@@ -8,6 +8,7 @@ Also: ``--target auto`` picks BMv2 > eBPF (probed by loading a bpf_loop program)
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
@@ -180,3 +181,25 @@ def test_the_kernel_probe_really_loads_a_program() -> None:
     finally:
         del os.environ[ebpf.PROBE_FAIL_ENV]
         ebpf.kernel_probe.cache_clear()
+
+
+def test_auto_without_bmv2_on_the_path_takes_ebpf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real lookup, not a patched one: a PATH holding every tool but BMv2's resolves to eBPF (kernel probed)."""
+    from chimera.targets import ebpf
+    from chimera.targets.bmv2 import TOOLS
+    from chimera.targets.testbed import TestbedTarget
+    if TestbedTarget.unavailable_reason() is not None:
+        pytest.skip(f"no testbed here: {TestbedTarget.unavailable_reason()}")
+    ebpf.kernel_probe.cache_clear()
+    if ebpf.EbpfTarget.unavailable_reason() is not None:
+        pytest.skip(f"eBPF cannot run here: {ebpf.EbpfTarget.unavailable_reason()}")
+    shadow = tmp_path / "bin"
+    shadow.mkdir()
+    for d in os.environ["PATH"].split(os.pathsep):
+        for exe in (Path(d).iterdir() if Path(d).is_dir() else ()):
+            if exe.name not in TOOLS and not (shadow / exe.name).exists() and os.access(exe, os.X_OK):
+                (shadow / exe.name).symlink_to(exe)
+    monkeypatch.setenv("PATH", str(shadow))
+    name, why = registry.resolve_auto()
+    assert name == "ebpf", why
+    assert "bmv2 cannot run" in why and "p4c-bm2-ss" in why

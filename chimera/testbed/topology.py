@@ -8,6 +8,7 @@ node shells it created, and in ``finally`` stops exactly those. Never ``mn -c``.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import json
 import logging
@@ -29,6 +30,8 @@ from chimera.testbed.nodes import (SENDER_MTU, SWITCHED_MTU, BuildOptions, Targe
 
 log = logging.getLogger(__name__)
 STATE_DIR = Path(os.environ.get("CHIMERA_STATE_DIR", "/run/chimera-testbed"))
+#: one testbed at a time on a machine: Mininet's node and interface names (h1, s1-eth1) would clash
+LOCK_NAME = "testbed.lock"
 
 
 class ChimeraTopo(Topo):
@@ -137,8 +140,31 @@ class Testbed:
         self.net: Mininet | None = None
         self.state_file = STATE_DIR / f"{os.getpid()}.json"
         self._old_term: Any = None
+        self._lock: Any = None
+
+    def _take_lock(self) -> None:
+        """Wait for any other testbed on this machine (another run, a nightly, scripts/fresh-check's chroot)."""
+        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        self._lock = open(STATE_DIR / LOCK_NAME, "a+")
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock.seek(0)
+            log.warning("[testbed] another testbed is up on this machine (%s); waiting for it to finish",
+                        self._lock.read().strip() or "pid unknown")
+            fcntl.flock(self._lock, fcntl.LOCK_EX)
+        self._lock.seek(0)
+        self._lock.truncate()
+        self._lock.write(f"pid {os.getpid()}")
+        self._lock.flush()
+
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            self._lock.close()  # closing drops the flock
+            self._lock = None
 
     def __enter__(self) -> "Testbed":
+        self._take_lock()
         cleanup_stale()
         # SIGTERM (a nightly job's timeout) unwinds like Ctrl-C, so `finally` blocks run
         self._old_term = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
@@ -219,6 +245,7 @@ class Testbed:
         if self._old_term is not None:
             signal.signal(signal.SIGTERM, self._old_term)
             self._old_term = None
+        self._release_lock()
 
     def _state(self) -> dict[str, Any]:
         try:
