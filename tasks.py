@@ -311,7 +311,7 @@ def replay(c: Context, pcap: str, target: str = "reference", model: str = "", va
         raise Exit(f"replay: --clock {clock!r}: use trace or switch", code=2)
     if frames not in ("normalized", "as-captured"):
         raise Exit(f"replay: --frames {frames!r}: use normalized or as-captured", code=2)
-    out = replay_pcap(Path(pcap), target, Path(model) if model else None, variant, results, clock,  # type: ignore[arg-type]
+    out = replay_pcap(Path(pcap), target, Path(model) if model else None, variant, results, clock,
                       pps or None, max_replay or None, Path(artifact) if artifact else None,
                       Path(installs) if installs else None, frames, coverage)
     logging.getLogger("tasks").info("verdicts: %s", out / "verdicts.csv")
@@ -353,17 +353,19 @@ def fuzz(c: Context, targets: str = "auto", budget: str = "10m", seed: int = -1,
 @task(help={"files": "comma-separated: reference, ebpf, p4 (p4 where p4c and BMv2 are installed)",
             "budget": "how long to run mutants, e.g. 30m", "seed": "which mutants are drawn (default 0)",
             "fuzz": "the fuzz budget of each mutant (default 40s)", "max_mutants": "per file (0: as the budget allows)",
+            "only": "comma-separated mutant ids (from a run's mutants.csv): re-check just those",
             "no_conformance": "skip the conformance tests for mutants the fuzzer did not kill",
             "results": "results root directory"})
 @cli
 def mutate(c: Context, files: str = "reference,ebpf", budget: str = "30m", seed: int = 0, fuzz: str = "40s",
-           max_mutants: int = 0, no_conformance: bool = False, results: str = "results", verbose: bool = False) -> None:
+           max_mutants: int = 0, no_conformance: bool = False, results: str = "results", only: str = "",
+           verbose: bool = False) -> None:
     """Mutation score: mechanical mutants of chimera.bpf.c, chimera.p4 and the reference core (docs/fuzzing.md)."""
     from chimera.formats.units import parse_duration
     from chimera.fuzz.mutate import MutateConfig, mutate as run
     out = run(MutateConfig(files=tuple(f for f in files.split(",") if f), budget_s=parse_duration(budget, "--budget"),
                            seed=seed, fuzz_s=parse_duration(fuzz, "--fuzz"), conformance=not no_conformance,
-                           max_mutants=max_mutants), results)
+                           max_mutants=max_mutants, only=tuple(x for x in only.split(",") if x)), results)
     print((out / "summary.md").read_text())  # noqa: T201 - the summary is the command's output
 
 
@@ -406,7 +408,7 @@ def topo(c: Context, target: str = "ebpf", experiment: str = "quickstart", verbo
     with Testbed(cls.switch_cls, ROOT / "build", ROOT / "build") as tb:
         setLogLevel("output")  # the CLI prints through Mininet's own handler...
         tb.s1.load(art)
-        logging.getLogger("tasks").info("%s pipeline loaded; try: h1 ping -c1 h2", tgt.name)
+        logging.getLogger("tasks").info("%s pipeline loaded; try: h1 ping -c1 h2", cls.name)
         for h in logging.getLogger().handlers:  # ...so ours steps back while the CLI runs (no double lines)
             h.setLevel(logging.WARNING)
         CLI(tb.net)

@@ -57,6 +57,22 @@ def test_frames_are_what_they_claim(tmp_path: Path) -> None:
     assert wrap.ts_ns.tolist() == [WRAP_NS, WRAP_NS + 5, 2 * WRAP_NS]  # each sequence at its own wrap period
 
 
+def test_an_aliased_signature_is_one_flow_everywhere(tmp_path: Path) -> None:
+    """Two 5-tuples with one CRC-32 are one flow to the switch; their direction is taken relative to the flow's
+    first packet. The open flow is a host to itself on one port (its canonical order is a tie): the corner where
+    `sport > dport` and `sport >= dport` in the canonical order differ (mutant bdf478e3b9 survived without it)."""
+    import zlib
+    from chimera.fuzz.strategies import alias_of, canonical
+    f = FrameSpec(src=0x0A000001, dst=0x0A000001, sport=80, dport=80, payload=10)
+    g = alias_of(f, 0xFFFFFFFF, 53, 443)
+    assert g is not None and canonical(g) != canonical(f) and zlib.crc32(canonical(g)) == zlib.crc32(canonical(f))
+    art = artifact("collide")
+    seq = Sequence((Event(f), Event(g, 2048), Event(g.reversed(), 2048), Event(f, 4096)))
+    b, table, ref = _observe_all(art, [seq], tmp_path)
+    assert ref.registers["counters"]["new_flows"] == 1
+    assert compare(ref, observe_oracle(art, table, b.ts_ns, b.script)) == []
+
+
 def test_fuzz_reference_takes_every_reachable_point(tmp_path: Path) -> None:
     res = fuzz(FuzzConfig(targets=(), budget_s=30, seed=5, batch=25), tmp_path)
     assert res.failures == [] and res.sequences > 50

@@ -52,3 +52,33 @@ def test_torch_pin_matches_pyproject(tasks: ModuleType) -> None:
     import tomllib
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     assert tasks.TORCH in deps
+
+
+@pytest.mark.parametrize("os_id, version, dist", [("ubuntu", "24.04", "xUbuntu_24.04"), ("debian", "12", "Debian_12")])
+def test_provision_vm_plan(tmp_path: Path, os_id: str, version: str, dist: str) -> None:
+    """The Vagrant box's provisioning, exercised outside Vagrant (--dry-run: it prints, changes nothing)."""
+    import subprocess
+    osr = tmp_path / "os-release"
+    osr.write_text(f'ID={os_id}\nVERSION_ID="{version}"\nPRETTY_NAME="{os_id} {version}"\n')
+    r = subprocess.run([str(ROOT / "scripts" / "provision-vm"), "--dry-run"], capture_output=True, text=True,
+                       env={"PATH": "/usr/bin:/bin", "OS_RELEASE": str(osr)}, check=True)
+    assert f"home:/p4lang/{dist}/" in r.stdout
+    assert "apt-get install -y -q p4lang-p4c p4lang-bmv2 p4lang-pi" in r.stdout
+    assert r.stdout.rstrip().splitlines()[-2] == "+ scripts/bootstrap"  # then the README's own set-up
+    skip = subprocess.run([str(ROOT / "scripts" / "provision-vm"), "--dry-run", "--no-p4lang"], capture_output=True,
+                          text=True, env={"PATH": "/usr/bin:/bin", "OS_RELEASE": str(osr)}, check=True)
+    assert "p4lang" not in skip.stdout.replace("--no-p4lang", "")
+
+
+def test_vagrantfile_boots_ubuntu_24_04_through_provision_vm() -> None:
+    vf = (ROOT / "Vagrantfile").read_text()
+    assert 'config.vm.box = "bento/ubuntu-24.04"' in vf and "scripts/provision-vm" in vf
+
+
+def test_fresh_check_runs_the_readmes_two_commands() -> None:
+    """scripts/fresh-check reads the commands from the README: the two it finds are the two the README gives."""
+    import re
+    readme = (ROOT / "README.md").read_text()
+    cmds = re.findall(r"^    (sudo scripts/bootstrap && .*)$", readme, re.M)
+    assert len(cmds) == 2 and cmds[1].endswith("invoke test")
+    assert (ROOT / ".ci" / "run").read_text().count("invoke test") >= 1

@@ -1,8 +1,11 @@
-"""One testbed at a time per machine: a second waits for the first (Mininet names would clash otherwise)."""
+"""One machine, one process with testbeds up at a time: another process waits (Mininet names would clash);
+within a process several may be up at once (the fuzzer drives eBPF and BMv2 side by side)."""
 
 from __future__ import annotations
 
-import threading
+import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -11,20 +14,45 @@ import pytest
 from chimera.testbed import topology
 from chimera.testbed.nodes import TargetSwitch
 
+HOLD = textwrap.dedent("""
+    import logging, sys
+    from pathlib import Path
+    from chimera.testbed import topology
+    from chimera.testbed.nodes import TargetSwitch
+    logging.basicConfig(level=logging.INFO)
+    d = Path(sys.argv[1])
+    topology.STATE_DIR = d
+    tb = topology.Testbed(TargetSwitch, d, d)
+    tb._take_lock()
+    (d / "other-up").touch()
+    tb._release_lock()
+""")
 
-def test_a_second_testbed_waits_for_the_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                              caplog: pytest.LogCaptureFixture) -> None:
+
+def _appears(p: Path, seconds: float) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if p.exists():
+            return True
+        time.sleep(0.05)
+    return p.exists()
+
+
+def test_another_process_waits_and_this_one_nests(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(topology, "STATE_DIR", tmp_path)
     first = topology.Testbed(TargetSwitch, tmp_path, tmp_path)
     second = topology.Testbed(TargetSwitch, tmp_path, tmp_path)
     first._take_lock()
-    got = threading.Event()
-    t = threading.Thread(target=lambda: (second._take_lock(), got.set()), daemon=True)
-    t.start()
-    assert not got.wait(0.5), "the second testbed came up while the first held the machine"
-    first._release_lock()
-    assert got.wait(10), "the second testbed never came up after the first went down"
-    assert "another testbed is up on this machine" in caplog.text
-    assert (tmp_path / topology.LOCK_NAME).read_text().startswith("pid ")
-    second._release_lock()
-    t.join(1)
+    second._take_lock()  # the same process: no wait (a deadlock here would hang the fuzzer)
+    assert (tmp_path / topology.LOCK_NAME).read_text() == f"pid {__import__('os').getpid()}"
+    other = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)], stderr=subprocess.PIPE, text=True)
+    try:
+        assert not _appears(tmp_path / "other-up", 1.5), "another process came up beside this one's testbeds"
+        first._release_lock()
+        assert not _appears(tmp_path / "other-up", 1.0), "it came up while one of this process's testbeds was up"
+        second._release_lock()
+        assert _appears(tmp_path / "other-up", 30), "it never came up after this process's testbeds went down"
+        _, err = other.communicate(timeout=30)
+        assert other.returncode == 0 and "another process has a testbed up on this machine" in err
+    finally:
+        other.kill()

@@ -1,4 +1,4 @@
-"""The type checker over chimera/ (pyproject's [tool.mypy]): clean, with every `type: ignore` needed."""
+"""The type checker over chimera/ and tasks.py (pyproject's [tool.mypy]): clean, with every `type: ignore` needed."""
 
 from __future__ import annotations
 

@@ -63,6 +63,7 @@ class MutateConfig:
     fuzz_s: float = 40.0            # the fixed fuzz budget of each mutant
     conformance: bool = True        # the conformance tests for a mutant the fuzzer did not kill
     max_mutants: int = 0            # per file; 0: as many as the budget allows
+    only: tuple[str, ...] = ()      # just these mutant ids (a survivor re-checked after a generator change)
 
     def __post_init__(self) -> None:
         bad = [f for f in self.files if f not in FILES]
@@ -150,7 +151,13 @@ def mutate(cfg: MutateConfig, results_root: str | Path = "results") -> Path:
         ms = mutants_of(f)
         population[f] = len(ms)
         rng.shuffle(ms)
+        if cfg.only:
+            ms = [m for m in ms if m.id in cfg.only]
         queues[f] = ms[: cfg.max_mutants] if cfg.max_mutants else ms
+    unknown = set(cfg.only) - {m.id for q in queues.values() for m in q}
+    if unknown:
+        raise ConfigError(f"no mutant {sorted(unknown)} in {files}",
+                          "take the id from a run's mutants.csv, and name its file in --files")
     outcomes: list[Outcome] = []
     deadline = time.monotonic() + cfg.budget_s
     with RunDir(results_root, "mutate", "-".join(files) or "none") as run, \

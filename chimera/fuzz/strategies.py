@@ -8,6 +8,11 @@
 - burst: more packets than the window holds, so tokens leave the ring;
 - hammer: hundreds of identical packets (the centroid EMA saturates: its step rounds to 0);
 - collide: a new flow crafted into an open flow's slot (eviction, then the evicted flow again);
+- self: a host talking to itself (source address == destination): the canonical 5-tuple's order then falls to
+  the ports, both directions, past the window;
+- alias: another 5-tuple crafted to the same CRC-32 as an open flow's (the flow signature): every implementation
+  must take it for the same flow, its direction relative to the flow's first packet (the open flow sometimes a
+  host to itself on one port, whose order is a tie);
 - rule: a packet on a hard or soft rule entry's boundary (its value, and one off in one field);
 - malformed: a bent header (IHL, total length, options, fragment, truncation, VLAN/QinQ, IPv6, non-IP, no L4);
 - flags: every TCP flag combination;
@@ -33,7 +38,7 @@ from chimera.fuzz.sequence import WRAP_NS, Event, InstallSpec, Sequence
 UNIT_NS = 1 << 10          # the flow clock's unit (IAT_SHIFT)
 HOSTS = (0x0A000001, 0x0A000002, 0x0A000003, 0xC0A80001, 0x00000000, 0xFFFFFFFF)
 PROTOS = (6, 17, 1, 47, 0, 255)
-RULES = ("packet", "flow", "burst", "flags", "rule", "malformed", "collide", "wrap", "back", "install",
+RULES = ("packet", "flow", "burst", "flags", "rule", "malformed", "collide", "self", "alias", "wrap", "back", "install",
          "failed_install", "hammer")
 #: the rule key's fields a packet can set (dir and flow_pkts come from the flow's state)
 RULE_FIELDS = {0: "proto", 1: "tcp_flags", 4: "sport", 5: "dport", 6: "ip_len"}
@@ -154,6 +159,43 @@ def on_rule(draw: Any, ctx: Context, base: FrameSpec) -> tuple[FrameSpec, str]:
     return f, f"{which} rule entry {e}" + (f", {off} one off" if off else "")
 
 
+def canonical(f: FrameSpec) -> bytes:
+    """The 13 bytes the flow signature is the CRC-32 of (docs/pipeline.md step 1)."""
+    a, b = (f.src, f.sport), (f.dst, f.dport)
+    lo, hi = (b, a) if a > b else (a, b)
+    return struct.pack("!IIHHB", lo[0], hi[0], lo[1], hi[1], f.proto & 0xFF)
+
+
+def alias_of(f: FrameSpec, hi_ip: int, lo_port: int, hi_port: int) -> FrameSpec | None:
+    """A 5-tuple (``?.?.?.? : lo_port -> hi_ip : hi_port``) whose signature equals ``f``'s: CRC-32 is affine over
+    GF(2), so the 32 bits of the low address that give any CRC solve a 32x32 linear system. None where the
+    solution would not be the canonical low end, or is ``f`` itself."""
+    tail = struct.pack("!IHHB", hi_ip, lo_port, hi_port, f.proto & 0xFF)
+    base = zlib.crc32(bytes(4) + tail)
+    want = zlib.crc32(canonical(f)) ^ base
+    rows = [(zlib.crc32(struct.pack("!I", 1 << i) + tail) ^ base, 1 << i) for i in range(32)]
+    basis: dict[int, tuple[int, int]] = {}  # pivot bit -> (crc image, address bits), reduced
+    for img, bits in rows:
+        for piv, (bimg, bbits) in basis.items():
+            if img >> piv & 1:
+                img, bits = img ^ bimg, bits ^ bbits
+        if img:
+            piv = img.bit_length() - 1
+            for k, (kimg, kbits) in list(basis.items()):
+                if kimg >> piv & 1:
+                    basis[k] = (kimg ^ img, kbits ^ bits)
+            basis[piv] = (img, bits)
+    lo_ip = 0
+    for piv, (img, bits) in basis.items():
+        if want >> piv & 1:
+            want, lo_ip = want ^ img, lo_ip ^ bits
+    g = replace(f, src=lo_ip, dst=hi_ip, sport=lo_port, dport=hi_port)
+    if want or canonical(g)[:12] != struct.pack("!IIHH", lo_ip, hi_ip, lo_port, hi_port) or \
+            canonical(g) == canonical(f):
+        return None
+    return g
+
+
 def collider(ctx: Context, f: FrameSpec, start: int) -> FrameSpec:
     """Another flow in ``f``'s slot: the same addresses and protocol, source (then destination) ports searched
     from ``start`` (a slot of 65536 is found in about as many tries)."""
@@ -226,6 +268,27 @@ def sequences(draw: Any, ctx: Context, max_steps: int = 12) -> Sequence:
             add(f, draw(gaps()), "collide: the resident flow")
             add(g, draw(gaps()), f"collide: slot {slot_of(f, ctx.flow_slots)} taken over")
             add(f, draw(gaps()), "collide: the evicted flow returns")
+        elif rule == "self":
+            f = draw(new_flow(ctx))
+            sport = draw(st.sampled_from(ctx.ports))
+            f = replace(f, dst=f.src, sport=sport, dport=(sport + draw(st.sampled_from((1, -1, 1000)))) & 0xFFFF)
+            flows.append(f)
+            for _ in range(draw(st.integers(2, ctx.window + 2))):
+                add(f if draw(st.booleans()) else f.reversed(), draw(gaps()), "a host to itself: ports decide")
+        elif rule == "alias":
+            f = replace(pick_flow(), proto=draw(st.sampled_from((6, 17))), kind="ipv4", ihl=5, version=4, ip_len=None,
+                        frag=0, l4=True, truncate=0)
+            if draw(st.booleans()):
+                f = replace(f, dst=f.src, dport=f.sport)  # a host to itself on one port: either order is canonical
+            ports = draw(st.sampled_from(ctx.ports)), draw(st.sampled_from(ctx.ports))
+            alias = alias_of(f, draw(st.sampled_from(HOSTS)), *ports) or alias_of(f, 0xFFFFFFFF, *ports)
+            if alias is not None:
+                flows.extend((f, alias))
+                add(f, draw(gaps()), "alias: a flow")
+                for _ in range(draw(st.integers(1, 4))):
+                    h = alias if draw(st.booleans()) else f
+                    add(h if draw(st.booleans()) else h.reversed(), draw(gaps()),
+                        "alias: the same CRC-32 signature from another 5-tuple")
         elif rule == "wrap":
             f = pick_flow()
             if draw(st.booleans()):  # straddle the next wrap of the flow clock

@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 import signal
+import threading
 import time
 from pathlib import Path
 from types import TracebackType
@@ -32,6 +33,9 @@ log = logging.getLogger(__name__)
 STATE_DIR = Path(os.environ.get("CHIMERA_STATE_DIR", "/run/chimera-testbed"))
 #: one testbed at a time on a machine: Mininet's node and interface names (h1, s1-eth1) would clash
 LOCK_NAME = "testbed.lock"
+_lock_guard = threading.Lock()
+_lock_file: Any = None      # this process's open lock file while any of its testbeds is up
+_lock_holders = 0           # how many of this process's testbeds are up
 
 
 class ChimeraTopo(Topo):
@@ -140,28 +144,46 @@ class Testbed:
         self.net: Mininet | None = None
         self.state_file = STATE_DIR / f"{os.getpid()}.json"
         self._old_term: Any = None
-        self._lock: Any = None
+        self._lock = False
 
     def _take_lock(self) -> None:
-        """Wait for any other testbed on this machine (another run, a nightly, scripts/fresh-check's chroot)."""
-        STATE_DIR.mkdir(parents=True, exist_ok=True)
-        self._lock = open(STATE_DIR / LOCK_NAME, "a+")
-        try:
-            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._lock.seek(0)
-            log.warning("[testbed] another testbed is up on this machine (%s); waiting for it to finish",
-                        self._lock.read().strip() or "pid unknown")
-            fcntl.flock(self._lock, fcntl.LOCK_EX)
-        self._lock.seek(0)
-        self._lock.truncate()
-        self._lock.write(f"pid {os.getpid()}")
-        self._lock.flush()
+        """Wait for any other process's testbeds (another run, a nightly, scripts/fresh-check's chroot). Within
+        one process several testbeds may be up at once (the fuzzer drives eBPF and BMv2 side by side)."""
+        global _lock_file, _lock_holders
+        with _lock_guard:
+            if _lock_holders:
+                _lock_holders += 1
+                self._lock = True
+                return
+            STATE_DIR.mkdir(parents=True, exist_ok=True)
+            f = open(STATE_DIR / LOCK_NAME, "a+")
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                f.seek(0)
+                log.warning("[testbed] another process has a testbed up on this machine (%s); waiting for it",
+                            f.read().strip() or "pid unknown")
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX)
+                except BaseException:
+                    f.close()
+                    raise
+            f.seek(0)
+            f.truncate()
+            f.write(f"pid {os.getpid()}")
+            f.flush()
+            _lock_file, _lock_holders, self._lock = f, 1, True
 
     def _release_lock(self) -> None:
-        if self._lock is not None:
-            self._lock.close()  # closing drops the flock
-            self._lock = None
+        global _lock_file, _lock_holders
+        with _lock_guard:
+            if not self._lock:
+                return
+            self._lock = False
+            _lock_holders -= 1
+            if _lock_holders == 0 and _lock_file is not None:
+                _lock_file.close()  # closing drops the flock
+                _lock_file = None
 
     def __enter__(self) -> "Testbed":
         self._take_lock()
