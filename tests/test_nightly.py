@@ -351,3 +351,26 @@ def test_report_compare_replay_on_real_runs(tmp_path: Path) -> None:
     v = pd.read_csv(out / "verdicts.csv")
     assert len(v) == 1500 and set(v["class"]) <= {*json.loads((a / "manifest.json").read_text())["dataset"]["classes"],
                                                   "(unparsed)"}
+
+
+def test_mutation_score_below_the_floor_regresses() -> None:
+    """The night's mutation run: a score surely under the floor regresses, a run that judged nothing or failed
+    is failed-to-run, and a small sample whose interval reaches the floor passes (no alarm from sampling alone)."""
+    from chimera.fuzz.mutate import wilson
+    from chimera.nightly.checks import mutate_checks
+
+    def score(killed: int, survived: int) -> dict[str, Any]:
+        n = killed + survived
+        return {"score": killed / n if n else float("nan"), "ci95": list(wilson(killed, n)), "killed": killed,
+                "timeout": 0, "survived": survived, "equivalent": 0, "invalid": 0}
+
+    night = {"mutate": {"files": ["reference", "ebpf", "p4"], "floor": 0.9,
+                        "scores": {"reference": score(3, 9), "ebpf": score(9, 1), "p4": score(0, 0)}}}
+    st = {c.name: c.status for c in mutate_checks(night)}
+    assert st == {"mutation score reference": "regressed", "mutation score ebpf": "pass",
+                  "mutation score p4": "failed-to-run"}
+    assert [c.status for c in mutate_checks({"mutate": {"error": "p4c missing"}})] == ["failed-to-run"]
+    absent = mutate_checks({"mutate": {"files": [], "floor": 0.9, "skipped": {"p4": "BMv2 may be absent (here: ...)"},
+                                       "failed": {"ebpf": "required target ebpf cannot run: no clang"}}})
+    assert {c.name: c.status for c in absent} == {"mutation@p4: ran": "allowed-skip",
+                                                  "mutation@ebpf: ran": "failed-to-run"}

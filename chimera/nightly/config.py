@@ -33,6 +33,10 @@ class FuzzEntry(BaseModel):
     targets: list[str] = Field(default_factory=lambda: ["reference"])
 
 
+#: the target a mutated file runs on (chimera.fuzz.mutate.TARGET_OF; the nightly sits above fuzz, config below it)
+MUTANT_TARGET = {"reference": "reference", "ebpf": "ebpf", "p4": "bmv2"}
+
+
 class MutateEntry(BaseModel):
     """The night's mutation run (invoke mutate): a budget, the files, and the score each must keep."""
 
@@ -96,6 +100,9 @@ class NightlyConfig(BaseModel):
         for t in (self.fuzz.targets if self.fuzz else []):
             if t not in out:
                 out.append(t)
+        for f in (self.mutate.files if self.mutate else []):
+            if MUTANT_TARGET.get(f, f) not in out:
+                out.append(MUTANT_TARGET.get(f, f))
         return out
 
 

@@ -25,7 +25,7 @@ from chimera.experiments.kinds.base import NightlyTrack
 from chimera.formats.rundir import RunDir, environment, git_state
 from chimera.nightly.checks import (Check, bench_checks, experiment_checks, failed, fuzz_checks, mutate_checks,
                                     summary_markdown)
-from chimera.nightly.config import NightlyConfig, load_suite
+from chimera.nightly.config import MUTANT_TARGET, NightlyConfig, load_suite
 from chimera.nightly.golden import FORMAT_VERSION, GOLDEN, ROOT, code_fingerprint, load_golden, save_golden
 from chimera.nightly.history import append_history, load_history, trend_figures
 from chimera.testbed.pacing import host_key
@@ -166,21 +166,29 @@ def run_fuzz(cfg: NightlyConfig, out_dir: Path, unavailable: tuple[dict[str, str
             "failed": {t: miss_t[t] for t in cfg.fuzz.targets if t in miss_t}}
 
 
-def run_mutate(cfg: NightlyConfig, out_dir: Path) -> dict[str, Any]:
-    """The night's mutation run: per file its score (killed / non-equivalent) against the suite's floor."""
+def run_mutate(cfg: NightlyConfig, out_dir: Path, unavailable: tuple[dict[str, str], dict[str, str]]) -> dict[str, Any]:
+    """The night's mutation run: per file its score (killed / non-equivalent) against the suite's floor; a file
+    whose target cannot run tonight is an allowed skip or a failure, as the suite says of that target."""
     if cfg.mutate is None:
         return {}
     from chimera.fuzz.mutate import MutateConfig, mutate
     m = cfg.mutate
+    skip_t, miss_t = unavailable
+    target = {f: MUTANT_TARGET.get(f, f) for f in m.files}
+    files = [f for f in m.files if target[f] not in skip_t and target[f] not in miss_t]
     seed = cfg.seed if cfg.seed is not None else int(dt.date.today().strftime("%Y%m%d"))
+    out: dict[str, Any] = {"floor": m.floor, "files": files,
+                           "skipped": {f: skip_t[target[f]] for f in m.files if target[f] in skip_t},
+                           "failed": {f: miss_t[target[f]] for f in m.files if target[f] in miss_t}}
+    if not files:
+        return out
     try:
-        run = mutate(MutateConfig(files=tuple(m.files), budget_s=m.budget_s, seed=seed, fuzz_s=m.fuzz_s), out_dir)
+        run = mutate(MutateConfig(files=tuple(files), budget_s=m.budget_s, seed=seed, fuzz_s=m.fuzz_s), out_dir)
     except ChimeraError as e:
-        return {"error": str(e)}
+        return {**out, "error": str(e)}
     from chimera.formats.rundir import Manifest
     res = Manifest.read(run / "manifest.json").section("mutate_result", {})
-    return {"scores": res.get("scores", {}), "floor": m.floor, "files": m.files,
-            "run": run.relative_to(out_dir.parent).as_posix()}
+    return {**out, "scores": res.get("scores", {}), "run": run.relative_to(out_dir.parent).as_posix()}
 
 
 def golden_measured(measured: dict[str, Any]) -> dict[str, Any]:
@@ -234,7 +242,7 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
             step = "fuzz"
             measured["fuzz"] = run_fuzz(cfg, run.path / "runs", unavailable)
             step = "mutate"
-            measured["mutate"] = run_mutate(cfg, run.path / "runs")
+            measured["mutate"] = run_mutate(cfg, run.path / "runs", unavailable)
         except KeyboardInterrupt:
             meta["interrupted"] = step
             (run.path / "summary.md").write_text(summary_markdown(all_checks(), meta))
