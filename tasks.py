@@ -232,17 +232,18 @@ def sweep(c: Context, name: str = "quickstart", seeds: str = "1", datasets: str 
             "suite": "the nightly suite YAML (default results/baseline/nightly.yaml)",
             "history": "history CSV (default results/nightly/history.csv)",
             "repeats": "repeats per bench (median and IQR; >= 5)", "results": "results root directory",
-            "fuzz_budget": "override the suite's fuzz budget, e.g. 2m (0: no fuzzing tonight)"})
+            "fuzz_budget": "override the suite's fuzz budget, e.g. 2m (0: no fuzzing tonight)",
+            "mutate_budget": "override the suite's mutation budget, e.g. 5m (0: no mutants tonight)"})
 @cli
 def nightly(c: Context, update_baseline: bool = False, force: bool = False, reason: str = "", require: str = "",
             suite: str = "", history: str = "", repeats: int = 0, results: str = "results", fuzz_budget: str = "",
-            verbose: bool = False) -> None:
+            mutate_budget: str = "", verbose: bool = False) -> None:
     """The nightly regression suite against the golden baseline; non-zero exit on any regression or failure to run."""
     from chimera.nightly.config import SUITE, load_suite
     from chimera.nightly.suite import nightly as run
     cfg = load_suite(Path(suite) if suite else SUITE).with_cli(
         require=[t for t in require.split(",") if t] or None, repeats=repeats or None,
-        fuzz_budget=fuzz_budget or None)
+        fuzz_budget=fuzz_budget or None, mutate_budget=mutate_budget or None)
     out, regressed = run(cfg, update_baseline=update_baseline, force=force, reason=reason,
                          history=Path(history) if history else None, results_root=results)
     print((out / "summary.md").read_text())  # noqa: T201 - the summary is the command's output (CI comment)

@@ -75,8 +75,9 @@ class NightlyConfig(BaseModel):
                                        "allow_skip": {t: w for t, w in self.allow_skip.items() if t not in targets}})
 
     def with_cli(self, require: list[str] | None = None, repeats: int | None = None,
-                 fuzz_budget: str | None = None) -> "NightlyConfig":
-        """The suite with one night's command-line changes (``--require``, ``--repeats``, ``--fuzz-budget``)."""
+                 fuzz_budget: str | None = None, mutate_budget: str | None = None) -> "NightlyConfig":
+        """The suite with one night's command-line changes (``--require``, ``--repeats``, ``--fuzz-budget``,
+        ``--mutate-budget``)."""
         cfg = self.with_require(require) if require else self
         if repeats is not None:
             if repeats < 5:
@@ -87,6 +88,10 @@ class NightlyConfig(BaseModel):
             s = parse_duration(fuzz_budget, "--fuzz-budget")
             fz = None if s == 0 else (cfg.fuzz or FuzzEntry()).model_copy(update={"budget_s": s})
             cfg = cfg.model_copy(update={"fuzz": fz})
+        if mutate_budget is not None:
+            s = parse_duration(mutate_budget, "--mutate-budget")
+            mu = None if s == 0 else (cfg.mutate or MutateEntry()).model_copy(update={"budget_s": s})
+            cfg = cfg.model_copy(update={"mutate": mu})
         return cfg
 
     def skip_reason(self, target: str) -> str | None:
