@@ -3,6 +3,7 @@ within a process several may be up at once (the fuzzer drives eBPF and BMv2 side
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -44,8 +45,10 @@ def test_another_process_waits_and_this_one_nests(tmp_path: Path, monkeypatch: p
     second = topology.Testbed(TargetSwitch, tmp_path, tmp_path)
     first._take_lock()
     second._take_lock()  # the same process: no wait (a deadlock here would hang the fuzzer)
-    assert (tmp_path / topology.LOCK_NAME).read_text() == f"pid {__import__('os').getpid()}"
-    other = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)], stderr=subprocess.PIPE, text=True)
+    assert (tmp_path / topology.LOCK_NAME).read_text() == f"pid {os.getpid()}"
+    foreign = {k: v for k, v in os.environ.items() if k != topology.LOCK_OWNER_ENV}  # not one of our tree's
+    other = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)], stderr=subprocess.PIPE, text=True,
+                             env=foreign)
     try:
         assert not _appears(tmp_path / "other-up", 1.5), "another process came up beside this one's testbeds"
         first._release_lock()
@@ -56,3 +59,18 @@ def test_another_process_waits_and_this_one_nests(tmp_path: Path, monkeypatch: p
         assert other.returncode == 0 and "another process has a testbed up on this machine" in err
     finally:
         other.kill()
+
+
+def test_a_child_of_the_holder_nests(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A subprocess of the process holding the machine (a test's Ctrl-C run while a fixture's testbed is up)
+    must not wait for its own parent: it would wait forever."""
+    monkeypatch.setattr(topology, "STATE_DIR", tmp_path)
+    held = topology.Testbed(TargetSwitch, tmp_path, tmp_path)
+    held._take_lock()
+    try:
+        child = subprocess.run([sys.executable, "-c", HOLD, str(tmp_path)], capture_output=True, text=True, timeout=60)
+        assert child.returncode == 0 and (tmp_path / "other-up").exists()
+        assert "another process has a testbed up" not in child.stderr
+    finally:
+        held._release_lock()
+    assert topology.LOCK_OWNER_ENV not in os.environ

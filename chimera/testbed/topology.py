@@ -36,6 +36,27 @@ LOCK_NAME = "testbed.lock"
 _lock_guard = threading.Lock()
 _lock_file: Any = None      # this process's open lock file while any of its testbeds is up
 _lock_holders = 0           # how many of this process's testbeds are up
+#: set while a process holds the machine: its descendants (a test's subprocess, a mutant's worker) nest in it
+LOCK_OWNER_ENV = "CHIMERA_TESTBED_LOCK_OWNER"
+
+
+def _ancestor_holds_lock() -> bool:
+    """Whether the process named by $CHIMERA_TESTBED_LOCK_OWNER is this one's ancestor (so holds the machine for
+    the whole tree: waiting for it would wait for ourselves)."""
+    owner = os.environ.get(LOCK_OWNER_ENV, "")
+    if not owner.isdigit():
+        return False
+    pid = os.getppid()
+    for _ in range(64):
+        if pid == int(owner):
+            return True
+        if pid <= 1:
+            return False
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+    return False
 
 
 class ChimeraTopo(Topo):
@@ -147,11 +168,12 @@ class Testbed:
         self._lock = False
 
     def _take_lock(self) -> None:
-        """Wait for any other process's testbeds (another run, a nightly, scripts/fresh-check's chroot). Within
-        one process several testbeds may be up at once (the fuzzer drives eBPF and BMv2 side by side)."""
+        """Wait for any other process tree's testbeds (another run, a nightly, scripts/fresh-check's box). Within
+        one process several testbeds may be up at once (the fuzzer drives eBPF and BMv2 side by side), and so may
+        its descendants' (a test's subprocess while a fixture's testbed is up; a mutant's worker)."""
         global _lock_file, _lock_holders
         with _lock_guard:
-            if _lock_holders:
+            if _lock_holders or _ancestor_holds_lock():
                 _lock_holders += 1
                 self._lock = True
                 return
@@ -173,6 +195,7 @@ class Testbed:
             f.write(f"pid {os.getpid()}")
             f.flush()
             _lock_file, _lock_holders, self._lock = f, 1, True
+            os.environ[LOCK_OWNER_ENV] = str(os.getpid())  # a child this process starts nests in its testbeds
 
     def _release_lock(self) -> None:
         global _lock_file, _lock_holders
@@ -184,6 +207,7 @@ class Testbed:
             if _lock_holders == 0 and _lock_file is not None:
                 _lock_file.close()  # closing drops the flock
                 _lock_file = None
+                os.environ.pop(LOCK_OWNER_ENV, None)
 
     def __enter__(self) -> "Testbed":
         self._take_lock()
