@@ -177,7 +177,8 @@ struct headers_t {
     udp_t          udp;
 }
 
-#define VEC_FIELDS(i) int<32> vin##i; int<32> vout##i; int<64> h##i; int<64> a##i; int<64> s##i; bit<512> wo##i;
+#define VEC_FIELDS(i) int<32> vin##i; int<32> vout##i; int<64> h##i; int<64> a##i; int<64> s##i; bit<512> wo##i; \
+    bit<32> sn##i; bit<32> zn##i;
 
 struct meta_t {
     bit<1>  parsed;
@@ -680,12 +681,20 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
             reg_z.read(zrow, meta.slot);
             if (meta.fresh == 1) { zrow = 0; }
             meta.z = 0;
+/* A row's new elements go to sn0..sn15 (zn0..zn15 for Z) and the row is rebuilt by concatenation: BMv2's p4c
+ * lowers a slice assignment to a constant shift of the element's offset, and refuses shifts above 256 bits
+ * (element 9 of a 512-bit row); a concatenation shifts by 32 at a time. Elements past D_V (or m) keep their
+ * value. */
+#define S_KEEP(e) if (e >= CHIMERA_D_V) { meta.sn##e = row[32 * e + 31 : 32 * e]; }
+#define Z_KEEP(j) if (j >= CHIMERA_RF_FEATURES) { meta.zn##j = zrow[32 * j + 31 : 32 * j]; }
+#define CAT16(p) meta.p##15 ++ meta.p##14 ++ meta.p##13 ++ meta.p##12 ++ meta.p##11 ++ meta.p##10 ++ meta.p##9 \
+    ++ meta.p##8 ++ meta.p##7 ++ meta.p##6 ++ meta.p##5 ++ meta.p##4 ++ meta.p##3 ++ meta.p##2 ++ meta.p##1 ++ meta.p##0
 #define S_CELL(e) \
             if (e < CHIMERA_D_V) { \
                 meta.sv = EL32(row, e); \
                 if (meta.has_old == 1) { meta.sv = meta.sv - meta.pko * meta.vout##e; } \
                 meta.sv = meta.sv + meta.pki * meta.vin##e; \
-                row[32 * e + 31 : 32 * e] = (bit<32>)meta.sv; \
+                meta.sn##e = (bit<32>)meta.sv; \
                 meta.h##e = meta.h##e + ((int<64>)meta.pqi) * ((int<64>)meta.sv); \
             }
 #define S_ROW(j) \
@@ -695,15 +704,19 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
                 meta.pqi = EL32(meta.phiq, j); \
                 meta.pki = EL32(meta.phik, j); \
                 meta.pko = EL32(meta.phik_out, j); \
+                FOR16B(S_KEEP) \
                 FOR16B(S_CELL) \
+                row = CAT16(sn); \
                 reg_s.write(meta.slot * MAX_FEATURES + j, row); \
                 meta.zv = EL32(zrow, j); \
                 if (meta.has_old == 1) { meta.zv = meta.zv - meta.pko; } \
                 meta.zv = meta.zv + meta.pki; \
-                zrow[32 * j + 31 : 32 * j] = (bit<32>)meta.zv; \
+                meta.zn##j = (bit<32>)meta.zv; \
                 meta.z = meta.z + ((int<64>)meta.pqi) * ((int<64>)meta.zv); \
             }
+            FOR16(Z_KEEP)
             FOR16(S_ROW)
+            zrow = CAT16(zn);
             reg_z.write(meta.slot, zrow);
             reg_ring.write(meta.ring_idx, meta.tok);
             meta.head = (meta.head + 1) & (CHIMERA_WINDOW - 1);

@@ -49,7 +49,7 @@ def _check(res, n: int) -> None:
 
 
 @pytest.mark.skipif(FILES_WHY is not None, reason=f"BMv2 file-mode conformance needs p4c + BMv2: {FILES_WHY}")
-@pytest.mark.parametrize("which", ["quickstart", "sample", "stress", "fast-path"])
+@pytest.mark.parametrize("which", ["quickstart", "sample", "stress", "fast-path", "limits"])
 def test_bmv2_file_mode_conformance(which: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """chimera.p4 on simple_switch (pcap in, pcap out): every verdict equals the reference's."""
     from chimera.targets.bmv2.files import run_files
@@ -59,6 +59,10 @@ def test_bmv2_file_mode_conformance(which: str, tmp_path: Path, request: pytest.
         art, table = built.art, built.data.ds.table
     elif which == "stress":
         art, table = quickstart_artifact(flow_slots=64).art, read_pcap(STRESS_PCAP)
+    elif which == "limits":  # the fuzzer's `max` profile: m = d_v = 16 fill the 512-bit rows (p4c once refused)
+        from chimera.fuzz.profiles import artifact
+        art, table = artifact("max"), read_pcap(STRESS_PCAP)
+        assert art.c("D_V") == 16 and art.c("RF_FEATURES") == 16
     elif which == "fast-path":  # the class prior on, and the two-shift EMA step (eta = 2^-2 + 2^-4)
         built = quickstart_artifact(fusion={"gamma": 4.0, "tune_beta": False}, compile={"ema_eta": 0.3})
         art, table = built.art, built.data.ds.table.take(built.data.replay_rows[:3000])
