@@ -115,6 +115,17 @@ def test_conformance_real_sample(case: tuple[Target, ReplayConfig], tmp_path: Pa
     assert np.array_equal(res.verdicts.flags & VerdictFlag.UNPARSED > 0, expected)
 
 
+def test_conformance_at_the_limits(case: tuple[Target, ReplayConfig], tmp_path: Path) -> None:
+    """The fuzzer's `max` profile (64 centroids, window 16, m = d_v = 16: every row full, 65536 slots): chimera.p4
+    once did not compile there, and the eBPF program once did not build."""
+    from chimera.fuzz.profiles import artifact
+    t, replay = case
+    art = artifact("max")
+    table = limit(t, read_pcap(STRESS_PCAP))
+    res = t.run(art, table, tmp_path, "limits", replay=replay)
+    check(t, res, art, table)
+
+
 def test_conformance_stress_collisions_and_malformed(case: tuple[Target, ReplayConfig], tmp_path: Path) -> None:
     t, replay = case
     art = quickstart_artifact(flow_slots=64).art  # 64 slots for ~400 flows: constant evictions
