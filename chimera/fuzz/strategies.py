@@ -70,9 +70,7 @@ class Context:
 
 def slot_of(f: FrameSpec, slots: int) -> int:
     """The flow slot of a frame's 5-tuple (docs/pipeline.md step 1: CRC-32 of the canonical tuple)."""
-    a, b = (f.src, f.sport), (f.dst, f.dport)
-    lo, hi = (b, a) if a > b else (a, b)
-    return zlib.crc32(struct.pack("!IIHHB", lo[0], hi[0], lo[1], hi[1], f.proto & 0xFF)) & (slots - 1)
+    return zlib.crc32(canonical(f)) & (slots - 1)
 
 
 def gaps() -> st.SearchStrategy[int]:

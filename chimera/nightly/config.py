@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from chimera.errors import ConfigError, validation_problems
 from chimera.formats.units import parse_duration
+from chimera.fuzz.mutate import TARGET_OF
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "results" / "baseline" / "nightly.yaml"
@@ -31,10 +32,6 @@ class FuzzEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     budget_s: float = Field(120.0, gt=0)
     targets: list[str] = Field(default_factory=lambda: ["reference"])
-
-
-#: the target a mutated file runs on (chimera.fuzz.mutate.TARGET_OF; the nightly sits above fuzz, config below it)
-MUTANT_TARGET = {"reference": "reference", "ebpf": "ebpf", "p4": "bmv2"}
 
 
 class MutateEntry(BaseModel):
@@ -106,8 +103,8 @@ class NightlyConfig(BaseModel):
             if t not in out:
                 out.append(t)
         for f in (self.mutate.files if self.mutate else []):
-            if MUTANT_TARGET.get(f, f) not in out:
-                out.append(MUTANT_TARGET.get(f, f))
+            if TARGET_OF.get(f, f) not in out:
+                out.append(TARGET_OF.get(f, f))
         return out
 
 

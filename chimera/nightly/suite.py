@@ -23,9 +23,10 @@ import pandas as pd
 from chimera.errors import ChimeraError, ConfigError
 from chimera.experiments.kinds.base import NightlyTrack
 from chimera.formats.rundir import RunDir, environment, git_state
+from chimera.fuzz.mutate import TARGET_OF
 from chimera.nightly.checks import (Check, bench_checks, experiment_checks, failed, fuzz_checks, mutate_checks,
                                     summary_markdown)
-from chimera.nightly.config import MUTANT_TARGET, NightlyConfig, load_suite
+from chimera.nightly.config import NightlyConfig, load_suite
 from chimera.nightly.golden import FORMAT_VERSION, GOLDEN, ROOT, code_fingerprint, load_golden, save_golden
 from chimera.nightly.history import append_history, load_history, trend_figures
 from chimera.testbed.pacing import host_key
@@ -174,7 +175,7 @@ def run_mutate(cfg: NightlyConfig, out_dir: Path, unavailable: tuple[dict[str, s
     from chimera.fuzz.mutate import MutateConfig, mutate
     m = cfg.mutate
     skip_t, miss_t = unavailable
-    target = {f: MUTANT_TARGET.get(f, f) for f in m.files}
+    target = {f: TARGET_OF.get(f, f) for f in m.files}
     files = [f for f in m.files if target[f] not in skip_t and target[f] not in miss_t]
     seed = cfg.seed if cfg.seed is not None else int(dt.date.today().strftime("%Y%m%d"))
     out: dict[str, Any] = {"floor": m.floor, "files": files,
