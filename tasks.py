@@ -158,9 +158,12 @@ def dataset(c: Context, profile: str = "ciciot", flows: int = 2000, seed: int = 
 
 
 @task(help={"what": "ingest | reference | install | switch | fidelity | scale | sweep | zeroloss | bmv2ratio",
-            "pcap": "capture to benchmark (ingest)"})
+            "pcap": "capture to benchmark (ingest)",
+            "seeds": "fidelity: comma-separated seeds (default 1,2,3)",
+            "only": "fidelity: comma-separated parts of data names to run (the docs are then left alone)"})
 @cli
-def bench(c: Context, what: str = "ingest", pcap: str = "", verbose: bool = False) -> None:
+def bench(c: Context, what: str = "ingest", pcap: str = "", seeds: str = "", only: str = "",
+          verbose: bool = False) -> None:
     """Benchmarks; each prints its measured rates and ratios."""
     log = logging.getLogger("bench")
     if what == "ingest" and pcap:
@@ -170,7 +173,14 @@ def bench(c: Context, what: str = "ingest", pcap: str = "", verbose: bool = Fals
                  pcap, r["packets"], r["ours_pps"] / 1e6, r["dpkt_pps"] / 1e6, r["ratio"], r["results"])
     else:
         from chimera.bench import dispatch
-        dispatch(what)
+        options: dict[str, Any] = {}
+        if seeds:
+            options["seeds"] = tuple(int(x) for x in seeds.split(",") if x)
+        if only:
+            options["only"] = tuple(x for x in only.split(",") if x)
+        if options and what != "fidelity":
+            raise Exit(f"--seeds/--only apply to the fidelity bench only, not {what!r}", code=2)
+        dispatch(what, **options)
 
 
 @task(help={"name": "experiment (experiments/<name>.yaml) or a path to a YAML file",

@@ -123,13 +123,20 @@ def flow_bytes(table: PacketTable, flows: Flows) -> np.ndarray:
 def window_features(table: PacketTable, tokens: Tokens, flows: Flows, rows: np.ndarray,
                     spec: WindowSpec = WindowSpec()) -> np.ndarray:
     """[len(rows), spec.n_features] int64 features of packets ``rows`` (lag-major, then extra)."""
+    cols = {f: _column(f, table, tokens, flows) for f in set(spec.fields) | set(spec.extra)}
+    return windowed(flows, rows, spec, cols)
+
+
+def windowed(flows: Flows, rows: np.ndarray, spec: WindowSpec, cols: dict[str, np.ndarray]) -> np.ndarray:
+    """The window matrix of ``spec`` over per-packet columns ``cols`` (every packet of the table): lag k of a
+    row holds its flow's packet p - k, ``MISSING`` before the flow's start. Any per-packet encoding (exact
+    fields, or Chimera's quantized ids) is windowed the same way."""
     ok = flows.flow_id >= 0
     all_rows = np.flatnonzero(ok)
     order = all_rows[np.lexsort((flows.pkt_index[all_rows], flows.flow_id[all_rows]))]
-    pos_of = np.full(len(table), -1, np.int64)
+    pos_of = np.full(flows.flow_id.size, -1, np.int64)
     pos_of[order] = np.arange(order.size)
     fid_sorted = flows.flow_id[order]
-    cols = {f: _column(f, table, tokens, flows) for f in set(spec.fields) | set(spec.extra)}
     out = np.full((rows.size, spec.n_features), MISSING, np.int64)
     pos = pos_of[rows]
     have = pos >= 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from typing import Any
 
 from chimera.errors import ConfigError
 
@@ -14,7 +15,8 @@ BENCHES = {"ingest": "chimera.bench.ingest", "reference": "chimera.bench.referen
            "bmv2ratio": "chimera.bench.bmv2ratio"}
 
 
-def dispatch(what: str) -> None:
+def dispatch(what: str, **options: Any) -> None:
+    """Run bench ``what``; ``options`` are its own keyword arguments (only those given on the command line)."""
     if what not in BENCHES:
         raise ConfigError(f"unknown benchmark {what!r}", f"choose one of: {', '.join(BENCHES)}")
-    importlib.import_module(BENCHES[what]).main()
+    importlib.import_module(BENCHES[what]).main(**options)

@@ -1,0 +1,90 @@
+"""The fidelity bench's diagnosis: its input families cover the fair inputs, its windows are the baselines'
+windows, and docs/fidelity.md is rendered from a run directory alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from chimera.baselines.features import WindowSpec, _column, fair_inputs, window_features, windowed
+from chimera.bench import fidelity as F
+from chimera.data.flows import Flows
+
+
+def test_families_partition_the_fair_inputs() -> None:
+    """Every column every method reads is removed by exactly one family or kept on purpose: a new input of
+    Chimera's (hence of the fair inputs) must be placed in the diagnosis."""
+    spec = fair_inputs(8)
+    columns = set(spec.fields) | set(spec.extra)
+    named = [c for cols in F.FAMILIES.values() for c in cols]
+    assert len(named) == len(set(named))
+    assert set(named) | set(F.KEPT) == columns
+    assert not set(named) & set(F.KEPT)
+
+
+def _flows() -> Flows:
+    fid = np.array([0, 1, 0, 0, -1, 1, 0])
+    idx = np.array([0, 0, 1, 2, 0, 1, 3])
+    z = np.zeros(fid.size)
+    return Flows(fid, np.zeros(fid.size, np.int64), idx, z, z, z)
+
+
+def test_windowed_lags_follow_the_flow() -> None:
+    flows = _flows()
+    cols = {"a": np.arange(10, 17), "b": np.arange(100, 107)}
+    out = windowed(flows, np.array([6, 5, 4]), WindowSpec(window=3, fields=("a",), extra=("b",)), cols)
+    # packet 6 is flow 0's fourth packet: lags are its packets 3, 2 (index 2, 1); packet 5 has one predecessor (1)
+    assert out.tolist() == [[16, 13, 12, 106], [15, 11, -1, 105], [-1, -1, -1, 104]]
+
+
+def test_window_features_is_windowed_over_exact_columns(tmp_path: Path) -> None:
+    from chimera.data.synthetic import SyntheticSpec, generate
+    from chimera.data.dataset import load_dataset
+    from chimera.data.tokens import tokenize
+    ds = load_dataset(generate(SyntheticSpec(profile="peerrush", flows=30, seed=3, duration_s=5,
+                                             max_packets_per_flow=20), tmp_path / "d"))
+    tok = tokenize(ds.table, ds.flows)
+    spec = fair_inputs(4)
+    rows = np.flatnonzero(ds.flows.flow_id >= 0)
+    cols = {c: _column(c, ds.table, tok, ds.flows) for c in (*spec.fields, *spec.extra)}
+    assert np.array_equal(window_features(ds.table, tok, ds.flows, rows, spec), windowed(ds.flows, rows, spec, cols))
+
+
+def _fake_run(d: Path) -> None:
+    rows = []
+    for name in ("a (synthetic)", "b (real)"):
+        for seed in (1, 2, 3):
+            r = {"data": name, "seed": seed, "test_packets": 100, "test_flows": 5, "goal_met": seed != 2}
+            for c in ("chimera_int_f1", "chimera_float_f1", "forest_f1", "tree_f1", "gap_to_forest",
+                      "margin_over_tree", *(c for c, _ in F.DIAGNOSIS)):
+                r[c] = 0.5 + 0.01 * seed
+            rows.append(r)
+    table = pd.DataFrame(rows)
+    table.to_csv(d / "fidelity.csv", index=False)
+    F.summarize(table).to_csv(d / "summary.csv", index=False)
+    per = pd.DataFrame([{"data": n, "seed": s, "method": m, "class": c, "precision": 1, "recall": 1, "f1": 0.25,
+                         "support": 10} for n in ("a (synthetic)", "b (real)") for s in (1, 2, 3)
+                        for m in ("Chimera", "tree", "forest") for c in ("X", "Y")])
+    per.to_csv(d / "per_class.csv", index=False)
+
+
+def test_doc_is_rendered_from_the_run_directory(tmp_path: Path) -> None:
+    _fake_run(tmp_path)
+    doc = tmp_path / "fidelity.md"
+    doc.write_text(f"# Title\n\nprose\n\n{F.BEGIN}\nold table\n{F.END}\n\nafter\n")
+    F.render_doc(tmp_path, doc, cite="results/published/bench-fidelity/RUN")
+    text = doc.read_text()
+    assert "old table" not in text and text.startswith("# Title\n\nprose") and text.endswith("after\n")
+    assert "`results/published/bench-fidelity/RUN`" in text
+    assert "| a (synthetic) | 100 (5) | 0.520 ± 0.025 |" in text  # mean of 0.51, 0.52, 0.53 with its t-interval
+    assert "**not met** (2/3 seeds)" in text
+    assert text.count("| b (real) | Y | 10 | 0.250 | 0.250 | 0.250 |") == 1
+    F.render_doc(tmp_path, doc, cite="results/published/bench-fidelity/RUN")
+    assert doc.read_text() == text  # idempotent
+
+
+def test_ci95_is_the_t_interval() -> None:
+    assert np.isnan(F.ci95([0.5]))
+    assert abs(F.ci95([0.51, 0.52, 0.53]) - 4.302653 * 0.01 / np.sqrt(3)) < 1e-6
