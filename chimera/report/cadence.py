@@ -6,7 +6,7 @@ import pandas as pd
 
 from chimera.formats import tables as T
 from chimera.report import figures
-from chimera.report.common import figure_lines, header, reproduce, table
+from chimera.report.common import figure_lines, header, label_simulated, reproduce, table
 from chimera.report.run import RunView
 
 COLUMNS = ["eta", "eta_effective", "t_cp_s", "memory_depth_pkts", "memory_depth_sim_s", "budget_ratio", "installs",
@@ -35,7 +35,9 @@ def render(run: RunView) -> list[str]:
               "1/eta packets; T_cp: the slow loop's period in simulated seconds. Labels are computed from each cell's "
               "F1 trace (chimera.metrics.timeseries.trace_stability): oscillations = sign changes of ΔF1 above twice "
               "the bins' noise, response = hours after the drift step until F1 settles.", ""]
-    lines += ["## Table", "", table(cells[[c for c in COLUMNS if c in cells]], T.CADENCE), ""]
+    shown, sim_note = label_simulated(cells[[c for c in (*COLUMNS, "install_simulated") if c in cells]])
+    lines += ["## Table", "", table(shown.drop(columns="install_simulated", errors="ignore"), T.CADENCE), "",
+              *sim_note, *([""] if sim_note else [])]
     lines += ["## F1 over eta x T_cp", "", *figure_lines(run, [run.rel(p) for p in figs]),
               f"(operating point: eta {op.get('eta')}, T_cp {op.get('t_cp_s')} s)", ""]
     if run.has(T.KAPPA):

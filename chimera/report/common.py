@@ -37,6 +37,22 @@ def table(df: pd.DataFrame, ints: TableSchema | Iterable[str] = ()) -> str:
     return d.to_markdown(index=False, disable_numparse=True)
 
 
+#: columns that carry a simulated install time where the target installs nothing (the reference)
+SIMULATED_INSTALL = ("install_p50_ms", "install_p99_ms", "budget_ratio", "budget_ratio_replay")
+
+
+def label_simulated(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Rows whose Δt_install is the configured constant (``install_simulated``), not a measurement: their
+    install-time columns are renamed "... (simulated)" and a note says where the number comes from."""
+    if "install_simulated" not in df or not df["install_simulated"].astype(bool).any():
+        return df, []
+    cols = {c: f"{c} (simulated)" for c in SIMULATED_INSTALL if c in df}
+    note = ("(simulated): this target installs nothing, so Δt_install is the configured "
+            "`control.reference_install_ms`, not a measurement; budget ratios built on it are simulated too. "
+            "Measured install times: `invoke bench --what install` or an eBPF/BMv2 run.")
+    return df.rename(columns=cols), [note]
+
+
 def data_notes(ds: DatasetRecord) -> list[str]:
     """What the reader must know about the data, from the data itself (never from the adapter's name)."""
     notes = []

@@ -57,8 +57,10 @@ def per_class(df: pd.DataFrame, out: Path) -> list[Path]:
     return _save(fig, out, "per_class_f1")
 
 
-def stability(bins: pd.DataFrame, out: Path, train_hours: float, attack_at_hour: float | None) -> list[Path]:
-    """F1 per time bin of each configuration on the simulated day, 95% bands, offered load shaded behind."""
+def stability(bins: pd.DataFrame, out: Path, train_hours: float, attack_at_hour: float | None,
+              title: str = "") -> list[Path]:
+    """F1 per time bin of each configuration on the simulated day, 95% bands, offered load shaded behind;
+    ``title`` says how the day was compressed and what T_cp is on both clocks."""
     sns.set_theme(style="whitegrid")
     fig, ax = plt.subplots(figsize=(10, 4.5))
     load = bins.drop_duplicates("bin")
@@ -82,6 +84,8 @@ def stability(bins: pd.DataFrame, out: Path, train_hours: float, attack_at_hour:
     ax.set_xlim(0, float(bins["t_mid_h"].max()) + 0.5)
     ax.set_ylim(max(0.0, float(bins["f1_lo"].min()) - 0.05) if bins["f1_lo"].notna().any() else 0, 1.0)
     ax.legend(loc="upper right", fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
     return _save(fig, out, "stability_f1")
 
 

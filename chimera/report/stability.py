@@ -8,7 +8,8 @@ import pandas as pd
 
 from chimera.formats import tables as T
 from chimera.report import figures
-from chimera.report.common import accounting, figure_lines, header, replay_accounting, reproduce, table
+from chimera.report.common import (accounting, figure_lines, header, label_simulated, replay_accounting, reproduce,
+                                   table)
 from chimera.report.run import RunView
 
 SUMMARY_COLUMNS = ["configuration", "f1_mean", "f1_worst_bin", "f1_first", "f1_last", "f1_drop", "installs",
@@ -74,13 +75,20 @@ def render(run: RunView) -> list[str]:
     bins = run.table(T.STABILITY_BINS)
     st = run.config.get("stability") or {}
     sm = run.manifest.section("stability", {})
-    figs = figures.stability(bins, run.figures_dir, float(st.get("train_hours", 0)), st.get("attack_at_hour"))
+    title = (f"{st.get('day_hours', 24)}-hour day, " + ("uncompressed" if float(sm.get("compression") or 1) == 1
+             else f"compressed {float(sm.get('compression')):g}×") +
+             f"; T_cp {sm.get('t_cp_s')} s simulated = {float(sm.get('t_cp_trace_s') or 0):.3g} s of trace")
+    figs = figures.stability(bins, run.figures_dir, float(st.get("train_hours", 0)), st.get("attack_at_hour"),
+                             title=title)
     lines = header(run, "24-hour stability")
-    lines += [f"A {st.get('day_hours')}-hour day, compressed {sm.get('compression')}x (replayed in "
+    lines += [f"A {st.get('day_hours')}-hour day, compressed {sm.get('compression')}x (a trace of "
               f"{sm.get('trace_s', 0):.0f} s); the model trains on flows that start in the first "
               f"{st.get('train_hours')} h; T_cp = {sm.get('t_cp_s')} s of simulated time "
-              f"({sm.get('t_cp_replay_s', 0):.2f} s on the replay clock).", ""]
-    lines += ["## Summary", "", table(s[[c for c in SUMMARY_COLUMNS if c in s]], T.STABILITY), "",
+              f"({float(sm.get('t_cp_trace_s') or 0):.3g} s on the trace's clock, the clock the switch classifies on "
+              f"under `clock: {sm.get('clock', 'trace')}`).", ""]
+    shown, sim_note = label_simulated(s[[c for c in (*SUMMARY_COLUMNS, "install_simulated") if c in s]])
+    lines += ["## Summary", "", table(shown.drop(columns="install_simulated", errors="ignore"), T.STABILITY), "",
+              *sim_note, *([""] if sim_note else []),
               "f1_mean / f1_worst_bin: over the bins after the training hours; f1_first: the training hours (held-out "
               "flows); f1_last: the last hours. budget_ratio: Δt_install p50 / T_cp (deployed, uncompressed); "
               "budget_ratio_replay: the same against T_cp on this run's compressed clock.", ""]

@@ -23,13 +23,15 @@ def render(run: RunView) -> list[str]:
 
     lines = header(run, "Chimera experiment")
     cols = ["group", "variant", "software_only", "macro_f1", "macro_precision", "macro_recall", "bits_per_flow",
-            "table_entries", "table_kbits", "float_int_agreement", "executed_on"]
+            "table_entries", "table_kbits", "float_int_agreement", "executed_on", "row_note"]
     t = ablation[[c for c in cols if c in ablation]].copy()
     t["variant"] = t["variant"] + t["software_only"].map({True: " †", False: ""})
     t = t.drop(columns=["software_only"])
     lines += ["## Results (test split, packet level)", "", table(t, T.ABLATION), "",
               "† control-plane only: cannot run in a switch; evaluated by the float software classifier.",
-              "bits_per_flow: all per-flow register state the build needs; table_entries/kbits: all tables.", ""]
+              "bits_per_flow: all per-flow register state the build needs; table_entries/kbits: all tables. "
+              "row_note: where a row did not run on the switch, and why a row scores exactly like an earlier one.",
+              ""]
     lines += ["## Figures", "", *figure_lines(run, fig_rel), ""]
     lines += [f"## Per class: {main}", "", table(pcs[pcs["variant"] == main].drop(columns=["variant"]), T.PER_CLASS), ""]
     lines += accounting(run)

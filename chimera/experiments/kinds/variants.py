@@ -18,7 +18,7 @@ from chimera.experiments.kinds.base import Cell, Kind, NightlyTrack
 from chimera.experiments.stages.compile import compile_variant, save_artifact, slug
 from chimera.experiments.stages.context import RunContext
 from chimera.experiments.stages.dataset import prepare, record_dataset, resolve_dataset
-from chimera.experiments.stages.metrics import VariantResult, score_variant
+from chimera.experiments.stages.metrics import VariantResult, row_notes, score_variant
 from chimera.experiments.stages.rules import learn_rules
 from chimera.experiments.stages.target import run_variant
 from chimera.experiments.stages.train import train_variant
@@ -67,6 +67,7 @@ def run(ctx: RunContext) -> None:
         results.append(r)
     log.info("[7/7 outputs] %s", ctx.run.path)
     _record_fallbacks(ctx, results)
+    row_notes(results)
     write_tables(ctx, results)
 
 

@@ -24,6 +24,7 @@ class VariantResult:
     per_class: pd.DataFrame
     confusion: pd.DataFrame
     packets: pd.DataFrame | None     # per test packet (switch variants)
+    pred: np.ndarray | None = None   # the verdict of every test packet (why two rows coincide)
 
 
 def score_variant(data: PreparedData, v: ResolvedVariant, trained: TrainedVariant, art: Artifact | None,
@@ -60,4 +61,37 @@ def score_variant(data: PreparedData, v: ResolvedVariant, trained: TrainedVarian
     row.update(cm.summary(y, pred, data.classes))
     pc = cm.per_class(y, pred, data.classes)
     pc.insert(0, "variant", v.name)
-    return VariantResult(row, pc, cm.confusion(y, pred, data.classes), packets)
+    return VariantResult(row, pc, cm.confusion(y, pred, data.classes), packets, np.asarray(pred))
+
+
+def row_notes(results: list[VariantResult]) -> None:
+    """Say in each row what a reader of the table must know: that it cannot run in a switch, that it ran on
+    another target than the one asked for, and why it scores exactly like an earlier row (same verdict on
+    every test packet), from what the run measured."""
+    for i, r in enumerate(results):
+        row, notes = r.row, []
+        if row["software_only"]:
+            notes.append(f"cannot run in a switch: {row['executed_on']}")
+        elif row.get("target_fallback"):
+            notes.append(f"not on the switch: {row['target_fallback']}")
+        same = next((o for o in results[:i] if o.pred is not None and r.pred is not None
+                     and np.array_equal(o.pred, r.pred)), None)
+        if same is not None:
+            notes.append(_why_same(row, same.row))
+        row["row_note"] = "; ".join(notes)
+
+
+def _why_same(row: dict[str, Any], other: dict[str, Any]) -> str:
+    name = other["variant"]
+    if row["aggregation"] != other["aggregation"] and {row["aggregation"], other["aggregation"]} == {"batch",
+                                                                                                   "incremental"}:
+        return (f"verdicts identical to '{name}' by construction: the batch form recomputes the same integer sums "
+                "over the window that the incremental form accumulates (docs/pipeline.md); the rows differ in cost")
+    if {row["fusion"], other["fusion"]} == {"soft", "cascade"}:
+        hits = row.get("hard_rule_hits")
+        if hits == 0:
+            return (f"verdicts identical to '{name}': no hard rule fires on this test split (hard_rule_hits 0), so "
+                    "removing the hard veto (lambda_h = 0) changes no packet")
+        return (f"verdicts identical to '{name}': the hard rules fire on {hits} test packets, and the soft path "
+                "gives each of them the label the veto forces")
+    return f"verdicts identical to '{name}' on every test packet"

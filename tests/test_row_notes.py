@@ -1,0 +1,44 @@
+"""Ablation rows say in the row why they coincide with another, or that they did not run on the switch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from chimera.experiments.stages.metrics import VariantResult, row_notes
+
+
+def _r(name: str, pred: list[int], **row: object) -> VariantResult:
+    base = {"variant": name, "software_only": False, "executed_on": "ebpf", "target_fallback": "",
+            "aggregation": "incremental", "fusion": "cascade", "hard_rule_hits": 0}
+    return VariantResult({**base, **row}, pd.DataFrame(), pd.DataFrame(), None, np.array(pred))
+
+
+def test_row_notes_explain_coinciding_rows() -> None:
+    rs = [_r("Chimera", [0, 1, 2]), _r("Batch recompute", [0, 1, 2], aggregation="batch",
+                                        target_fallback="the batch form runs on the reference only"),
+          _r("Dense", [0, 1, 1], software_only=True, executed_on="software classifier host sc (float)"),
+          _r("Soft fusion", [0, 1, 2], fusion="soft"), _r("Neural only", [2, 1, 0], fusion="neural")]
+    row_notes(rs)
+    notes = {r.row["variant"]: r.row["row_note"] for r in rs}
+    assert notes["Chimera"] == "" and notes["Neural only"] == ""
+    assert notes["Batch recompute"].startswith("not on the switch: the batch form")
+    assert "identical to 'Chimera' by construction" in notes["Batch recompute"]
+    assert notes["Dense"] == "cannot run in a switch: software classifier host sc (float)"
+    assert "no hard rule fires on this test split" in notes["Soft fusion"]
+
+
+def test_soft_row_with_hard_hits_says_so() -> None:
+    rs = [_r("Chimera", [0, 1]), _r("Soft fusion", [0, 1], fusion="soft", hard_rule_hits=7)]
+    row_notes(rs)
+    assert "fire on 7 test packets" in rs[1].row["row_note"]
+
+
+def test_simulated_install_times_are_labelled() -> None:
+    from chimera.report.common import label_simulated
+    df = pd.DataFrame({"configuration": ["Chimera", "Fast-Only"], "install_p50_ms": [5.0, np.nan],
+                       "budget_ratio": [0.1, np.nan], "install_simulated": [True, False]})
+    shown, note = label_simulated(df)
+    assert "install_p50_ms (simulated)" in shown and "budget_ratio (simulated)" in shown and note
+    measured, none = label_simulated(df.assign(install_simulated=False))
+    assert "install_p50_ms" in measured and not none
