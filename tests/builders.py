@@ -52,3 +52,15 @@ def long_gap_captures(out: Path, seed: int = 7, gap_min: tuple[float, float] = (
         dst.parent.mkdir(parents=True, exist_ok=True)
         write_pcap(dst, frames, ts + np.cumsum(gaps))
     return out
+
+
+def assert_conformant(res: Any, n: int) -> None:
+    """A testbed run of ``n`` frames: none lost, every verdict checked against the reference and equal to it,
+    every frame marked, the registers read back and equal (None would mean they were never read)."""
+    out = res.outcome
+    conf = out.conformance
+    assert out.accounting.lost == 0, f"{out.accounting.lost} of {n} packets lost"
+    assert conf.checked == n
+    assert conf.reference_mismatches == 0
+    assert out.unmarked_frames == 0
+    assert conf.register_mismatches == 0

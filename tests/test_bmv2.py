@@ -16,7 +16,7 @@ from chimera.targets.bmv2.files import unavailable_reason as files_unavailable_r
 from chimera.targets.registry import select_target
 from chimera.testbed.replay import ReplayConfig
 
-from builders import STRESS_PCAP, quickstart_artifact
+from builders import STRESS_PCAP, assert_conformant, quickstart_artifact
 
 WHY = Bmv2Target.unavailable_reason()
 FILES_WHY = files_unavailable_reason()
@@ -39,13 +39,7 @@ def target(tmp_path_factory: pytest.TempPathFactory):
         yield t
 
 
-def _check(res, n: int) -> None:
-    out = res.outcome
-    assert out.accounting.lost == 0, f"{out.accounting.lost} of {n} packets lost"
-    assert out.conformance.checked == n
-    assert out.conformance.reference_mismatches == 0
-    assert out.unmarked_frames == 0
-    assert out.conformance.register_mismatches == 0  # None would mean the registers were never read
+_check = assert_conformant
 
 
 @pytest.mark.skipif(FILES_WHY is not None, reason=f"BMv2 file-mode conformance needs p4c + BMv2: {FILES_WHY}")

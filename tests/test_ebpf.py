@@ -23,12 +23,11 @@ from chimera.targets.ebpf import EbpfTarget
 from chimera.testbed.replay import ReplayConfig
 from chimera.testbed.topology import LOCK_NAME, STATE_DIR
 
-from builders import ROOT, STRESS_PCAP, quickstart_artifact, quickstart_trained
+from builders import ROOT, STRESS_PCAP, assert_conformant, quickstart_artifact
 
 WHY = EbpfTarget.unavailable_reason()
 pytestmark = [pytest.mark.root, pytest.mark.skipif(WHY is not None, reason=f"eBPF testbed unavailable here: {WHY}")]
 FAST = ReplayConfig(clock="trace", pps=4000)  # the trace clock: pacing is free
-SWITCH_CLOCK = ReplayConfig(clock="switch", mode="pps", pps=4000)
 OUR_PROGRAMS = ("chimera_ingress", "redirect", "mark_only")
 
 
@@ -38,13 +37,7 @@ def target(tmp_path_factory: pytest.TempPathFactory):
         yield t
 
 
-def _check(res, n: int) -> None:
-    out = res.outcome
-    assert out.accounting.lost == 0, f"{out.accounting.lost} packets lost"
-    assert out.conformance.checked == n
-    assert out.conformance.reference_mismatches == 0
-    assert out.unmarked_frames == 0
-    assert out.conformance.register_mismatches == 0  # centroid and class EMA, token samples, the clock agree too
+_check = assert_conformant
 
 
 def bpf_programs() -> set[int]:
@@ -127,20 +120,6 @@ def test_killed_run_is_cleaned_up_by_the_next(tmp_path: Path) -> None:
         res = t.run(built.art, built.data.ds.table.take(built.data.replay_rows[:100]), tmp_path, "after-kill",
                     replay=FAST)
         _check(res, 100)
-
-
-def test_software_classifier_host_path(target: EbpfTarget, tmp_path: Path) -> None:
-    """A † configuration through s1 -> sc -> s1: every packet marked by sc, and sc's verdicts equal an
-    offline re-run of the same classifier on the same frames and clock."""
-    from chimera.targets.software.classifier import export_model
-    data, rules, v, trained = quickstart_trained(attention="softmax")
-    mj = export_model(trained.model, rules.rules, rules.weights, v.fusion, trained.beta, tmp_path / "sw.json")
-    table = data.ds.table.take(data.replay_rows[:600])
-    res = target.run_software(mj, table, tmp_path, "softmax", replay=SWITCH_CLOCK)
-    out = res.outcome
-    assert out.accounting.lost == 0 and out.conformance.reference_mismatches == 0
-    assert out.conformance.checked == 600
-    assert out.latency.switch_p50_us > 0
 
 
 INTERRUPT_AT = {

@@ -10,13 +10,10 @@ logging builds are ten times slower or more.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +21,10 @@ import pandas as pd
 
 from chimera.bench.results import bench_run
 from chimera.data.pcap import read_pcap
-from chimera.errors import TargetError, ToolMissingError
 from chimera.experiments.load import load_experiment
 from chimera.experiments.runner import run_experiment
 from chimera.targets.bmv2 import Bmv2Target
+from chimera.targets.bmv2.compiler import compile_fixed
 from chimera.targets.bmv2.node import Bmv2Switch
 from chimera.testbed.replay import Pace, replay
 from chimera.testbed.topology import Testbed
@@ -40,27 +37,12 @@ PACKETS = 3000
 GOAL = 0.5
 
 
-def compile_forward(build_dir: Path) -> Path:
-    p4c = shutil.which("p4c-bm2-ss")
-    if p4c is None:
-        raise ToolMissingError("p4c-bm2-ss is not installed", "see the README's 'For reviewers' section")
-    js = build_dir / f"bmv2-forward-{hashlib.sha256(FORWARD.read_bytes()).hexdigest()[:16]}" / "forward.json"
-    if not js.exists():
-        js.parent.mkdir(parents=True, exist_ok=True)
-        r = subprocess.run([p4c, "--arch", "v1model", "--std", "p4-16", "-o", str(js) + ".tmp", str(FORWARD)],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            raise TargetError(f"p4c-bm2-ss failed on {FORWARD}:\n{r.stderr[-2000:]}", "fix p4/forward.p4")
-        os.replace(str(js) + ".tmp", js)
-    return js
-
-
 class Bmv2ForwardSwitch(Bmv2Switch):
     """simple_switch_grpc started with p4/forward.p4's JSON: nothing to install."""
 
     def argv(self) -> list[str]:
         a = super().argv()
-        a[a.index("--no-p4")] = str(compile_forward(self.build_dir))
+        a[a.index("--no-p4")] = str(compile_fixed(FORWARD, self.build_dir))
         return a
 
 

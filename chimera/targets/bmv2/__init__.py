@@ -17,12 +17,16 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from chimera.data.pcap import PacketTable
 from chimera.formats.artifact import Artifact
-from chimera.targets.bmv2.compiler import INSTALL_HINT
+from chimera.targets.base import Capability, TargetResult
+from chimera.targets.bmv2.compiler import INSTALL_HINT, compile_fixed
 from chimera.targets.bmv2.node import Bmv2Switch
 from chimera.targets.bmv2.p4rt import check_supported, p4_limits
-from chimera.targets.bmv2.schema import P4_SOURCE
+from chimera.targets.bmv2.schema import P4_SOURCE, REDIRECT_SOURCE
+from chimera.targets.software.host import host_pace, run_on_classifier_host
 from chimera.targets.testbed import TestbedTarget
+from chimera.testbed.replay import ReplayConfig
 
 TOOLS = ("simple_switch_grpc", "p4c-bm2-ss")
 
@@ -32,6 +36,7 @@ class Bmv2Target(TestbedTarget):
 
     name = "bmv2"
     switch_cls = Bmv2Switch
+    capabilities = TestbedTarget.capabilities | Capability.SOFTWARE_HOST
     auto_rank = 2
     ladder = (250, 500, 1_000, 2_000, 4_000, 8_000, 16_000)
     assumed_pps = 500
@@ -55,6 +60,15 @@ class Bmv2Target(TestbedTarget):
 
     def unsupported(self, art: Artifact) -> str | None:
         return check_supported(art)
+
+    def run_software(self, model_json: Path, table: PacketTable, run_dir: Path, slug: str, *,
+                     replay: ReplayConfig) -> TargetResult:
+        """A † configuration: BMv2 runs p4/redirect.p4 (h1 -> sc -> h2) while the software classifier host sc
+        marks the frames, on its own clock; chimera.p4 is pushed afresh by the next ``load``."""
+        tb = self._ensure_testbed(run_dir)
+        prep = self._prepare(table, run_dir, "switch", 1, False)
+        with tb.s1.fixed_program(compile_fixed(REDIRECT_SOURCE, self.build_dir)):
+            return run_on_classifier_host(tb, model_json, prep.pcap, prep.frames, host_pace(replay), run_dir, slug)
 
     def limits(self) -> dict[str, int]:
         return p4_limits()

@@ -65,3 +65,21 @@ def compile_p4(art: Artifact, build_dir: Path, build: BuildOptions | None = None
                                "this is a bug in chimera.p4 for this configuration: report it with the header")
     Path(str(js) + ".tmp").rename(js)
     return js
+
+
+def compile_fixed(source: Path, build_dir: Path) -> Path:
+    """Compile a fixed v1model program that needs no constants header and no P4Runtime (p4/forward.p4,
+    p4/redirect.p4); cached by its source. Returns the BMv2 JSON, which simple_switch takes on its command
+    line."""
+    p4c = shutil.which("p4c-bm2-ss")
+    if p4c is None:
+        raise ToolMissingError("p4c-bm2-ss is not installed", INSTALL_HINT)
+    js = build_dir / f"bmv2-{source.stem}-{hashlib.sha256(source.read_bytes()).hexdigest()[:16]}" / f"{source.stem}.json"
+    if not js.exists():
+        js.parent.mkdir(parents=True, exist_ok=True)
+        r = subprocess.run([p4c, "--arch", "v1model", "--std", "p4-16", "-o", str(js) + ".tmp", str(source)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise CompilationError(f"p4c-bm2-ss failed on {source}:\n{r.stderr[-2000:]}", f"fix {source}")
+        Path(str(js) + ".tmp").replace(js)
+    return js

@@ -13,6 +13,8 @@ import logging
 import os
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,11 +50,17 @@ class Bmv2Switch(TargetSwitch):
         self.version = 1  # each install writes the other version; the first one writes version 0
         self._installed: dict[int, list[Any]] = {}  # entries per version, to clear before reuse
         self._ports_done = False
+        self._fixed: Path | None = None  # a fixed program's JSON (fixed_program), else None: P4Runtime pushes
 
     def argv(self) -> list[str]:
-        a = ["simple_switch_grpc", "--device-id", str(DEVICE_ID), "-i", f"1@{self.name}-eth1", "-i",
-             f"2@{self.name}-eth2", "--log-level", self.log_level, "--log-file", str(self.log_dir / "switch"),
-             "--thrift-port", str(THRIFT_PORT), "--no-p4"]
+        """simple_switch_grpc's command line: ports 1 and 2 (h1, h2), no program (chimera.p4 is pushed over
+        P4Runtime); in a fixed program's mode (``fixed_program``) that program's JSON and port 3 (sc) too."""
+        ports = [f"1@{self.name}-eth1", f"2@{self.name}-eth2"]
+        if self._fixed is not None:
+            ports.append(f"3@{self.name}-eth3")
+        a = ["simple_switch_grpc", "--device-id", str(DEVICE_ID), *(x for pt in ports for x in ("-i", pt)),
+             "--log-level", self.log_level, "--log-file", str(self.log_dir / "switch"),
+             "--thrift-port", str(THRIFT_PORT), str(self._fixed) if self._fixed is not None else "--no-p4"]
         if self.pcaps:
             a += ["--pcap", str(self.log_dir)]
         return a + ["--", "--grpc-server-addr", self.grpc_addr]
@@ -62,9 +70,29 @@ class Bmv2Switch(TargetSwitch):
 
     def start(self, controllers: list[Any]) -> None:
         super().start(controllers)
+        self._launch()
+
+    @contextmanager
+    def fixed_program(self, js: Path) -> Iterator[None]:
+        """Run a fixed program (its BMv2 JSON: the † path's p4/redirect.p4) with sc's port 3 attached, then
+        come back to the P4Runtime-programmed switch with nothing loaded: the next ``load`` pushes chimera.p4
+        afresh. Port 3 is attached only here, so nothing from sc ever reaches chimera.p4's flow state."""
+        self._restart(js)
+        try:
+            yield
+        finally:
+            self._restart(None)
+
+    def _restart(self, fixed: Path | None) -> None:
+        self._halt()
+        self._fixed, self.artifact = fixed, None
+        self._installed, self._ports_done, self.version = {}, False, 1
+        self._launch()
+
+    def _launch(self) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.sock_dir.mkdir(parents=True, exist_ok=True)
-        logf = open(self.log_dir / "stdout.log", "wb")
+        logf = open(self.log_dir / "stdout.log", "ab")  # a restart (fixed_program) appends
         self.proc = self.popen(self.argv(), stdout=logf, stderr=subprocess.STDOUT)
         t0 = time.monotonic()
         while time.monotonic() - t0 < SWITCH_START_TIMEOUT_S:
@@ -154,11 +182,16 @@ class Bmv2Switch(TargetSwitch):
     def unload(self) -> None:
         """Tables are replaced by the next versioned install; nothing to detach."""
 
-    def stop(self, deleteIntfs: bool = True) -> None:
+    def _halt(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+                self.proc.wait()
+        (self.sock_dir / "grpc.sock").unlink(missing_ok=True)
+
+    def stop(self, deleteIntfs: bool = True) -> None:
+        self._halt()
         super().stop(deleteIntfs)

@@ -18,6 +18,7 @@ from chimera.formats.coverage import N_POINTS
 
 P4_DIR = Path(__file__).resolve().parents[3] / "p4"
 P4_SOURCE = P4_DIR / "chimera.p4"
+REDIRECT_SOURCE = P4_DIR / "redirect.p4"  # the † path: h1 -> sc -> h2, no tables (Bmv2Target.run_software)
 P4INFO = P4_DIR / "chimera.p4info.txtpb"
 
 MAX_CLASSES = 16

@@ -19,11 +19,11 @@ from chimera.errors import ChimeraError
 from chimera.formats.artifact import Artifact
 from chimera.targets.base import Capability, TargetResult
 from chimera.targets.ebpf.node import EbpfSwitch
-from chimera.targets.software.host import run_on_classifier_host
+from chimera.targets.software.host import host_pace, run_on_classifier_host
 from chimera.targets.testbed import TestbedTarget
 from chimera.testbed.collect import span_rate
 from chimera.testbed.outcome import ForwardingOutcome
-from chimera.testbed.replay import Pace, ReplayConfig, replay as replay_once
+from chimera.testbed.replay import ReplayConfig, replay as replay_once
 
 log = logging.getLogger(__name__)
 #: compile-time limits of chimera.bpf.c (its #error checks say the same)
@@ -91,7 +91,7 @@ class EbpfTarget(TestbedTarget):
         s1 = tb.s1
         s1.load_redirect([(f"{s1.name}-eth1", f"{s1.name}-eth3"), (f"{s1.name}-eth3", f"{s1.name}-eth2")])
         try:
-            return run_on_classifier_host(tb, model_json, prep.pcap, prep.frames, _switch_pace(replay), run_dir, slug)
+            return run_on_classifier_host(tb, model_json, prep.pcap, prep.frames, host_pace(replay), run_dir, slug)
         finally:
             s1.unload()
 
@@ -104,7 +104,7 @@ class EbpfTarget(TestbedTarget):
         s1 = tb.s1
         s1.load_redirect([(f"{s1.name}-eth1", f"{s1.name}-eth2")])
         try:
-            files = replay_once(tb.h1, tb.h2, prep.pcap, _switch_pace(replay), run_dir / "replay", slug,
+            files = replay_once(tb.h1, tb.h2, prep.pcap, host_pace(replay), run_dir / "replay", slug,
                                           len(prep.frames), switch_alive=s1.alive, rx_filter="")
         finally:
             s1.unload()
@@ -127,10 +127,3 @@ class EbpfTarget(TestbedTarget):
         return None
 
 
-def _switch_pace(replay: ReplayConfig) -> Pace:
-    """The † and forwarding paths run on their hosts' own clocks: the pace a switch-clock replay would use."""
-    if replay.mode == "topspeed":
-        return Pace("topspeed")
-    if replay.mode == "pps" and replay.pps:
-        return Pace("pps", pps=replay.pps)
-    return Pace("speed", speed=replay.speed)

@@ -24,10 +24,19 @@ from chimera.targets.software.classifier import SoftwareClassifier
 from chimera.testbed.collect import account, collect, latency_summary, per_packet_latency, rates
 from chimera.testbed.outcome import Conformance, ReplayOutcome
 from chimera.testbed.nodes import SENDER_MTU
-from chimera.testbed.replay import Pace, replay
+from chimera.testbed.replay import Pace, ReplayConfig, replay
 
 log = logging.getLogger(__name__)
 DAEMON_START_TIMEOUT_S = 30.0
+
+
+def host_pace(replay: ReplayConfig) -> Pace:
+    """The † and forwarding paths run on their hosts' own clocks: the pace a switch-clock replay would use."""
+    if replay.mode == "topspeed":
+        return Pace("topspeed")
+    if replay.mode == "pps" and replay.pps:
+        return Pace("pps", pps=replay.pps)
+    return Pace("speed", speed=replay.speed)
 
 
 def run_on_classifier_host(tb: Any, model_json: Path, pcap: Path, frames: list[bytes], pace: Pace,
