@@ -88,3 +88,15 @@ def test_doc_is_rendered_from_the_run_directory(tmp_path: Path) -> None:
 def test_ci95_is_the_t_interval() -> None:
     assert np.isnan(F.ci95([0.5]))
     assert abs(F.ci95([0.51, 0.52, 0.53]) - 4.302653 * 0.01 / np.sqrt(3)) < 1e-6
+
+
+def test_either_port_ids_key_on_the_more_frequent_port() -> None:
+    from types import SimpleNamespace
+    sport = np.array([80, 40000, 80, 5000, 80, 41000, 6000])
+    dport = np.array([40000, 80, 41000, 6000, 42000, 80, 5000])
+    data = SimpleNamespace(ds=SimpleNamespace(table=SimpleNamespace(sport=sport, dport=dport)),
+                           train_rows=np.arange(7), tokens=SimpleNamespace(direction=np.array([1, 0, 1, 0, 1, 0, 1])))
+    mp = SimpleNamespace(port_vocab=np.array([80, 5000]))  # two ids, as Chimera's vocabulary has here
+    ids = F.either_port_ids(mp, data)  # type: ignore[arg-type]
+    # 80 is the most frequent port on either side (id 1); 5000 and 6000 tie at 2 and the stable order keeps 5000
+    assert ids.tolist() == [1 * 2 + 1, 1 * 2 + 0, 3, 2 * 2 + 0, 3, 2, 2 * 2 + 1]

@@ -14,6 +14,8 @@ The diagnosis (issue "Chimera on real traffic") asks where a gap comes from:
 - the depth-tuned tree on Chimera's *quantized* inputs (the Map stage's centroid
   and value sub-token ids over the same window) against the tree on exact values:
   does the Map stage throw the information away?
+- the same tree with the port sub-token keyed on either port (``either_port_ids``) instead of the
+  responder's: does the responder-port rule lose the service port on flows seen from the other side?
 - the tree with one input family removed at a time (``FAMILIES``): what does the
   tree rely on?
 - Chimera with a window of 1: does attention over history help on this data?
@@ -98,6 +100,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 KEPT = ("direction", "proto")
 #: the diagnosis' columns, in table order: (column of fidelity.csv, what it measures)
 DIAGNOSIS = (("tree_f1", "tree, exact inputs"), ("tree_quantized_f1", "tree, Chimera's quantized inputs"),
+             ("tree_quantized_either_port_f1", "tree, quantized, port id of either port"),
              *((f"tree_without_{k.replace(' ', '_')}_f1", f"tree without {k}") for k in FAMILIES),
              ("chimera_int_f1", "Chimera, window 8"), ("chimera_w1_f1", "Chimera, window 1"))
 
@@ -108,6 +111,22 @@ def quantized_columns(mp: MapTables, data: PreparedData) -> dict[str, np.ndarray
     t, f = data.ds.table, data.ds.flows
     sub = mp.sub_tokens(data.tokens, t.sport, t.dport, f.pkt_index + 1)
     return {"centroid": mp.centroids(data.tokens), **{f"sub_{n}": sub[:, j] for j, n in enumerate(SUB_TOKENS)}}
+
+
+def either_port_ids(mp: MapTables, data: PreparedData) -> np.ndarray:
+    """A candidate port sub-token (the diagnosis' question "does the responder-port rule lose the service
+    port?"): a vocabulary of the training split's most frequent ports on either side, as large as Chimera's,
+    and per packet the id of whichever of its two ports ranks higher in it (0: neither), times the direction."""
+    t = data.ds.table
+    tr = data.train_rows
+    cnt = np.bincount(np.r_[t.sport[tr], t.dport[tr]].astype(np.int64), minlength=65536)
+    top = np.argsort(-cnt, kind="stable")[:mp.port_vocab.size]
+    top = top[cnt[top] > 0]
+    rank = np.full(65536, 1 << 20, np.int64)
+    rank[top] = np.arange(1, top.size + 1)
+    best = np.minimum(rank[t.sport.astype(np.int64)], rank[t.dport.astype(np.int64)])
+    ids = np.where(best < (1 << 20), best, 0)
+    return ids * 2 + np.asarray(data.tokens.direction, np.int64)
 
 
 def tree_f1(data: PreparedData, spec: WindowSpec, cols: dict[str, np.ndarray], seed: int) -> tuple[float, int]:
@@ -161,6 +180,8 @@ def measure(d: Data, seed: int, data_root: Path) -> tuple[dict[str, Any], pd.Dat
     qspec = WindowSpec(window=window, fields=("centroid", *(f"sub_{n}" for n in SUB_TOKENS[:4])),
                        extra=("sub_index",))
     row["tree_quantized_f1"], row["tree_quantized_depth"] = tree_f1(data, qspec, q, seed)
+    row["tree_quantized_either_port_f1"] = tree_f1(data, qspec, {**q, "sub_port": either_port_ids(
+        trained.model.map, data)}, seed)[0]
     for fam, cols in FAMILIES.items():
         spec = WindowSpec(window=window, fields=tuple(c for c in fair.fields if c not in cols),
                           extra=tuple(c for c in fair.extra if c not in cols))
