@@ -75,13 +75,14 @@ def render(run: RunView) -> list[str]:
     bins = run.table(T.STABILITY_BINS)
     st = run.config.get("stability") or {}
     sm = run.manifest.section("stability", {})
-    title = (f"{st.get('day_hours', 24)}-hour day, " + ("uncompressed" if float(sm.get("compression") or 1) == 1
-             else f"compressed {float(sm.get('compression')):g}×") +
+    squeeze = ("uncompressed" if float(sm.get("compression") or 1) == 1
+               else f"compressed {float(sm.get('compression')):g}×")
+    title = (f"{st.get('day_hours', 24)}-hour day, {squeeze}" +
              f"; T_cp {sm.get('t_cp_s')} s simulated = {float(sm.get('t_cp_trace_s') or 0):.3g} s of trace")
     figs = figures.stability(bins, run.figures_dir, float(st.get("train_hours", 0)), st.get("attack_at_hour"),
                              title=title)
     lines = header(run, "24-hour stability")
-    lines += [f"A {st.get('day_hours')}-hour day, compressed {sm.get('compression')}x (a trace of "
+    lines += [f"A {st.get('day_hours')}-hour day, {squeeze} (a trace of "
               f"{sm.get('trace_s', 0):.0f} s); the model trains on flows that start in the first "
               f"{st.get('train_hours')} h; T_cp = {sm.get('t_cp_s')} s of simulated time "
               f"({float(sm.get('t_cp_trace_s') or 0):.3g} s on the trace's clock, the clock the switch classifies on "
