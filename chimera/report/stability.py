@@ -17,6 +17,23 @@ SUMMARY_COLUMNS = ["configuration", "f1_mean", "f1_worst_bin", "f1_first", "f1_l
                    "budget_ratio", "budget_ratio_replay"]
 
 
+def _differences(s: pd.DataFrame) -> list[str]:
+    """Chimera − Fast-Only (the slow loop's own effect) and Chimera − Static-Map (both timescales), each the mean
+    over the bins after training with a 95% bootstrap interval of the difference, paired by time bin."""
+    c = s[s["configuration"] == "Chimera"]
+    if c.empty or "diff_vs_fast_only" not in s:
+        return []
+    r = c.iloc[0]
+    out = ["## Differences, paired by time bin", "",
+           "| difference | what it measures | mean over the bins after training | 95% interval |", "| --- | --- | --- | --- |"]
+    for col, name, what in (("diff_vs_fast_only", "Chimera − Fast-Only", "the slow loop's own effect"),
+                            ("diff_vs_static_map", "Chimera − Static-Map", "both timescales together")):
+        if pd.notna(r.get(col)):
+            out.append(f"| {name} | {what} | {r[col]:+.4f} | [{r[col + '_lo']:+.4f}, {r[col + '_hi']:+.4f}] |")
+    return out + ["", "An interval that contains 0 is no measured effect: the bootstrap resamples the time bins, "
+                  "each configuration's F1 in a bin paired with the others' in the same bin.", ""]
+
+
 def _recovery(s: pd.DataFrame) -> list[str]:
     """What each configuration recovers of Static-Map's loss, whatever the answer."""
     idx = s.set_index("configuration")
@@ -94,6 +111,7 @@ def render(run: RunView) -> list[str]:
               "flows); f1_last: the last hours. budget_ratio: Δt_install p50 / T_cp (deployed, uncompressed); "
               "budget_ratio_replay: the same against T_cp on this run's compressed clock.", ""]
     lines += _recovery(s) + [""]
+    lines += _differences(s)
     lines += ["## F1 over the day", "", *figure_lines(run, [run.rel(p) for p in figs]), "",
               "Lines: macro-F1 per bin (test packets), bands: 95% intervals from resampling the bin's flows; grey: "
               "offered load (all packets); hatched: the training hours.", ""]
