@@ -68,6 +68,8 @@ def _fake_run(d: Path) -> None:
                          "support": 10} for n in ("a (synthetic)", "b (real)") for s in (1, 2, 3)
                         for m in ("Chimera", "tree", "forest") for c in ("X", "Y")])
     per.to_csv(d / "per_class.csv", index=False)
+    pd.DataFrame([{"data": "b (real)", "seed": 3, "reason": "no test flow of class Y"}]).to_csv(d / "unscored.csv",
+                                                                                                index=False)
 
 
 def test_doc_is_rendered_from_the_run_directory(tmp_path: Path) -> None:
@@ -78,7 +80,8 @@ def test_doc_is_rendered_from_the_run_directory(tmp_path: Path) -> None:
     text = doc.read_text()
     assert "old table" not in text and text.startswith("# Title\n\nprose") and text.endswith("after\n")
     assert "`results/published/bench-fidelity/RUN`" in text
-    assert "| a (synthetic) | 100 (5) | 0.520 ± 0.025 |" in text  # mean of 0.51, 0.52, 0.53 with its t-interval
+    assert "| a (synthetic) | 3 | 100 (5) | 0.520 ± 0.025 |" in text  # mean of 0.51, 0.52, 0.53 with its t-interval
+    assert "b (real), seed 3: not measurable, so the row's mean and interval are over the other seeds: no test" in text
     assert "**not met** (2/3 seeds)" in text
     assert text.count("| b (real) | Y | 10 | 0.250 | 0.250 | 0.250 |") == 1
     F.render_doc(tmp_path, doc, cite="results/published/bench-fidelity/RUN")
@@ -100,3 +103,27 @@ def test_either_port_ids_key_on_the_more_frequent_port() -> None:
     ids = F.either_port_ids(mp, data)  # type: ignore[arg-type]
     # 80 is the most frequent port on either side (id 1); 5000 and 6000 tie at 2 and the stable order keeps 5000
     assert ids.tolist() == [1 * 2 + 1, 1 * 2 + 0, 3, 2 * 2 + 0, 3, 2, 2 * 2 + 1]
+
+
+def test_a_seed_that_cannot_be_scored_is_reported_not_fatal(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A split with a class absent from the test set (tiny real data) is recorded for that seed; the bench goes on
+    with the other seeds and never substitutes another seed."""
+    from chimera.errors import DatasetError
+
+    def fake(d: F.Data, seed: int, data_root: Path) -> tuple[dict, pd.DataFrame]:
+        if seed == 2:
+            raise DatasetError("class(es) ['Y'] have no packets in the test split", "use more flows")
+        row = {"data": d.name, "real": False, "seed": seed, "test_packets": 10, "test_flows": 2, "goal_met": True,
+               **{c: 0.5 for c in ("chimera_int_f1", "chimera_float_f1", "forest_f1", "tree_f1", "gap_to_forest",
+                                   "margin_over_tree", *(c for c, _ in F.DIAGNOSIS))}}
+        per = pd.DataFrame([{"data": d.name, "seed": seed, "method": m, "class": "X", "precision": 1, "recall": 1,
+                             "f1": 1.0, "support": 10} for m in ("Chimera", "tree", "forest")])
+        return row, per
+
+    monkeypatch.setattr(F, "measure", fake)
+    monkeypatch.setattr(F, "DATA", (F.Data("x (synthetic)", {"synthetic": {}}),))
+    table = F.main(results_root=tmp_path, seeds=(1, 2, 3), doc=None)
+    assert table.seed.tolist() == [1, 3]
+    run = next((tmp_path / "bench-fidelity").iterdir())
+    assert pd.read_csv(run / "unscored.csv").seed.tolist() == [2]
+    assert "x (synthetic), seed 2: not measurable" in (run / "report.md").read_text()

@@ -44,6 +44,7 @@ from tqdm import tqdm
 from chimera.baselines.features import FAIR_EXTRA, TOKEN_FIELDS, WindowSpec, _column, fair_inputs, windowed
 from chimera.baselines.yardsticks import FOREST_MAX_FEATURES, FOREST_TREES, TREE_DEPTHS, fit_yardsticks, tune_tree
 from chimera.bench.results import bench_run
+from chimera.errors import DatasetError
 from chimera.experiments.config import resolve_variants
 from chimera.experiments.load import load_experiment
 from chimera.experiments.stages.compile import compile_variant
@@ -237,15 +238,20 @@ def tables_markdown(run_dir: Path, cite: str) -> str:
            "95% t-interval over seeds. Packet-level macro-F1 on the test split; Chimera is the compiled integer "
            "pipeline (bit-exact on eBPF and BMv2). The real datasets are small (their README); say so with any "
            "number quoted from them.", "", "### Chimera against the yardsticks", "",
-           "| data | test packets (flows) | Chimera (integer) | Chimera (float) | tree | forest | Chimera − tree | "
-           "forest − Chimera | goal |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+           "| data | seeds | test packets (flows) | Chimera (integer) | Chimera (float) | tree | forest | Chimera − tree | "
+           "forest − Chimera | goal |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for n in names:
         g = table[table.data == n]
         met = int(g.goal_met.sum())
-        out.append(f"| {n} | {int(g.test_packets.mean()):,} ({int(g.test_flows.mean())}) | "
+        out.append(f"| {n} | {len(g)} | {int(g.test_packets.mean()):,} ({int(g.test_flows.mean())}) | "
                    f"{_pm(s, n, 'chimera_int_f1')} | {_pm(s, n, 'chimera_float_f1')} | {_pm(s, n, 'tree_f1')} | "
                    f"{_pm(s, n, 'forest_f1')} | {_pm(s, n, 'margin_over_tree')} | {_pm(s, n, 'gap_to_forest')} | "
                    f"{'met' if met == len(g) else f'**not met** ({met}/{len(g)} seeds)'} |")
+    un = run_dir / "unscored.csv"
+    unscored = pd.read_csv(un) if un.exists() else pd.DataFrame(columns=["data", "seed", "reason"])
+    for _, u in unscored.iterrows():
+        out.append(f"\n{u['data']}, seed {u['seed']}: not measurable, so the row's mean and interval are over the "
+                   f"other seeds: {u['reason']}.")
     out += ["", f"Goal: Chimera ≥ tree and forest − Chimera ≤ {GAP_GOAL} on every seed.", "",
             "### Diagnosis: what the tree relies on, what the Map keeps, what the window buys", "",
             "| data | " + " | ".join(label for _, label in DIAGNOSIS) + " |",
@@ -277,6 +283,7 @@ def render_doc(run_dir: Path, doc: Path = DOC, cite: str | None = None) -> Path:
 def main(results_root: str | Path = "results", data_root: Path = Path("data"), seeds: Sequence[int] = SEEDS,
          only: Sequence[str] = (), doc: Path | None = DOC) -> pd.DataFrame:
     rows, pers, missing = [], [], []
+    unscored: list[dict[str, Any]] = []
     chosen = [d for d in DATA if not only or any(o.lower() in d.name.lower() for o in only)]
     with bench_run("fidelity", {"data": {d.name: d.dataset for d in chosen}, "seeds": list(seeds),
                                 "forest_trees": FOREST_TREES, "tree_depths": TREE_DEPTHS,
@@ -291,15 +298,21 @@ def main(results_root: str | Path = "results", data_root: Path = Path("data"), s
                 continue
             todo += [(d, s) for s in seeds]
         for d, s in tqdm(todo, desc="fidelity", unit="cell"):
-            row, per = measure(d, s, data_root)
+            try:
+                row, per = measure(d, s, data_root)
+            except DatasetError as e:  # a split that cannot be scored is reported, never replaced by another seed
+                log.warning("%s seed %d: not measurable: %s", d.name, s, e.problem)
+                unscored.append({"data": d.name, "seed": s, "reason": e.problem})
+                continue
             rows.append(row)
             pers.append(per)
             pd.DataFrame(rows).to_csv(run.path / "fidelity.csv", index=False)  # partial progress stays readable
+        pd.DataFrame(unscored, columns=["data", "seed", "reason"]).to_csv(run.path / "unscored.csv", index=False)
         table = pd.DataFrame(rows)
         table.to_csv(run.path / "fidelity.csv", index=False)
         pd.concat(pers, ignore_index=True).to_csv(run.path / "per_class.csv", index=False)
         summarize(table).to_csv(run.path / "summary.csv", index=False)
-        run.manifest.record(**{"rows": rows, "skipped": missing})
+        run.manifest.record(**{"rows": rows, "skipped": missing, "unscored": unscored})
         lines = ["# Fidelity: Chimera in-switch (integer) vs the yardsticks on the same split", "",
                  f"Forest: {FOREST_TREES} trees, max_features tuned on validation from {list(FOREST_MAX_FEATURES)}; "
                  f"tree: depth tuned on validation from {list(TREE_DEPTHS)}; both read what Chimera reads "
