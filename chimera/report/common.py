@@ -47,9 +47,11 @@ def label_simulated(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     if "install_simulated" not in df or not df["install_simulated"].astype(bool).any():
         return df, []
     cols = {c: f"{c} (simulated)" for c in SIMULATED_INSTALL if c in df}
-    note = ("(simulated): this target installs nothing, so Δt_install is the configured "
-            "`control.reference_install_ms`, not a measurement; budget ratios built on it are simulated too. "
-            "Measured install times: `invoke bench --what install` or an eBPF/BMv2 run.")
+    note = ("(simulated): the Δt_install these columns use is the configured `control.reference_install_ms`, "
+            "not a measurement, and budget ratios built on it are simulated too: the reference target installs "
+            "nothing, and under the trace clock every install lands at a planned trace time so that the reference "
+            "replays the version switch at the same packet. Where a switch installed for real, "
+            "install_measured_p50_ms is the measured time (`invoke bench --what install` measures it under load).")
     return df.rename(columns=cols), [note]
 
 

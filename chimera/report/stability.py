@@ -14,6 +14,7 @@ from chimera.report.run import RunView
 
 SUMMARY_COLUMNS = ["configuration", "f1_mean", "f1_worst_bin", "f1_first", "f1_last", "f1_drop", "installs",
                    "failed_installs", "churn_total", "churn_per_install", "install_p50_ms", "install_p99_ms",
+                   "install_measured_p50_ms",
                    "budget_ratio", "budget_ratio_replay"]
 
 
