@@ -157,12 +157,13 @@ def dataset(c: Context, profile: str = "ciciot", flows: int = 2000, seed: int = 
     logging.getLogger("tasks").info("dataset written: %s", path)
 
 
-@task(help={"what": "ingest | reference | install | switch | fidelity | scale | sweep | zeroloss | bmv2ratio",
+@task(help={"what": "ingest | reference | install | switch | fidelity | scale | sweep | zeroloss | bmv2ratio | bmv2files",
             "pcap": "capture to benchmark (ingest)",
             "seeds": "fidelity: comma-separated seeds (default 1,2,3)",
-            "only": "fidelity: comma-separated parts of data names to run (the docs are then left alone)"})
+            "only": "fidelity: comma-separated parts of data names to run (the docs are then left alone)",
+            "baseline": "bmv2files: the git revision whose chimera.p4 the shipped one is timed against"})
 @cli
-def bench(c: Context, what: str = "ingest", pcap: str = "", seeds: str = "", only: str = "",
+def bench(c: Context, what: str = "ingest", pcap: str = "", seeds: str = "", only: str = "", baseline: str = "",
           verbose: bool = False) -> None:
     """Benchmarks; each prints its measured rates and ratios."""
     log = logging.getLogger("bench")
@@ -180,6 +181,10 @@ def bench(c: Context, what: str = "ingest", pcap: str = "", seeds: str = "", onl
             options["only"] = tuple(x for x in only.split(",") if x)
         if options and what != "fidelity":
             raise Exit(f"--seeds/--only apply to the fidelity bench only, not {what!r}", code=2)
+        if baseline:
+            if what != "bmv2files":
+                raise Exit(f"--baseline applies to the bmv2files bench only, not {what!r}", code=2)
+            options["baseline"] = baseline
         dispatch(what, **options)
 
 

@@ -177,7 +177,8 @@ struct headers_t {
     udp_t          udp;
 }
 
-#define VEC_FIELDS(i) int<32> vin##i; int<32> vout##i; int<64> h##i; int<64> a##i; int<64> s##i; bit<512> wo##i;
+#define VEC_FIELDS(i) int<32> vin##i; int<32> vout##i; int<64> h##i; int<64> a##i; int<64> s##i; bit<512> wo##i; \
+    bit<32> sn##i; bit<32> zn##i;
 
 struct meta_t {
     bit<1>  parsed;
@@ -253,7 +254,6 @@ struct meta_t {
     int<32> pko;
     int<32> sv;
     int<32> zv;
-    bit<32> sidx;   /* the S row of feature j of this flow slot: slot * MAX_FEATURES + j */
     int<64> z;
     bit<1>  hard_hit;
     bit<8>  hard_rule;
@@ -340,13 +340,8 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
      * above 2^63, so a negative value kept in 64 bits would read back as INT64_MAX (found by the fuzzer). */
     @id(0x16000008) register<bit<63>>(MAX_CENTROIDS) reg_ema;
     @id(0x16000009) register<bit<64>>(8) reg_counters;         /* evictions, new flows, parsed, unparsed, samples */
-    /* The accumulators, one 32-bit array per lane (BMv2 diet, docs/bmv2-diet.md step 1): S lane e of feature row
-     * j of slot k at reg_s<e>[k * MAX_FEATURES + j]; Z lane j of slot k at reg_z<j>[k]. One-limb values instead
-     * of 512-bit rows, and lanes past D_V (m) are never touched. */
-#define S_REG(i, h) @id(0x1600001##h) register<bit<32>>(1048576) reg_s##i;
-#define Z_REG(i, h) @id(0x1600002##h) register<bit<32>>(MAX_FLOW_SLOTS) reg_z##i;
-    FOR16H(S_REG)
-    FOR16H(Z_REG)
+    @id(0x1600000A) register<bit<512>>(1048576) reg_s;         /* S[j] rows: MAX_FLOW_SLOTS * MAX_FEATURES, d_v x int32 */
+    @id(0x1600000B) register<bit<512>>(MAX_FLOW_SLOTS) reg_z;  /* Zacc: m x int32 */
     @id(0x1600000C) register<bit<63>>(MAX_CLASSES) reg_class_ema;
     @id(0x1600000D) register<bit<32>>(MAX_SAMPLE_SLOTS) reg_sample;
     @id(0x1600000E) register<bit<64>>(1) reg_clock;            /* the last `now` classified on: the control plane's clock */
@@ -515,7 +510,8 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
         bit<64> cnt;
         bit<64> n_parsed;
         bit<32> zero32 = 0;
-        bit<32> acc;
+        bit<512> row;
+        bit<512> zrow;
         bit<64> cov_tmp = 0;
         bit<1> soft_any = 0;
         port_map.apply();
@@ -682,33 +678,46 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
             /* S[j][e] -= phi_k[c_out][j] * vout_e; S[j][e] += phi_k[c][j] * vin_e; h_e += phi_q[c][j] * S[j][e] */
 #define ZERO_H(e) meta.h##e = 0;
             FOR16(ZERO_H)
+            reg_z.read(zrow, meta.slot);
+            if (meta.fresh == 1) { zrow = 0; }
             meta.z = 0;
+/* A row's new elements go to sn0..sn15 (zn0..zn15 for Z) and the row is rebuilt by concatenation: BMv2's p4c
+ * lowers a slice assignment to a constant shift of the element's offset, and refuses shifts above 256 bits
+ * (element 9 of a 512-bit row); a concatenation shifts by 32 at a time. Elements past D_V (or m) keep their
+ * value. */
+#define S_KEEP(e) if (e >= CHIMERA_D_V) { meta.sn##e = row[32 * e + 31 : 32 * e]; }
+#define Z_KEEP(j) if (j >= CHIMERA_RF_FEATURES) { meta.zn##j = zrow[32 * j + 31 : 32 * j]; }
+#define CAT16(p) meta.p##15 ++ meta.p##14 ++ meta.p##13 ++ meta.p##12 ++ meta.p##11 ++ meta.p##10 ++ meta.p##9 \
+    ++ meta.p##8 ++ meta.p##7 ++ meta.p##6 ++ meta.p##5 ++ meta.p##4 ++ meta.p##3 ++ meta.p##2 ++ meta.p##1 ++ meta.p##0
 #define S_CELL(e) \
             if (e < CHIMERA_D_V) { \
-                reg_s##e.read(acc, meta.sidx); \
-                if (meta.fresh == 1) { acc = 0; } \
-                meta.sv = (int<32>)acc; \
+                meta.sv = EL32(row, e); \
                 if (meta.has_old == 1) { meta.sv = meta.sv - meta.pko * meta.vout##e; } \
                 meta.sv = meta.sv + meta.pki * meta.vin##e; \
-                reg_s##e.write(meta.sidx, (bit<32>)meta.sv); \
+                meta.sn##e = (bit<32>)meta.sv; \
                 meta.h##e = meta.h##e + ((int<64>)meta.pqi) * ((int<64>)meta.sv); \
             }
 #define S_ROW(j) \
             if (j < CHIMERA_RF_FEATURES) { \
-                meta.sidx = meta.slot * MAX_FEATURES + j; \
+                reg_s.read(row, meta.slot * MAX_FEATURES + j); \
+                if (meta.fresh == 1) { row = 0; } \
                 meta.pqi = EL32(meta.phiq, j); \
                 meta.pki = EL32(meta.phik, j); \
                 meta.pko = EL32(meta.phik_out, j); \
+                FOR16B(S_KEEP) \
                 FOR16B(S_CELL) \
-                reg_z##j.read(acc, meta.slot); \
-                if (meta.fresh == 1) { acc = 0; } \
-                meta.zv = (int<32>)acc; \
+                row = CAT16(sn); \
+                reg_s.write(meta.slot * MAX_FEATURES + j, row); \
+                meta.zv = EL32(zrow, j); \
                 if (meta.has_old == 1) { meta.zv = meta.zv - meta.pko; } \
                 meta.zv = meta.zv + meta.pki; \
-                reg_z##j.write(meta.slot, (bit<32>)meta.zv); \
+                meta.zn##j = (bit<32>)meta.zv; \
                 meta.z = meta.z + ((int<64>)meta.pqi) * ((int<64>)meta.zv); \
             }
+            FOR16(Z_KEEP)
             FOR16(S_ROW)
+            zrow = CAT16(zn);
+            reg_z.write(meta.slot, zrow);
             reg_ring.write(meta.ring_idx, meta.tok);
             meta.head = (meta.head + 1) & (CHIMERA_WINDOW - 1);
             meta.pkts = meta.npk;

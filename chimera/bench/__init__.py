@@ -12,7 +12,7 @@ log = logging.getLogger(__name__)
 BENCHES = {"ingest": "chimera.bench.ingest", "reference": "chimera.bench.reference", "install": "chimera.bench.install",
            "switch": "chimera.bench.switch", "fidelity": "chimera.bench.fidelity", "scale": "chimera.bench.scale",
            "sweep": "chimera.bench.sweep", "zeroloss": "chimera.bench.zeroloss",
-           "bmv2ratio": "chimera.bench.bmv2ratio"}
+           "bmv2ratio": "chimera.bench.bmv2ratio", "bmv2files": "chimera.bench.bmv2files"}
 
 
 def dispatch(what: str, **options: Any) -> None:

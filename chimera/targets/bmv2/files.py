@@ -33,6 +33,7 @@ from chimera.targets.bmv2.schema import TABLE_BY_NAME, qualified
 from chimera.targets.bmv2.thrift import THRIFT_PORT, read_state, run_cli
 from chimera.targets.testbed import conformance
 from chimera.testbed.collect import collect
+from chimera.testbed.nodes import BuildOptions
 
 log = logging.getLogger(__name__)
 TOOLS = ("p4c-bm2-ss", "simple_switch", "simple_switch_CLI")
@@ -72,15 +73,18 @@ class FileRunResult:
     received: int
     verdict_mismatches: int
     register_mismatches: int | None  # None: registers could not be read
+    out_span_s: float = float("nan")  # first to last verdict out: simple_switch reads its file as fast as it can
 
 
-def run_files(art: Artifact, table: PacketTable, work: Path, timeout_s: float = 300) -> FileRunResult:
-    """Run ``table``'s frames through chimera.p4 on simple_switch and compare with the reference."""
+def run_files(art: Artifact, table: PacketTable, work: Path, timeout_s: float = 300,
+              build: BuildOptions | None = None) -> FileRunResult:
+    """Run ``table``'s frames through chimera.p4 (or ``build``'s source) on simple_switch and compare with the
+    reference. The output's time span is BMv2's own processing rate: the file is read without pacing."""
     why = unavailable_reason()
     if why:
         raise ToolMissingError(f"BMv2 file-mode conformance cannot run: {why}", INSTALL_HINT)
     work.mkdir(parents=True, exist_ok=True)
-    js = compile_p4(art, work / "build")
+    js = compile_p4(art, work / "build", build)
     frames = normalized_frames(table, np.arange(len(table)))
     write_pcap(work / "frames.pcap", frames, table.ts_ns)
     replayed = read_pcap(work / "frames.pcap")
@@ -128,5 +132,13 @@ def run_files(art: Artifact, table: PacketTable, work: Path, timeout_s: float = 
         sw.wait(timeout=10)
     got = collect(frames, work / "port1_in.pcap", out)
     conf = conformance(art, replayed, got.verdicts, got.received, clock_ns, regs, trace_clock=True)
-    return FileRunResult(len(frames), conf.checked, conf.reference_mismatches, conf.register_mismatches)
+    ts = got_ts(out)
+    return FileRunResult(len(frames), conf.checked, conf.reference_mismatches, conf.register_mismatches,
+                         (int(ts.max()) - int(ts.min())) / 1e9 if ts.size > 1 else float("nan"))
+
+
+def got_ts(out: Path) -> np.ndarray:
+    """The output frames' timestamps (ns), as simple_switch wrote them."""
+    return np.asarray(read_pcap(out).ts_ns, np.int64) if out.exists() and out.stat().st_size > 24 else \
+        np.zeros(0, np.int64)
 

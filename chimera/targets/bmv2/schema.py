@@ -130,9 +130,8 @@ REGISTERS = (
     Register("reg_ring", 0x16000007, 64, MAX_FLOW_SLOTS * MAX_WINDOW),
     Register("reg_ema", 0x16000008, 63, MAX_CENTROIDS),  # 63-bit two's complement (see chimera.p4)
     Register("reg_counters", 0x16000009, 64, 8),
-    # the accumulators, one 32-bit array per lane (docs/bmv2-diet.md, step 1): ids 0x1600001h (S) and 0x1600002h (Z)
-    *(Register(f"reg_s{e}", 0x16000010 + e, 32, MAX_FLOW_SLOTS * MAX_FEATURES) for e in range(16)),
-    *(Register(f"reg_z{j}", 0x16000020 + j, 32, MAX_FLOW_SLOTS) for j in range(16)),
+    Register("reg_s", 0x1600000A, 512, MAX_FLOW_SLOTS * MAX_FEATURES),
+    Register("reg_z", 0x1600000B, 512, MAX_FLOW_SLOTS),
     Register("reg_class_ema", 0x1600000C, 63, MAX_CLASSES),
     Register("reg_sample", 0x1600000D, 32, MAX_SAMPLE_SLOTS),
     Register("reg_clock", 0x1600000E, 64, 1),
