@@ -176,7 +176,11 @@ def bench(c: Context, what: str = "ingest", pcap: str = "", seeds: str = "", onl
         from chimera.bench import dispatch
         options: dict[str, Any] = {}
         if seeds:
-            options["seeds"] = tuple(int(x) for x in seeds.split(",") if x)
+            try:
+                options["seeds"] = tuple(int(x) for x in seeds.split(",") if x)
+            except ValueError:
+                raise Exit(f"--seeds {seeds!r}: not a comma-separated list of integers (e.g. --seeds 1,2,3)",
+                           code=2) from None
         if only:
             options["only"] = tuple(x for x in only.split(",") if x)
         if options and what != "fidelity":

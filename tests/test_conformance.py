@@ -21,7 +21,7 @@ from chimera.formats.artifact import Artifact
 from chimera.formats.verdict import VerdictFlag
 from chimera.reference.pipeline import dataplane_parsed, run_reference
 from chimera.targets.base import Capability, Target, TargetResult
-from chimera.targets.registry import target_class
+from chimera.targets.registry import TARGETS, target_class
 from chimera.testbed.nodes import BuildOptions
 from chimera.testbed.replay import ReplayConfig
 
@@ -178,27 +178,34 @@ def test_conformance_across_live_installs(case: tuple[Target, ReplayConfig], tmp
                                                                                  ref.map_version)
 
 
-def test_software_classifier_host(case: tuple[Target, ReplayConfig], tmp_path: Path) -> None:
+#: the targets with a software classifier host (the † path), from their declared capabilities
+SOFTWARE_HOSTS = [n for n in TARGETS if target_class(n).can(Capability.SOFTWARE_HOST)]
+
+
+@pytest.mark.parametrize("name", SOFTWARE_HOSTS)
+def test_software_classifier_host(name: str, tmp_path: Path) -> None:
     """A † configuration (exact softmax: no switch tables) on every target with a software classifier host:
     the switch carries h1 -> sc -> h2 (eBPF: tc redirects; BMv2: p4/redirect.p4), every packet is marked by sc,
-    and sc's verdicts equal an offline re-run of the same classifier on the same frames and clock. Afterwards
-    the switch runs chimera.p4 again, conformant."""
-    t, replay = case
-    if not t.can(Capability.SOFTWARE_HOST) or replay.clock != "switch":
-        pytest.skip(f"{t.name}: no software classifier host" if not t.can(Capability.SOFTWARE_HOST) else
-                    "the software host classifies on its own clock: run once per target, with the switch clock")
+    and sc's verdicts equal an offline re-run of the same classifier on the same frames and clock (the host's
+    own: the switch clock). Afterwards the switch runs chimera.p4 again, conformant."""
+    cls = target_class(name)
+    why = cls.unavailable_reason()
+    if why is not None:
+        pytest.skip(f"{name} cannot run here: {why}")
     from chimera.targets.software.classifier import export_model
 
     from builders import quickstart_trained
     data, rules, v, trained = quickstart_trained(attention="softmax")
     mj = export_model(trained.model, rules.rules, rules.weights, v.fusion, trained.beta, tmp_path / "sw.json")
-    n = min(600, MAX_FRAMES.get(t.name, 600))
-    table = data.ds.table.take(data.replay_rows[:n])
-    res = t.run_software(mj, table, tmp_path, "softmax", replay=replay)
-    out = res.outcome
-    assert out.accounting.lost == 0 and out.conformance.reference_mismatches == 0
-    assert out.conformance.checked == n
-    assert out.latency.switch_p50_us > 0
-    built = quickstart_artifact()  # the switch's own pipeline comes back clean
-    table = limit(t, built.data.replay_table).take(np.arange(200))
-    check(t, t.run(built.art, table, tmp_path, "after-software", replay=replay), built.art, table)
+    n = min(600, MAX_FRAMES.get(name, 600))
+    replay = ReplayConfig(clock="switch", mode="pps", pps=RATE[name])
+    with cls(build_dir=tmp_path / "build", build=mutant_build(name)) as t:  # type: ignore[call-arg]
+        table = data.ds.table.take(data.replay_rows[:n])
+        res = t.run_software(mj, table, tmp_path, "softmax", replay=replay)
+        out = res.outcome
+        assert out.accounting.lost == 0 and out.conformance.reference_mismatches == 0
+        assert out.conformance.checked == n
+        assert out.latency.switch_p50_us > 0
+        built = quickstart_artifact()  # the switch's own pipeline comes back clean
+        table = limit(t, built.data.replay_table).take(np.arange(200))
+        check(t, t.run(built.art, table, tmp_path, "after-software", replay=replay), built.art, table)

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from chimera.baselines.features import WindowSpec, _column, fair_inputs, window_features, windowed
+from chimera.baselines.features import WindowSpec, column, fair_inputs, window_features, windowed
 from chimera.bench import fidelity as F
+from chimera.metrics.intervals import ci95
 from chimera.data.flows import Flows
 
 
@@ -48,7 +49,7 @@ def test_window_features_is_windowed_over_exact_columns(tmp_path: Path) -> None:
     tok = tokenize(ds.table, ds.flows)
     spec = fair_inputs(4)
     rows = np.flatnonzero(ds.flows.flow_id >= 0)
-    cols = {c: _column(c, ds.table, tok, ds.flows) for c in (*spec.fields, *spec.extra)}
+    cols = {c: column(c, ds.table, tok, ds.flows) for c in (*spec.fields, *spec.extra)}
     assert np.array_equal(window_features(ds.table, tok, ds.flows, rows, spec), windowed(ds.flows, rows, spec, cols))
 
 
@@ -89,8 +90,8 @@ def test_doc_is_rendered_from_the_run_directory(tmp_path: Path) -> None:
 
 
 def test_ci95_is_the_t_interval() -> None:
-    assert np.isnan(F.ci95([0.5]))
-    assert abs(F.ci95([0.51, 0.52, 0.53]) - 4.302653 * 0.01 / np.sqrt(3)) < 1e-6
+    assert np.isnan(ci95([0.5]))
+    assert abs(ci95([0.51, 0.52, 0.53]) - 4.302653 * 0.01 / np.sqrt(3)) < 1e-6
 
 
 def test_either_port_ids_key_on_the_more_frequent_port() -> None:

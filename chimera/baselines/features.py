@@ -84,7 +84,8 @@ def input_bits(spec: WindowSpec) -> int:
         sum(FIELD_BITS[f] for f in spec.extra if f not in DERIVED)
 
 
-def _column(name: str, table: PacketTable, tokens: Tokens, flows: Flows) -> np.ndarray:
+def column(name: str, table: PacketTable, tokens: Tokens, flows: Flows) -> np.ndarray:
+    """One per-packet input field (a name of ``FIELD_BITS``) for every packet of the table."""
     if name in ("ip_len", "iat_bucket", "direction", "tcp_flags"):
         return getattr(tokens, name).astype(np.int64)
     if name == "proto":
@@ -123,7 +124,7 @@ def flow_bytes(table: PacketTable, flows: Flows) -> np.ndarray:
 def window_features(table: PacketTable, tokens: Tokens, flows: Flows, rows: np.ndarray,
                     spec: WindowSpec = WindowSpec()) -> np.ndarray:
     """[len(rows), spec.n_features] int64 features of packets ``rows`` (lag-major, then extra)."""
-    cols = {f: _column(f, table, tokens, flows) for f in set(spec.fields) | set(spec.extra)}
+    cols = {f: column(f, table, tokens, flows) for f in set(spec.fields) | set(spec.extra)}
     return windowed(flows, rows, spec, cols)
 
 

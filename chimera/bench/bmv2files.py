@@ -17,11 +17,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from chimera.bench.results import bench_run, summary
-from chimera.errors import ConfigError
+from chimera.errors import ConfigError, ToolMissingError
 from chimera.experiments.load import build_artifact
 from chimera.targets.bmv2 import files
 from chimera.targets.bmv2.schema import P4_SOURCE
@@ -44,8 +43,9 @@ def source_at(rev: str, dest: Path) -> Path:
 
 
 def main(results_root: str | Path = "results", baseline: str = "HEAD~1", repeats: int = REPEATS) -> dict[str, Any]:
-    if files.unavailable_reason():
-        raise ConfigError(f"BMv2 file mode cannot run: {files.unavailable_reason()}", files.INSTALL_HINT)
+    why = files.unavailable_reason()
+    if why:
+        raise ToolMissingError(f"BMv2 file mode cannot run: {why}", files.INSTALL_HINT)
     built = build_artifact("quickstart")
     table = built.data.replay_table
     rev = subprocess.run(["git", "rev-parse", baseline], cwd=ROOT, capture_output=True, text=True).stdout.strip()

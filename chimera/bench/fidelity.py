@@ -38,10 +38,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 from tqdm import tqdm
 
-from chimera.baselines.features import FAIR_EXTRA, TOKEN_FIELDS, WindowSpec, _column, fair_inputs, windowed
+from chimera.baselines.features import FAIR_EXTRA, TOKEN_FIELDS, WindowSpec, column, fair_inputs, windowed
 from chimera.baselines.yardsticks import FOREST_MAX_FEATURES, FOREST_TREES, TREE_DEPTHS, fit_yardsticks, tune_tree
 from chimera.bench.results import bench_run
 from chimera.errors import DatasetError
@@ -49,10 +48,12 @@ from chimera.experiments.config import resolve_variants
 from chimera.experiments.load import load_experiment
 from chimera.experiments.stages.compile import compile_variant
 from chimera.experiments.stages.dataset import PreparedData, prepare, resolve_dataset
-from chimera.experiments.stages.rules import load_and_learn
+from chimera.experiments.stages.rules import LearnedRules, load_and_learn
+from chimera.formats.artifact import Artifact
 from chimera.experiments.stages.train import ModelCache, TrainedVariant, train_variant
 from chimera.metrics.classification import macro_f1, per_class
-from chimera.model.tokenizer import SUB_TOKENS, MapTables
+from chimera.metrics.intervals import ci95
+from chimera.model.tokenizer import DIRS, SUB_TOKENS, MapTables, most_frequent_ports
 from chimera.reference.pipeline import run_reference
 
 log = logging.getLogger(__name__)
@@ -118,16 +119,13 @@ def either_port_ids(mp: MapTables, data: PreparedData) -> np.ndarray:
     """A candidate port sub-token (the diagnosis' question "does the responder-port rule lose the service
     port?"): a vocabulary of the training split's most frequent ports on either side, as large as Chimera's,
     and per packet the id of whichever of its two ports ranks higher in it (0: neither), times the direction."""
-    t = data.ds.table
-    tr = data.train_rows
-    cnt = np.bincount(np.r_[t.sport[tr], t.dport[tr]].astype(np.int64), minlength=65536)
-    top = np.argsort(-cnt, kind="stable")[:mp.port_vocab.size]
-    top = top[cnt[top] > 0]
-    rank = np.full(65536, 1 << 20, np.int64)
+    t, tr = data.ds.table, data.train_rows
+    top = most_frequent_ports(np.r_[t.sport[tr], t.dport[tr]], mp.port_vocab.size)
+    never = top.size + 1  # ranks above every vocabulary port
+    rank = np.full(65536, never, np.int64)
     rank[top] = np.arange(1, top.size + 1)
     best = np.minimum(rank[t.sport.astype(np.int64)], rank[t.dport.astype(np.int64)])
-    ids = np.where(best < (1 << 20), best, 0)
-    return ids * 2 + np.asarray(data.tokens.direction, np.int64)
+    return np.where(best < never, best, 0) * DIRS + np.asarray(data.tokens.direction, np.int64)
 
 
 def tree_f1(data: PreparedData, spec: WindowSpec, cols: dict[str, np.ndarray], seed: int) -> tuple[float, int]:
@@ -138,7 +136,7 @@ def tree_f1(data: PreparedData, spec: WindowSpec, cols: dict[str, np.ndarray], s
 
 
 def chimera_f1(data: PreparedData, dataset: dict[str, Any], seed: int, window: int | None,
-               rules: Any) -> tuple[float, TrainedVariant, Any, np.ndarray]:
+               rules: LearnedRules) -> tuple[float, TrainedVariant, Artifact, np.ndarray]:
     """The quickstart's first variant (with ``window`` if given) trained, compiled and run on the reference."""
     over: dict[str, Any] = {"dataset": dataset, "seed": seed}
     if window is not None:
@@ -176,7 +174,7 @@ def measure(d: Data, seed: int, data_root: Path) -> tuple[dict[str, Any], pd.Dat
         "beta": trained.beta}
     # the diagnosis: the same tuned tree on other inputs
     fair = fair_inputs(window)
-    exact = {c: _column(c, data.ds.table, data.tokens, data.ds.flows) for c in (*fair.fields, *fair.extra)}
+    exact = {c: column(c, data.ds.table, data.tokens, data.ds.flows) for c in (*fair.fields, *fair.extra)}
     q = quantized_columns(trained.model.map, data)
     qspec = WindowSpec(window=window, fields=("centroid", *(f"sub_{n}" for n in SUB_TOKENS[:4])),
                        extra=("sub_index",))
@@ -199,15 +197,6 @@ def measure(d: Data, seed: int, data_root: Path) -> tuple[dict[str, Any], pd.Dat
     log.info("%s seed %d: Chimera %.4f | forest %.4f | tree %.4f (quantized %.4f) | window 1 %.4f", d.name, seed,
              chimera, forest, tree, row["tree_quantized_f1"], row["chimera_w1_f1"])
     return row, per
-
-
-def ci95(x: Sequence[float]) -> float:
-    """Half-width of the 95% t-interval of the mean (nan below two values)."""
-    a = np.asarray(x, float)
-    a = a[~np.isnan(a)]
-    if a.size < 2:
-        return float("nan")
-    return float(stats.t.ppf(0.975, a.size - 1) * a.std(ddof=1) / np.sqrt(a.size))
 
 
 def summarize(table: pd.DataFrame) -> pd.DataFrame:
@@ -310,6 +299,9 @@ def main(results_root: str | Path = "results", data_root: Path = Path("data"), s
         pd.DataFrame(unscored, columns=["data", "seed", "reason"]).to_csv(run.path / "unscored.csv", index=False)
         table = pd.DataFrame(rows)
         table.to_csv(run.path / "fidelity.csv", index=False)
+        if not rows:
+            raise DatasetError("no kind of data could be scored on any seed (see the warnings above)",
+                               "check the datasets: every class needs >= 3 flows for a 75/10/15 split")
         pd.concat(pers, ignore_index=True).to_csv(run.path / "per_class.csv", index=False)
         summarize(table).to_csv(run.path / "summary.csv", index=False)
         run.manifest.record(**{"rows": rows, "skipped": missing, "unscored": unscored})

@@ -168,6 +168,14 @@ class MapTables:
         ]).astype(np.int64)
 
 
+def most_frequent_ports(ports: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` most frequent values of ``ports`` (0..65535), most frequent first, ties to the lower port;
+    fewer where fewer occur."""
+    cnt = np.bincount(np.asarray(ports, np.int64), minlength=65536)
+    top = np.argsort(-cnt, kind="stable")[:k]
+    return top[cnt[top] > 0].astype(np.int64)
+
+
 def fit_map(tok: Tokens, n_centroids: int, seed: int, *, len_fine: int = LEN_FINE_MAX, port_ids: int = PORT_IDS_MAX,
             sport: np.ndarray | None = None, dport: np.ndarray | None = None) -> MapTables:
     """Length bins from quantiles, k-means over the observed coarse keys, a responder-port vocabulary."""
@@ -176,10 +184,7 @@ def fit_map(tok: Tokens, n_centroids: int, seed: int, *, len_fine: int = LEN_FIN
     repr_len = bin_repr(edges)
     vocab = np.zeros(0, np.int64)
     if sport is not None and dport is not None and port_ids > 1:
-        resp = responder_port(sport, dport, tok.direction)
-        cnt = np.bincount(resp, minlength=65536)
-        top = np.argsort(-cnt, kind="stable")[:port_ids - 1]
-        vocab = np.sort(top[cnt[top] > 0]).astype(np.int64)
+        vocab = np.sort(most_frequent_ports(responder_port(sport, dport, tok.direction), port_ids - 1))
     m = MapTables(edges, np.zeros(MAP_KEYS, np.uint8), n_centroids, quantile_edges(lens, len_fine), vocab)
     counts = np.bincount(m.keys(tok), minlength=MAP_KEYS).astype(np.float64)
     feats = key_features(repr_len)

@@ -95,8 +95,8 @@ def render(run: RunView) -> list[str]:
     sm = run.manifest.section("stability", {})
     squeeze = ("uncompressed" if float(sm.get("compression") or 1) == 1
                else f"compressed {float(sm.get('compression')):g}×")
-    title = (f"{st.get('day_hours', 24)}-hour day, {squeeze}" +
-             f"; T_cp {sm.get('t_cp_s')} s simulated = {float(sm.get('t_cp_trace_s') or 0):.3g} s of trace")
+    title = (f"{st.get('day_hours', 24)}-hour day, {squeeze}; T_cp {sm.get('t_cp_s')} s simulated = "
+             f"{float(sm.get('t_cp_trace_s') or 0):.3g} s of trace")
     figs = figures.stability(bins, run.figures_dir, float(st.get("train_hours", 0)), st.get("attack_at_hour"),
                              title=title)
     lines = header(run, "24-hour stability")

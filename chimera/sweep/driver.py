@@ -25,9 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
-from scipy import stats
 from tqdm import tqdm
 
 from chimera.errors import ConfigError
@@ -35,6 +33,7 @@ from chimera.experiments.kinds import kind_of
 from chimera.experiments.load import load_experiment
 from chimera.formats.rundir import Manifest, RunDir, environment, git_state
 from chimera.formats.tables import TableSchema
+from chimera.metrics.intervals import ci95
 from chimera.sweep.plan import SweepTask, plan
 from chimera.sweep.task import failure, run_task
 
@@ -116,13 +115,6 @@ def run_sequential(tasks: list[SweepTask], target: str, work_root: Path, data_ro
         torch.set_num_threads(threads)
 
 
-def _ci95(x: pd.Series) -> float:
-    x = x.dropna()
-    if len(x) < 2:
-        return float("nan")
-    return float(stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x)))
-
-
 def merge(outcomes: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
     """Each CSV name: the ok tasks' rows concatenated in plan order, with a ``sweep_task`` column."""
     tables: dict[str, list[pd.DataFrame]] = {}
@@ -145,8 +137,8 @@ def summarize(df: pd.DataFrame, schema: TableSchema) -> pd.DataFrame | None:
         return None
     keys = [c for c in schema.keys if c in df and c != "seed"]
     g = df.groupby(keys, sort=False, dropna=False) if keys else df.groupby(lambda _: "all")
-    out = g[metrics].agg(["mean", _ci95, "count"])
-    out.columns = [f"{m}_{s if s != '_ci95' else 'ci95'}" for m, s in out.columns]
+    out = g[metrics].agg(["mean", ci95, "count"])
+    out.columns = [f"{m}_{s}" for m, s in out.columns]
     return out.reset_index()
 
 

@@ -42,9 +42,7 @@ def compile_p4(art: Artifact, build_dir: Path, build: BuildOptions | None = None
     source's own directory first, where p4/chimera_constants.h (the quickstart model's) lives.
     p4c's own P4Info is written beside the JSON (``invoke p4info --check`` diffs it).
     """
-    p4c = shutil.which("p4c-bm2-ss")
-    if p4c is None:
-        raise ToolMissingError("p4c-bm2-ss is not installed", INSTALL_HINT)
+    p4c = p4c_binary()
     b = build or BuildOptions()
     source = b.source or P4_SOURCE
     header = render(art)
@@ -58,28 +56,36 @@ def compile_p4(art: Artifact, build_dir: Path, build: BuildOptions | None = None
     (out / "chimera_constants.h").write_text(header)
     src = out / P4_SOURCE.name
     shutil.copyfile(source, src)
-    r = subprocess.run([p4c, "--arch", "v1model", "--std", "p4-16", *b.defines(), "-o", str(js) + ".tmp",
-                        "--p4runtime-files", str(out / "p4c.p4info.txtpb"), str(src)], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise CompilationError(f"p4c-bm2-ss failed on {P4_SOURCE}:\n{r.stderr[-4000:]}",
-                               "this is a bug in chimera.p4 for this configuration: report it with the header")
-    Path(str(js) + ".tmp").rename(js)
-    return js
+    return run_p4c(p4c, src, js, [*b.defines(), "--p4runtime-files", str(out / "p4c.p4info.txtpb")],
+                   "this is a bug in chimera.p4 for this configuration: report it with the header", name=P4_SOURCE)
 
 
 def compile_fixed(source: Path, build_dir: Path) -> Path:
     """Compile a fixed v1model program that needs no constants header and no P4Runtime (p4/forward.p4,
     p4/redirect.p4); cached by its source. Returns the BMv2 JSON, which simple_switch takes on its command
     line."""
+    p4c = p4c_binary()
+    js = build_dir / f"bmv2-{source.stem}-{hashlib.sha256(source.read_bytes()).hexdigest()[:16]}" / f"{source.stem}.json"
+    if js.exists():
+        return js
+    js.parent.mkdir(parents=True, exist_ok=True)
+    return run_p4c(p4c, source, js, [], f"fix {source}")
+
+
+def p4c_binary() -> str:
     p4c = shutil.which("p4c-bm2-ss")
     if p4c is None:
         raise ToolMissingError("p4c-bm2-ss is not installed", INSTALL_HINT)
-    js = build_dir / f"bmv2-{source.stem}-{hashlib.sha256(source.read_bytes()).hexdigest()[:16]}" / f"{source.stem}.json"
-    if not js.exists():
-        js.parent.mkdir(parents=True, exist_ok=True)
-        r = subprocess.run([p4c, "--arch", "v1model", "--std", "p4-16", "-o", str(js) + ".tmp", str(source)],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            raise CompilationError(f"p4c-bm2-ss failed on {source}:\n{r.stderr[-2000:]}", f"fix {source}")
-        Path(str(js) + ".tmp").replace(js)
+    return p4c
+
+
+def run_p4c(p4c: str, src: Path, js: Path, extra: list[str], fix: str, name: Path | None = None) -> Path:
+    """p4c-bm2-ss (v1model, P4_16) on ``src`` into ``js``, written under a temporary name and renamed when
+    complete, so a failed or interrupted compile never leaves a JSON the cache would trust."""
+    tmp = Path(str(js) + ".tmp")
+    r = subprocess.run([p4c, "--arch", "v1model", "--std", "p4-16", *extra, "-o", str(tmp), str(src)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise CompilationError(f"p4c-bm2-ss failed on {name or src}:\n{r.stderr[-4000:]}", fix)
+    tmp.replace(js)
     return js

@@ -124,8 +124,9 @@ def run_files(art: Artifact, table: PacketTable, work: Path, timeout_s: float = 
             if seen >= len(frames) and (n == len(frames) or time.monotonic() - t0 > START_WAIT_S + 10):
                 break
         # Not on output growth alone: on a loaded host BMv2 can stall for seconds, and registers read
-        # mid-replay differ from the reference's by the frames not yet through ingress.
-        time.sleep(1)  # the last frame's egress
+        # mid-replay differ from the reference's by the frames not yet through ingress. The counter is written
+        # early in ingress, so the last frame's later register writes get a moment more.
+        time.sleep(1)
         regs = read_state(art)
     finally:
         sw.terminate()
