@@ -229,8 +229,8 @@ struct meta_t {
     bit<16> mkey;
     bit<8>  c;
     bit<8>  c_out;
-    bit<16> rport;
     bit<8>  pid;
+    bit<8>  pid_d;
     bit<1>  fresh;
     bit<1>  has_old;
     bit<32> ring_idx;
@@ -364,6 +364,7 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
     @id(0x01000005) action set_flag_class(bit<8> cls) { meta.fclass = cls; }
     @id(0x01000006) action set_centroid(bit<8> centroid) { meta.c = centroid; }
     @id(0x0100000D) action set_port_id(bit<8> id) { meta.pid = id; }
+    @id(0x01000013) action set_dport_id(bit<8> id) { meta.pid_d = id; }
 #define ADD_V(i) meta.vin##i = meta.vin##i + EL32(v, i);
 #define ADD_VOUT(i) meta.vout##i = meta.vout##i + EL32(v, i);
     /* a value row of the entering token (SumReduce: the five sub-token tables add into vin) */
@@ -437,10 +438,17 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
         default_action = nop();
         size = 32768;    /* NVERS * MAP_KEYS */
     }
-    @id(0x0200000A) table port_vocab {
-        key = { meta.ver: exact @name("ver"); meta.rport: exact @name("port"); }
+    /* the port vocabulary, once per port of the packet (a table applies once per pass): same entries */
+    @id(0x0200000A) table port_vocab_sport {
+        key = { meta.ver: exact @name("ver"); meta.sport: exact @name("port"); }
         actions = { set_port_id; nop; }
         default_action = nop();   /* any other port: id 0 */
+        size = 128;
+    }
+    @id(0x0200000E) table port_vocab_dport {
+        key = { meta.ver: exact @name("ver"); meta.dport: exact @name("port"); }
+        actions = { set_dport_id; nop; }
+        default_action = nop();
         size = 128;
     }
 /* value tables of the five sub-tokens, one copy for the entering token and one for the leaving token
@@ -618,6 +626,7 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
             meta.fclass = 0;
             meta.c = 0;
             meta.pid = 0;
+            meta.pid_d = 0;
             len_range.apply();
             len_fine_range.apply();
             flag_ternary.apply();
@@ -629,9 +638,11 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
             meta.mkey = (((((bit<16>)meta.lbin * CHIMERA_IAT_BUCKETS + (bit<16>)meta.iat_b) * 2 + (bit<16>)meta.dir)
                          * CHIMERA_FLAG_CLASSES + (bit<16>)meta.fclass) * CHIMERA_PROTO_CLASSES) + (bit<16>)meta.pclass;
             map_exact.apply();
-            meta.rport = meta.dport;
-            if (meta.dir == 1) { meta.rport = meta.sport; }
-            port_vocab.apply();
+            port_vocab_sport.apply();
+            port_vocab_dport.apply();
+            if (meta.pid != 0 && meta.pid_d != 0) { COVER(PORT_BOTH) }
+            /* the higher-ranked (smaller, non-zero) id of the two ports */
+            if (meta.pid == 0 || (meta.pid_d != 0 && meta.pid_d < meta.pid)) { meta.pid = meta.pid_d; }
             if (meta.pid != 0) { COVER(PORT_HIT) } else { COVER(PORT_MISS) }
             meta.units = (bit<32>)meta.npk;
             BIT_LENGTH32(meta.units, meta.bitlen)

@@ -94,16 +94,16 @@ def test_ci95_is_the_t_interval() -> None:
     assert abs(ci95([0.51, 0.52, 0.53]) - 4.302653 * 0.01 / np.sqrt(3)) < 1e-6
 
 
-def test_either_port_ids_key_on_the_more_frequent_port() -> None:
+def test_responder_port_ids_are_the_former_rule() -> None:
     from types import SimpleNamespace
-    sport = np.array([80, 40000, 80, 5000, 80, 41000, 6000])
-    dport = np.array([40000, 80, 41000, 6000, 42000, 80, 5000])
+    sport = np.array([40000, 80, 40000, 5000, 6000])
+    dport = np.array([80, 40000, 443, 6000, 5000])
+    d = np.array([0, 1, 0, 0, 1])  # responder ports: 80, 80, 443, 6000, 6000
     data = SimpleNamespace(ds=SimpleNamespace(table=SimpleNamespace(sport=sport, dport=dport)),
-                           train_rows=np.arange(7), tokens=SimpleNamespace(direction=np.array([1, 0, 1, 0, 1, 0, 1])))
-    mp = SimpleNamespace(port_vocab=np.array([80, 5000]))  # two ids, as Chimera's vocabulary has here
-    ids = F.either_port_ids(mp, data)  # type: ignore[arg-type]
-    # 80 is the most frequent port on either side (id 1); 5000 and 6000 tie at 2 and the stable order keeps 5000
-    assert ids.tolist() == [1 * 2 + 1, 1 * 2 + 0, 3, 2 * 2 + 0, 3, 2, 2 * 2 + 1]
+                           train_rows=np.arange(5), tokens=SimpleNamespace(direction=d))
+    ids = F.responder_port_ids(data)  # type: ignore[arg-type]
+    # 80 and 6000 tie at two (the lower port first: ids 1, 2), then 443 (id 3)
+    assert ids.tolist() == [1 * 2 + 0, 1 * 2 + 1, 3 * 2 + 0, 2 * 2 + 0, 2 * 2 + 1]
 
 
 def test_a_seed_that_cannot_be_scored_is_reported_not_fatal(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

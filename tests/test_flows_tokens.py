@@ -66,3 +66,33 @@ def test_iat_bucket_definition(ts: int, iat: int) -> None:
         units = ((ts >> 10) - ((ts - iat) >> 10)) % 2**32
         expected = 1 + min(units.bit_length(), 14)
     assert int(iat_bucket_of(np.array([ts]), np.array([iat]))[0]) == expected
+
+
+@given(st.integers(0, 63), st.integers(0, 63))
+def test_pair_port_id_is_the_higher_ranked_of_the_two(sid: int, did: int) -> None:
+    from chimera.model.tokenizer import pair_port_id
+    naive = min((i for i in (sid, did) if i), default=0)
+    assert int(pair_port_id(np.array([sid]), np.array([did]))[0]) == naive
+
+
+def test_port_sub_token_keys_on_either_port(synth_small: Path) -> None:
+    """The vocabulary ranks ports on either side, and a flow seen from its server's side (the service port as
+    sport of the first packet) gets the service port's id, which the responder-port rule lost."""
+    from chimera.model.tokenizer import DIRS, SUB_TOKENS, fit_map, most_frequent_ports
+    from chimera.data.tokens import tokenize
+    ds = load_dataset(synth_small)
+    tok = tokenize(ds.table, ds.flows)
+    t = ds.table
+    mp = fit_map(tok, 8, 0, port_ids=8, sport=t.sport, dport=t.dport)
+    assert mp.port_vocab.tolist() == most_frequent_ports(np.r_[t.sport, t.dport], 7).tolist()  # rank order
+    service = int(mp.port_vocab[0])
+    sport, dport = np.array([service, 50123, service]), np.array([50123, service, service])
+    sub = mp.sub_tokens(_take(tok, 3), sport, dport, np.array([1, 1, 1]))
+    assert (sub[:, SUB_TOKENS.index("port")] // DIRS).tolist() == [1, 1, 1]
+    other = np.array([50123, 50124, 50125])
+    assert (mp.sub_tokens(_take(tok, 3), other, other + 10, np.array([1, 1, 1]))[:, 3] // DIRS).tolist() == [0, 0, 0]
+
+
+def _take(tok, n: int):  # type: ignore[no-untyped-def]
+    import dataclasses
+    return type(tok)(**{f.name: getattr(tok, f.name)[:n] for f in dataclasses.fields(tok)})

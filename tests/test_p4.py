@@ -28,7 +28,7 @@ from test_reference import random_artifact
 
 WIDTHS = {"meta.ver": 1, "sm.ingress_port": 9, "meta.ip_len": 16, "meta.tflags": 8, "meta.mkey": 16,
           "meta.c": 8, "meta.c_out": 8, "meta.pclass": 8, "meta.proto": 8, "meta.dir8": 8, "meta.pkts8": 8,
-          "meta.sport": 16, "meta.dport": 16, "meta.rport": 16, "meta.val_len_in": 16, "meta.val_len_out": 16,
+          "meta.sport": 16, "meta.dport": 16, "meta.val_len_in": 16, "meta.val_len_out": 16,
           **{f"meta.{n}_{io}": 8 for n in ("val_iat", "val_flags", "val_port", "val_index") for io in ("in", "out")}}
 
 
@@ -109,7 +109,8 @@ def test_every_entry_encodes_against_the_p4info() -> None:
     assert per_table[qualified("len_range")] == 16 and per_table[qualified("len_fine_range")] == 8
     assert per_table[qualified("val_len_in")] == per_table[qualified("val_len_out")] == 16
     assert per_table[qualified("val_port_in")] == 128 and per_table[qualified("phi")] == 20
-    assert per_table[qualified("port_vocab")] == len(art.port_vocab) and per_table[qualified("w_out")] == 1
+    assert per_table[qualified("port_vocab_sport")] == per_table[qualified("port_vocab_dport")] == len(art.port_vocab)
+    assert per_table[qualified("w_out")] == 1
     assert per_table.get(qualified("hard_rules"), 0) == len(art.hard)
     assert sum(v for k, v in per_table.items() if ".soft_" in k) == len(art.soft_entries)
     for e, m in zip(entries, msgs):

@@ -10,8 +10,8 @@ its token, value sub-tokens and rule key are built from (``chimera_reads``,
 derived from those definitions, so a new input of Chimera's is a new input of
 every baseline or a failing test), with the ports also in the forms a tree
 splits on directly: the flow's lower and higher port (canonical order) and the
-responder port Chimera's port vocabulary uses. Those are functions of the two
-ports and the direction: no information Chimera does not have.
+responder port (dport in the direction of the flow's first packet). Those are
+functions of the two ports and the direction: no information Chimera does not have.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 from chimera.data.flows import Flows
 from chimera.data.pcap import PacketTable
 from chimera.data.tokens import Tokens, proto_class
-from chimera.model.tokenizer import MapTables, responder_port
+from chimera.model.tokenizer import MapTables
 from chimera.rules.spec import KEY_FIELDS
 
 TOKEN_FIELDS = ("ip_len", "iat_bucket", "direction", "tcp_flags")
@@ -36,6 +36,11 @@ ALIASES = {"dir": "direction", "flow_pkts": "pkt_index"}
 PORT_ENCODINGS = ("lo_port", "hi_port", "responder_port")
 #: per decision, beside the window of token fields: the current packet's other inputs
 FAIR_EXTRA = ("proto", "sport", "dport", *PORT_ENCODINGS, "pkt_index")
+
+
+def responder_port(sport: np.ndarray, dport: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    """The port of the flow's responder: dport for packets in the first packet's direction, else sport."""
+    return np.where(np.asarray(direction) == 0, dport, sport).astype(np.int64)
 
 
 def chimera_reads() -> set[str]:

@@ -14,8 +14,8 @@ The diagnosis (issue "Chimera on real traffic") asks where a gap comes from:
 - the depth-tuned tree on Chimera's *quantized* inputs (the Map stage's centroid
   and value sub-token ids over the same window) against the tree on exact values:
   does the Map stage throw the information away?
-- the same tree with the port sub-token keyed on either port (``either_port_ids``) instead of the
-  responder's: does the responder-port rule lose the service port on flows seen from the other side?
+- the same tree with the port sub-token keyed on the responder's port (``responder_port_ids``, the rule
+  the port sub-token followed before it keyed on either port): what does the either-port key buy?
 - the tree with one input family removed at a time (``FAMILIES``): what does the
   tree rely on?
 - Chimera with a window of 1: does attention over history help on this data?
@@ -40,7 +40,8 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from chimera.baselines.features import FAIR_EXTRA, TOKEN_FIELDS, WindowSpec, column, fair_inputs, windowed
+from chimera.baselines.features import (FAIR_EXTRA, TOKEN_FIELDS, WindowSpec, column, fair_inputs, responder_port,
+                                       windowed)
 from chimera.baselines.yardsticks import FOREST_MAX_FEATURES, FOREST_TREES, TREE_DEPTHS, fit_yardsticks, tune_tree
 from chimera.bench.results import bench_run
 from chimera.errors import DatasetError
@@ -53,7 +54,7 @@ from chimera.formats.artifact import Artifact
 from chimera.experiments.stages.train import ModelCache, TrainedVariant, train_variant
 from chimera.metrics.classification import macro_f1, per_class
 from chimera.metrics.intervals import ci95
-from chimera.model.tokenizer import DIRS, SUB_TOKENS, MapTables, most_frequent_ports
+from chimera.model.tokenizer import DIRS, PORT_IDS_MAX, SUB_TOKENS, MapTables, most_frequent_ports
 from chimera.reference.pipeline import run_reference
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 KEPT = ("direction", "proto")
 #: the diagnosis' columns, in table order: (column of fidelity.csv, what it measures)
 DIAGNOSIS = (("tree_f1", "tree, exact inputs"), ("tree_quantized_f1", "tree, Chimera's quantized inputs"),
-             ("tree_quantized_either_port_f1", "tree, quantized, port id of either port"),
+             ("tree_quantized_responder_port_f1", "tree, quantized, responder-port id (the former rule)"),
              *((f"tree_without_{k.replace(' ', '_')}_f1", f"tree without {k}") for k in FAMILIES),
              ("chimera_int_f1", "Chimera, window 8"), ("chimera_w1_f1", "Chimera, window 1"))
 
@@ -115,17 +116,17 @@ def quantized_columns(mp: MapTables, data: PreparedData) -> dict[str, np.ndarray
     return {"centroid": mp.centroids(data.tokens), **{f"sub_{n}": sub[:, j] for j, n in enumerate(SUB_TOKENS)}}
 
 
-def either_port_ids(mp: MapTables, data: PreparedData) -> np.ndarray:
-    """A candidate port sub-token (the diagnosis' question "does the responder-port rule lose the service
-    port?"): a vocabulary of the training split's most frequent ports on either side, as large as Chimera's,
-    and per packet the id of whichever of its two ports ranks higher in it (0: neither), times the direction."""
-    t, tr = data.ds.table, data.train_rows
-    top = most_frequent_ports(np.r_[t.sport[tr], t.dport[tr]], mp.port_vocab.size)
-    never = top.size + 1  # ranks above every vocabulary port
-    rank = np.full(65536, never, np.int64)
-    rank[top] = np.arange(1, top.size + 1)
-    best = np.minimum(rank[t.sport.astype(np.int64)], rank[t.dport.astype(np.int64)])
-    return np.where(best < never, best, 0) * DIRS + np.asarray(data.tokens.direction, np.int64)
+def responder_port_ids(data: PreparedData) -> np.ndarray:
+    """The port sub-token as it was before it keyed on either port, for the diagnosis: a vocabulary of the
+    training split's most frequent responder ports (dport in the direction of the flow's first packet), as
+    many as Chimera's vocabulary may hold, and per packet its responder port's id (0: other) times the
+    direction."""
+    t, tr, d = data.ds.table, data.train_rows, np.asarray(data.tokens.direction, np.int64)
+    rp = responder_port(t.sport, t.dport, d)
+    top = most_frequent_ports(rp[tr], PORT_IDS_MAX - 1)
+    ids = np.zeros(65536, np.int64)
+    ids[top] = np.arange(1, top.size + 1)
+    return ids[rp] * DIRS + d
 
 
 def tree_f1(data: PreparedData, spec: WindowSpec, cols: dict[str, np.ndarray], seed: int) -> tuple[float, int]:
@@ -179,8 +180,8 @@ def measure(d: Data, seed: int, data_root: Path) -> tuple[dict[str, Any], pd.Dat
     qspec = WindowSpec(window=window, fields=("centroid", *(f"sub_{n}" for n in SUB_TOKENS[:4])),
                        extra=("sub_index",))
     row["tree_quantized_f1"], row["tree_quantized_depth"] = tree_f1(data, qspec, q, seed)
-    row["tree_quantized_either_port_f1"] = tree_f1(data, qspec, {**q, "sub_port": either_port_ids(
-        trained.model.map, data)}, seed)[0]
+    row["tree_quantized_responder_port_f1"] = tree_f1(data, qspec, {**q, "sub_port": responder_port_ids(data)},
+                                                      seed)[0]
     for fam, cols in FAMILIES.items():
         spec = WindowSpec(window=window, fields=tuple(c for c in fair.fields if c not in cols),
                           extra=tuple(c for c in fair.extra if c not in cols))

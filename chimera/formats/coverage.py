@@ -42,8 +42,9 @@ POINTS: tuple[Point, ...] = (
     Point("proto_udp", "3", "protocol class UDP"),
     Point("proto_icmp", "3", "protocol class ICMP"),
     Point("proto_other", "3", "protocol class other"),
-    Point("port_hit", "3", "the responder port is in port_vocab", ("PORT_ENTRIES>0",)),
-    Point("port_miss", "3", "the responder port is not in port_vocab (id 0)"),
+    Point("port_both", "3", "both ports are in port_vocab: the higher-ranked id is taken", ("PORT_ENTRIES>0",)),
+    Point("port_hit", "3", "a port of the packet is in port_vocab", ("PORT_ENTRIES>0",)),
+    Point("port_miss", "3", "neither port is in port_vocab (id 0)"),
     Point("window_full", "4", "the ring is full: the oldest token leaves the window"),
     Point("global_hit", "5", "the global layer's ternary table matched", ("GLOBAL_ENTRIES>0",)),
     Point("global_miss", "5", "the global layer's table missed"),
@@ -66,9 +67,9 @@ N_POINTS = len(POINTS)
 
 # the indices as module constants, for the reference's compiled loop (numba reads globals as constants)
 COV_PARSED, COV_UNPARSED, COV_EVICT, COV_NEW_FLOW, COV_SAME_FLOW, COV_REVERSE_DIR, COV_IAT_TOP, COV_CLOCK_WRAP, \
-    COV_PKTS_SATURATED, COV_PROTO_TCP, COV_PROTO_UDP, COV_PROTO_ICMP, COV_PROTO_OTHER, COV_PORT_HIT, COV_PORT_MISS, \
-    COV_WINDOW_FULL, COV_GLOBAL_HIT, COV_GLOBAL_MISS, COV_HARD_HIT, COV_HARD_MISS, COV_SOFT_FIRED, COV_SOFT_NONE, \
-    COV_VETO, COV_NO_VETO, COV_PRIOR, COV_TIE, COV_MARGIN_CLAMP, COV_EMA_STALL, COV_SAMPLE, COV_SAMPLE_WRAP = \
+    COV_PKTS_SATURATED, COV_PROTO_TCP, COV_PROTO_UDP, COV_PROTO_ICMP, COV_PROTO_OTHER, COV_PORT_BOTH, COV_PORT_HIT, \
+    COV_PORT_MISS, COV_WINDOW_FULL, COV_GLOBAL_HIT, COV_GLOBAL_MISS, COV_HARD_HIT, COV_HARD_MISS, COV_SOFT_FIRED, \
+    COV_SOFT_NONE, COV_VETO, COV_NO_VETO, COV_PRIOR, COV_TIE, COV_MARGIN_CLAMP, COV_EMA_STALL, COV_SAMPLE, COV_SAMPLE_WRAP = \
     range(N_POINTS)
 assert [COV_PARSED, COV_SAMPLE_WRAP] == [INDEX["parsed"], INDEX["sample_wrap"]], "COV_* out of step with POINTS"
 

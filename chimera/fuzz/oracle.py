@@ -103,9 +103,10 @@ class Oracle:
         fc = next(int(c) for v, m, c in self.flag_rows if (p["flags"] & m) == (v & m))
         pc = {6: 1, 17: 2, 1: 3}.get(p["proto"], 0)
         c = int(self.map[(((_bin(self.len_lo, p["ip_len"]) * 16 + iat) * 2 + d) * 8 + fc) * 4 + pc])
-        rp = p["dport"] if d == 0 else p["sport"]
+        sid, did = self.ports.get(p["sport"], 0), self.ports.get(p["dport"], 0)
+        pid = did if sid == 0 or (did != 0 and did < sid) else sid
         tok = (c | (_bin(self.fine_lo, p["ip_len"]) * 2 + d) << 8 | (iat * 2 + d) << 24
-               | (fc * 4 + pc) << 32 | (self.ports.get(rp, 0) * 2 + d) << 40 | min(npk.bit_length(), 15) << 48)
+               | (fc * 4 + pc) << 32 | (pid * 2 + d) << 40 | min(npk.bit_length(), 15) << 48)
         sl.ring[sl.head] = tok
         sl.head = (sl.head + 1) % L
         sl.pkts = npk

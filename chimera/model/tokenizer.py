@@ -10,9 +10,16 @@ The switch cannot cluster, so everything here is a table the dataplane looks up:
 - the **value sub-tokens** (Pegasus-style Partition -> Map -> SumReduce): a fine
   length bin (range table, up to ``LEN_FINE_MAX`` bins from training quantiles) x
   direction, the IAT bucket x direction, the flag class x protocol class, the
-  responder port's id (a vocabulary of the most frequent responder ports of the
-  training split; 0 = other) x direction, and the bucket of the flow's packet
-  count. Each indexes its own value table; a packet's value is their sum.
+  port id x direction, and the bucket of the flow's packet count. Each indexes
+  its own value table; a packet's value is their sum.
+
+The **port id** keys on either port: the vocabulary holds the training split's most
+frequent ports on either side, in rank order (id 1 = the most frequent), and a packet
+takes the id of whichever of its two ports ranks higher (0: neither is in it). An
+exact table per port, then a minimum: the service port is found on a flow whose
+first packet came from the server (a capture that starts mid-flow, a reply), which
+the earlier responder-port rule (dport of the first packet's direction) lost
+(docs/fidelity.md, the diagnosis).
 
 The exact arithmetic (key layout, sub-token ids, packing) is docs/pipeline.md;
 training, the reference, the eBPF C and the P4 program use the same numbers.
@@ -76,9 +83,11 @@ def map_key(lbin: np.ndarray, iat_b: np.ndarray, direction: np.ndarray, fclass: 
     return (k * PROTO_CLASSES + pclass).astype(np.int64)
 
 
-def responder_port(sport: np.ndarray, dport: np.ndarray, direction: np.ndarray) -> np.ndarray:
-    """The port of the flow's responder: dport for packets in the first packet's direction, else sport."""
-    return np.where(np.asarray(direction) == 0, dport, sport).astype(np.int64)
+def pair_port_id(sid: np.ndarray, did: np.ndarray) -> np.ndarray:
+    """The port id of a packet from the ids of its two ports: the higher-ranked (smaller) non-zero one, 0 if
+    both are 0. The dataplanes write it as ``did if sid == 0 or (did != 0 and did < sid) else sid``."""
+    s, d = np.asarray(sid, np.int64), np.asarray(did, np.int64)
+    return np.where((s == 0) | ((d != 0) & (d < s)), d, s)
 
 
 def index_bucket(flow_pkts: np.ndarray) -> np.ndarray:
@@ -134,7 +143,7 @@ class MapTables:
     centroid_of_key: np.ndarray  # uint8[MAP_KEYS]
     n_centroids: int
     len_fine_lo: np.ndarray      # int64[len_fine], fine range table lower bounds
-    port_vocab: np.ndarray       # int64[P]: responder ports with ids 1..P (id 0 = any other port)
+    port_vocab: np.ndarray       # int64[P]: ports in rank order, port_vocab[i] has id i + 1 (0 = any other port)
 
     @property
     def port_ids(self) -> int:
@@ -163,7 +172,7 @@ class MapTables:
             len_bin(tok.ip_len, self.len_fine_lo) * DIRS + d,
             np.asarray(tok.iat_bucket, np.int64) * DIRS + d,
             flag_class(tok.tcp_flags).astype(np.int64) * PROTO_CLASSES + proto_class(tok.proto),
-            self.port_id(responder_port(sport, dport, d)) * DIRS + d,
+            pair_port_id(self.port_id(sport), self.port_id(dport)) * DIRS + d,
             index_bucket(flow_pkts),
         ]).astype(np.int64)
 
@@ -178,13 +187,13 @@ def most_frequent_ports(ports: np.ndarray, k: int) -> np.ndarray:
 
 def fit_map(tok: Tokens, n_centroids: int, seed: int, *, len_fine: int = LEN_FINE_MAX, port_ids: int = PORT_IDS_MAX,
             sport: np.ndarray | None = None, dport: np.ndarray | None = None) -> MapTables:
-    """Length bins from quantiles, k-means over the observed coarse keys, a responder-port vocabulary."""
+    """Length bins from quantiles, k-means over the observed coarse keys, a port vocabulary (either side)."""
     lens = np.asarray(tok.ip_len, np.int64)
     edges = quantile_edges(lens, LEN_BINS)
     repr_len = bin_repr(edges)
     vocab = np.zeros(0, np.int64)
     if sport is not None and dport is not None and port_ids > 1:
-        vocab = np.sort(most_frequent_ports(responder_port(sport, dport, tok.direction), port_ids - 1))
+        vocab = most_frequent_ports(np.r_[np.asarray(sport, np.int64), np.asarray(dport, np.int64)], port_ids - 1)
     m = MapTables(edges, np.zeros(MAP_KEYS, np.uint8), n_centroids, quantile_edges(lens, len_fine), vocab)
     counts = np.bincount(m.keys(tok), minlength=MAP_KEYS).astype(np.float64)
     feats = key_features(repr_len)

@@ -27,8 +27,8 @@ from chimera.formats import coverage as cov
 from chimera.formats.artifact import Artifact
 from chimera.formats.coverage import (COV_CLOCK_WRAP, COV_EMA_STALL, COV_EVICT, COV_GLOBAL_HIT, COV_GLOBAL_MISS,
                                       COV_HARD_HIT, COV_HARD_MISS, COV_IAT_TOP, COV_MARGIN_CLAMP, COV_NEW_FLOW,
-                                      COV_NO_VETO, COV_PARSED, COV_PKTS_SATURATED, COV_PORT_HIT, COV_PORT_MISS,
-                                      COV_PRIOR, COV_PROTO_ICMP, COV_PROTO_OTHER, COV_PROTO_TCP, COV_PROTO_UDP,
+                                      COV_NO_VETO, COV_PARSED, COV_PKTS_SATURATED, COV_PORT_BOTH, COV_PORT_HIT,
+                                      COV_PORT_MISS, COV_PRIOR, COV_PROTO_ICMP, COV_PROTO_OTHER, COV_PROTO_TCP, COV_PROTO_UDP,
                                       COV_REVERSE_DIR, COV_SAME_FLOW, COV_SAMPLE, COV_SAMPLE_WRAP, COV_SOFT_FIRED,
                                       COV_SOFT_NONE, COV_TIE, COV_UNPARSED, COV_VETO, COV_WINDOW_FULL)
 from chimera.formats.verdict import NO_LABEL, NO_RULE, SCORE_MAX, VerdictFlag
@@ -135,7 +135,7 @@ class Tables(NamedTuple):
     len_fine: np.ndarray     # [65536] ip_len -> fine bin (range table len_fine_lo)
     flag_cls: np.ndarray     # [256] tcp_flags -> flag class (ternary table flag_ternary, first match)
     map_tbl: np.ndarray      # [MAP_KEYS] exact key -> centroid
-    port_id: np.ndarray      # [65536] responder port -> id (exact table port_vocab; 0 = other)
+    port_id: np.ndarray      # [65536] port -> id (exact table port_vocab, rank order; 0 = other)
     v_len: np.ndarray        # the five value tables [ids, D_V]
     v_iat: np.ndarray
     v_flags: np.ndarray
@@ -306,8 +306,11 @@ def _packet(i, p, t, prm, st, out, scratch):  # pragma: no cover - jitted
     c = t.map_tbl[mkey]
     #  b. the value sub-tokens
     lf = t.len_fine[p.ip_len[i]]
-    rp = p.dport[i] if d == 0 else p.sport[i]
-    pid = t.port_id[rp]
+    sid = t.port_id[p.sport[i]]
+    did = t.port_id[p.dport[i]]
+    pid = did if sid == 0 or (did != 0 and did < sid) else sid  # the higher-ranked port of the two
+    if sid != 0 and did != 0:
+        st.coverage[COV_PORT_BOTH] += 1
     st.coverage[COV_PORT_HIT if pid != 0 else COV_PORT_MISS] += 1
     s0 = lf * DIRS + d
     s1 = iat * DIRS + d

@@ -126,7 +126,8 @@ def map_entries(art: Artifact, ver: int) -> list[P4TableEntry]:
     for k, c in enumerate(art.map.tolist()):
         out.append(_t("map_exact", {"ver": ver, "map_key": k}, "set_centroid", centroid=int(c)))
     for i, port in enumerate(art.port_vocab.tolist()):
-        out.append(_t("port_vocab", {"ver": ver, "port": int(port)}, "set_port_id", id=i + 1))
+        out.append(_t("port_vocab_sport", {"ver": ver, "port": int(port)}, "set_port_id", id=i + 1))
+        out.append(_t("port_vocab_dport", {"ver": ver, "port": int(port)}, "set_dport_id", id=i + 1))
     return out
 
 

@@ -89,6 +89,7 @@ ACTIONS = (
     Action("set_phi", 0x01000010, (Param("q", 512), Param("k", 512))),
     Action("set_phi_out", 0x01000011, (Param("k", 512),)),
     Action("set_wout", 0x01000012, tuple(Param(f"w{e}", 512) for e in range(MAX_DV))),
+    Action("set_dport_id", 0x01000013, (Param("id", 8),)),
 )
 ACTION_BY_NAME = {a.name: a for a in ACTIONS}
 
@@ -108,7 +109,8 @@ TABLES = (
     Table("len_fine_range", 0x02000009, (VER, Key("ip_len", 16, "RANGE")), ("set_fine_bin", "nop"), 512),
     Table("flag_ternary", 0x02000004, (VER, Key("tcp_flags", 8, "TERNARY")), ("set_flag_class", "nop"), 32),
     Table("map_exact", 0x02000005, (VER, Key("map_key", 16, "EXACT")), ("set_centroid", "nop"), 32768),
-    Table("port_vocab", 0x0200000A, (VER, Key("port", 16, "EXACT")), ("set_port_id", "nop"), 128),
+    Table("port_vocab_sport", 0x0200000A, (VER, Key("port", 16, "EXACT")), ("set_port_id", "nop"), 128),
+    Table("port_vocab_dport", 0x0200000E, (VER, Key("port", 16, "EXACT")), ("set_dport_id", "nop"), 128),
     *(Table(f"{n}_{io}", 0x02030000 + 0x100 * k + i, (VER, Key("id", w, "EXACT")), (f"val_{io}", "nop"), size)
       for i, (n, w, size) in enumerate(VALUE_TABLES) for k, io in enumerate(("in", "out"))),
     Table("phi", 0x0200000B, (VER, Key("centroid", 8, "EXACT")), ("set_phi", "nop"), 128),

@@ -559,15 +559,21 @@ UNROLL_OUTER
 	__u8 *fb = bpf_map_lookup_elem(&fine_tbl, &k);
 	k = ver * 256 + p->flags;
 	__u8 *fc = bpf_map_lookup_elem(&flag_tbl, &k);
-	k = ver * 65536 + (dir ? p->sport : p->dport);
-	__u8 *pid = bpf_map_lookup_elem(&port_tbl, &k);
-	if (!lb || !fb || !fc || !pid)
+	k = ver * 65536 + p->sport;
+	__u8 *sid = bpf_map_lookup_elem(&port_tbl, &k);
+	k = ver * 65536 + p->dport;
+	__u8 *did = bpf_map_lookup_elem(&port_tbl, &k);
+	if (!lb || !fb || !fc || !sid || !did)
 		return;
+	/* the port id: the higher-ranked (smaller, non-zero) id of the two ports */
+	__u32 pid = (*sid == 0 || (*did != 0 && *did < *sid)) ? *did : *sid;
 	__u32 pc = p->proto == 6 ? 1 : p->proto == 17 ? 2 : p->proto == 1 ? 3 : 0;
 #ifdef CHIMERA_COVERAGE
 	cover(pc == 1 ? CHIMERA_COV_PROTO_TCP : pc == 2 ? CHIMERA_COV_PROTO_UDP : pc == 3 ? CHIMERA_COV_PROTO_ICMP
 							   : CHIMERA_COV_PROTO_OTHER);
-	cover(*pid ? CHIMERA_COV_PORT_HIT : CHIMERA_COV_PORT_MISS);
+	if (*sid && *did)
+		cover(CHIMERA_COV_PORT_BOTH);
+	cover(pid ? CHIMERA_COV_PORT_HIT : CHIMERA_COV_PORT_MISS);
 #endif
 	__u32 key = ((((__u32)*lb * CHIMERA_IAT_BUCKETS + iat_b) * 2 + dir) * CHIMERA_FLAG_CLASSES + *fc) * NPC + pc;
 	k = ver * CHIMERA_MAP_KEYS + key;
@@ -576,7 +582,7 @@ UNROLL_OUTER
 		return;
 	__u32 c = *cp % C;
 	__u64 tok = (__u64)c | (__u64)(*fb * 2 + dir) << 8 | (__u64)(iat_b * 2 + dir) << 24 |
-		    (__u64)(*fc * NPC + pc) << 32 | (__u64)(*pid * 2 + dir) << 40 |
+		    (__u64)(*fc * NPC + pc) << 32 | (__u64)(pid * 2 + dir) << 40 |
 		    (__u64)(bit_length32(npk) < 15 ? bit_length32(npk) : 15) << 48;
 	/* 4. window: the leaving token out, the new one in (S, Z accumulators) */
 	__u32 h = fs->head & (L - 1);

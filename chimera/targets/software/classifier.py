@@ -95,6 +95,11 @@ class SoftwareClassifier:
         self.dense = model["keys"] == "dense"
         self.flows: dict[tuple, _Flow] = {}
 
+    def pair_id(self, sport: int, dport: int) -> int:
+        """The port id (docs/pipeline.md step 3b): the higher-ranked vocabulary id of the two ports."""
+        sid, did = self.port_id.get(sport, 0), self.port_id.get(dport, 0)
+        return did if sid == 0 or (did != 0 and did < sid) else sid
+
     def classify(self, frame: bytes, ts_ns: int) -> tuple[int, int, int, int, int]:
         """(flags, label, rule_id, score, centroid) for one untagged Ethernet frame."""
         buf = np.frombuffer(frame, np.uint8)
@@ -125,7 +130,7 @@ class SoftwareClassifier:
         pclass = {6: 1, 17: 2, 1: 3}.get(proto, 0)
         fc = int(self.fclass[tflags])
         c = int(self.cmap[(((lbin * IAT_BUCKETS + iat_b) * 2 + d) * 8 + fc) * 4 + pclass])
-        sub = (fbin * 2 + d, iat_b * 2 + d, fc * 4 + pclass, self.port_id.get(dp if d == 0 else sp, 0) * 2 + d,
+        sub = (fbin * 2 + d, iat_b * 2 + d, fc * 4 + pclass, self.pair_id(sp, dp) * 2 + d,
                min(f.pkts.bit_length(), 15))
         f.ring.append((c, sum(self.values[t][sub[t]] for t in range(5)) @ self.w_out))
         a, z = self.G[c, pclass].copy(), float(self.Gz[c, pclass])
