@@ -365,8 +365,8 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
     @id(0x01000006) action set_centroid(bit<8> centroid) { meta.c = centroid; }
     @id(0x0100000D) action set_port_id(bit<8> id) { meta.pid = id; }
     @id(0x01000013) action set_dport_id(bit<8> id) { meta.pid_d = id; }
-#define ADD_V(i) meta.vin##i = meta.vin##i + EL32(v, i);
-#define ADD_VOUT(i) meta.vout##i = meta.vout##i + EL32(v, i);
+#define ADD_V(i) if (i < CHIMERA_D_V) { meta.vin##i = meta.vin##i + EL32(v, i); }
+#define ADD_VOUT(i) if (i < CHIMERA_D_V) { meta.vout##i = meta.vout##i + EL32(v, i); }
     /* a value row of the entering token (SumReduce: the five sub-token tables add into vin) */
     @id(0x0100000E) action val_in(bit<512> v) { FOR16(ADD_V) }
     /* a value row of the token leaving the window */
@@ -379,7 +379,7 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
                                     bit<512> w12, bit<512> w13, bit<512> w14, bit<512> w15) {
         FOR16(WOUT_SET)
     }
-#define ADD_G(i) meta.a##i = meta.a##i + EL64(g, i);
+#define ADD_G(i) if (i < CHIMERA_NUM_CLASSES) { meta.a##i = meta.a##i + EL64(g, i); }
     /* global layer: Z += Gz; A_y += G[y] (g packs 16 signed 64-bit values) */
     @id(0x01000008) action glob_add(bit<64> gz, bit<1024> g) {
         meta.z = meta.z + (int<64>)gz;
@@ -391,7 +391,7 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
         meta.hard_rule = rule;
         meta.hard_label = label;
     }
-#define ADD_SOFT(i) meta.s##i = meta.s##i + (int<64>)EL32(w, i);
+#define ADD_SOFT(i) if (i < CHIMERA_NUM_CLASSES) { meta.s##i = meta.s##i + (int<64>)EL32(w, i); }
     /* a soft rule fired: S_y += W[r, y] (each soft table holds one rule's entries) */
     @id(0x0100000A) action soft_add(bit<512> w) { FOR16(ADD_SOFT) }
 
@@ -767,9 +767,11 @@ control ChimeraIngress(inout headers_t hdr, inout meta_t meta, inout standard_me
             int<64> u;
             int<64> step;
 #define FUSE(i) \
-            reg_class_ema.read(e63, i); \
-            meta.a##i = ((int<64>)(bit<64>)meta.alpha) * meta.a##i + ((int<64>)(bit<64>)meta.beta) * meta.s##i * meta.z \
-                        + ((((int<64>)(bit<64>)meta.gamma) * S63(e63) * meta.z) >> CHIMERA_EMA_FRAC);
+            if (i < CHIMERA_NUM_CLASSES) { \
+                reg_class_ema.read(e63, i); \
+                meta.a##i = ((int<64>)(bit<64>)meta.alpha) * meta.a##i + ((int<64>)(bit<64>)meta.beta) * meta.s##i * meta.z \
+                            + ((((int<64>)(bit<64>)meta.gamma) * S63(e63) * meta.z) >> CHIMERA_EMA_FRAC); \
+            }
             FOR16(FUSE)
             int<64> best = meta.a0;
             meta.label = 0;
