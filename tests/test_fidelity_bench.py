@@ -57,7 +57,8 @@ def _fake_run(d: Path) -> None:
     rows = []
     for name in ("a (synthetic)", "b (real)"):
         for seed in (1, 2, 3):
-            r = {"data": name, "seed": seed, "test_packets": 100, "test_flows": 5, "goal_met": seed != 2}
+            r = {"data": name, "seed": seed, "test_packets": 100, "test_flows": 5, "goal_met": seed != 2,
+                 "window": 8, "chosen_window": 8 if seed != 2 else 1}
             for c in ("chimera_int_f1", "chimera_float_f1", "forest_f1", "tree_f1", "gap_to_forest",
                       "margin_over_tree", *(c for c, _ in F.DIAGNOSIS)):
                 r[c] = 0.5 + 0.01 * seed
@@ -83,7 +84,7 @@ def test_doc_is_rendered_from_the_run_directory(tmp_path: Path) -> None:
     assert "`results/published/bench-fidelity/RUN`" in text
     assert "| a (synthetic) | 3 | 100 (5) | 0.520 ± 0.025 |" in text  # mean of 0.51, 0.52, 0.53 with its t-interval
     assert "b (real), seed 3: not measurable, so the row's mean and interval are over the other seeds: no test" in text
-    assert "**not met** (2/3 seeds)" in text
+    assert "**not met** (2/3 seeds) | 8, 1, 8 |" in text
     assert text.count("| b (real) | Y | 10 | 0.250 | 0.250 | 0.250 |") == 1
     F.render_doc(tmp_path, doc, cite="results/published/bench-fidelity/RUN")
     assert doc.read_text() == text  # idempotent
@@ -115,6 +116,7 @@ def test_a_seed_that_cannot_be_scored_is_reported_not_fatal(tmp_path: Path, monk
         if seed == 2:
             raise DatasetError("class(es) ['Y'] have no packets in the test split", "use more flows")
         row = {"data": d.name, "real": False, "seed": seed, "test_packets": 10, "test_flows": 2, "goal_met": True,
+               "window": 8, "chosen_window": 1,
                **{c: 0.5 for c in ("chimera_int_f1", "chimera_float_f1", "forest_f1", "tree_f1", "gap_to_forest",
                                    "margin_over_tree", *(c for c, _ in F.DIAGNOSIS))}}
         per = pd.DataFrame([{"data": d.name, "seed": seed, "method": m, "class": "X", "precision": 1, "recall": 1,

@@ -27,6 +27,8 @@ class ModelConfig(BaseModel):
 
     centroids: int = Field(32, ge=2, le=256)
     window: int = Field(8, ge=1, le=64)
+    window_choices: tuple[int, ...] = Field((), description="windows (powers of two, each <= window) to train; "
+                                            "the one with the best validation macro-F1 is compiled. Empty: window")
     d_model: int = Field(16, ge=2, le=256)
     d_k: int = Field(8, ge=1, le=128)
     d_v: int = Field(8, ge=1, le=128)
@@ -50,6 +52,14 @@ class ModelConfig(BaseModel):
         if v & (v - 1):
             raise ValueError(f"window must be a power of two (the ring index is a mask), got {v}")
         return v
+
+    @model_validator(mode="after")
+    def _choices_within_window(self) -> "ModelConfig":
+        bad = [w for w in self.window_choices if w < 1 or w > self.window or w & (w - 1)]
+        if bad:
+            raise ValueError(f"window_choices {list(self.window_choices)}: {bad} not a power of two in 1..window "
+                             f"({self.window}); the window is the per-flow state the budget is checked against")
+        return self
 
     @model_validator(mode="after")
     def _dense_needs_prf(self) -> "ModelConfig":

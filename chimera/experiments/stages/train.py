@@ -58,6 +58,8 @@ class TrainedVariant:
     float_pred: np.ndarray
     fusion: FusionConfig
     fallback: str | None = None
+    val_f1: float = float("nan")     # validation macro-F1 of the fused float prediction (what selects)
+    window_val_f1: dict[int, float] = field(default_factory=dict)  # per window tried (window_choices)
 
     @property
     def model(self) -> TrainedModel:
@@ -114,12 +116,26 @@ def train_model(data: PreparedData, cfg: ModelConfig, seed: int, cache: ModelCac
 
 def train_variant(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, seed: int,
                   cache: ModelCache) -> TrainedVariant:
-    """Train the variant's model and pick beta on the validation split (float fusion).
+    """Train the variant's model and pick beta on the validation split (float fusion); with
+    ``model.window_choices``, one model per window and the one with the best validation macro-F1 (ties: the
+    smaller window), as the yardsticks' depth is chosen on validation.
 
     The cascade never compiles to something that scores below neural-only on validation:
     where every beta does, the variant falls back to neural-only fusion, and says so.
     """
-    fm = train_model(data, v.model, seed, cache)
+    choices = sorted(set(v.model.window_choices)) or [v.model.window]
+    tried = {w: _train_fused(data, rules, v, v.model.model_copy(update={"window": w, "window_choices": ()}), seed,
+                             cache) for w in choices}
+    best = max(tried, key=lambda w: (tried[w].val_f1, -w))
+    if len(tried) > 1:
+        log.info("%s: window %d chosen on validation (macro-F1 %s)", v.name, best,
+                 ", ".join(f"window {w}: {t.val_f1:.4f}" for w, t in tried.items()))
+    return dataclasses.replace(tried[best], window_val_f1={w: t.val_f1 for w, t in tried.items()})
+
+
+def _train_fused(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, model_cfg: ModelConfig, seed: int,
+                 cache: ModelCache) -> TrainedVariant:
+    fm = train_model(data, model_cfg, seed, cache)
     fusion, beta, fallback = v.fusion, v.fusion.beta, None
     if v.fusion.mode in ("cascade", "soft"):
         y_val, s_val = data.y(data.val_rows), fm.scores("val")
@@ -134,5 +150,7 @@ def train_variant(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, s
                         "on validation")
             log.warning("%s: %s", v.name, fallback)
             fusion, beta = neural, 0.0
+    val_f1 = macro_f1(data.y(data.val_rows), float_fused(fm.scores("val"), rules.fires["val"], rules.weights,
+                                                         rules.hard["val"], fusion, beta))
     pred = float_fused(fm.scores("test"), rules.fires["test"], rules.weights, rules.hard["test"], fusion, beta)
-    return TrainedVariant(fm, beta, pred, fusion, fallback)
+    return TrainedVariant(fm, beta, pred, fusion, fallback, val_f1)
