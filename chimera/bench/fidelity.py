@@ -18,8 +18,8 @@ The diagnosis (issue "Chimera on real traffic") asks where a gap comes from:
   the port sub-token followed before it keyed on either port): what does the either-port key buy?
 - the tree with one input family removed at a time (``FAMILIES``): what does the
   tree rely on?
-- Chimera with a window of 1: does attention over history help on this data? (Chimera itself trains
-  the quickstart's ``window_choices`` and keeps the window with the best validation macro-F1.)
+- Chimera with a window of 1: does attention over history help on this data? (With the quickstart's
+  ``model.window_choices`` set, Chimera trains each and keeps the best on validation; the table says which.)
 - per-class F1 of Chimera, tree and forest: where does the gap live?
 
 Goal: in-switch F1 >= the tree and within 0.05 of the forest (``GAP_GOAL``) on
@@ -106,7 +106,7 @@ KEPT = ("direction", "proto")
 DIAGNOSIS = (("tree_f1", "tree, exact inputs"), ("tree_quantized_f1", "tree, Chimera's quantized inputs"),
              ("tree_quantized_responder_port_f1", "tree, quantized, responder-port id (the former rule)"),
              *((f"tree_without_{k.replace(' ', '_')}_f1", f"tree without {k}") for k in FAMILIES),
-             ("chimera_int_f1", "Chimera (its window chosen on validation)"), ("chimera_w1_f1", "Chimera, window 1"))
+             ("chimera_int_f1", "Chimera (its configured window)"), ("chimera_w1_f1", "Chimera, window 1"))
 
 
 def quantized_columns(mp: MapTables, data: PreparedData) -> dict[str, np.ndarray]:
