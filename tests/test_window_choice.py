@@ -28,8 +28,8 @@ def test_the_best_validation_window_is_kept(monkeypatch: pytest.MonkeyPatch, sco
     def fake(data, rules, v, model_cfg, seed, cache):  # type: ignore[no-untyped-def]
         trained.append(model_cfg.window)
         assert model_cfg.window_choices == ()
-        return T.TrainedVariant(SimpleNamespace(model=SimpleNamespace(config=model_cfg)), 0.0, None,  # type: ignore[arg-type]
-                                None, None, scores[model_cfg.window])  # type: ignore[arg-type]
+        fitted = SimpleNamespace(model=SimpleNamespace(config=model_cfg))
+        return T.TrainedVariant(fitted, 0.0, None, None, None, scores[model_cfg.window])  # type: ignore[arg-type]
 
     monkeypatch.setattr(T, "_train_fused", fake)
     v = SimpleNamespace(name="Chimera", model=ModelConfig(window=8, window_choices=(8, 1)))

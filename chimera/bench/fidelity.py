@@ -240,7 +240,7 @@ def tables_markdown(run_dir: Path, cite: str) -> str:
                    f"{_pm(s, n, 'chimera_int_f1')} | {_pm(s, n, 'chimera_float_f1')} | {_pm(s, n, 'tree_f1')} | "
                    f"{_pm(s, n, 'forest_f1')} | {_pm(s, n, 'margin_over_tree')} | {_pm(s, n, 'gap_to_forest')} | "
                    f"{'met' if met == len(g) else f'**not met** ({met}/{len(g)} seeds)'} | "
-                   f"{', '.join(str(int(w)) for w in g[next(c for c in ('chosen_window', 'window') if c in g)])} |")
+                   f"{', '.join(str(int(w)) for w in g['chosen_window' if 'chosen_window' in g else 'window'])} |")
     un = run_dir / "unscored.csv"
     unscored = pd.read_csv(un) if un.exists() else pd.DataFrame(columns=["data", "seed", "reason"])
     for _, u in unscored.iterrows():
