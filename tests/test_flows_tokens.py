@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from chimera.data.dataset import load_dataset
 from chimera.data.flows import split_flows
 from chimera.data.tokens import bit_length, iat_bucket_of, tokenize
-from chimera.model.tokenizer import DIRS, SUB_TOKENS, fit_map, most_frequent_ports, pair_port_id
+from chimera.model.tokenizer import DIRS, SUB_TOKENS, fit_map, pair_port_id, ports_by_peers
 
 
 def test_flows_match_naive_dict(synth_small: Path) -> None:
@@ -83,7 +83,7 @@ def test_port_sub_token_keys_on_either_port(synth_small: Path) -> None:
     tok = tokenize(ds.table, ds.flows)
     t = ds.table
     mp = fit_map(tok, 8, 0, port_ids=8, sport=t.sport, dport=t.dport)
-    assert mp.port_vocab.tolist() == most_frequent_ports(np.r_[t.sport, t.dport], 7).tolist()  # rank order
+    assert mp.port_vocab.tolist() == ports_by_peers(t.sport, t.dport, 7).tolist()  # rank order
     service = int(mp.port_vocab[0])
     sport, dport = np.array([service, 50123, service]), np.array([50123, service, service])
     port = SUB_TOKENS.index("port")
@@ -96,3 +96,10 @@ def test_port_sub_token_keys_on_either_port(synth_small: Path) -> None:
 def _take(tok, n: int):  # type: ignore[no-untyped-def]
     import dataclasses
     return type(tok)(**{f.name: getattr(tok, f.name)[:n] for f in dataclasses.fields(tok)})
+
+
+def test_ports_by_peers_ranks_the_service_port_above_a_busy_ephemeral_one() -> None:
+    # port 50000 carries the most packets but only ever talks to 443; 80 talks to three client ports
+    sport = np.array([50000] * 10 + [40001, 40002, 40003])
+    dport = np.array([443] * 10 + [80, 80, 80])
+    assert ports_by_peers(sport, dport, 3).tolist() == [80, 443, 50000]

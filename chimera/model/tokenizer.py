@@ -13,8 +13,9 @@ The switch cannot cluster, so everything here is a table the dataplane looks up:
   port id x direction, and the bucket of the flow's packet count. Each indexes
   its own value table; a packet's value is their sum.
 
-The **port id** keys on either port: the vocabulary holds the training split's most
-frequent ports on either side, in rank order (id 1 = the most frequent), and a packet
+The **port id** keys on either port: the vocabulary holds the training split's ports
+that talk to the most distinct peer ports (``ports_by_peers``), either side, in rank
+order (id 1 = the most peers), and a packet
 takes the id of whichever of its two ports ranks higher (0: neither is in it). An
 exact table per port, then a minimum: the service port is found on a flow whose
 first packet came from the server (a capture that starts mid-flow, a reply), which
@@ -185,6 +186,18 @@ def most_frequent_ports(ports: np.ndarray, k: int) -> np.ndarray:
     return top[cnt[top] > 0].astype(np.int64)
 
 
+def ports_by_peers(sport: np.ndarray, dport: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` ports that talk to the most distinct peer ports (either side), then the most packets, then the
+    lower port; fewer where fewer occur. A service port meets many client ports; a frequent ephemeral port,
+    however many packets it carries, meets one or two."""
+    s, d = np.asarray(sport, np.int64), np.asarray(dport, np.int64)
+    pairs = np.unique(np.r_[s * 65536 + d, d * 65536 + s])
+    peers = np.bincount(pairs // 65536, minlength=65536)
+    pkts = np.bincount(np.r_[s, d], minlength=65536)
+    top = np.lexsort((np.arange(65536), -pkts, -peers))[:k]
+    return top[peers[top] > 0].astype(np.int64)
+
+
 def fit_map(tok: Tokens, n_centroids: int, seed: int, *, len_fine: int = LEN_FINE_MAX, port_ids: int = PORT_IDS_MAX,
             sport: np.ndarray | None = None, dport: np.ndarray | None = None) -> MapTables:
     """Length bins from quantiles, k-means over the observed coarse keys, a port vocabulary (either side)."""
@@ -193,7 +206,7 @@ def fit_map(tok: Tokens, n_centroids: int, seed: int, *, len_fine: int = LEN_FIN
     repr_len = bin_repr(edges)
     vocab = np.zeros(0, np.int64)
     if sport is not None and dport is not None and port_ids > 1:
-        vocab = most_frequent_ports(np.r_[np.asarray(sport, np.int64), np.asarray(dport, np.int64)], port_ids - 1)
+        vocab = ports_by_peers(sport, dport, port_ids - 1)
     m = MapTables(edges, np.zeros(MAP_KEYS, np.uint8), n_centroids, quantile_edges(lens, len_fine), vocab)
     counts = np.bincount(m.keys(tok), minlength=MAP_KEYS).astype(np.float64)
     feats = key_features(repr_len)
