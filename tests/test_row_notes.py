@@ -35,6 +35,15 @@ def test_soft_row_with_hard_hits_says_so() -> None:
     assert "fire on 7 test packets" in rs[1].row["row_note"]
 
 
+def test_neural_row_equal_to_a_fusion_with_beta_zero_says_why() -> None:
+    rs = [_r("Chimera", [0, 1], beta=0.0, hard_rule_hits=12), _r("Neural only", [0, 1], fusion="neural", beta=0.5),
+          _r("Other", [1, 1], beta=0.25), _r("Neural again", [1, 1], fusion="neural")]
+    row_notes(rs)
+    assert "validation picked beta = 0 for 'Chimera'" in rs[1].row["row_note"]
+    assert "fire on 12 test packets" in rs[1].row["row_note"]
+    assert rs[3].row["row_note"] == "verdicts identical to 'Other' on every test packet"  # beta 0.25: no such claim
+
+
 def test_simulated_install_times_are_labelled() -> None:
     from chimera.report.common import label_simulated
     df = pd.DataFrame({"configuration": ["Chimera", "Fast-Only"], "install_p50_ms": [5.0, np.nan],

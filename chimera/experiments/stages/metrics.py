@@ -94,4 +94,12 @@ def _why_same(row: dict[str, Any], other: dict[str, Any]) -> str:
                     "removing the hard veto (lambda_h = 0) changes no packet")
         return (f"verdicts identical to '{name}': the hard rules fire on {hits} test packets, and the soft path "
                 "gives each of them the label the veto forces")
+    fused = other if row["fusion"] == "neural" else row
+    if "neural" in {row["fusion"], other["fusion"]} and fused["fusion"] in ("cascade", "soft") \
+            and fused.get("beta") == 0:
+        hits = fused.get("hard_rule_hits")
+        veto = (f"; its hard rules fire on {hits} test packets, and the neural path gives each of them the label the "
+                "veto forces" if fused["fusion"] == "cascade" and hits else "")
+        return (f"verdicts identical to '{name}': validation picked beta = 0 for '{fused['variant']}', so its soft "
+                f"rules add nothing{veto}")
     return f"verdicts identical to '{name}' on every test packet"
