@@ -397,6 +397,24 @@ def publish(c: Context, run_dir: str, verbose: bool = False) -> None:
     logging.getLogger("tasks").info("published: %s", run(Path(run_dir)))
 
 
+@task(help={"check": "re-render in memory and fail on any difference (the README test), writing nothing"})
+@cli
+def book(c: Context, check: bool = False, verbose: bool = False) -> None:
+    """Render every measured number of README.md, docs/*.md and docs/claims.md from results/published/."""
+    from chimera.book.render import check as diff, write
+    log = logging.getLogger("tasks")
+    if check:
+        bad = diff()
+        for d in bad:
+            log.error("%s", d)
+        if bad:
+            raise Exit(f"{len(bad)} block(s) differ from their rendering: run `invoke book`", code=1)
+        log.info("the book is as its runs render it")
+        return
+    changed = write()
+    log.info("book: %d page(s) re-rendered%s", len(changed), "".join(f"\n  {p}" for p in changed))
+
+
 @task(help={"k": "pytest -k expression", "x": "stop at first failure"})
 def test(c: Context, k: str = "", x: bool = False) -> None:
     """Run the test suite (tests needing root/BMv2 skip with a reason where absent)."""
@@ -484,5 +502,5 @@ def clean(c: Context) -> None:
         shutil.rmtree(ROOT / p, ignore_errors=True)
 
 
-ns = Collection(setup, dataset, run_experiment, sweep, nightly, dashboard, fuzz, mutate, publish, report, compare, replay, topo, build, p4info, p4header,
+ns = Collection(setup, dataset, run_experiment, sweep, nightly, dashboard, fuzz, mutate, publish, book, report, compare, replay, topo, build, p4info, p4header,
                 bench, test, clean)

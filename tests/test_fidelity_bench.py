@@ -74,20 +74,15 @@ def _fake_run(d: Path) -> None:
                                                                                                 index=False)
 
 
-def test_doc_is_rendered_from_the_run_directory(tmp_path: Path) -> None:
+def test_doc_tables_are_rendered_from_the_run_directory(tmp_path: Path) -> None:
     _fake_run(tmp_path)
-    doc = tmp_path / "fidelity.md"
-    doc.write_text(f"# Title\n\nprose\n\n{F.BEGIN}\nold table\n{F.END}\n\nafter\n")
-    F.render_doc(tmp_path, doc, cite="results/published/bench-fidelity/RUN")
-    text = doc.read_text()
-    assert "old table" not in text and text.startswith("# Title\n\nprose") and text.endswith("after\n")
+    text = F.tables_markdown(tmp_path, "results/published/bench-fidelity/RUN")
     assert "`results/published/bench-fidelity/RUN`" in text
     assert "| a (synthetic) | 3 | 100 (5) | 0.520 ± 0.025 |" in text  # mean of 0.51, 0.52, 0.53 with its t-interval
     assert "b (real), seed 3: not measurable, so the row's mean and interval are over the other seeds: no test" in text
     assert "**not met** (2/3 seeds) | 8, 1, 8 |" in text
     assert text.count("| b (real) | Y | 10 | 0.250 | 0.250 | 0.250 |") == 1
-    F.render_doc(tmp_path, doc, cite="results/published/bench-fidelity/RUN")
-    assert doc.read_text() == text  # idempotent
+    assert F.tables_markdown(tmp_path, "results/published/bench-fidelity/RUN") == text  # from the files alone
 
 
 def test_ci95_is_the_t_interval() -> None:
@@ -125,7 +120,7 @@ def test_a_seed_that_cannot_be_scored_is_reported_not_fatal(tmp_path: Path, monk
 
     monkeypatch.setattr(F, "measure", fake)
     monkeypatch.setattr(F, "DATA", (F.Data("x (synthetic)", {"synthetic": {}}),))
-    table = F.main(results_root=tmp_path, seeds=(1, 2, 3), doc=None)
+    table = F.main(results_root=tmp_path, seeds=(1, 2, 3))
     assert table.seed.tolist() == [1, 3]
     run = next((tmp_path / "bench-fidelity").iterdir())
     assert pd.read_csv(run / "unscored.csv").seed.tolist() == [2]

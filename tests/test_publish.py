@@ -40,3 +40,29 @@ def test_publish_copies_light_files_of_committed_runs_only(tmp_path: Path) -> No
         publish(_run(tmp_path / "a", "0" * 40), tmp_path / "published")
     with pytest.raises(ResultsError, match="running, not complete"):
         publish(_run(tmp_path / "s", head, status="running"), tmp_path / "published")
+    # the published manifest says which code made it
+    assert json.loads((dest / "manifest.json").read_text())["sections"]["code_fingerprint"]
+
+
+def _nest(run: Path, commit: str | None, dirty: bool = False) -> None:
+    d = run / "runs" / "quickstart" / "20260101-000001-reference"
+    d.mkdir(parents=True)
+    (d / "manifest.json").write_text(json.dumps({"experiment": "quickstart", "run_id": d.name, "target": "reference",
+                                                 "status": "complete", "git": {"commit": commit, "dirty": dirty}}))
+
+
+def test_publish_refuses_a_dirty_or_foreign_nested_run(tmp_path: Path) -> None:
+    """A night is only as clean as every run it made (issue 32: nights whose sub-runs were dirty were published)."""
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    parent = subprocess.run(["git", "rev-parse", "HEAD~1"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    dirty = _run(tmp_path / "d", head)
+    _nest(dirty, head, dirty=True)
+    with pytest.raises(ResultsError, match="uncommitted changes"):
+        publish(dirty, tmp_path / "published")
+    foreign = _run(tmp_path / "f", head)
+    _nest(foreign, parent)
+    with pytest.raises(ResultsError, match="not at the run's"):
+        publish(foreign, tmp_path / "published")
+    clean = _run(tmp_path / "c", head)
+    _nest(clean, head)
+    assert (publish(clean, tmp_path / "published") / "runs" / "quickstart").is_dir()

@@ -1,70 +1,118 @@
-"""The README's evidence: every run it cites under results/published/ is there (committed), and each measured
-number in a paragraph that cites runs appears in those runs' published files (tables, summaries, manifest).
+"""The README and docs are the book's rendering of the published runs: re-render them and fail on any difference.
 
-Measured numbers are decimals, percentages and numbers with thousands separators (0.8968, 97%, 82,398): a
-number typed by hand that no run holds fails here. Plain integers (counts of targets, years, ports) are not
-checked; neither are paragraphs that cite no published run.
+Every measured number of README.md and docs/*.md lives in a block (`<!-- book:NAME -->`) that
+``chimera.book`` renders from ``results/published/``; prose outside the blocks names no measured number and
+cites no run. So an edited cell, a misattributed value, a truncated decimal, a flipped sign or a changed
+count fails here, and so does a run that went stale (its rendering gains the stale mark).
 """
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 from pathlib import Path
+
+import pytest
+
+from chimera.book.blocks import Book
+from chimera.book.render import BLOCK, check, check_text, typed_numbers
+from chimera.book.runs import RunSet
+from chimera.report.provenance import code_fingerprint, fingerprint_at
 
 ROOT = Path(__file__).resolve().parents[1]
 CITE = re.compile(r"results/published/[\w.-]+/\d{8}-\d{6}-[\w.-]*\w")
-MEASURE = re.compile(r"(?<![\w.-])\d{1,3}(?:,\d{3})+(?:\.\d+)?%?|(?<![\w.,-])\d+\.\d+%?|(?<![\w.,-])\d+%")
 
 
-def _paragraphs(readme: str) -> list[str]:
-    return [p for p in re.split(r"\n\s*\n", readme) if p.strip()]
+@pytest.fixture(scope="module")
+def book() -> Book:
+    return Book.published(ROOT)
 
 
-def _run_text(root: Path, run: str) -> str:
-    return "\n".join(p.read_text(errors="replace") for p in sorted((root / run).rglob("*")) if p.is_file()
-                     ).replace(",", "")
+@pytest.fixture(scope="module")
+def readme() -> str:
+    return (ROOT / "README.md").read_text()
 
 
-def _percent_in(pct: str, text: str) -> bool:
-    """97% is in a run that says 97%, or holds a fraction that rounds to it (0.97..)."""
-    v = float(pct[:-1]) / 100
-    return any(abs(float(m) - v) <= 0.005 for m in re.findall(r"(?<![\d.])0\.\d+", text))
+def _block(text: str, name: str) -> str:
+    m = next(m for m in BLOCK.finditer(text) if m.group("name") == name)
+    return m.group("body")
 
 
-def unsupported(readme: str, root: Path = ROOT) -> list[str]:
-    """The measured numbers of citing paragraphs that none of the cited runs holds."""
-    bad = []
-    for p in _paragraphs(readme):
-        runs = [c for c in CITE.findall(p) if (root / c).is_dir()]
-        if not runs:
-            continue
-        text = "\n".join(_run_text(root, r) for r in runs)
-        for tok in MEASURE.findall(CITE.sub("", p)):
-            num = tok.replace(",", "")
-            if not (num in text or (num.endswith("%") and _percent_in(num, text))):
-                bad.append(f"{tok!r} (near {runs[0]})")
-    return bad
+def _edit(text: str, name: str, old: str, new: str) -> str:
+    """``text`` with ``old`` replaced by ``new`` once, inside block ``name`` only."""
+    body = _block(text, name)
+    assert old in body, f"{old!r} is not in block {name}"
+    return text.replace(body, body.replace(old, new, 1), 1)
 
 
-def test_cited_runs_are_published() -> None:
-    readme = (ROOT / "README.md").read_text()
+def test_cited_runs_are_published(readme: str) -> None:
     missing = sorted({c for c in CITE.findall(readme) if not (ROOT / c / "manifest.json").is_file()})
     assert not missing, f"the README cites runs that are not published: {missing} (invoke publish RUN_DIR)"
 
 
-def test_numbers_next_to_a_citation_are_in_the_cited_runs() -> None:
-    bad = unsupported((ROOT / "README.md").read_text())
-    assert not bad, "numbers in the README that no cited run holds: " + "; ".join(bad)
+def test_readme_and_docs_are_as_their_runs_render_them(book: Book) -> None:
+    bad = check(ROOT, book)
+    assert not bad, "run `invoke book` (then review and commit the pages):\n" + "\n".join(map(str, bad))
 
 
-def test_the_check_catches_a_typed_number() -> None:
-    runs = sorted((ROOT / "results" / "published").glob("*/*/manifest.json"))
-    assert runs, "nothing is published yet: the README cites no run"
-    held, run = None, ""
-    for m in runs:  # a decimal some published run holds
-        run = m.parent.relative_to(ROOT).as_posix()
-        if (held := re.search(r'": (\d+\.\d+)', m.read_text())) is not None:
-            break
-    assert held is not None, "no published run holds a decimal to check against"
-    assert unsupported(f"It took 123,456.789 s (`{run}`).\n") == [f"'123,456.789' (near {run})"]
-    assert unsupported(f"It took {held.group(1)} s (`{run}`).\n") == []
+def test_no_run_is_cited_outside_a_block(readme: str) -> None:
+    """A citation outside a block would escape the stale mark."""
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        outside = BLOCK.sub("", page.read_text())
+        assert not CITE.findall(outside), f"{page.name} cites runs outside a book block: {CITE.findall(outside)}"
+
+
+def test_the_five_edits_each_fail(book: Book, readme: str) -> None:
+    """The edits a reader's copy-paste or a stale hand could make: each one is caught."""
+    fid = _block(readme, "fidelity")
+    cell = re.search(r"\| ciciot \(synthetic\) \| (\d\.\d{3}) ±", fid)
+    assert cell
+    acc = _block(readme, "accuracy")
+    mlp = re.search(r"^\| MLP-B † \| (\d\.\d{4}) \|", acc, re.M)
+    cnn = re.search(r"^\| CNN-L † \| (\d\.\d{4}) \|", acc, re.M)
+    assert mlp and cnn and mlp.group(1) != cnn.group(1)
+    abl = re.search(r"Chimera (\d\.\d{4});", _block(readme, "ablation"))
+    assert abl
+    sign = re.search(r"Chimera − Fast-Only: ([+-])(\d\.\d{4})", _block(readme, "stability"))
+    assert sign
+    count = re.search(r"(\d{1,3}(?:,\d{3})+) packets", _block(readme, "stability"))
+    assert count
+    flipped = ("-" if sign.group(1) == "+" else "+") + sign.group(2)
+    edits = {
+        "a table cell": _edit(readme, "fidelity", f"| ciciot (synthetic) | {cell.group(1)} ±",
+                              f"| ciciot (synthetic) | {float(cell.group(1)) + 0.03:.3f} ±"),
+        "a misattributed value": _edit(readme, "accuracy", mlp.group(0), f"| MLP-B † | {cnn.group(1)} |"),
+        "a truncated number": _edit(readme, "ablation", f"Chimera {abl.group(1)};", f"Chimera {abl.group(1)[:4]};"),
+        "a flipped sign": _edit(readme, "stability", sign.group(0), f"Chimera − Fast-Only: {flipped}"),
+        "an integer": _edit(readme, "stability", count.group(0),
+                            f"{int(count.group(1).replace(',', '')) + 1:,} packets"),
+    }
+    assert not check_text(readme, book, "README.md"), "the committed README must pass before it is edited"
+    for what, text in edits.items():
+        assert text != readme, what
+        assert check_text(text, book, "README.md"), f"{what} passed the README check"
+
+
+def test_a_number_typed_outside_the_blocks_is_caught() -> None:
+    assert typed_numbers("Chimera scored 0.9429 (`code 0.1234`).\n<!-- book:x -->\n0.5555\n<!-- /book:x -->\n") \
+        == ["0.9429"]
+    assert typed_numbers("It took 1,887.7 frames/s.") == ["1,887.7"]
+
+
+def test_freshness_is_judged_by_the_code_fingerprint(tmp_path: Path) -> None:
+    """A run made at the first commit is stale, with the commits named; one at HEAD is as fresh as the tree."""
+    first = subprocess.run(["git", "rev-list", "--max-parents=0", "HEAD"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout.split()[-1]
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    for rid, commit in (("20200101-000000-reference", first), ("20200101-000001-reference", head)):
+        d = tmp_path / "quickstart" / rid
+        d.mkdir(parents=True)
+        (d / "manifest.json").write_text(json.dumps({"experiment": "quickstart", "run_id": rid, "target": "reference",
+                                                     "status": "complete", "git": {"commit": commit, "dirty": False}}))
+    runs = RunSet(tmp_path, ROOT)
+    old, new = runs.all("quickstart")
+    assert not old.freshness.fresh and "stale: made at" in old.cite() and old.freshness.since
+    assert new.freshness.fresh == (fingerprint_at(head, ROOT) == code_fingerprint(ROOT))
+    assert ("stale" in new.cite()) != new.freshness.fresh

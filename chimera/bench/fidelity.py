@@ -23,15 +23,15 @@ The diagnosis (issue "Chimera on real traffic") asks where a gap comes from:
 - per-class F1 of Chimera, tree and forest: where does the gap live?
 
 Goal: in-switch F1 >= the tree and within 0.05 of the forest (``GAP_GOAL``) on
-every kind of data. It reports; it asserts nothing. ``render_doc`` writes the
-tables of docs/fidelity.md from the run directory alone.
+every kind of data. It reports; it asserts nothing. ``tables_markdown`` renders the
+tables of docs/fidelity.md from a run directory alone; ``invoke book`` puts the newest
+published run's there.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,8 +64,6 @@ SHARED = Path(os.environ.get("CHIMERA_SHARED_DATASETS", ROOT.parent / "shared" /
 GAP_GOAL = 0.05
 SEEDS = (1, 2, 3)
 SYNTHETIC = {"flows": 2000, "seed": 1, "duration_s": 50, "max_packets_per_flow": 200}
-DOC = ROOT / "docs" / "fidelity.md"
-BEGIN, END = "<!-- fidelity-bench:begin -->", "<!-- fidelity-bench:end -->"
 
 
 @dataclass(frozen=True)
@@ -263,19 +261,8 @@ def tables_markdown(run_dir: Path, cite: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_doc(run_dir: Path, doc: Path = DOC, cite: str | None = None) -> Path:
-    """Replace the measured block of ``doc`` (between its markers) with the tables of ``run_dir``."""
-    cite = cite or f"results/published/bench-fidelity/{run_dir.name}"
-    text = doc.read_text() if doc.exists() else f"# Fidelity\n\n{BEGIN}\n{END}\n"
-    if BEGIN not in text or END not in text:
-        text = text.rstrip("\n") + f"\n\n{BEGIN}\n{END}\n"
-    block = f"{BEGIN}\n{tables_markdown(run_dir, cite)}{END}"
-    doc.write_text(re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: block, text, flags=re.S))
-    return doc
-
-
 def main(results_root: str | Path = "results", data_root: Path = Path("data"), seeds: Sequence[int] = SEEDS,
-         only: Sequence[str] = (), doc: Path | None = DOC) -> pd.DataFrame:
+         only: Sequence[str] = ()) -> pd.DataFrame:
     rows, pers, missing = [], [], []
     unscored: list[dict[str, Any]] = []
     chosen = [d for d in DATA if not only or any(o.lower() in d.name.lower() for o in only)]
@@ -318,8 +305,7 @@ def main(results_root: str | Path = "results", data_root: Path = Path("data"), s
         if missing:
             lines += [f"Not run (data absent here): {', '.join(missing)}.", ""]
         (run.path / "report.md").write_text("\n".join(lines))
-    if doc is not None and not missing and not only:
-        log.info("docs: %s", render_doc(run.final, doc))
+    log.info("docs/fidelity.md shows the newest *published* run: `invoke publish %s`, then `invoke book`", run.final)
     log.info("fidelity (results: %s):\n%s", run.final,
              table[["data", "seed", "chimera_int_f1", "forest_f1", "tree_f1", "tree_quantized_f1",
                     "chimera_w1_f1"]].to_string(index=False, float_format=lambda x: f"{x:.4f}"))

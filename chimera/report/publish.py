@@ -2,7 +2,9 @@
 
 The README cites only published runs, so a reader of a clone can open every number's evidence. A run is
 published only when its manifest shows it was made from committed code: a clean tree at a commit that is an
-ancestor of HEAD. What is copied: the manifest, the report and summaries, every CSV table except per-packet
+ancestor of HEAD, and so is every run nested in it (a night's or a bench's ``runs/``), at the same commit. The
+published manifest records the code fingerprint of that commit (``code_fingerprint``,
+chimera.report.provenance), which is what the book judges a run's freshness by. What is copied: the manifest, the report and summaries, every CSV table except per-packet
 ones (``*.csv.gz``, ``verdicts.csv``), and the figures; never pcaps, artifacts or the replay directories
 (the manifest keeps their hashes). ``tests/test_readme.py`` checks that every run the README names is here
 and that the numbers it quotes are in the run's tables.
@@ -10,6 +12,7 @@ and that the numbers it quotes are in the run's tables.
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import subprocess
@@ -17,6 +20,7 @@ from pathlib import Path
 
 from chimera.errors import ResultsError
 from chimera.formats.rundir import Manifest
+from chimera.report.provenance import fingerprint_at
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,9 +51,30 @@ def light_files(run: Path) -> list[Path]:
     return out
 
 
+def nested_problems(run_dir: Path, commit: str) -> list[str]:
+    """What is wrong with the runs nested in ``run_dir`` (dirty, unfinished, or made at another commit)."""
+    out = []
+    for p in sorted(run_dir.rglob("manifest.json")):
+        if p.parent == run_dir:
+            continue
+        rel = p.parent.relative_to(run_dir).as_posix()
+        try:
+            m = Manifest.read(p)
+        except ResultsError as e:
+            out.append(f"{rel}: {e.problem}")
+            continue
+        if m.status != "complete":
+            out.append(f"{rel}: {m.status}")
+        if m.git.dirty:
+            out.append(f"{rel}: made from a tree with uncommitted changes")
+        if m.git.commit != commit:
+            out.append(f"{rel}: made at {(m.git.commit or 'no commit')[:10]}, not at the run's {commit[:10]}")
+    return out
+
+
 def publish(run_dir: Path, dest_root: Path = PUBLISHED, root: Path = ROOT) -> Path:
     """Copy ``run_dir``'s light files to ``dest_root/<experiment>/<run-id>/``; refuses a run made from a dirty
-    tree or from a commit HEAD does not contain."""
+    tree or from a commit HEAD does not contain, or one with such a nested run."""
     man_path = run_dir / "manifest.json"
     if not man_path.is_file():
         raise ResultsError(f"{run_dir} is not a run directory (no manifest.json)", "give results/<experiment>/<run-id>")
@@ -64,11 +89,17 @@ def publish(run_dir: Path, dest_root: Path = PUBLISHED, root: Path = ROOT) -> Pa
     if not _is_ancestor(m.git.commit, root):
         raise ResultsError(f"{run_dir} was made at {m.git.commit[:10]}, which HEAD does not contain",
                            "publish runs made from this branch's history only")
+    bad = nested_problems(run_dir, m.git.commit)
+    if bad:
+        raise ResultsError(f"{run_dir}: {len(bad)} nested run(s) are not from the run's clean commit: " +
+                           "; ".join(bad[:5]), "re-run the whole run from one committed tree, then publish it")
     dest = dest_root / m.experiment / m.run_id
     if dest.exists():
         shutil.rmtree(dest)
     for rel in light_files(run_dir):
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(run_dir / rel, dest / rel)
+    m.record(code_fingerprint=fingerprint_at(m.git.commit, root))
+    (dest / "manifest.json").write_text(json.dumps(m.to_json(), indent=2, default=str))
     log.info("published %s -> %s (%d files)", run_dir, dest, sum(1 for _ in dest.rglob("*") if _.is_file()))
     return dest

@@ -1,0 +1,516 @@
+"""The book's blocks: each renders one stretch of README.md or docs/*.md from runs.
+
+A block selects its runs by what they are (``RunSet.latest``), so a newer published run replaces an older one
+everywhere at once; it reports the newest run, never the best one; every number it writes is computed from
+the run's tables or manifest and rounded by ``chimera.book.fmt``; every run it reads is cited, with the stale
+mark where its code has moved on. Interpretation that depends on the numbers (who wins, where the peak is)
+is computed too, so it cannot go stale either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from chimera.book import fmt
+from chimera.book.fmt import f, n, signed
+from chimera.book.runs import PUBLISHED, Run, RunSet, on_dataset, on_target
+from chimera.formats import tables as T
+from chimera.report.provenance import ROOT
+from chimera.report.sections import FuzzResult, MutateResult, NightMeasured, section
+
+
+@dataclass
+class Book:
+    """What blocks render from: a run set (the published runs, or a reproduction's) and the repository."""
+    runs: RunSet
+    root: Path = ROOT
+
+    @staticmethod
+    def published(root: Path = ROOT) -> "Book":
+        return Book(RunSet(root / "results" / "published" if root != ROOT else PUBLISHED, root), root)
+
+    def night(self) -> tuple[Run, NightMeasured]:
+        r = self.runs.need("nightly")
+        m = section(r.manifest, "measured", NightMeasured)
+        assert m is not None, f"{r.rel}: a night without its measured section"
+        return r, m
+
+
+BlockFn = Callable[[Book], str]
+BLOCKS: dict[str, BlockFn] = {}
+
+
+def block(name: str) -> Callable[[BlockFn], BlockFn]:
+    def reg(fn: BlockFn) -> BlockFn:
+        BLOCKS[name] = fn
+        return fn
+    return reg
+
+
+CHIMERA = "Chimera (PRF, hybrid, incremental, cascade)"
+REAL = {"ciciot2022-sonos": "CICIoT2022 sample (real)", "suricata-zeek-apps": "suricata-zeek-apps (real)"}
+
+
+# ------------------------------------------------------------------------------------------------ set-up
+@block("fresh-check")
+def fresh_check(b: Book) -> str:
+    r = b.runs.need("fresh-check")
+    t = r.manifest.timings_s
+    cfg = r.manifest.config
+    return (f"On this project's 2-core machine, from a clean clone of `{(r.manifest.git.commit or '')[:7]}` "
+            f"({r.cite()}): the first command took {n(t.get('command_1'))} s (Debian packages and Python wheels "
+            f"included), the second {n(t.get('command_2'))} s; the rootfs ({cfg.get('suite')}, "
+            f"{cfg.get('variant')}) took {n(t.get('rootfs'))} s.")
+
+
+@block("wheels")
+def wheels(b: Book) -> str:
+    w = pd.read_csv(b.root / "docs" / "wheels.csv", dtype=str)
+    per = []
+    for py, g in w.groupby("python", sort=True):
+        have = int(g["wheel"].fillna("").str.endswith(".whl").sum())
+        per.append(f"{have} of {len(g)} have a wheel for Python {py}")
+    return (f"`scripts/check-wheels` asked pip, without installing, for a binary wheel of every dependency (the "
+            f"pins and all they pull in, at the versions installed here): {'; '.join(per)} (`docs/wheels.csv`).")
+
+
+# ------------------------------------------------------------------------------------------------ runs index
+@block("published-runs")
+def published_runs(b: Book) -> str:
+    """The newest published run of each experiment, target and dataset, with its wall time and freshness."""
+    seen: dict[tuple[str, str, str], Run] = {}
+    for r in b.runs:
+        key = (r.experiment, r.target, Path(r.manifest.dataset_override or "").name)
+        if key not in seen or r.run_id > seen[key].run_id:
+            seen[key] = r
+    rows = []
+    for (exp, target, data), r in sorted(seen.items()):
+        fr = r.freshness
+        rows.append([f"`{exp}`", target, data or "its own", f"`{r.rel}`", f"{fmt.f(r.minutes(), 1)} min",
+                     f"`{fr.commit[:7]}`", "fresh" if fr.fresh else "**stale** (" + fr.mark().split(";")[-1]
+                     .strip(" *]") + ")"])
+    return fmt.table(["experiment", "target", "data", "newest published run", "wall time", "commit", "code"], rows)
+
+
+# ------------------------------------------------------------------------------------------------ ablation
+def _ablation(r: Run) -> pd.DataFrame:
+    return r.table(T.ABLATION).set_index("variant")
+
+
+@block("ablation")
+def ablation(b: Book) -> str:
+    r = b.runs.need("ablation", lambda x: x.target == "ebpf", "on eBPF")
+    d = _ablation(r)
+    ch = d.loc[CHIMERA]
+    sw = d[d["executed_on"].astype(str) == r.target]
+    rows = []
+    for v, x in d.iterrows():
+        on_switch = str(x["executed_on"]) == r.target
+        rows.append([str(v), "switch" if on_switch else ("software host †" if bool(x["software_only"]) else
+                                                           "reference only"),
+                     f(x["macro_f1"]), signed(x["macro_f1"] - ch["macro_f1"]),
+                     n(x["bits_per_flow"]) if x["bits_per_flow"] == x["bits_per_flow"] else "—",
+                     n(x["table_entries"]) if x["table_entries"] == x["table_entries"] else "—",
+                     f(x["latency_switch_p50_us"], 3), f(x["latency_switch_p99_us"], 3),
+                     n(x["switch_pps"]) if x["switch_pps"] == x["switch_pps"] else "—",
+                     n(x["lost"]) if x["lost"] == x["lost"] else "—",
+                     n(x["reference_mismatches"]) if x["reference_mismatches"] == x["reference_mismatches"] else "—"])
+    above = [str(v) for v, x in d.iterrows() if x["macro_f1"] > ch["macro_f1"]]
+    out = [f"The ablation on the {r.target} testbed, synthetic ciciot profile, {ch['clock']} clock ({r.cite()}): "
+           f"Chimera {f(ch['macro_f1'])}; on the {len(sw)} rows that run on the switch, "
+           f"{n(sw['lost'].sum())} packets lost and {n(sw['reference_mismatches'].sum())} verdicts and "
+           f"{n(sw['register_mismatches'].sum())} registers different from the reference. "
+           f"Rows above Chimera: {fmt.words(above)}. Latency is the switch's own (ingress to egress) under the "
+           "run's pace, the rate what the switch classified per second; † rows run on the software classifier "
+           "host, whose latency includes the detour.", "",
+           fmt.table(["row", "runs on", "F1", "Δ Chimera", "bits/flow", "entries", "switch p50 µs", "p99 µs",
+                      "pps", "lost", "≠ reference"], rows)]
+    notes = [(str(v), str(x["row_note"])) for v, x in d.iterrows() if isinstance(x["row_note"], str) and x["row_note"]]
+    if notes:
+        out += ["", "What the rows say of themselves (`row_note`):", ""] + [f"- {v}: {t}" for v, t in notes]
+    bm = b.runs.latest("ablation", on_target("bmv2"))
+    if bm is not None:
+        db = _ablation(bm)
+        both = [v for v in d.index if v in db.index and str(d.loc[v, "executed_on"]) == "ebpf"
+                and str(db.loc[v, "executed_on"]) == "bmv2"]
+        same = [v for v in both if db.loc[v, "macro_f1"] == d.loc[v, "macro_f1"]]
+        sw_b = db[db["executed_on"].astype(str) == "bmv2"]
+        dag = [(str(v), f(db.loc[v, "macro_f1"]), f(d.loc[v, "macro_f1"])) for v in db.index
+               if bool(db.loc[v, "software_only"]) and v in d.index]
+        out += ["", f"The same ablation on BMv2 ({bm.cite()}): of the {len(both)} rows that run on chimera.p4 there "
+                f"and on the eBPF program here, {len(same)} score exactly as on eBPF; on BMv2's switch rows "
+                f"{n(sw_b['lost'].sum())} lost, {n(sw_b['reference_mismatches'].sum())} verdicts and "
+                f"{n(sw_b['register_mismatches'].sum())} registers different from the reference. The † rows run on "
+                "the software classifier host on its own clock, so they move between runs: " +
+                fmt.words([f"{v} {x} on BMv2's run against {y} on eBPF's" for v, x, y in dag]) + "."]
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------------------------------------ Table 1
+def accuracy_runs(b: Book) -> list[tuple[str, Run]]:
+    out = []
+    syn = b.runs.latest("accuracy", on_dataset(None))
+    if syn is not None:
+        out.append(("", syn))
+    for frag in REAL:
+        r = b.runs.latest("accuracy", on_dataset(frag))
+        if r is not None:
+            out.append((frag, r))
+    return out
+
+
+def accuracy_frame(b: Book) -> tuple[pd.DataFrame, list[Run]]:
+    """One F1 column per dataset (synthetic profiles by name, real sets by their label), rows = methods."""
+    cols: dict[str, pd.Series] = {}
+    runs = []
+    for frag, r in accuracy_runs(b):
+        runs.append(r)
+        a = r.table(T.ACCURACY)
+        a = a[a["task"] == "classification"] if "task" in a else a
+        for ds, g in a.groupby("dataset", sort=False):
+            label = REAL[frag] if frag else f"{ds} (synthetic)"
+            cols[label] = g.set_index("method")["f1"]
+    return pd.DataFrame(cols), runs
+
+
+@block("accuracy")
+def accuracy(b: Book) -> str:
+    df, runs = accuracy_frame(b)
+    first = runs[0].table(T.ACCURACY).drop_duplicates("method").set_index("method")
+    soft = {m: str(first.loc[m, "where"]) == "software" for m in df.index if m in first.index}
+    rows = [[m + (" †" if soft.get(m) else "")] + [f(df.loc[m, c]) for c in df.columns] for m in df.index]
+    out = [f"Every method reads Chimera's per-packet inputs and trains under the same budget, on the same split "
+           f"(seed 1), reference target; Chimera's column is the compiled integer pipeline, bit-exact with eBPF "
+           f"and BMv2; † runs in software only. Runs: {fmt.words([r.cite() for r in runs])}. The real sets are "
+           "small (their README).", "", fmt.table(["method", *df.columns], rows), ""]
+    lines = []
+    for c in df.columns:
+        ch = df.loc["Chimera", c]
+        above = [(m, df.loc[m, c]) for m in df.index if m != "Chimera" and df.loc[m, c] > ch]
+        ties = [m for m in df.index if m != "Chimera" and df.loc[m, c] == ch]
+        if above or ties:
+            lines.append(f"- {c}: " + "; ".join(
+                ([f"above Chimera ({f(ch)}): " + fmt.words([f"{m} {f(v)} ({signed(v - ch)})" for m, v in above])]
+                 if above else []) + ([f"tied with Chimera at {f(ch)}: {fmt.words(ties)}"] if ties else [])))
+        else:
+            lines.append(f"- {c}: Chimera ({f(ch)}) is above every other method.")
+    return "\n".join(out + ["Where Chimera does not win, and where it does:", "", *lines])
+
+
+# ------------------------------------------------------------------------------------------------ window
+@block("input-scale")
+def input_scale(b: Book) -> str:
+    r = b.runs.need("input_scale")
+    d = r.table(T.INPUT_SCALE)
+    ch = d[d["method"] == "Chimera"].sort_values("window")
+    others = d[d["method"] != "Chimera"]
+    best = others.loc[others.groupby("window")["f1"].idxmax()].sort_values("window")
+    peak = ch.loc[ch["f1"].idxmax()]
+    return (f"The window sweep on the ciciot profile, every method under the same budget ({r.cite()}): Chimera "
+            f"scores {fmt.words([f(x) for x in ch['f1']])} at L = {fmt.words([str(int(w)) for w in ch['window']])} "
+            f"(per-flow state {n(ch['per_flow_bits'].min())} to {n(ch['per_flow_bits'].max())} bits as the eBPF "
+            f"object allocates it); the best other method at each window: " +
+            fmt.words([f"{m} {f(x)}" for m, x in zip(best['method'], best['f1'])]) +
+            f". Chimera peaks at L = {int(peak['window'])} ({f(peak['f1'])}).")
+
+
+# ------------------------------------------------------------------------------------------------ stability
+@block("stability")
+def stability(b: Book) -> str:
+    r = b.runs.need("stability24h", lambda x: x.target != "reference", "on a testbed") \
+        if b.runs.latest("stability24h", lambda x: x.target != "reference") else b.runs.need("stability24h")
+    s = r.table(T.STABILITY).set_index("configuration")
+    c = s.loc["Chimera"]
+    out = [f"The drifting day, uncompressed under the {c['clock']} clock on the {r.target} target ({r.cite()}): "
+           f"{n(c['replayed'])} packets, {n(s['lost'].sum())} lost and {n(s['reference_mismatches'].sum())} "
+           f"verdicts different from the reference. Mean F1 over the day: " +
+           fmt.words([f"{k} {f(v)}" for k, v in s["f1_mean"].items()]) +
+           f"; first to last bin, Chimera {f(c['f1_first'])} to {f(c['f1_last'])}. The slow loop's own effect, "
+           f"Chimera − Fast-Only: {signed(c['diff_vs_fast_only'])} (95% interval paired by time bin "
+           f"{fmt.interval(c['diff_vs_fast_only_lo'], c['diff_vs_fast_only_hi'])}); both timescales together, "
+           f"Chimera − Static-Map: {signed(c['diff_vs_static_map'])} "
+           f"{fmt.interval(c['diff_vs_static_map_lo'], c['diff_vs_static_map_hi'])}. " + _verdict_slow(c)]
+    night, m = b.night()
+    key = next((k for k in m.experiments if k.startswith("stability24h@")), None)
+    if key is not None and m.experiments[key].f1:
+        out.append(f"The latest night ({night.cite()}, {key}) measured mean F1 " +
+                   fmt.words([f"{k} {f(v)}" for k, v in m.experiments[key].f1.items()]) + ".")
+    return " ".join(out)
+
+
+def _verdict_slow(c: pd.Series) -> str:
+    lo, hi = c["diff_vs_fast_only_lo"], c["diff_vs_fast_only_hi"]
+    if hi < 0:
+        return "The interval is below zero: on this day the slow loop measurably hurts."
+    if lo > 0:
+        return "The interval is above zero: on this day the slow loop measurably helps."
+    return "The interval holds zero: no effect of the slow loop is measured on this day."
+
+
+@block("cadence")
+def cadence(b: Book) -> str:
+    r = b.runs.need("hyper_cadence")
+    d = r.table(T.CADENCE)
+    labels = d["label"].value_counts().to_dict()
+    return (f"The cadence grid, {d['eta'].nunique()} values of eta x {d['t_cp_s'].nunique()} of T_cp on the same "
+            f"day ({r.cite()}): stability labels " + fmt.words([f"{v} {k}" for k, v in labels.items()]) +
+            f"; mean F1 after training between {f(d['f1_mean'].min())} and {f(d['f1_mean'].max())}. The install "
+            "time in the paper's condition is the configured one (simulated) on the reference.")
+
+
+@block("roc-hyper-dim")
+def roc_hyper_dim(b: Book) -> str:
+    r = b.runs.need("roc")
+    d = r.table(T.ROC)
+    dets = list(dict.fromkeys(d["detector"]))
+    sets = list(dict.fromkeys(d["dataset"]))
+    parts = [f"{det}: " + " / ".join(f(d[(d.detector == det) & (d.dataset == s)]["auc"].iloc[0]) for s in sets)
+             for det in dets]
+    h = b.runs.need("hyper_dim")
+    g = h.table(T.HYPER_DIM)
+    lo, hi = g.loc[g["f1"].idxmin()], g.loc[g["f1"].idxmax()]
+    return (f"The benign-trained detectors ({r.cite()}), AUC on {' / '.join(sets)}: " + "; ".join(parts) +
+            f". The m x d_v x bits grid ({h.cite()}), on {g['dataset'].iloc[0]}: F1 from {f(lo['f1'])} "
+            f"(m={int(lo['m'])}, d_v={int(lo['d_v'])}, {int(lo['bits'])} bits) to {f(hi['f1'])} "
+            f"(m={int(hi['m'])}, d_v={int(hi['d_v'])}, {int(hi['bits'])} bits).")
+
+
+@block("resources")
+def resources(b: Book) -> str:
+    r = b.runs.need("resources")
+    d = r.table(T.RESOURCES)
+    ch = d[d["method"] == "Chimera"]
+    return (f"State as allocated ({r.cite()}): the same Chimera model takes " +
+            fmt.words([f"{n(x['per_flow_bits'])} bits per flow in the {x['where']} (budget ratio "
+                       f"{f(x['budget_ratio'])} of {n(x['budget_bits'])} bits)" for _, x in ch.iterrows()]) + ".")
+
+
+@block("throughput-latency")
+def throughput_latency(b: Book) -> str:
+    t = b.runs.need("throughput")
+    d = t.table(T.THROUGHPUT)
+    sw = d[d["path"].str.startswith("Chimera")]
+    bare = d[d["path"] == "bare forwarding"]
+    host = d[d["path"].str.contains("software")]
+    lat = b.runs.need("latency")
+    ls = lat.table(T.LATENCY_SUMMARY)
+    sws = ls[~ls["path"].str.contains("software")].set_index("load")
+    hs = ls[ls["path"].str.contains("software")].set_index("load")
+    out = (f"On the {t.target} testbed under the switch clock ({t.cite()}, {lat.cite()}): at top speed the Chimera "
+           f"path delivers {n(sw['delivered_pps'].min())} to {n(sw['delivered_pps'].max())} pps against "
+           f"{n(bare['delivered_pps'].min())} to {n(bare['delivered_pps'].max())} pps for bare forwarding on the same "
+           f"path (the sender shares the cores, so neither is the switch's limit), with {n(sw['lost'].sum())} "
+           f"packets lost and {n(sw['reference_mismatches'].sum())} verdicts different from the reference; the "
+           f"software classifier host † delivers {n(host['delivered_pps'].min())} to {n(host['delivered_pps'].max())}"
+           f" pps. In-switch latency p50 ")
+    out += fmt.words([f"{f(x['switch_p50_us'])} µs at {n(x['pps'])} pps (p99 {f(x['switch_p99_us'])})"
+                      for _, x in sws.iterrows()])
+    out += ("; host to host " + fmt.words([f"{f(x['host_p50_us'])} µs" for _, x in sws.iterrows()]) +
+            ". The software classifier host † takes " +
+            fmt.words([f"{f(x['switch_p50_us'])} µs p50 at {n(x['pps'])} pps" for _, x in hs.iterrows()]) +
+            " to classify.")
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ fidelity
+def fidelity_summary(r: Run) -> pd.DataFrame:
+    return r.csv("summary.csv")
+
+
+@block("fidelity")
+def fidelity(b: Book) -> str:
+    r = b.runs.need("bench-fidelity")
+    t = r.csv("fidelity.csv")
+    s = fidelity_summary(r)
+
+    def pm(data: str, m: str) -> str:
+        x = s[(s.data == data) & (s.measure == m)].iloc[0]
+        return f(x["mean"], 3) + ("" if np.isnan(x["ci95"]) else f" ± {f(x['ci95'], 3)}")
+    rows = []
+    for data, g in t.groupby("data", sort=False):
+        met = int(g["goal_met"].sum())
+        ch = s[(s.data == data) & (s.measure == "chimera_int_f1")]["mean"].iloc[0]
+        tr = s[(s.data == data) & (s.measure == "tree_f1")]["mean"].iloc[0]
+        goal = "met" if met == len(g) else f"**not met** on {len(g) - met} of {len(g)} seeds" + (
+            f": {f(tr - ch, 3)} below the tree" if ch < tr else "")
+        rows.append([f"{data}" + (f" ({len(g)} seeds)" if len(g) != len(set(t.seed)) else ""),
+                     pm(data, "chimera_int_f1"), pm(data, "tree_f1"), pm(data, "forest_f1"), goal])
+    seeds = ", ".join(str(x) for x in sorted(set(t.seed)))
+    return (f"From {r.cite()} (seeds {seeds}; mean ± 95% t-interval over seeds; macro-F1 on test packets; the real "
+            "sets are small, see their README):\n\n" +
+            fmt.table(["data", "Chimera (in-switch)", "tree", "forest", "goal"], rows))
+
+
+@block("fidelity-history")
+def fidelity_history(b: Book) -> str:
+    """Every published fidelity run, oldest first: Chimera's mean per kind of data (what each change did,
+    reported whole, not just the steps that helped)."""
+    runs = b.runs.all("bench-fidelity")
+    cols: dict[str, dict[str, str]] = {}
+    for r in runs:
+        s = fidelity_summary(r)
+        cols[f"`{r.run_id}` ({r.freshness.commit[:7]})"] = {
+            d: f(x, 3) for d, x in s[s.measure == "chimera_int_f1"].set_index("data")["mean"].items()}
+    df = pd.DataFrame(cols)
+    rows = [[str(d)] + [str(df.loc[d, c]) if isinstance(df.loc[d, c], str) else "—" for c in df.columns]
+            for d in df.index]
+    return ("Chimera (in-switch) mean F1 in every published fidelity run, oldest first (each run is in "
+            "`results/published/bench-fidelity/`):\n\n" + fmt.table(["data", *df.columns], rows))
+
+
+@block("fidelity-tables")
+def fidelity_tables(b: Book) -> str:
+    from chimera.bench.fidelity import tables_markdown
+    r = b.runs.need("bench-fidelity")
+    return tables_markdown(r.path, r.rel) + (f"\n{r.freshness.mark().strip()}\n" if not r.freshness.fresh else "")
+
+
+# ------------------------------------------------------------------------------------------------ benches
+BENCH_TEXT = {"ingest_ratio": ("ingest", "our pcap reader against dpkt on the same file and fields", "x", ">= 1 M pkt/s"),
+              "reference_over_ingest": ("reference", "the reference pipeline's rate over the ingest rate", "",
+                                        ">= 1 M pkt/s"),
+              "install_ebpf_live_ms": ("install", "live full-Map update + flip under traffic on eBPF", " ms",
+                                       "<= 20 ms eBPF, <= 1 s BMv2"),
+              "switch_ratio": ("switch", "the full pipeline's rate over bare redirect", "x", ">= 0.7")}
+
+
+@block("benches")
+def benches(b: Book) -> str:
+    night, m = b.night()
+    rows = []
+    for k, s in m.benches.items():
+        name, what, unit, goal = BENCH_TEXT.get(k, (k, k, "", ""))
+        rows.append([f"`{name}`", what, f"{f(s.median, 4)}{unit}", f(s.iqr, 4), n(s.n), goal])
+    return (f"From the latest published night {night.cite()} (medians, IQR; its `manifest.json`, section "
+            "`measured.benches`):\n\n" + fmt.table(["`invoke bench --what`", "measures", "median", "IQR", "n",
+                                                     "goal"], rows))
+
+
+@block("bmv2-rates")
+def bmv2_rates(b: Book) -> str:
+    out = []
+    z = b.runs.latest("bench-zeroloss")
+    if z is not None:
+        d = z.csv("zeroloss.csv").set_index("target")
+        out.append(f"The highest fixed rate with 0 packets lost ({z.cite()}): " + fmt.words(
+            [f"{'at least ' if bool(x['lower_bound']) else ''}{n(x['max_zero_loss_pps'])} pps on {t} (goal "
+             f"{n(x['goal_pps'])}: {'met' if bool(x['goal_met']) else 'not met'})" for t, x in d.iterrows()]) + ".")
+    rr = b.runs.latest("bench-bmv2ratio")
+    res = rr.manifest.sections.get("result") if rr is not None else None
+    if rr is not None and isinstance(res, dict) and "ratio" in res:
+        out.append(f"On the same BMv2 build plain forwarding (`p4/forward.p4`) loses nothing up to "
+                   f"{n(res['forward_zero_loss_pps'])} pps and chimera.p4 up to {n(res['chimera_zero_loss_pps'])}: "
+                   f"chimera.p4 runs at {'at most ' if res.get('ratio_is_upper_bound') else ''}{f(res['ratio'], 3)} "
+                   f"of it (goal {f(res['goal'], 1)}: {'met' if res['ratio'] >= res['goal'] else 'not met'}; "
+                   f"{rr.cite()}).")
+    fl = b.runs.latest("bench-bmv2files")
+    res = fl.manifest.sections.get("result") if fl is not None else None
+    if fl is not None and isinstance(res, dict) and "ratio" in res:
+        par = fl.manifest.sections.get("params") or {}
+        out.append(f"In BMv2's file mode chimera.p4 as shipped ran {f(res['shipped_fps']['median'], 1)} frames/s "
+                   f"against {f(res['baseline_fps']['median'], 1)} at `{par.get('baseline', '?')}` "
+                   f"({signed(100 * (res['ratio'] - 1), 1)}%), "
+                   f"{'every verdict and register equal to the reference' if res.get('conformant') else 'NOT conformant'}"
+                   f" ({fl.cite()}).")
+    return " ".join(out) if out else "No BMv2 rate is published."
+
+
+# ------------------------------------------------------------------------------------------------ fuzz, mutation
+@block("fuzz")
+def fuzz(b: Book) -> str:
+    night, m = b.night()
+    out = []
+    fz = m.fuzz
+    if fz is not None and fz.error is None:
+        sub = next((x for x in night.nested() if x.experiment == "fuzz"), None)
+        res = section(sub.manifest, "fuzz_result", FuzzResult) if sub else None
+        cov = "; ".join(f"{t} {c.hit} of {c.reachable} reachable decision points" +
+                        (f" (missed: {', '.join(c.missed)})" if c.missed else "") for t, c in fz.coverage.items())
+        out.append(f"The latest night's fuzz budget ({night.cite('runs/fuzz')}): {n(fz.sequences)} sequences" +
+                   (f", {n(res.frames)} frames" if res else "") + f", {n(fz.differences)} differences between "
+                   f"{fmt.words(fz.targets)}; coverage {cov}.")
+    longest = max(b.runs.all("fuzz"), key=lambda r: (section(r.manifest, "fuzz_result", FuzzResult) or
+                                                      FuzzResult()).sequences, default=None)
+    if longest is not None:
+        res = section(longest.manifest, "fuzz_result", FuzzResult) or FuzzResult()
+        out.append(f"The longest published fuzz run ({longest.cite()}): {n(res.sequences)} sequences, "
+                   f"{n(res.frames)} frames, {n(res.differences)} differences" +
+                   (f" ({'; '.join(res.failures)})" if res.failures else "") + ".")
+    return " ".join(out)
+
+
+@block("mutation")
+def mutation(b: Book) -> str:
+    night, m = b.night()
+    out = []
+    if m.mutate is not None and m.mutate.scores:
+        out.append(f"The latest night's mutation sample ({night.cite('runs/mutate')}, floor {f(m.mutate.floor, 2)}): " +
+                   "; ".join(f"{file} {s.killed + s.timeout} of {s.killed + s.timeout + s.survived} killed "
+                             f"({fmt.pct(s.score)}, 95% interval {fmt.pct(s.ci95[0])}-{fmt.pct(s.ci95[1])})"
+                             for file, s in m.mutate.scores.items()) + ".")
+    for r in b.runs.all("mutate"):
+        res = section(r.manifest, "mutate_result", MutateResult)
+        if res is None:
+            continue
+        out.append(f"Published mutation run {r.cite()}: " + "; ".join(
+            f"{file} {s.killed + s.timeout} of {s.killed + s.timeout + s.survived}" for file, s in res.scores.items()) + ".")
+    return " ".join(out)
+
+
+@block("bmv2-quickstart")
+def bmv2_quickstart(b: Book) -> str:
+    night, m = b.night()
+    q = m.experiments.get("quickstart@bmv2")
+    if q is None or q.error or q.run is None:
+        return f"The latest published night ({night.cite()}) did not run the quickstart on BMv2."
+    sub = next((x for x in night.nested() if x.rel.endswith(q.run.split("runs/", 1)[-1])), None)
+    tab = sub.table(T.ABLATION) if sub is not None else None
+    got = (f"{n(tab['verdicts'].iloc[0])}/{n(tab['replayed'].iloc[0])} packets per variant classified, "
+           if tab is not None and "verdicts" in tab else "")
+    return (f"`invoke run-experiment --name quickstart --target bmv2` in the latest published night "
+            f"({night.cite(q.run)}): {got}{n(sum(v or 0 for v in q.lost.values()))} lost, "
+            f"{n(sum(v or 0 for v in q.reference_mismatches.values()))} verdicts and "
+            f"{n(sum(v or 0 for v in q.register_mismatches.values()))} registers different from the reference.")
+
+
+
+@block("fidelity-seeds")
+def fidelity_seeds(b: Book) -> str:
+    """Every seed's row of the newest fidelity run: what the per-data means hide."""
+    r = b.runs.need("bench-fidelity")
+    t = r.csv("fidelity.csv")
+    rows = [[str(x["data"]), str(int(x["seed"])), n(x["test_packets"]), f(x["chimera_int_f1"], 3),
+             f(x["tree_f1"], 3), f(x["forest_f1"], 3), f(x["tree_quantized_f1"], 3), f(x["chimera_w1_f1"], 3),
+             "met" if bool(x["goal_met"]) else "not met"] for _, x in t.iterrows()]
+    return (f"From {r.cite()}:\n\n" +
+            fmt.table(["data", "seed", "test packets", "Chimera", "tree", "forest", "tree, quantized inputs",
+                       "Chimera, window 1", "goal"], rows))
+
+
+@block("bmv2-diet-runs")
+def bmv2_diet_runs(b: Book) -> str:
+    """Every published BMv2 rate run, oldest first: file mode (shipped against a baseline), the 0-loss ladder,
+    the ratio to plain forwarding."""
+    rows = []
+    for r in b.runs.all("bench-bmv2files"):
+        res, par = r.manifest.sections.get("result") or {}, r.manifest.sections.get("params") or {}
+        rows.append([r.cite(), "file mode", f"{f(res['shipped_fps']['median'], 1)} frames/s (IQR "
+                     f"{f(res['shipped_fps']['iqr'], 1)}) against {f(res['baseline_fps']['median'], 1)} at "
+                     f"`{par.get('baseline')}` ({signed(100 * (res['ratio'] - 1), 1)}%)",
+                     "0 / 0" if res.get("conformant") else "differences"])
+    for r in b.runs.all("bench-zeroloss"):
+        d = r.csv("zeroloss.csv")
+        rows.append([r.cite(), "0-loss ladder", "; ".join(
+            f"{x['target']} {'>= ' if bool(x['lower_bound']) else ''}{n(x['max_zero_loss_pps'])} pps"
+            for _, x in d.iterrows()), "—"])
+    for r in b.runs.all("bench-bmv2ratio"):
+        res = r.manifest.sections.get("result") or {}
+        rows.append([r.cite(), "ratio to forwarding", f"chimera.p4 {n(res.get('chimera_zero_loss_pps'))} pps, "
+                     f"forwarding {n(res.get('forward_zero_loss_pps'))} pps: "
+                     f"{'<= ' if res.get('ratio_is_upper_bound') else ''}{f(res.get('ratio'), 3)}", "—"])
+    return fmt.table(["run", "bench", "measured", "verdict / register differences"], rows)

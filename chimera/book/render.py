@@ -1,0 +1,113 @@
+"""``invoke book``: every measured number of README.md and docs/*.md, rendered from runs between markers.
+
+A page holds generated blocks::
+
+    <!-- book:NAME -->
+    ...rendered by the block NAME (chimera.book.blocks)...
+    <!-- /book:NAME -->
+
+Prose outside the blocks interprets; every figure inside a block is computed from run directories, rounded,
+with the run cited (and marked stale where its code has moved on). ``check`` re-renders and reports every
+block whose text differs from the page, and every measured-looking number typed outside a block: the
+README test is that check, so an edited number, a misattributed cell, a truncated decimal, a flipped sign or
+a changed count fails it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from chimera.book.blocks import BLOCKS, Book
+from chimera.errors import ResultsError
+from chimera.report.provenance import ROOT
+
+log = logging.getLogger(__name__)
+BLOCK = re.compile(r"(<!-- book:(?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- /book:(?P=name) -->)", re.S)
+#: the pages a book owns blocks in
+PAGES = ("README.md", "docs/*.md")
+#: a number that looks measured: 4+ decimals, or a decimal with a thousands separator (0.9429, 1,887.7)
+TYPED = re.compile(r"(?<![\w.])(?:\d+\.\d{4,}|\d{1,3}(?:,\d{3})+\.\d+)(?![\w.])")
+
+
+def pages(root: Path = ROOT) -> list[Path]:
+    out: list[Path] = []
+    for pat in PAGES:
+        out += sorted(root.glob(pat))
+    return out
+
+
+@dataclass
+class Difference:
+    page: str
+    block: str
+    diff: str
+
+    def __str__(self) -> str:
+        return f"{self.page}, block {self.block}:\n{self.diff}"
+
+
+def render_text(text: str, book: Book, page: str = "") -> str:
+    """The page with every block re-rendered."""
+    def one(m: re.Match[str]) -> str:
+        name = m.group("name")
+        fn = BLOCKS.get(name)
+        if fn is None:
+            raise ResultsError(f"{page}: unknown book block {name!r}", f"one of: {', '.join(sorted(BLOCKS))}")
+        body = fn(book).rstrip("\n") + "\n"
+        return m.group(1) + body + m.group(4)
+    return BLOCK.sub(one, text)
+
+
+def typed_numbers(text: str) -> list[str]:
+    """Measured-looking numbers outside the blocks (and outside code spans and fenced code)."""
+    outside = BLOCK.sub("", text)
+    outside = re.sub(r"```.*?```", "", outside, flags=re.S)
+    outside = re.sub(r"`[^`\n]*`", "", outside)
+    return TYPED.findall(outside)
+
+
+def check_text(text: str, book: Book, page: str) -> list[Difference]:
+    """What differs between a page and its re-rendering, and what is typed outside its blocks."""
+    out = []
+    new = render_text(text, book, page)
+    old_blocks = {m.group("name"): m.group("body") for m in BLOCK.finditer(text)}
+    for m in BLOCK.finditer(new):
+        name, body = m.group("name"), m.group("body")
+        if old_blocks.get(name) != body:
+            d = "".join(difflib.unified_diff((old_blocks.get(name) or "").splitlines(True), body.splitlines(True),
+                                             "on the page", "rendered", n=0))
+            out.append(Difference(page, name, d))
+    typed = typed_numbers(text)
+    if typed:
+        out.append(Difference(page, "(outside the blocks)", "measured-looking numbers typed by hand: " +
+                              ", ".join(typed[:12]) + " (render them in a block, or drop them)"))
+    return out
+
+
+def check(root: Path = ROOT, book: Book | None = None) -> list[Difference]:
+    book = book or Book.published(root)
+    out = []
+    for p in pages(root):
+        out += check_text(p.read_text(), book, p.relative_to(root).as_posix())
+    return out
+
+
+def write(root: Path = ROOT, book: Book | None = None) -> list[Path]:
+    """Re-render every page in place (atomically); returns the pages that changed."""
+    book = book or Book.published(root)
+    changed = []
+    for p in pages(root):
+        old = p.read_text()
+        new = render_text(old, book, p.relative_to(root).as_posix())
+        if new != old:
+            tmp = p.with_name(f".{p.name}.tmp")
+            tmp.write_text(new)
+            os.replace(tmp, p)
+            changed.append(p)
+            log.info("book: rendered %s", p.relative_to(root))
+    return changed

@@ -1,0 +1,156 @@
+"""The runs a book is rendered from: every run directory under one root, read through ``RunView``, with each
+run's freshness against the code of the working tree.
+
+A book cites runs it *selects* by what they are (the newest published run of an experiment on a target, on a
+dataset), never by a hand-typed id, so republishing moves every number at once; and it reports the newest,
+not the best. A run is fresh when its commit's code fingerprint (chimera.report.provenance) equals the working
+tree's; a stale run is still shown, marked, with the commits that changed its code since.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from chimera.errors import ResultsError
+from chimera.formats.rundir import Manifest
+from chimera.formats.tables import TableSchema
+from chimera.report.provenance import ROOT, code_commits, code_fingerprint, fingerprint_at
+from chimera.report.run import RunView
+
+PUBLISHED = ROOT / "results" / "published"
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """Whether a run's numbers come from the code of the working tree; if not, which commits changed it."""
+    fresh: bool
+    commit: str
+    since: tuple[str, ...] = ()
+
+    def mark(self) -> str:
+        """The visible stale mark ("" for a fresh run)."""
+        if self.fresh:
+            return ""
+        span = (f"{self.since[0]}..{self.since[-1]}" if len(self.since) > 1 else self.since[0]) if self.since \
+            else "uncommitted changes"
+        return f" **[stale: made at {self.commit[:7]}; its code changed in {span}]**"
+
+
+@dataclass
+class Run:
+    """One run directory of a run set: its view (manifest, config, tables) and where it is cited from."""
+    view: RunView
+    rel: str                 # the path a reader opens, relative to the repository root
+    root: Path
+
+    @property
+    def manifest(self) -> Manifest:
+        return self.view.manifest
+
+    @property
+    def experiment(self) -> str:
+        return self.manifest.experiment
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest.run_id
+
+    @property
+    def target(self) -> str:
+        return self.manifest.target
+
+    @property
+    def path(self) -> Path:
+        return self.view.path
+
+    @functools.cached_property
+    def freshness(self) -> Freshness:
+        commit = self.manifest.git.commit
+        if commit is None or self.manifest.git.dirty:
+            return Freshness(False, commit or "unknown")
+        if fingerprint_at(commit, self.root) == code_fingerprint(self.root):
+            return Freshness(True, commit)
+        return Freshness(False, commit, tuple(code_commits(commit, self.root)))
+
+    def cite(self, sub: str = "") -> str:
+        """`results/published/<experiment>/<run-id>[/sub]`, with the stale mark where the run is stale."""
+        return f"`{self.rel}{'/' + sub if sub else ''}`" + self.freshness.mark()
+
+    def table(self, schema: TableSchema) -> pd.DataFrame:
+        return self.view.table(schema)
+
+    def csv(self, name: str) -> pd.DataFrame:
+        """A table without a schema of its own (a bench's), read plainly."""
+        p = self.path / name
+        if not p.is_file():
+            raise ResultsError(f"{self.rel}: {name} is missing", "publish the complete run again")
+        return pd.read_csv(p)
+
+    def minutes(self) -> float:
+        """Wall time from the manifest's start and end."""
+        import datetime as dt
+        if not self.manifest.finished:
+            return float("nan")
+        a, b = (dt.datetime.fromisoformat(x) for x in (self.manifest.started, self.manifest.finished))
+        return (b - a).total_seconds() / 60
+
+    def nested(self) -> list["Run"]:
+        """The runs a night (or a bench) made, under its ``runs/``."""
+        out = []
+        for m in sorted((self.path / "runs").glob("*/*/manifest.json")):
+            out.append(Run(RunView.open(m.parent), f"{self.rel}/{m.parent.relative_to(self.path).as_posix()}", self.root))
+        return out
+
+
+@dataclass
+class RunSet:
+    """Every complete run under ``base`` (``results/published`` or a reproduction's directory)."""
+    base: Path = PUBLISHED
+    root: Path = ROOT
+    _runs: list[Run] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        for m in sorted(self.base.glob("*/*/manifest.json")):
+            view = RunView.open(m.parent, allow_unfinished=True)
+            if view.manifest.status != "complete":
+                continue
+            try:
+                rel = m.parent.resolve().relative_to(self.root.resolve()).as_posix()
+            except ValueError:
+                rel = m.parent.as_posix()
+            self._runs.append(Run(view, rel, self.root))
+
+    def __iter__(self) -> Iterator[Run]:
+        return iter(self._runs)
+
+    def all(self, experiment: str, where: Callable[[Run], bool] = lambda r: True) -> list[Run]:
+        """The runs of an experiment that satisfy ``where``, oldest first (run ids start with the time)."""
+        return sorted((r for r in self._runs if r.experiment == experiment and where(r)),
+                      key=lambda r: r.run_id)
+
+    def latest(self, experiment: str, where: Callable[[Run], bool] = lambda r: True) -> Run | None:
+        runs = self.all(experiment, where)
+        return runs[-1] if runs else None
+
+    def need(self, experiment: str, where: Callable[[Run], bool] = lambda r: True, what: str = "") -> Run:
+        r = self.latest(experiment, where)
+        if r is None:
+            raise ResultsError(f"no published run of {experiment}{' (' + what + ')' if what else ''} under {self.base}",
+                               f"run it and `invoke publish` the run (or `invoke reproduce` for this machine)")
+        return r
+
+
+def on_target(target: str) -> Callable[[Run], bool]:
+    return lambda r: r.target == target
+
+
+def on_dataset(fragment: str | None) -> Callable[[Run], bool]:
+    """Runs on the experiment's own datasets (None) or on a dataset directory whose name contains ``fragment``."""
+    if fragment is None:
+        return lambda r: not r.manifest.dataset_override
+    return lambda r: fragment in (r.manifest.dataset_override or "")

@@ -1,0 +1,119 @@
+"""Typed readers of the manifest sections that more than one reader needs (the nightly's ``measured``, the
+fuzzer's and the mutation run's results): a renamed field fails mypy and validation, not a night.
+
+``Manifest.sections`` holds each writer's record as JSON; these models read it back. Unknown fields are kept
+(``extra="allow"``) so an older reader still opens a newer run.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from chimera.errors import ResultsError
+from chimera.formats.rundir import Manifest
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class BenchStat(_Section):
+    median: float | None = None
+    iqr: float | None = None
+    n: int | None = None
+    results: str | None = None
+    error: str | None = None
+
+
+class Coverage(_Section):
+    reachable: int = 0
+    hit: int = 0
+    percent: float = 0.0
+    missed: list[str] = Field(default_factory=list)
+
+
+class FuzzNight(_Section):
+    sequences: int = 0
+    differences: int = 0
+    seed: int | None = None
+    targets: list[str] = Field(default_factory=list)
+    failures: list[str] = Field(default_factory=list)
+    run: str | None = None
+    coverage: dict[str, Coverage] = Field(default_factory=dict)
+    skipped: dict[str, str] = Field(default_factory=dict)
+    failed: dict[str, str] = Field(default_factory=dict)
+    error: str | None = None
+
+
+class FuzzResult(_Section):
+    sequences: int = 0
+    frames: int = 0
+    differences: int = 0
+    failures: list[str] = Field(default_factory=list)
+    coverage: dict[str, Coverage] = Field(default_factory=dict)
+
+
+class Score(_Section):
+    killed: int = 0
+    timeout: int = 0
+    survived: int = 0
+    equivalent: int = 0
+    invalid: int = 0
+    population: int = 0
+    score: float = float("nan")
+    ci95: tuple[float, float] = (float("nan"), float("nan"))
+
+
+class MutateNight(_Section):
+    floor: float = 0.9
+    files: list[str] = Field(default_factory=list)
+    skipped: dict[str, str] = Field(default_factory=dict)
+    failed: dict[str, str] = Field(default_factory=dict)
+    scores: dict[str, Score] = Field(default_factory=dict)
+    run: str | None = None
+    error: str | None = None
+    triage: dict[str, Any] = Field(default_factory=dict)
+
+
+class MutateResult(_Section):
+    scores: dict[str, Score] = Field(default_factory=dict)
+    mutants: int = 0
+
+
+class ExperimentNight(_Section):
+    f1: dict[str, float] = Field(default_factory=dict)
+    reference_mismatches: dict[str, int | None] = Field(default_factory=dict)
+    register_mismatches: dict[str, int | None] = Field(default_factory=dict)
+    lost: dict[str, int | None] = Field(default_factory=dict)
+    unaccounted: dict[str, int | None] = Field(default_factory=dict)
+    clock: str | None = None
+    run: str | None = None
+    error: str | None = None
+
+
+class NightMeasured(_Section):
+    experiments: dict[str, ExperimentNight] = Field(default_factory=dict)
+    benches: dict[str, BenchStat] = Field(default_factory=dict)
+    skipped: dict[str, str] = Field(default_factory=dict)
+    failed: dict[str, str] = Field(default_factory=dict)
+    fuzz: FuzzNight | None = None
+    mutate: MutateNight | None = None
+
+
+S = TypeVar("S", bound=BaseModel)
+
+
+def section(m: Manifest, name: str, model: type[S]) -> S | None:
+    """A manifest's section read with its model; None where the run has no such section."""
+    raw = m.sections.get(name)
+    if raw is None:
+        return None
+    if isinstance(raw, dict):
+        raw = {k: v for k, v in raw.items() if not (isinstance(v, dict) and not v and k in ("fuzz", "mutate"))}
+    try:
+        return model.model_validate(raw)
+    except ValueError as e:
+        raise ResultsError(f"run {m.run_id}: its section {name!r} is not what this version reads "
+                           f"({str(e).splitlines()[0]})", "re-run it with this version") from None
