@@ -415,6 +415,15 @@ def book(c: Context, check: bool = False, verbose: bool = False) -> None:
     log.info("book: %d page(s) re-rendered%s", len(changed), "".join(f"\n  {p}" for p in changed))
 
 
+@task(help={"quick": "the steps of the ledger that take minutes (leaves out Table 1, Table 2 and the window "
+                     "figure)", "dry_run": "print the plan and its expected time, run nothing"})
+@cli
+def reproduce(c: Context, quick: bool = False, dry_run: bool = False, verbose: bool = False) -> None:
+    """Run what docs/claims.md needs on this machine; its ledger beside the published one, claim by claim."""
+    from chimera.book.reproduce import reproduce as run
+    run(quick=quick, dry_run=dry_run)
+
+
 @task(help={"k": "pytest -k expression", "x": "stop at first failure"})
 def test(c: Context, k: str = "", x: bool = False) -> None:
     """Run the test suite (tests needing root/BMv2 skip with a reason where absent)."""
@@ -502,5 +511,5 @@ def clean(c: Context) -> None:
         shutil.rmtree(ROOT / p, ignore_errors=True)
 
 
-ns = Collection(setup, dataset, run_experiment, sweep, nightly, dashboard, fuzz, mutate, publish, book, report, compare, replay, topo, build, p4info, p4header,
+ns = Collection(setup, dataset, run_experiment, sweep, nightly, dashboard, fuzz, mutate, publish, book, reproduce, report, compare, replay, topo, build, p4info, p4header,
                 bench, test, clean)

@@ -222,24 +222,31 @@ def input_scale(b: Book) -> str:
 # ------------------------------------------------------------------------------------------------ stability
 @block("stability")
 def stability(b: Book) -> str:
-    r = b.runs.need("stability24h", lambda x: x.target != "reference", "on a testbed") \
-        if b.runs.latest("stability24h", lambda x: x.target != "reference") else b.runs.need("stability24h")
+    """What the current code measures on the drifting day (the freshest run, a night's included), and the
+    newest testbed run's conformance beside it."""
+    r = b.runs.freshest("stability24h", on_dataset(None))
+    if r is None:
+        r = b.runs.need("stability24h")
     s = r.table(T.STABILITY).set_index("configuration")
     c = s.loc["Chimera"]
-    out = [f"The drifting day, uncompressed under the {c['clock']} clock on the {r.target} target ({r.cite()}): "
-           f"{n(c['replayed'])} packets, {n(s['lost'].sum())} lost and {n(s['reference_mismatches'].sum())} "
-           f"verdicts different from the reference. Mean F1 over the day: " +
+    out = [f"The drifting day, uncompressed under the {r.manifest.clock} clock on the {r.target} target ({r.cite()}): "
+           f"{n(c['replayed']) + ' packets' if 'replayed' in c else n(c['new_flows']) + ' flows'}. Mean F1 over the day: " +
            fmt.words([f"{k} {f(v)}" for k, v in s["f1_mean"].items()]) +
            f"; first to last bin, Chimera {f(c['f1_first'])} to {f(c['f1_last'])}. The slow loop's own effect, "
            f"Chimera − Fast-Only: {signed(c['diff_vs_fast_only'])} (95% interval paired by time bin "
            f"{fmt.interval(c['diff_vs_fast_only_lo'], c['diff_vs_fast_only_hi'])}); both timescales together, "
            f"Chimera − Static-Map: {signed(c['diff_vs_static_map'])} "
            f"{fmt.interval(c['diff_vs_static_map_lo'], c['diff_vs_static_map_hi'])}. " + _verdict_slow(c)]
-    night, m = b.night()
-    key = next((k for k in m.experiments if k.startswith("stability24h@")), None)
-    if key is not None and m.experiments[key].f1:
-        out.append(f"The latest night ({night.cite()}, {key}) measured mean F1 " +
-                   fmt.words([f"{k} {f(v)}" for k, v in m.experiments[key].f1.items()]) + ".")
+    tb = b.runs.latest("stability24h", lambda x: x.target != "reference" and not x.manifest.dataset_override)
+    if tb is not None and tb is not r:
+        t = tb.table(T.STABILITY).set_index("configuration")
+        out.append(f"The newest testbed run of the day ({tb.target}, {tb.cite()}): {n(t.loc['Chimera', 'replayed'])} "
+                   f"packets, {n(t['lost'].sum())} lost and {n(t['reference_mismatches'].sum())} verdicts different "
+                   f"from the reference; its Chimera − Fast-Only {signed(t.loc['Chimera', 'diff_vs_fast_only'])}, "
+                   f"Chimera − Static-Map {signed(t.loc['Chimera', 'diff_vs_static_map'])}.")
+    elif r.target != "reference":
+        out.append(f"{n(s['lost'].sum())} lost and {n(s['reference_mismatches'].sum())} verdicts different from "
+                   "the reference.")
     return " ".join(out)
 
 

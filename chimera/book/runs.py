@@ -137,6 +137,17 @@ class RunSet:
         runs = self.all(experiment, where)
         return runs[-1] if runs else None
 
+    def freshest(self, experiment: str, where: Callable[[Run], bool] = lambda r: True) -> Run | None:
+        """The newest run of an experiment whose code is the working tree's, looking also inside the published
+        nights (their ``runs/``); the newest stale one where no run is fresh. A block that must say what the
+        current code measures reads this, not ``latest``."""
+        cands = [r for r in self._runs if r.experiment == experiment and where(r)]
+        for night in self.all("nightly"):
+            cands += [r for r in night.nested() if r.experiment == experiment and where(r)]
+        if not cands:
+            return None
+        return max(cands, key=lambda r: (r.freshness.fresh, r.run_id))
+
     def need(self, experiment: str, where: Callable[[Run], bool] = lambda r: True, what: str = "") -> Run:
         r = self.latest(experiment, where)
         if r is None:

@@ -1,0 +1,171 @@
+"""``invoke reproduce [--quick]``: what the claims ledger needs, run on this machine, then the ledger for this
+machine beside the published one (the ACM "Results Reproduced" flow in one command).
+
+It prints the plan first (each step, the target it will run on, and its expected time: the wall time of the
+newest published run of that step, measured on this project's 2-core machine), refuses nothing it cannot
+run but says why, runs the steps into ``results/reproduce/<run-id>/``, renders ``claims.md`` there from
+those runs alone, and compares claim by claim with the published ledger: the same verdict, and our value
+within the claim's own tolerance (F1 within the tie, resources and timings within the factor).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from chimera.book import claims as C
+from chimera.book.blocks import Book
+from chimera.book.runs import Run, RunSet
+from chimera.errors import ChimeraError
+from chimera.report.provenance import ROOT
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Step:
+    experiment: str
+    targets: tuple[str, ...]      # in order of preference; the first that can run here is used
+    quick: bool                   # part of --quick
+
+
+#: what the ledger reads; --quick leaves out the three longest (Table 1, Table 2, the window figure)
+STEPS = (Step("ablation", ("ebpf", "bmv2", "reference"), True),
+         Step("hyper_dim", ("reference",), True),
+         Step("hyper_cadence", ("reference",), True),
+         Step("roc", ("reference",), True),
+         Step("stability24h", ("ebpf", "bmv2", "reference"), True),
+         Step("throughput", ("ebpf", "bmv2"), True),
+         Step("latency", ("ebpf", "bmv2"), True),
+         Step("accuracy", ("reference",), False),
+         Step("resources", ("reference",), False),
+         Step("input_scale", ("reference",), False))
+
+
+@dataclass
+class Planned:
+    step: Step
+    target: str | None
+    why: str
+    expected_min: float
+
+
+def _on(target: str | None) -> Callable[[Run], bool]:
+    """Runs on the experiment's own data, on ``target`` (any target: None)."""
+    return lambda r: not r.manifest.dataset_override and (target is None or r.target == target)
+
+
+def plan(quick: bool, published: RunSet | None = None) -> list[Planned]:
+    """Each step with the target it runs on here (or why none) and its expected minutes."""
+    from chimera.targets.registry import target_class
+    published = published or RunSet()
+    out = []
+    for s in STEPS:
+        if quick and not s.quick:
+            continue
+        target, why = None, []
+        for t in s.targets:
+            w = target_class(t).unavailable_reason()
+            if w is None:
+                target = t
+                break
+            why.append(f"{t}: {w}")
+        ref = published.latest(s.experiment, _on(target)) or published.latest(s.experiment, _on(None))
+        est = ref.minutes() if ref is not None else math.nan
+        out.append(Planned(s, target, "; ".join(why) if target is None else "", est))
+    return out
+
+
+def announce(steps: list[Planned]) -> float:
+    total = sum(p.expected_min for p in steps if p.target is not None and not math.isnan(p.expected_min))
+    log.info("reproduce: %d steps, expected %.0f min on a 2-core machine (each from its newest published run):",
+             sum(p.target is not None for p in steps), total)
+    for p in steps:
+        if p.target is None:
+            log.info("  %-14s skipped here: %s", p.step.experiment, p.why)
+        else:
+            log.info("  %-14s on %-9s ~%.1f min", p.step.experiment, p.target, p.expected_min)
+    return total
+
+
+def within(c: C.Claim, published: float | None, mine: float | None) -> bool | None:
+    """Whether this machine's value is the published one within the claim's own tolerance (an F1 within the
+    tie, a resource or timing within the factor); None where either has no value."""
+    if published is None or mine is None:
+        return None
+    if "F1" in c.claim or c.table in ("Table 1", "Table 5"):
+        return abs(published - mine) <= C.TIE
+    if published > 0 and mine > 0:
+        return 1 / C.FACTOR <= mine / published <= C.FACTOR
+    return published == mine
+
+
+def compare(published: Book, mine: Book) -> pd.DataFrame:
+    """Claim by claim: the published verdict and value, this machine's, and whether they agree."""
+    rows = []
+    pub = {(t, c.claim): c for t, cs in C.ledger(published) for c in cs}
+    for title, cs in C.ledger(mine):
+        for c in cs:
+            p = pub.get((title, c.claim))
+            if p is None or c.ours == "—":
+                continue
+            same_value = within(c, p.value, c.value)
+            rows.append({"section": title, "claim": c.claim, "published": p.ours, "published_verdict": p.kind,
+                         "this_machine": c.ours, "this_machine_verdict": c.kind, "same_verdict": p.kind == c.kind,
+                         "value_within_tolerance": same_value,
+                         "reproduced_here": p.kind == c.kind and same_value is not False})
+    return pd.DataFrame(rows)
+
+
+def reproduce(quick: bool = False, results_root: Path = ROOT / "results", data_root: Path = Path("data"),
+              dry_run: bool = False) -> Path | None:
+    from chimera.experiments.load import load_experiment
+    from chimera.experiments.runner import run_experiment
+    steps = plan(quick)
+    expected = announce(steps)
+    if dry_run:
+        return None
+    rid = dt.datetime.now().strftime("%Y%m%d-%H%M%S") + ("-quick" if quick else "")
+    out = results_root / "reproduce" / rid
+    out.mkdir(parents=True)
+    t0 = time.monotonic()
+    failed = {}
+    for p in steps:
+        if p.target is None:
+            continue
+        log.info("reproduce: %s on %s (expected ~%.1f min; %.1f min elapsed)", p.step.experiment, p.target,
+                 p.expected_min, (time.monotonic() - t0) / 60)
+        try:
+            run_experiment(load_experiment(p.step.experiment), target=p.target, results_root=out,
+                           experiment_file=p.step.experiment, data_root=data_root)
+        except ChimeraError as e:
+            failed[p.step.experiment] = str(e)
+            log.error("reproduce: %s failed: %s", p.step.experiment, e)
+    took = (time.monotonic() - t0) / 60
+    mine = Book(RunSet(out, ROOT), ROOT)
+    (out / "claims.md").write_text("# The paper's claims, as this machine measured them\n\n" + C.render(mine) + "\n")
+    cmp = compare(Book.published(ROOT), mine)
+    cmp.to_csv(out / "comparison.csv", index=False)
+    here = int(cmp["reproduced_here"].sum()) if len(cmp) else 0
+    lines = [f"# Reproduction {rid}", "", f"Expected {expected:.0f} min, took {took:.1f} min "
+             f"({'within' if took <= expected * 1.5 else 'OVER'} the announcement's allowance of x1.5).", "",
+             f"{here} of {len(cmp)} claims measured here agree with the published ledger (same verdict, value within "
+             "the claim's tolerance).", ""]
+    if failed:
+        lines += ["Steps that failed: " + "; ".join(f"{k}: {v}" for k, v in failed.items()), ""]
+    if len(cmp):
+        lines.append(cmp.to_markdown(index=False))
+    (out / "summary.md").write_text("\n".join(lines) + "\n")
+    for _, r in cmp.iterrows():
+        log.info("  %-9s %-60.60s published: %-16s here: %-16s %s", r["section"][:9], r["claim"],
+                 r["published_verdict"], r["this_machine_verdict"], "agrees" if r["reproduced_here"] else "DIFFERS")
+    log.info("reproduce: %d of %d claims agree with the published ledger; took %.1f min (expected %.0f); %s",
+             here, len(cmp), took, expected, out / "summary.md")
+    return out
