@@ -373,19 +373,21 @@ def fuzz(c: Context, targets: str = "auto", budget: str = "10m", seed: int = -1,
 @task(help={"files": "comma-separated: reference, ebpf, p4 (p4 where p4c and BMv2 are installed)",
             "budget": "how long to run mutants, e.g. 30m", "seed": "which mutants are drawn (default 0)",
             "fuzz": "the fuzz budget of each mutant (default 40s)", "max_mutants": "per file (0: as the budget allows)",
+            "fuzz_rounds": "fuzz rounds per mutant instead of --fuzz (the outcome is then the seed's alone)",
             "only": "comma-separated mutant ids (from a run's mutants.csv): re-check just those",
             "no_conformance": "skip the conformance tests for mutants the fuzzer did not kill",
             "results": "results root directory"})
 @cli
 def mutate(c: Context, files: str = "reference,ebpf", budget: str = "30m", seed: int = 0, fuzz: str = "40s",
            max_mutants: int = 0, no_conformance: bool = False, results: str = "results", only: str = "",
-           verbose: bool = False) -> None:
+           fuzz_rounds: int = 0, verbose: bool = False) -> None:
     """Mutation score: mechanical mutants of chimera.bpf.c, chimera.p4 and the reference core (docs/fuzzing.md)."""
     from chimera.formats.units import parse_duration
     from chimera.fuzz.mutate import MutateConfig, mutate as run
     out = run(MutateConfig(files=tuple(f for f in files.split(",") if f), budget_s=parse_duration(budget, "--budget"),
                            seed=seed, fuzz_s=parse_duration(fuzz, "--fuzz"), conformance=not no_conformance,
-                           max_mutants=max_mutants, only=tuple(x for x in only.split(",") if x)), results)
+                           max_mutants=max_mutants, only=tuple(x for x in only.split(",") if x),
+                           fuzz_rounds=fuzz_rounds), results)
     print((out / "summary.md").read_text())  # noqa: T201 - the summary is the command's output
 
 

@@ -353,24 +353,70 @@ def test_report_compare_replay_on_real_runs(tmp_path: Path) -> None:
                                                   "(unparsed)"}
 
 
-def test_mutation_score_below_the_floor_regresses() -> None:
-    """The night's mutation run: a score surely under the floor regresses, a run that judged nothing or failed
-    is failed-to-run, and a small sample whose interval reaches the floor passes (no alarm from sampling alone)."""
-    from chimera.fuzz.mutate import wilson
+def test_the_mutation_verdict_comes_from_the_triage_not_the_sample(tmp_path: Path) -> None:
+    """A kill lost regresses; a survivor untriaged past the suite's days regresses; a new survivor is recorded as
+    untriaged and passes; the same outcomes, triage and night give the same verdict twice, also after the first
+    run recorded its survivors; a sampled score is reported, never judged."""
+    import datetime as dt
+
+    from chimera.fuzz import triage as tr
     from chimera.nightly.checks import mutate_checks
+    from chimera.report.sections import MutateNight
+    f = tmp_path / "mutants.yaml"
+    f.write_text("# the triage\naaa:\n  mutant: 'ebpf:1: const'\n  status: killed\n  by: tests/test_x.py::t\n"
+                 "bbb:\n  mutant: 'ebpf:2: const'\n  status: equivalent\n  reason: no observable\n")
+    night = dt.date(2026, 11, 25)
+    rows = [("aaa", "ebpf", "survived"), ("ccc", "ebpf", "survived"), ("ddd", "ebpf", "killed"),
+            ("eee", "reference", "killed")]
+    out = pd.DataFrame([{"id": i, "file": fl, "line": 3, "operator": "const", "original": "1", "replacement": "2",
+                         "status": st} for i, fl, st in rows])
 
-    def score(killed: int, survived: int) -> dict[str, Any]:
-        n = killed + survived
-        return {"score": killed / n if n else float("nan"), "ci95": list(wilson(killed, n)), "killed": killed,
-                "timeout": 0, "survived": survived, "equivalent": 0, "invalid": 0}
+    def judge() -> dict[str, str]:
+        fd = tr.verdict(out, tr.load(f), night, 7, ["ebpf", "reference"])
+        m = MutateNight(files=["ebpf", "reference"], findings=[vars(x) for x in fd],
+                        cumulative=tr.cumulative(out, tr.load(f)))
+        return {c.name: c.status for c in mutate_checks(m)}
 
-    night = {"mutate": {"files": ["reference", "ebpf", "p4"], "floor": 0.9,
-                        "scores": {"reference": score(3, 9), "ebpf": score(9, 1), "p4": score(0, 0)}}}
-    st = {c.name: c.status for c in mutate_checks(night)}
-    assert st == {"mutation score reference": "regressed", "mutation score ebpf": "pass",
-                  "mutation score p4": "failed-to-run"}
-    assert [c.status for c in mutate_checks({"mutate": {"error": "p4c missing"}})] == ["failed-to-run"]
-    absent = mutate_checks({"mutate": {"files": [], "floor": 0.9, "skipped": {"p4": "BMv2 may be absent (here: ...)"},
-                                       "failed": {"ebpf": "required target ebpf cannot run: no clang"}}})
+    first = judge()
+    assert first == {"mutation@ebpf: no kill lost": "regressed", "mutation@reference: no kill lost": "pass",
+                     "mutation triage: none overdue": "pass", "mutation score ebpf, every mutant drawn": "reported",
+                     "mutation score reference, every mutant drawn": "reported"}
+    assert tr.record_new(out[out["status"] == "survived"], night, f) == ["ccc"]
+    assert "# the triage" in f.read_text() and tr.load(f)["ccc"].status == "untriaged"
+    assert judge() == first                                   # the same night, run again
+    assert tr.record_new(out[out["status"] == "survived"], night, f) == []
+    later = tr.verdict(out.iloc[2:], tr.load(f), night + dt.timedelta(days=8), 7, ["ebpf"])
+    assert [x.regressed for x in later] == [False, True] and "ccc" in later[1].what
+    cum = tr.cumulative(out, tr.load(f))
+    assert cum["ebpf"]["killed"] == 2 and cum["ebpf"]["survived"] == 1   # aaa counts killed: its test kills it
+    assert [c.status for c in mutate_checks(MutateNight(error="p4c missing"))] == ["failed-to-run"]
+    absent = mutate_checks(MutateNight(skipped={"p4": "BMv2 may be absent (here: ...)"},
+                                       failed={"ebpf": "required target ebpf cannot run: no clang"}))
     assert {c.name: c.status for c in absent} == {"mutation@p4: ran": "allowed-skip",
                                                   "mutation@ebpf: ran": "failed-to-run"}
+
+
+def test_the_mutation_draw_is_the_seeds_alone() -> None:
+    """The night's sample: a fixed count per file in the seed's order, whatever the budget."""
+    import math
+
+    from chimera.fuzz.mutate import MutateConfig, draw
+    a, _ = draw(MutateConfig(files=("reference", "ebpf"), seed=7, max_mutants=6, budget_s=math.inf),
+                ["reference", "ebpf"])
+    b, _ = draw(MutateConfig(files=("reference", "ebpf"), seed=7, max_mutants=6, budget_s=60), ["reference", "ebpf"])
+    c, _ = draw(MutateConfig(files=("reference", "ebpf"), seed=8, max_mutants=6), ["reference", "ebpf"])
+    ids = {f: [m.id for m in q] for f, q in a.items()}
+    assert ids == {f: [m.id for m in q] for f, q in b.items()} and all(len(v) == 6 for v in ids.values())
+    assert ids != {f: [m.id for m in q] for f, q in c.items()}
+
+
+def test_the_committed_triage_reads_and_names_real_mutants() -> None:
+    """docs/mutants.yaml: every entry complete, and every id one the generator makes from today's sources (an
+    entry whose line changed is re-triaged, not silently kept)."""
+    from chimera.fuzz import triage as tr
+    from chimera.fuzz.mutants import mutants_of
+    have = tr.load()
+    made = {m.id for f in ("reference", "ebpf", "p4") for m in mutants_of(f)}
+    assert have and set(have) <= made, sorted(set(have) - made)
+    assert {"fab7789ff0", "81ee191a1b"} <= {i for i, e in have.items() if e.status == "equivalent"}
+

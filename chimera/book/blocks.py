@@ -453,19 +453,24 @@ def fuzz(b: Book) -> str:
 
 @block("mutation")
 def mutation(b: Book) -> str:
+    """The score over every mutant any published run drew (each once, its newest outcome, the triage applied),
+    then the latest night's sample as drawn: the sample is reported, never the best of them."""
+    from chimera.fuzz import triage as tr
+    triage = tr.load(b.root / "docs" / "mutants.yaml")
+    cum = tr.cumulative(tr.every_outcome(b.runs.base), triage)
+    counts = {st: sum(1 for e in triage.values() if e.status == st) for st in ("killed", "equivalent", "untriaged")}
+    out = ["Over every mutant the published runs drew (each counted once, its newest outcome; a survivor killed "
+           "since by a named test counts as killed; equivalent ones left out): " +
+           "; ".join(f"{file} {c['killed']} of {int(c['killed']) + int(c['survived'])} killed ({fmt.pct(c['score'])}, "
+                     f"95% interval {fmt.pct(c['lo'])}-{fmt.pct(c['hi'])}; {c['drawn']} drawn, {c['equivalent']} "
+                     "equivalent)" for file, c in cum.items()) +
+           f". `docs/mutants.yaml` triages {sum(counts.values())} survivors: {counts['killed']} killed since, "
+           f"{counts['equivalent']} argued equivalent, {counts['untriaged']} untriaged."]
     night, m = b.night()
-    out = []
     if m.mutate is not None and m.mutate.scores:
-        out.append(f"The latest night's mutation sample ({night.cite('runs/mutate')}, floor {f(m.mutate.floor, 2)}): " +
-                   "; ".join(f"{file} {s.killed + s.timeout} of {s.killed + s.timeout + s.survived} killed "
-                             f"({fmt.pct(s.score)}, 95% interval {fmt.pct(s.ci95[0])}-{fmt.pct(s.ci95[1])})"
+        out.append(f"The latest night's sample ({night.cite('runs/mutate')}): " +
+                   "; ".join(f"{file} {s.killed + s.timeout} of {s.killed + s.timeout + s.survived} killed"
                              for file, s in m.mutate.scores.items()) + ".")
-    for r in b.runs.all("mutate"):
-        res = section(r.manifest, "mutate_result", MutateResult)
-        if res is None:
-            continue
-        out.append(f"Published mutation run {r.cite()}: " + "; ".join(
-            f"{file} {s.killed + s.timeout} of {s.killed + s.timeout + s.survived}" for file, s in res.scores.items()) + ".")
     return " ".join(out)
 
 

@@ -12,7 +12,7 @@ its own numba cache), then
    the reference), which build with the mutant through CHIMERA_MUTANT_SOURCE / CHIMERA_MUTANT_TARGET.
 
 Outcomes: killed (by what), survived, equivalent (listed with an argued reason in
-docs/equivalent-mutants.yaml: never run), invalid (does not compile, load or import: counted apart), and
+docs/mutants.yaml: never run), invalid (does not compile, load or import: counted apart), and
 timeout (counted as killed: the pipeline stopped answering). The score is killed / (killed + survived), with
 a 95% Wilson interval, per file. Survivors are the to-do list: a new test, or an argued equivalence.
 """
@@ -40,10 +40,10 @@ import yaml
 from chimera.errors import ChimeraError, ConfigError
 from chimera.formats.rundir import RunDir, environment, git_state
 from chimera.fuzz.mutants import SOURCES, Mutant, mutants_of
+from chimera.fuzz.triage import equivalents, wilson
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
-EQUIVALENT = ROOT / "docs" / "equivalent-mutants.yaml"
 FILES = tuple(SOURCES)
 TARGET_OF = {"reference": "reference", "ebpf": "ebpf", "p4": "bmv2"}
 #: a mutant switch replays at a fixed rate its target holds here (no per-mutant calibration)
@@ -53,6 +53,9 @@ TESTS = {"reference": ["tests/test_conformance.py", "tests/test_reference.py", "
          "ebpf": ["tests/test_conformance.py", "-k", "ebpf"],
          "p4": ["tests/test_conformance.py", "-k", "bmv2"]}
 STATUSES = ("killed", "timeout", "survived", "equivalent", "invalid")
+#: with fuzz_rounds, a mutant's fuzz has this as its time budget: never reached by a working pipeline, so the
+#: rounds decide; a mutant that hangs the pipeline past it is a timeout (counted as killed)
+ROUNDS_CAP_S = 1800.0
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,9 @@ class MutateConfig:
     files: tuple[str, ...] = ("reference", "ebpf")
     budget_s: float = 1800.0
     seed: int = 0
-    fuzz_s: float = 40.0            # the fixed fuzz budget of each mutant
+    fuzz_s: float = 40.0            # the fixed fuzz budget of each mutant (seconds; see fuzz_rounds)
+    fuzz_rounds: int = 0            # > 0: each mutant gets this many fuzz rounds instead, whatever they take, and
+    #                                 Hypothesis's saved examples are not replayed: the outcome is the seed's alone
     conformance: bool = True        # the conformance tests for a mutant the fuzzer did not kill
     max_mutants: int = 0            # per file; 0: as many as the budget allows
     only: tuple[str, ...] = ()      # just these mutant ids (a survivor re-checked after a generator change)
@@ -84,27 +89,6 @@ class Outcome:
     seconds: float = 0.0
 
 
-def equivalents(path: Path = EQUIVALENT) -> dict[str, str]:
-    """Mutant id -> the argued reason it cannot change any observable (docs/equivalent-mutants.yaml)."""
-    if not path.is_file():
-        return {}
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-        return {str(k): str(v["reason"] if isinstance(v, dict) else v) for k, v in data.items()}
-    except (yaml.YAMLError, KeyError, TypeError) as e:
-        raise ConfigError(f"{path}: not a list of equivalent mutants ({e})", "fix the YAML: id: {reason: ...}") from None
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return (math.nan, math.nan)
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return (max(0.0, c - h), min(1.0, c + h))
-
-
 def available(file: str) -> str | None:
     """Why a file's mutants cannot run here, or None."""
     from chimera.targets.registry import target_class
@@ -120,10 +104,10 @@ def run_mutant(m: Mutant, cfg: MutateConfig, work: Path) -> Outcome:
     mutant_src = d / src.name
     mutant_src.write_text(m.apply(src.read_text()))
     spec = {"file": m.file, "source": str(mutant_src), "fuzz_s": cfg.fuzz_s, "seed": cfg.seed,
-            "conformance": cfg.conformance, "work": str(d)}
+            "conformance": cfg.conformance, "work": str(d), "rounds": cfg.fuzz_rounds}
     (d / "spec.json").write_text(json.dumps(spec))
     env = {**os.environ, "NUMBA_CACHE_DIR": str(d / "numba"), "PYTHONDONTWRITEBYTECODE": "1"}
-    limit = cfg.fuzz_s * 3 + (900 if cfg.conformance else 300)
+    limit = (ROUNDS_CAP_S if cfg.fuzz_rounds else cfg.fuzz_s * 3) + (900 if cfg.conformance else 300)
     t0 = time.monotonic()
     base = Outcome(m.id, m.file, m.line, m.operator, m.original.strip(), m.replacement.strip(), "timeout")
     try:
@@ -139,11 +123,9 @@ def run_mutant(m: Mutant, cfg: MutateConfig, work: Path) -> Outcome:
     return base
 
 
-def mutate(cfg: MutateConfig, results_root: str | Path = "results") -> Path:
-    """Run mutants until the budget is spent; results/mutate/<run>/ holds mutants.csv and summary.md."""
-    eq = equivalents()
-    skipped = {f: why for f in cfg.files if (why := available(f)) is not None}
-    files = [f for f in cfg.files if f not in skipped]
+def draw(cfg: MutateConfig, files: list[str]) -> tuple[dict[str, list[Mutant]], dict[str, int]]:
+    """The mutants a run takes from each file, in order (the seed's shuffle, cut at max_mutants), and each file's
+    population: a function of the seed and the sources alone."""
     rng = random.Random(cfg.seed)
     queues: dict[str, list[Mutant]] = {}
     population: dict[str, int] = {}
@@ -158,6 +140,15 @@ def mutate(cfg: MutateConfig, results_root: str | Path = "results") -> Path:
     if unknown:
         raise ConfigError(f"no mutant {sorted(unknown)} in {files}",
                           "take the id from a run's mutants.csv, and name its file in --files")
+    return queues, population
+
+
+def mutate(cfg: MutateConfig, results_root: str | Path = "results") -> Path:
+    """Run mutants until the budget is spent; results/mutate/<run>/ holds mutants.csv and summary.md."""
+    eq = equivalents()
+    skipped = {f: why for f in cfg.files if (why := available(f)) is not None}
+    files = [f for f in cfg.files if f not in skipped]
+    queues, population = draw(cfg, files)
     outcomes: list[Outcome] = []
     deadline = time.monotonic() + cfg.budget_s
     with RunDir(results_root, "mutate", "-".join(files) or "none") as run, \
@@ -201,7 +192,9 @@ def score_table(df: pd.DataFrame, population: dict[str, int]) -> dict[str, dict[
 def summary_markdown(df: pd.DataFrame, scores: dict[str, dict[str, Any]], cfg: MutateConfig,
                      skipped: dict[str, str], run_id: str) -> str:
     lines = [f"# Mutation run {run_id}", "",
-             f"seed {cfg.seed}, budget {cfg.budget_s:.0f} s, {cfg.fuzz_s:.0f} s of fuzzing per mutant"
+             f"seed {cfg.seed}, " + (f"budget {cfg.budget_s:.0f} s, " if math.isfinite(cfg.budget_s) else
+                                     f"{cfg.max_mutants} mutants per file, ") + (f"{cfg.fuzz_rounds} fuzz rounds" if cfg.fuzz_rounds
+                                                                  else f"{cfg.fuzz_s:.0f} s of fuzzing") + " per mutant"
              f"{', then the conformance tests' if cfg.conformance else ''}; mutants drawn at random from each file", "",
              "| file | score (killed / non-equivalent) | 95% CI | killed | timeout | survived | equivalent | invalid "
              "| population |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -212,7 +205,7 @@ def summary_markdown(df: pd.DataFrame, scores: dict[str, dict[str, Any]], cfg: M
         lines.append(f"| {f} | not run here: {why} | | | | | | | |")
     surv = df[df["status"] == "survived"]
     if len(surv):
-        lines += ["", "## Survivors (a new test each, or an argued equivalence in docs/equivalent-mutants.yaml)", "",
+        lines += ["", "## Survivors (a new test each, or an argued equivalence in docs/mutants.yaml)", "",
                   surv[["id", "file", "line", "operator", "original", "replacement"]].to_markdown(index=False)]
     return "\n".join(lines) + "\n"
 
@@ -276,7 +269,9 @@ def worker(spec_path: Path) -> dict[str, Any]:
     from chimera.testbed.nodes import BuildOptions
     testbed = () if file == "reference" else (TARGET_OF[file],)
     try:
-        res = fuzz(FuzzConfig(targets=testbed, budget_s=float(spec["fuzz_s"]), seed=int(spec["seed"]),
+        rounds = int(spec.get("rounds", 0))
+        res = fuzz(FuzzConfig(targets=testbed, budget_s=ROUNDS_CAP_S if rounds else float(spec["fuzz_s"]),
+                              seed=int(spec["seed"]), rounds=rounds, database=not rounds,
                               stop_at_first=True, corpus=file == "reference", oracle=file == "reference",
                               investigate=False, batch=25, pps=MUTANT_PPS.get(file),
                               build=BuildOptions(coverage=True, source=None if file == "reference" else source)),

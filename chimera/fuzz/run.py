@@ -71,6 +71,9 @@ class FuzzConfig:
     oracle: bool = True           # check every drawn sequence against the oracle (off: a testbed mutant's run)
     investigate: bool = True      # shrink and re-run testbed differences (off: invoke mutate, a kill is enough)
     pps: int | None = None        # a fixed replay rate (None: the target's measured zero-loss rate)
+    rounds: int = 0               # stop after this many rounds (0: when the budget is spent); with a budget that
+    #                               is never reached, the run draws the same sequences however fast the machine is
+    database: bool = True         # replay Hypothesis's saved failures first (off: the draw is the seed's alone)
 
     def __post_init__(self) -> None:
         bad = [p for p in self.profiles if p not in PROFILES]
@@ -190,7 +193,8 @@ class Fuzzer:
         DATABASE.mkdir(parents=True, exist_ok=True)
         prop = given(sequences(ctx))(check)
         prop = settings(max_examples=self.cfg.batch, deadline=None, print_blob=False,
-                        database=DirectoryBasedExampleDatabase(str(DATABASE / profile)),
+                        database=DirectoryBasedExampleDatabase(str(DATABASE / profile)) if self.cfg.database
+                        else None,
                         phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
                         suppress_health_check=list(HealthCheck))(prop)
         prop = hseed(round_seed)(prop)
@@ -372,7 +376,8 @@ class Fuzzer:
         if self.cfg.corpus:
             self.corpus()
         rnd = 0
-        while self.left() > 0 and not (self.cfg.stop_at_first and self.result.failures):
+        while self.left() > 0 and not (self.cfg.stop_at_first and self.result.failures) \
+                and not (self.cfg.rounds and rnd >= self.cfg.rounds):
             profile = self.cfg.profiles[rnd % len(self.cfg.profiles)]
             seqs, bad, diffs = self.explore(profile, self.cfg.seed * 1000 + rnd)
             if bad is not None:

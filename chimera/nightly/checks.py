@@ -8,7 +8,8 @@ Statuses (``STATUSES``); only ``regressed`` and ``failed-to-run`` fail the night
   absent tonight, a counter that was never read);
 - allowed-skip: the suite (results/baseline/nightly.yaml) allows this target to be absent, and says why;
 - no-verdict: a bench value on a machine with too little history of its own to judge it (never judged against
-  another machine's numbers).
+  another machine's numbers);
+- reported: a number shown and never judged (the mutation score: a sample's score would fail by chance).
 
 Kinds of check:
 
@@ -26,12 +27,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from chimera.report.sections import MutateNight
+
 F1_TOLERANCE = 0.01
 BAND_K = 3.0
 BAND_FLOOR = 0.10
 MIN_HISTORY = 3
 LOWER_IS_BETTER = ("install_ebpf_live_ms",)
-STATUSES = ("regressed", "failed-to-run", "improved", "no-verdict", "allowed-skip", "pass")
+STATUSES = ("regressed", "failed-to-run", "improved", "no-verdict", "allowed-skip", "pass", "reported")
 FAILING = ("regressed", "failed-to-run")
 
 
@@ -187,27 +190,26 @@ def fuzz_checks(measured: dict[str, Any]) -> list[Check]:
     return out
 
 
-def mutate_checks(measured: dict[str, Any]) -> list[Check]:
-    """The night's mutation score per file: below the suite's floor (the upper end of its 95% interval under it)
-    is a regression: the fuzzer and the conformance tests let too many mutants live."""
-    m = measured.get("mutate")
-    if not m:
+def mutate_checks(m: MutateNight | None) -> list[Check]:
+    """The night's mutation sample, judged by the triage: a kill lost (a mutant docs/mutants.yaml records as
+    killed survived) or a survivor untriaged past the suite's days regresses; the score over every mutant drawn so
+    far is reported and never judged (a sampled score against a floor fails by chance)."""
+    if m is None:
         return []
-    out = [Check(f"mutation@{f}: ran", "ran", "allowed-skip", detail=why) for f, why in (m.get("skipped") or {}).items()]
-    out += [Check(f"mutation@{f}: ran", "ran", "failed-to-run", detail=why) for f, why in (m.get("failed") or {}).items()]
-    if m.get("error"):
-        return out + [Check("mutation: ran", "ran", "failed-to-run", detail=str(m["error"])[:300])]
-    for f in m.get("files", []):
-        s = (m.get("scores") or {}).get(f)
-        if s is None or s.get("score") != s.get("score"):
-            out.append(Check(f"mutation score {f}", "floor", "failed-to-run", detail="no mutant of it was judged"))
-            continue
-        # a night samples a few dozen mutants: it regresses when the score is below the floor with 95% confidence
-        ok = s["ci95"][1] >= m["floor"]
-        out.append(Check(f"mutation score {f}", "floor", "pass" if ok else "regressed", round(s["score"], 4),
-                         m["floor"], f"{s['killed'] + s['timeout']} killed, {s['survived']} survived, "
-                         f"{s['equivalent']} equivalent, {s['invalid']} invalid (95% CI {s['ci95'][0]:.0%}-"
-                         f"{s['ci95'][1]:.0%})"))
+    out = [Check(f"mutation@{f}: ran", "ran", "allowed-skip", detail=why) for f, why in m.skipped.items()]
+    out += [Check(f"mutation@{f}: ran", "ran", "failed-to-run", detail=why) for f, why in m.failed.items()]
+    if m.error:
+        return out + [Check("mutation: ran", "ran", "failed-to-run", detail=m.error[:300])]
+    if m.files and not m.findings:
+        return out + [Check("mutation: judged", "triage", "failed-to-run", detail="the run judged nothing")]
+    for fd in m.findings:
+        name = "mutation triage: none overdue" if fd.file == "triage" else f"mutation@{fd.file}: no kill lost"
+        out.append(Check(name, "triage", "regressed" if fd.regressed else "pass", detail=fd.what))
+    for f, c in m.cumulative.items():
+        out.append(Check(f"mutation score {f}, every mutant drawn", "report", "reported",
+                         None if c.score != c.score else round(c.score, 4), None,
+                         f"{c.killed} killed, {c.survived} survived, {c.equivalent} equivalent of {c.drawn} drawn "
+                         f"(95% interval {c.lo:.0%}-{c.hi:.0%})"))
     return out
 
 

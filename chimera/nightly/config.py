@@ -35,13 +35,17 @@ class FuzzEntry(BaseModel):
 
 
 class MutateEntry(BaseModel):
-    """The night's mutation run (invoke mutate): a budget, the files, and the score each must keep."""
+    """The night's mutation run (invoke mutate): a seeded sample of a fixed size per file, each mutant given a
+    fixed number of fuzz rounds, so the same seed draws and judges the same mutants on any machine; the verdict
+    comes from the triage (docs/mutants.yaml), never from the sampled score."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    budget_s: float = Field(1200.0, gt=0)
     files: list[str] = Field(default_factory=lambda: ["reference", "ebpf"])
-    fuzz_s: float = Field(30.0, gt=0, description="the fuzz budget of each mutant")
-    floor: float = Field(0.9, ge=0, le=1, description="a file's score below this fails the night")
+    per_file: int = Field(6, ge=1, description="mutants drawn per file (seeded)")
+    fuzz_rounds: int = Field(4, ge=1, description="fuzz rounds of each mutant, before its conformance tests")
+    untriaged_days: int = Field(7, ge=0, description="a survivor left untriaged longer than this fails the night")
+    budget_s: float | None = Field(None, gt=0, description="a time cap (--mutate-budget); a capped sample depends "
+                                                           "on the machine's speed: None runs the whole sample")
 
 
 class NightlyConfig(BaseModel):

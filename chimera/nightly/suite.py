@@ -15,6 +15,7 @@ import getpass
 import logging
 import socket
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from chimera.nightly.checks import (Check, bench_checks, experiment_checks, fail
 from chimera.nightly.config import NightlyConfig, load_suite
 from chimera.nightly.golden import FORMAT_VERSION, GOLDEN, ROOT, code_fingerprint, load_golden, save_golden
 from chimera.nightly.history import append_history, load_history, trend_figures
+from chimera.report.sections import MutateNight, MutateResult, section
 from chimera.testbed.pacing import host_key
 
 log = logging.getLogger(__name__)
@@ -167,29 +169,46 @@ def run_fuzz(cfg: NightlyConfig, out_dir: Path, unavailable: tuple[dict[str, str
             "failed": {t: miss_t[t] for t in cfg.fuzz.targets if t in miss_t}}
 
 
-def run_mutate(cfg: NightlyConfig, out_dir: Path, unavailable: tuple[dict[str, str], dict[str, str]]) -> dict[str, Any]:
-    """The night's mutation run: per file its score (killed / non-equivalent) against the suite's floor; a file
-    whose target cannot run tonight is an allowed skip or a failure, as the suite says of that target."""
+def run_mutate(cfg: NightlyConfig, out_dir: Path, unavailable: tuple[dict[str, str], dict[str, str]],
+               today: dt.date | None = None, triage_file: Path | None = None) -> dict[str, Any]:
+    """The night's mutation sample, judged against the triage (chimera.fuzz.triage): a kill lost or a survivor
+    untriaged too long fails the night; new survivors are written to the triage as untriaged; the score over every
+    mutant drawn so far (the published runs' and tonight's) is reported. A file whose target cannot run tonight is
+    an allowed skip or a failure, as the suite says of that target."""
     if cfg.mutate is None:
         return {}
+    import math
+
+    from chimera.fuzz import triage as tr
     from chimera.fuzz.mutate import MutateConfig, mutate
     m = cfg.mutate
+    today = today or dt.date.today()
+    triage_file = triage_file or tr.TRIAGE
     skip_t, miss_t = unavailable
     target = {f: TARGET_OF.get(f, f) for f in m.files}
     files = [f for f in m.files if target[f] not in skip_t and target[f] not in miss_t]
-    seed = cfg.seed if cfg.seed is not None else int(dt.date.today().strftime("%Y%m%d"))
-    out: dict[str, Any] = {"floor": m.floor, "files": files,
+    seed = cfg.seed if cfg.seed is not None else int(today.strftime("%Y%m%d"))
+    out: dict[str, Any] = {"files": files, "night": today.isoformat(),
                            "skipped": {f: skip_t[target[f]] for f in m.files if target[f] in skip_t},
                            "failed": {f: miss_t[target[f]] for f in m.files if target[f] in miss_t}}
     if not files:
         return out
     try:
-        run = mutate(MutateConfig(files=tuple(files), budget_s=m.budget_s, seed=seed, fuzz_s=m.fuzz_s), out_dir)
+        triage = tr.load(triage_file)
+        run = mutate(MutateConfig(files=tuple(files), budget_s=m.budget_s or math.inf, seed=seed,
+                                  fuzz_rounds=m.fuzz_rounds, max_mutants=m.per_file), out_dir)
+        tonight = pd.read_csv(run / "mutants.csv", dtype={"id": str})
+        findings = tr.verdict(tonight, triage, today, m.untriaged_days, files)
+        new = tr.record_new(tonight[tonight["status"] == "survived"], today, triage_file)
+        every = pd.concat([tr.every_outcome(ROOT / "results" / "published"), tonight], ignore_index=True)
+        cum = tr.cumulative(every, tr.load(triage_file))
     except ChimeraError as e:
         return {**out, "error": str(e)}
     from chimera.formats.rundir import Manifest
-    res = Manifest.read(run / "manifest.json").section("mutate_result", {})
-    return {**out, "scores": res.get("scores", {}), "run": run.relative_to(out_dir.parent).as_posix()}
+    res = section(Manifest.read(run / "manifest.json"), "mutate_result", MutateResult)
+    return {**out, "scores": {k: v.model_dump() for k, v in (res.scores if res else {}).items()},
+            "run": run.relative_to(out_dir.parent).as_posix(), "findings": [asdict(f) for f in findings],
+            "new_untriaged": new, "cumulative": cum}
 
 
 def golden_measured(measured: dict[str, Any]) -> dict[str, Any]:
@@ -234,7 +253,8 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
 
         def all_checks() -> list[Check]:
             return (experiment_checks(measured, golden, code) + bench_checks(measured, hist, golden, host)
-                    + fuzz_checks(measured) + mutate_checks(measured))
+                    + fuzz_checks(measured)
+                    + mutate_checks(MutateNight.model_validate(measured["mutate"]) if measured.get("mutate") else None))
 
         try:
             measured.update(run_experiments(cfg, run.path / "runs", data_root, unavailable))

@@ -66,15 +66,36 @@ class Score(_Section):
     ci95: tuple[float, float] = (float("nan"), float("nan"))
 
 
+class TriageFinding(_Section):
+    """One judged fact of a night's mutation run against docs/mutants.yaml (chimera.fuzz.triage.verdict)."""
+    file: str
+    regressed: bool
+    what: str
+
+
+class Cumulative(_Section):
+    """A file's score over every mutant drawn so far (chimera.fuzz.triage.cumulative)."""
+    drawn: int = 0
+    killed: int = 0
+    survived: int = 0
+    equivalent: int = 0
+    score: float = float("nan")
+    lo: float = float("nan")
+    hi: float = float("nan")
+
+
 class MutateNight(_Section):
-    floor: float = 0.9
+    floor: float | None = None        # nights before the triage judged a sampled score against a floor
     files: list[str] = Field(default_factory=list)
     skipped: dict[str, str] = Field(default_factory=dict)
     failed: dict[str, str] = Field(default_factory=dict)
     scores: dict[str, Score] = Field(default_factory=dict)
     run: str | None = None
     error: str | None = None
-    triage: dict[str, Any] = Field(default_factory=dict)
+    night: str | None = None
+    findings: list[TriageFinding] = Field(default_factory=list)
+    new_untriaged: list[str] = Field(default_factory=list)
+    cumulative: dict[str, Cumulative] = Field(default_factory=dict)
 
 
 class MutateResult(_Section):
