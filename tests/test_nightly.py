@@ -308,7 +308,7 @@ def test_dashboard_in_headless_chromium(tmp_path: Path) -> None:
 
     from chimera.nightly.dashboard import STATUS_COLOURS, write_site
     hist, golden, n_metrics = _fixture_history(tmp_path)
-    page = write_site(hist, tmp_path / "nightly", golden, host="h")
+    page = write_site(hist, tmp_path / "nightly", golden, host="h", published=None)
     url = page.resolve().as_uri()
     flags = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
              f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,1400"]
@@ -420,3 +420,16 @@ def test_the_committed_triage_reads_and_names_real_mutants() -> None:
     assert have and set(have) <= made, sorted(set(have) - made)
     assert {"fab7789ff0", "81ee191a1b"} <= {i for i, e in have.items() if e.status == "equivalent"}
 
+
+
+def test_a_fresh_clones_dashboard_shows_the_published_nights(tmp_path: Path) -> None:
+    """No local history at all: the page still has every published night, its charts and its latest verdict."""
+    from chimera.nightly.dashboard import PUBLISHED_NIGHTS, write_site
+    nights = sorted(p.name for p in PUBLISHED_NIGHTS.glob("*/manifest.json") for p in [p.parent])
+    assert nights, "no published night to show"
+    page = write_site(tmp_path / "history.csv", tmp_path / "nightly").read_text()
+    for n in nights:
+        assert n in page, n
+    assert "No nights in the history yet" not in page and page.count("<figure") > 3
+    assert "No nights in the history yet" in write_site(tmp_path / "history.csv", tmp_path / "n2",
+                                                         published=None).read_text()

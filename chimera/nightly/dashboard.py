@@ -28,10 +28,11 @@ import seaborn as sns  # noqa: E402
 from chimera.errors import ResultsError  # noqa: E402
 from chimera.formats.rundir import Manifest  # noqa: E402
 from chimera.nightly.checks import BAND_FLOOR, BAND_K, F1_TOLERANCE, FAILING, STATUSES, band  # noqa: E402
-from chimera.nightly.history import load_history  # noqa: E402
+from chimera.nightly.history import load_history, with_published  # noqa: E402
 
 log = logging.getLogger(__name__)
 SITE = "site"
+PUBLISHED_NIGHTS = Path(__file__).resolve().parents[2] / "results" / "published" / "nightly"
 #: row colours of the checks table, by status (the failing ones stand out)
 STATUS_COLOURS = {"regressed": "#f4c7c3", "failed-to-run": "#f9e0b0", "improved": "#d4edda",
                   "no-verdict": "#eeeeee", "allowed-skip": "#e2e3f3", "pass": "#ffffff"}
@@ -48,11 +49,11 @@ class Night:
     runs: dict[str, str] = field(default_factory=dict)  # experiment@target -> run directory (relative to path)
 
 
-def _nights(history: pd.DataFrame, nightly_root: Path) -> list[Night]:
+def _nights(history: pd.DataFrame, nightly_root: Path, published: Path | None = None) -> list[Night]:
     out = []
     for rid, g in history.groupby("run_id", sort=False):
         d = nightly_root / str(rid)
-        path = d if d.is_dir() else None
+        path = d if d.is_dir() else (published / str(rid) if published and (published / str(rid)).is_dir() else None)
         runs: dict[str, str] = {}
         if path is not None and (path / "manifest.json").is_file():
             try:
@@ -184,13 +185,16 @@ figcaption { font-family: monospace; font-size: .85em; }
 
 
 def write_site(history_path: Path, nightly_root: Path, golden: dict[str, Any] | None = None,
-               host: str | None = None) -> Path:
-    """Write ``<nightly_root>/site/index.html`` from the history and the nights' run directories."""
+               host: str | None = None, published: Path | None = PUBLISHED_NIGHTS) -> Path:
+    """Write ``<nightly_root>/site/index.html`` from this machine's history and the published nights (a fresh
+    clone shows the project's nights before it runs one of its own), and the nights' run directories."""
     from chimera.testbed.pacing import host_key
     history = load_history(history_path)
+    if published is not None:
+        history = with_published(history, published)
     site = nightly_root / SITE
     site.mkdir(parents=True, exist_ok=True)
-    nights = _nights(history, nightly_root) if len(history) else []
+    nights = _nights(history, nightly_root, published) if len(history) else []
     latest = nights[-1] if nights else None
     host = host or (str(history["host"].dropna().iloc[-1]) if "host" in history and history["host"].notna().any()
                     else host_key())

@@ -8,6 +8,7 @@ the new rows replaces the file), so an interrupted nightly leaves the history as
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib
@@ -18,6 +19,8 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from chimera.errors import ResultsError  # noqa: E402
+from chimera.formats.rundir import Manifest  # noqa: E402
+from chimera.report.sections import NightMeasured, section  # noqa: E402
 
 COLUMNS = ["run_id", "time", "git", "code", "metric", "value", "iqr"]
 #: added since: which machine measured it and how its night ended (bands use this machine's passing nights)
@@ -38,6 +41,47 @@ def load_history(path: Path) -> pd.DataFrame:
         raise ResultsError(f"the nightly history {path} is corrupt (missing columns {missing} or non-numeric values)",
                            f"repair or move {path} aside yourself (it is never restarted silently)")
     return df
+
+
+def history_rows(common: Mapping[str, object], m: NightMeasured) -> list[dict[str, object]]:
+    """A night's rows: F1 per experiment, target and variant; bench medians; fuzz differences; the mutation
+    sample's score per file. ``common`` holds run_id, time, git, code, host and night_status."""
+    rows: list[dict[str, object]] = [{**common, "metric": f"{k}/{v}", "value": f1, "iqr": None}
+                                     for k, e in m.experiments.items() for v, f1 in e.f1.items()]
+    rows += [{**common, "metric": k, "value": s.median, "iqr": s.iqr} for k, s in m.benches.items()
+             if s.median is not None]
+    if m.fuzz is not None and not m.fuzz.error:
+        rows.append({**common, "metric": "fuzz/differences", "value": m.fuzz.differences, "iqr": None})
+    for f, sc in (m.mutate.scores if m.mutate else {}).items():
+        if sc.score == sc.score:  # not NaN: some mutant was judged
+            rows.append({**common, "metric": f"mutation/{f}", "value": sc.score, "iqr": None})
+    return rows
+
+
+def published_history(published: Path) -> pd.DataFrame:
+    """The history rows of the published nights (``results/published/nightly/*``), read from their manifests:
+    what a fresh clone's dashboard shows before it has run a night of its own."""
+    rows: list[dict[str, object]] = []
+    for mf in sorted(published.glob("*/manifest.json")):
+        man = Manifest.read(mf)
+        measured = section(man, "measured", NightMeasured)
+        if man.status != "complete" or measured is None:
+            continue
+        night = man.sections.get("nightly") or {}
+        common = {"run_id": man.run_id, "time": (man.finished or man.started or "").replace(" ", "T"),
+                  "git": man.git.commit, "code": night.get("code"), "host": night.get("host"),
+                  "night_status": "regressed" if man.sections.get("regressed") else "pass"}
+        rows += history_rows(common, measured)
+    return pd.DataFrame(rows, columns=[*COLUMNS, *MORE]).astype({c: str for c in ("run_id", "time", "git", "metric")})
+
+
+def with_published(local: pd.DataFrame, published: Path) -> pd.DataFrame:
+    """This machine's history with the published nights it lacks (a night in both is taken from the local one)."""
+    pub = published_history(published) if published.is_dir() else pd.DataFrame(columns=[*COLUMNS, *MORE])
+    pub = pub[~pub["run_id"].isin(set(local["run_id"].astype(str)))] if len(local) else pub
+    if not len(pub):
+        return local
+    return pd.concat([local, pub], ignore_index=True) if len(local) else pub
 
 
 def append_history(path: Path, rows: list[dict]) -> None:

@@ -29,8 +29,8 @@ from chimera.nightly.checks import (Check, bench_checks, experiment_checks, fail
                                     summary_markdown)
 from chimera.nightly.config import NightlyConfig, load_suite
 from chimera.nightly.golden import FORMAT_VERSION, GOLDEN, ROOT, code_fingerprint, load_golden, save_golden
-from chimera.nightly.history import append_history, load_history, trend_figures
-from chimera.report.sections import MutateNight, MutateResult, section
+from chimera.nightly.history import append_history, history_rows, load_history, trend_figures
+from chimera.report.sections import MutateNight, MutateResult, NightMeasured, section
 from chimera.testbed.pacing import host_key
 
 log = logging.getLogger(__name__)
@@ -278,16 +278,7 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
         now = time.strftime("%Y-%m-%dT%H:%M:%S")
         common = {"run_id": run.run_id, "time": now, "git": git.commit, "code": code, "host": host,
                   "night_status": status}
-        rows = [{**common, "metric": f"{k}/{v}", "value": f1, "iqr": None}
-                for k, m in measured["experiments"].items() for v, f1 in (m.get("f1") or {}).items()]
-        rows += [{**common, "metric": k, "value": s["median"], "iqr": s.get("iqr")}
-                 for k, s in measured["benches"].items() if "median" in s]
-        fz = measured.get("fuzz") or {}
-        if "differences" in fz:
-            rows.append({**common, "metric": "fuzz/differences", "value": fz["differences"], "iqr": None})
-        for f, s in ((measured.get("mutate") or {}).get("scores") or {}).items():
-            if s.get("score") == s.get("score"):  # not NaN: some mutant was judged
-                rows.append({**common, "metric": f"mutation/{f}", "value": s["score"], "iqr": None})
+        rows = history_rows(common, NightMeasured.model_validate(measured))
         append_history(history, rows)
         trend_figures(load_history(history), run.path / "figures")
     log.info("nightly %s: %s (%s)", run.final, "REGRESSED" if bad else "pass", run.final / "summary.md")
