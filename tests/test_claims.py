@@ -95,3 +95,35 @@ def test_the_quick_plan_leaves_out_the_long_steps_and_says_how_long(book: Book) 
     for p in full:
         assert not math.isnan(p.expected_min), f"{p.step.experiment}: no published run to time it by"
         assert p.target is not None or p.why
+
+
+def test_a_night_that_changes_a_verdict_says_so(tmp_path: Path) -> None:
+    """The nightly's own book: tonight's stability run, edited so the paper's 24-hour claim holds, turns that
+    verdict; the night's summary section names the claim and the block that moves."""
+    import json
+    import shutil
+
+    import pandas as pd
+
+    from chimera.book.night import night_book
+    pub = ROOT / "results" / "published" / "nightly"
+    src_night = sorted(pub.glob("*/manifest.json"))[-1].parent
+    src = sorted(src_night.glob("runs/stability24h/*/manifest.json"))[-1].parent
+    night = tmp_path / "nightly" / "29991231-000000-local"
+    run = night / "runs" / "stability24h" / "29991231-000001-reference"
+    shutil.copytree(src, run)
+    m = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**m, "run_id": run.name}))
+    shutil.copy(src_night / "manifest.json", night / "manifest.json")
+    m = json.loads((night / "manifest.json").read_text())
+    (night / "manifest.json").write_text(json.dumps({**m, "run_id": night.name}))
+    s = pd.read_csv(run / "stability.csv")
+    s.loc[s["configuration"] == "Chimera", ["f1_first", "f1_last", "diff_vs_static_map", "diff_vs_static_map_lo",
+                                            "diff_vs_static_map_hi"]] = [0.95, 0.945, 0.02, 0.01, 0.03]
+    s.to_csv(run / "stability.csv", index=False)
+    nb = night_book(night, ROOT)
+    assert nb.error is None
+    flipped = nb.changed_verdicts[nb.changed_verdicts["claim"].str.startswith("24-hour stability")]
+    assert len(flipped) == 1 and flipped["tonight_verdict"].iloc[0] == C.REPRODUCED
+    assert "README.md: stability" in nb.changed_blocks and (night / "book" / "README.md").is_file()
+    assert "24-hour stability" in nb.markdown() and (night / "claims.md").is_file()

@@ -70,6 +70,8 @@ def test_golden_then_pass_then_a_broken_reference_regresses(setup, monkeypatch: 
     assert any((out / "figures").glob("trend_*.png"))
     site = kw["results_root"] / "nightly" / "site" / "index.html"
     assert site.is_file() and "tiny-nightly@reference/Chimera" in site.read_text()
+    assert "## The book, re-rendered from tonight's runs" in (out / "summary.md").read_text()
+    assert (out / "claims.md").is_file() and (out / "claims-changes.csv").is_file()
 
     from chimera.formats.artifact import Artifact
     real = Artifact.c

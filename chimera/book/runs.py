@@ -115,6 +115,8 @@ class RunSet:
     _runs: list[Run] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
+        if self._runs:
+            return
         for m in sorted(self.base.glob("*/*/manifest.json")):
             view = RunView.open(m.parent, allow_unfinished=True)
             if view.manifest.status != "complete":
@@ -124,6 +126,20 @@ class RunSet:
             except ValueError:
                 rel = m.parent.as_posix()
             self._runs.append(Run(view, rel, self.root))
+
+    def with_runs(self, dirs: list[Path]) -> "RunSet":
+        """This set plus the complete run directories ``dirs`` (a night and the runs it made): a book rendered
+        from it cites tonight's runs where they are the newest of their experiment."""
+        out = RunSet(self.base, self.root, list(self._runs))
+        for d in dirs:
+            view = RunView.open(d, allow_unfinished=True)
+            if view.manifest.status == "complete":
+                try:
+                    rel = d.resolve().relative_to(self.root.resolve()).as_posix()
+                except ValueError:
+                    rel = d.as_posix()
+                out._runs.append(Run(view, rel, self.root))
+        return out
 
     def __iter__(self) -> Iterator[Run]:
         return iter(self._runs)

@@ -222,7 +222,7 @@ def golden_measured(measured: dict[str, Any]) -> dict[str, Any]:
 
 def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, force: bool = False, reason: str = "",
             baseline_dir: Path = BASELINE_DIR, history: Path | None = None, results_root: str | Path = "results",
-            data_root: Path = Path("data"), site: bool = True) -> tuple[Path, bool]:
+            data_root: Path = Path("data"), site: bool = True, book: bool = True) -> tuple[Path, bool]:
     """Run the suite and its checks; returns (the nightly run directory, whether the night failed)."""
     cfg = cfg or load_suite()
     if force and not update_baseline:
@@ -281,6 +281,13 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
         rows = history_rows(common, NightMeasured.model_validate(measured))
         append_history(history, rows)
         trend_figures(load_history(history), run.path / "figures")
+    if book:  # the ledger and the pages from tonight's runs: a night that moves a verdict or a number says so
+        from chimera.book.night import night_book
+        nb = night_book(run.final, ROOT)
+        with (run.final / "summary.md").open("a") as fh:
+            fh.write("\n" + nb.markdown())
+        log.info("nightly: %d claim verdicts change tonight, %d book blocks move (%s)", len(nb.changed_verdicts),
+                 len(nb.changed_blocks), run.final / "summary.md")
     log.info("nightly %s: %s (%s)", run.final, "REGRESSED" if bad else "pass", run.final / "summary.md")
     if site:
         from chimera.nightly.dashboard import write_site

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from chimera.errors import ResultsError
 from chimera.formats.rundir import Manifest
@@ -121,6 +121,12 @@ class NightMeasured(_Section):
     failed: dict[str, str] = Field(default_factory=dict)
     fuzz: FuzzNight | None = None
     mutate: MutateNight | None = None
+
+    @field_validator("fuzz", "mutate", mode="before")
+    @classmethod
+    def _absent(cls, v: Any) -> Any:
+        """A night writes ``{}`` for a step its suite does not run: that is no step, not an empty one."""
+        return None if v == {} else v
 
 
 S = TypeVar("S", bound=BaseModel)
