@@ -63,3 +63,20 @@ def test_stability_report_shows_both_paired_differences() -> None:
     text = "\n".join(_differences(s))
     assert "| Chimera − Fast-Only | the slow loop's own effect | -0.0005 | [-0.0041, +0.0029] |" in text
     assert "| Chimera − Static-Map | both timescales together | +0.0058 | [+0.0004, +0.0108] |" in text
+
+
+def test_the_ablation_report_shows_latency_and_rate_beside_f1(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """As the paper's ablation table does: the results table of a testbed ablation has the in-switch latency and
+    the switch's rate per row (a published eBPF run, re-rendered from its CSVs in a copy)."""
+    import shutil
+    from pathlib import Path
+
+    from chimera.experiments.render import render
+    src = sorted((Path(__file__).resolve().parents[1] / "results" / "published" / "ablation").glob("*-ebpf"))[-1]
+    run = tmp_path / "ablation" / src.name
+    shutil.copytree(src, run)
+    text = render(run).read_text()
+    results = text.split("## Results")[1].split("## Figures")[0]
+    header = results.splitlines()[2]
+    for col in ("macro_f1", "bits_per_flow", "latency_switch_p50_us", "latency_switch_p99_us", "switch_pps"):
+        assert col in header, col
