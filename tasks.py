@@ -417,6 +417,18 @@ def book(c: Context, check: bool = False, verbose: bool = False) -> None:
     log.info("book: %d page(s) re-rendered%s", len(changed), "".join(f"\n  {p}" for p in changed))
 
 
+@task(help={"stale": "re-run every cited experiment run whose code has moved on (required: says what it does)",
+            "only": "comma-separated experiments: just these", "dry_run": "print the plan and its expected time"})
+@cli
+def republish(c: Context, stale: bool = False, only: str = "", dry_run: bool = False, verbose: bool = False) -> None:
+    """Re-run the stale runs the book cites from committed code, publish them and re-render the book."""
+    from chimera.errors import ConfigError
+    if not stale:
+        raise ConfigError("invoke republish re-runs the stale cited runs only", "say so: invoke republish --stale")
+    from chimera.book.republish import republish as run
+    run(tuple(x for x in only.split(",") if x), dry_run=dry_run)
+
+
 @task(help={"quick": "the steps of the ledger that take minutes (leaves out Table 1, Table 2 and the window "
                      "figure)", "dry_run": "print the plan and its expected time, run nothing"})
 @cli
@@ -513,5 +525,5 @@ def clean(c: Context) -> None:
         shutil.rmtree(ROOT / p, ignore_errors=True)
 
 
-ns = Collection(setup, dataset, run_experiment, sweep, nightly, dashboard, fuzz, mutate, publish, book, reproduce, report, compare, replay, topo, build, p4info, p4header,
+ns = Collection(setup, dataset, run_experiment, sweep, nightly, dashboard, fuzz, mutate, publish, republish, book, reproduce, report, compare, replay, topo, build, p4info, p4header,
                 bench, test, clean)

@@ -127,3 +127,16 @@ def test_a_night_that_changes_a_verdict_says_so(tmp_path: Path) -> None:
     assert len(flipped) == 1 and flipped["tonight_verdict"].iloc[0] == C.REPRODUCED
     assert "README.md: stability" in nb.changed_blocks and (night / "book" / "README.md").is_file()
     assert "24-hour stability" in nb.markdown() and (night / "claims.md").is_file()
+
+
+def test_republish_plans_every_stale_cited_run_and_only_those() -> None:
+    from chimera.book import republish as RP
+    book = Book.published(ROOT)
+    p = RP.plan(book)
+    planned = {id(x.run) for x in p.reruns} | {id(r) for r, _ in p.elsewhere}
+    for r in RP.cited(book):
+        assert (id(r) in planned) == (not r.freshness.fresh), r.rel
+    for x in p.reruns:
+        assert (ROOT / "experiments" / f"{x.run.experiment}.yaml").is_file()
+        assert bool(x.overrides) == bool(x.run.manifest.dataset_override)
+    assert all(why for _, why in p.elsewhere)

@@ -1,0 +1,135 @@
+"""``invoke republish --stale``: re-run, from committed code, every experiment run the book cites whose code has
+moved on, publish each, and re-render the book.
+
+A cited run is the newest published run of its experiment, target and dataset (what the book selects). Each is
+re-run as it was made: the same experiment (its YAML as committed now), target, clock and dataset directory.
+Runs that are not experiments (benches, nights, fuzz and mutation runs, the fresh-machine check) are listed
+with the command that remakes them. A run whose target cannot run here is listed with the reason. The plan and
+its expected time (each run's own wall time) come first; ``--dry-run`` stops there.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chimera.book.blocks import Book
+from chimera.book.runs import Run
+from chimera.errors import ChimeraError, ResultsError
+from chimera.formats.rundir import git_state
+from chimera.report.provenance import ROOT
+
+log = logging.getLogger(__name__)
+
+#: how the runs that are not experiments are remade (then `invoke publish RUN_DIR`)
+REMAKE = {"nightly": "invoke nightly", "fuzz": "invoke fuzz --targets reference,ebpf,bmv2 --budget 10m",
+          "mutate": "invoke mutate --files reference,ebpf,p4", "fresh-check": "scripts/fresh-check"}
+
+
+@dataclass
+class Rerun:
+    run: Run
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def expected_min(self) -> float:
+        return self.run.minutes()
+
+    def describe(self) -> str:
+        data = Path(self.run.manifest.dataset_override or "").name or "its own data"
+        return f"{self.run.experiment} on {self.run.target} ({data})"
+
+
+@dataclass
+class Plan:
+    reruns: list[Rerun]
+    elsewhere: list[tuple[Run, str]]     # stale, and remade another way or not here: why / how
+
+    @property
+    def expected_min(self) -> float:
+        return sum(r.expected_min for r in self.reruns if not math.isnan(r.expected_min))
+
+
+def cited(book: Book) -> list[Run]:
+    """The newest published run of each experiment, target and dataset: the runs the book selects."""
+    seen: dict[tuple[str, str, str], Run] = {}
+    for r in book.runs:
+        key = (r.experiment, r.target, r.manifest.dataset_override or "")
+        if key not in seen or r.run_id > seen[key].run_id:
+            seen[key] = r
+    return [seen[k] for k in sorted(seen)]
+
+
+def plan(book: Book, only: tuple[str, ...] = ()) -> Plan:
+    from chimera.targets.registry import target_class
+    reruns, elsewhere = [], []
+    for r in cited(book):
+        if r.freshness.fresh or (only and r.experiment not in only):
+            continue
+        if not (book.root / "experiments" / f"{r.experiment}.yaml").is_file():
+            how = REMAKE.get(r.experiment) or (f"invoke bench --what {r.experiment.removeprefix('bench-')}"
+                                               if r.experiment.startswith("bench-") else "its own command")
+            elsewhere.append((r, f"not an experiment: remake it with `{how}`, then `invoke publish RUN_DIR`"))
+            continue
+        why = target_class(r.target).unavailable_reason()
+        if why is not None:
+            elsewhere.append((r, f"target {r.target} cannot run here: {why}"))
+            continue
+        over: dict[str, Any] = {}
+        if r.manifest.dataset_override:
+            over = {k: r.manifest.config[k] for k in ("dataset", "datasets") if r.manifest.config.get(k)}
+        reruns.append(Rerun(r, over))
+    return Plan(reruns, elsewhere)
+
+
+def announce(p: Plan) -> None:
+    log.info("republish: %d stale cited runs to re-run, expected %.0f min (each run's own wall time):",
+             len(p.reruns), p.expected_min)
+    for x in p.reruns:
+        log.info("  %-50s ~%.1f min  (%s)", x.describe(), x.expected_min, x.run.freshness.mark().strip(" *[]"))
+    for r, why in p.elsewhere:
+        log.info("  %-50s not here: %s", f"{r.experiment} on {r.target}", why)
+
+
+def republish(only: tuple[str, ...] = (), dry_run: bool = False, results_root: Path = ROOT / "results",
+              data_root: Path = Path("data")) -> list[Path]:
+    """Re-run and publish every stale cited experiment run (``only``: these experiments); returns the published
+    directories. Refuses a dirty tree first: a published run must be made from committed code."""
+    from chimera.book.render import write
+    from chimera.experiments.load import load_experiment
+    from chimera.experiments.runner import run_experiment
+    from chimera.report.publish import publish
+    book = Book.published()
+    p = plan(book, only)
+    announce(p)
+    if dry_run or not p.reruns:
+        return []
+    git = git_state(ROOT)
+    if git.dirty:
+        raise ResultsError("the working tree has uncommitted changes: a republished run would not be made from "
+                           "committed code", "commit (or stash) the changes, then run invoke republish again")
+    out, failed = [], {}
+    t0 = time.monotonic()
+    for x in p.reruns:
+        r = x.run
+        log.info("republish: %s (~%.1f min; %.1f min elapsed)", x.describe(), x.expected_min,
+                 (time.monotonic() - t0) / 60)
+        try:
+            d = run_experiment(load_experiment(r.experiment, x.overrides or None), target=r.target,
+                               results_root=results_root, data_root=data_root, experiment_file=r.experiment,
+                               dataset_override=r.manifest.dataset_override or "", clock=r.manifest.clock)
+            out.append(publish(d))
+        except ChimeraError as e:
+            failed[x.describe()] = str(e)
+            log.error("republish: %s failed: %s", x.describe(), e)
+    changed = write()
+    log.info("republish: %d published, %d failed; %d pages re-rendered (review and commit them)", len(out),
+             len(failed), len(changed))
+    if failed:
+        raise ResultsError("republish: " + "; ".join(f"{k}: {v.splitlines()[0]}" for k, v in failed.items()),
+                           "fix what failed, commit, and run invoke republish --stale again (fresh runs are kept)")
+    return out
