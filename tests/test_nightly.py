@@ -22,7 +22,9 @@ import yaml
 from chimera.errors import ConfigError, ResultsError
 from chimera.nightly import checks as ck
 from chimera.nightly.config import ExperimentEntry, NightlyConfig, load_suite
+from chimera.nightly.golden import Golden
 from chimera.nightly.suite import nightly
+from chimera.report.sections import NightMeasured
 
 from builders import ROOT, STRESS_PCAP
 
@@ -183,19 +185,28 @@ GOLD = {"code": "c0", "experiments": {"q@reference": {"f1": {"A": 0.80, "B": 0.7
 EBPF_ONLY = {**GOLD, "experiments": {"q@ebpf": {"f1": {"A": 0.80}}}}
 
 
+def _m(d: dict[str, Any]) -> NightMeasured:
+    """A night's measured section as the checks read it: through its model (a misspelt field fails here)."""
+    return NightMeasured.model_validate(d)
+
+
+def _g(d: dict[str, Any]) -> Golden:
+    return Golden.model_validate(d)
+
+
 def test_tolerance_path() -> None:
     """A switch-clock testbed F1: regressed below golden - 0.01, improved above golden + 0.01, else pass."""
     def status(f1: float) -> str:
         m = {"experiments": {"q@ebpf": {"f1": {"A": f1}, "clock": "switch", "reference_mismatches": {"A": 0},
                                         "register_mismatches": {"A": 0}, "lost": {"A": 0}}}}
-        return _status(ck.experiment_checks(m, GOLD, "c1"), "golden - ")[0]
+        return _status(ck.experiment_checks(_m(m), _g(GOLD), "c1"), "golden - ")[0]
     assert [status(f) for f in (0.785, 0.795, 0.805, 0.815)] == ["regressed", "pass", "pass", "improved"]
 
 
 def test_conformance_counters_nonzero_regress_unknown_fails() -> None:
     def checks(counters: dict[str, Any]) -> list[ck.Check]:
         m = {"experiments": {"q@ebpf": {"f1": {"A": 0.8}, "clock": "switch", **counters}}}
-        return ck.experiment_checks(m, EBPF_ONLY, "c1")
+        return ck.experiment_checks(_m(m), _g(EBPF_ONLY), "c1")
     ok = {"reference_mismatches": {"A": 0}, "register_mismatches": {"A": 0}, "lost": {"A": 0}}
     assert not ck.failed(checks(ok))
     assert _status(checks({**ok, "reference_mismatches": {"A": 3}}), "reference_mismatches") == ["regressed"]
@@ -208,7 +219,7 @@ def test_conformance_counters_nonzero_regress_unknown_fails() -> None:
 
 def test_bench_error_fails_the_night() -> None:
     hist = pd.DataFrame(columns=ck_history_columns())
-    c = ck.bench_checks({"benches": {"switch_ratio": {"error": "tcpreplay died"}}}, hist, GOLD, "h")
+    c = ck.bench_checks(_m({"benches": {"switch_ratio": {"error": "tcpreplay died"}}}), hist, _g(GOLD), "h")
     assert [x.status for x in c] == ["failed-to-run"] and "tcpreplay died" in c[0].detail and ck.failed(c)
 
 
@@ -219,10 +230,10 @@ def ck_history_columns() -> list[str]:
 
 def test_golden_keys_absent_tonight_fail() -> None:
     m = {"experiments": {"q@reference": {"f1": {"A": 0.80}}}}   # variant B and q@ebpf vanished
-    c = ck.experiment_checks(m, GOLD, "c0")
+    c = ck.experiment_checks(_m(m), _g(GOLD), "c0")
     assert _status(c, "q@reference/B: present") == ["failed-to-run"]
     assert _status(c, "q@ebpf: ran") == ["failed-to-run"]
-    b = ck.bench_checks({"benches": {}}, pd.DataFrame(columns=ck_history_columns()), GOLD, "h")
+    b = ck.bench_checks(_m({"benches": {}}), pd.DataFrame(columns=ck_history_columns()), _g(GOLD), "h")
     assert [x.status for x in b] == ["failed-to-run"] and "switch_ratio" in b[0].name
 
 
@@ -234,10 +245,10 @@ def test_bands_from_this_machines_passing_nights_only() -> None:
     hist = pd.DataFrame([{"metric": "switch_ratio", "host": h, "night_status": s, "value": v} for h, s, v in rows])
 
     def status(v: float, host: str = "h") -> str:
-        return ck.bench_checks({"benches": {"switch_ratio": {"median": v}}}, hist, None, host)[0].status
+        return ck.bench_checks(_m({"benches": {"switch_ratio": {"median": v}}}), hist, None, host)[0].status
     assert {v: status(v) for v in (0.715, 0.3, 0.9)} == {0.715: "pass", 0.3: "regressed", 0.9: "improved"}
     assert status(2.0, "new-machine") == "no-verdict"      # never judged against another machine's numbers
-    lower = ck.bench_checks({"benches": {"install_ebpf_live_ms": {"median": 5.0}}},
+    lower = ck.bench_checks(_m({"benches": {"install_ebpf_live_ms": {"median": 5.0}}}),
                             pd.DataFrame({"metric": ["install_ebpf_live_ms"] * 3, "value": [0.4, 0.42, 0.41],
                                           "host": ["h"] * 3, "night_status": ["pass"] * 3}), None, "h")
     assert lower[0].status == "regressed"
@@ -249,7 +260,7 @@ def test_exact_trace_clock_testbed_check() -> None:
         counters = {"reference_mismatches": {"A": 0}, "register_mismatches": {"A": 0}, "lost": {"A": 0}}
         m = {"experiments": {"q@reference": {"f1": {"A": 0.8, "B": 0.7}},
                              "q@ebpf": {"f1": {"A": ebpf_f1}, "clock": "trace", **counters}}}
-        return ck.experiment_checks(m, GOLD, "c0")
+        return ck.experiment_checks(_m(m), _g(GOLD), "c0")
     assert _status(checks(0.8), "F1 == reference (trace clock)") == ["pass"]
     assert _status(checks(0.8 + 1e-9), "F1 == reference (trace clock)") == ["regressed"]
 
@@ -310,7 +321,7 @@ def test_dashboard_in_headless_chromium(tmp_path: Path) -> None:
 
     from chimera.nightly.dashboard import STATUS_COLOURS, write_site
     hist, golden, n_metrics = _fixture_history(tmp_path)
-    page = write_site(hist, tmp_path / "nightly", golden, host="h", published=None)
+    page = write_site(hist, tmp_path / "nightly", _g(golden), host="h", published=None)
     url = page.resolve().as_uri()
     flags = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
              f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,1400"]

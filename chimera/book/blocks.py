@@ -485,9 +485,9 @@ def bmv2_quickstart(b: Book) -> str:
     got = (f"{n(tab['verdicts'].iloc[0])}/{n(tab['replayed'].iloc[0])} packets per variant classified, "
            if tab is not None and "verdicts" in tab else "")
     return (f"`invoke run-experiment --name quickstart --target bmv2` in the latest published night "
-            f"({night.cite(q.run)}): {got}{n(sum(v or 0 for v in q.lost.values()))} lost, "
-            f"{n(sum(v or 0 for v in q.reference_mismatches.values()))} verdicts and "
-            f"{n(sum(v or 0 for v in q.register_mismatches.values()))} registers different from the reference.")
+            f"({night.cite(q.run)}): {got}{n(sum(v or 0 for v in (q.lost or {}).values()))} lost, "
+            f"{n(sum(v or 0 for v in (q.reference_mismatches or {}).values()))} verdicts and "
+            f"{n(sum(v or 0 for v in (q.register_mismatches or {}).values()))} registers different from the reference.")
 
 
 

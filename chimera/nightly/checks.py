@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from chimera.report.sections import MutateNight
+from chimera.nightly.golden import Golden
+from chimera.report.sections import FuzzNight, MutateNight, NightMeasured
 
 F1_TOLERANCE = 0.01
 BAND_K = 3.0
@@ -63,19 +64,18 @@ def _experiment(key: str) -> str:
     return key.rsplit("@", 1)[0]
 
 
-def experiment_checks(measured: dict[str, Any], golden: dict[str, Any] | None, code: str) -> list[Check]:
+def experiment_checks(measured: NightMeasured, golden: Golden | None, code: str) -> list[Check]:
     out: list[Check] = []
-    gold: dict[str, Any] = (golden or {}).get("experiments", {})
-    same_code = golden is not None and golden.get("code") == code
-    runs: dict[str, Any] = measured.get("experiments", {})
-    skipped: dict[str, str] = measured.get("skipped", {})
+    gold = golden.experiments if golden is not None else {}
+    same_code = golden is not None and golden.code == code
+    runs = measured.experiments
     for key, m in runs.items():
-        if m.get("error"):
-            out.append(Check(f"{key}: ran", "ran", "failed-to-run", detail=str(m["error"])[:300]))
+        if m.error:
+            out.append(Check(f"{key}: ran", "ran", "failed-to-run", detail=m.error[:300]))
             continue
         testbed = _target(key) != "reference"
         for what in ("reference_mismatches", "register_mismatches", "lost", "unaccounted"):
-            vals = m.get(what)
+            vals = m.counter(what)
             if vals is None:
                 if testbed and what != "unaccounted":
                     out.append(Check(f"{key}: {what} == 0", "exact", "failed-to-run", "unknown", 0,
@@ -86,16 +86,14 @@ def experiment_checks(measured: dict[str, Any], golden: dict[str, Any] | None, c
             status = "failed-to-run" if unknown else "regressed" if bad else "pass"
             detail = ", ".join([f"{v}: unknown (never read)" for v in unknown] + [f"{v}: {x}" for v, x in bad.items()])
             out.append(Check(f"{key}: {what} == 0", "exact", status, "unknown" if unknown else (bad or 0), 0, detail))
-        f1s: dict[str, float] = m.get("f1") or {}
-        g = gold.get(key) or {}
-        gf1: dict[str, float] = g.get("f1", {})
-        for variant in sorted(set(gf1) - set(f1s)):
+        gf1 = gold[key].f1 if key in gold else {}
+        for variant in sorted(set(gf1) - set(m.f1)):
             out.append(Check(f"{key}/{variant}: present", "exact", "failed-to-run", None, gf1[variant],
                              "in the golden, absent tonight (a variant that disappeared)"))
         ref = runs.get(f"{_experiment(key)}@reference") if testbed else None
-        for variant, f1 in f1s.items():
-            if testbed and m.get("clock") == "trace":
-                rf = (ref or {}).get("f1", {}).get(variant) if ref and not ref.get("error") else None
+        for variant, f1 in m.f1.items():
+            if testbed and m.clock == "trace":
+                rf = ref.f1.get(variant) if ref is not None and not ref.error else None
                 if rf is not None:
                     ok = f1 == rf
                     out.append(Check(f"{key}/{variant}: F1 == reference (trace clock)", "exact",
@@ -106,7 +104,7 @@ def experiment_checks(measured: dict[str, Any], golden: dict[str, Any] | None, c
                 out.append(Check(f"{key}/{variant}: F1 vs golden", "tolerance", "no-verdict", f1, None,
                                  "no golden value for this run (new experiment, variant or target)"))
                 continue
-            exact = not testbed or m.get("clock") == "trace"
+            exact = not testbed or m.clock == "trace"
             if exact:
                 if same_code:
                     ok = f1 == gf
@@ -114,19 +112,19 @@ def experiment_checks(measured: dict[str, Any], golden: dict[str, Any] | None, c
                                      f1, gf, "" if ok else "same code, seed and data gave a different F1"))
                 else:
                     out.append(Check(f"{key}/{variant}: F1 bit-identical", "exact", "no-verdict", f1, gf,
-                                     f"code changed since the golden ({(golden or {}).get('code')} -> {code})"))
+                                     f"code changed since the golden ({golden.code if golden else None} -> {code})"))
             status = "regressed" if f1 < gf - F1_TOLERANCE else "improved" if f1 > gf + F1_TOLERANCE else "pass"
             out.append(Check(f"{key}/{variant}: F1 >= golden - {F1_TOLERANCE}", "tolerance", status, f1, gf,
                              f"{f1 - gf:+.4f}"))
-    for key in sorted(set(gold) | set(skipped)):
+    for key in sorted(set(gold) | set(measured.skipped)):
         if key in runs:
             continue
-        if key in skipped:
-            out.append(Check(f"{key}: ran", "ran", "allowed-skip", detail=skipped[key]))
+        if key in measured.skipped:
+            out.append(Check(f"{key}: ran", "ran", "allowed-skip", detail=measured.skipped[key]))
         else:
             out.append(Check(f"{key}: ran", "ran", "failed-to-run",
-                             detail=measured.get("failed", {}).get(key) or "in the golden, not run tonight"))
-    for key, why in measured.get("failed", {}).items():
+                             detail=measured.failed.get(key) or "in the golden, not run tonight"))
+    for key, why in measured.failed.items():
         if key not in runs and key not in gold:
             out.append(Check(f"{key}: ran", "ran", "failed-to-run", detail=why))
     return out
@@ -148,15 +146,13 @@ def band(metric: str, history: pd.DataFrame, host: str) -> tuple[float, float, s
     return med - half, med + half, f"this machine's {len(vals)} passing nights"
 
 
-def bench_checks(measured: dict[str, Any], history: pd.DataFrame, golden: dict[str, Any] | None,
-                 host: str) -> list[Check]:
+def bench_checks(measured: NightMeasured, history: pd.DataFrame, golden: Golden | None, host: str) -> list[Check]:
     out = []
-    benches: dict[str, Any] = measured.get("benches", {})
-    for metric, s in benches.items():
-        if s.get("error"):
-            out.append(Check(f"bench {metric}", "band", "failed-to-run", detail=str(s["error"])[:300]))
+    for metric, st in measured.benches.items():
+        if st.error or st.median is None:
+            out.append(Check(f"bench {metric}", "band", "failed-to-run", detail=(st.error or "no median")[:300]))
             continue
-        v = float(s["median"])
+        v = float(st.median)
         b = band(metric, history, host)
         if isinstance(b, int):
             out.append(Check(f"bench {metric}", "band", "no-verdict", v, None,
@@ -168,24 +164,23 @@ def bench_checks(measured: dict[str, Any], history: pd.DataFrame, golden: dict[s
         status = "regressed" if worse else "improved" if better else "pass"
         out.append(Check(f"bench {metric}", "band", status, v, f"[{lo:.4g}, {hi:.4g}]",
                          f"band from {src} (median +- max({BAND_K:g} IQR, {BAND_FLOOR:.0%}))"))
-    for metric in sorted(set((golden or {}).get("benches", {})) - set(benches)):
+    for metric in sorted(set(golden.benches if golden else {}) - set(measured.benches)):
         out.append(Check(f"bench {metric}", "band", "failed-to-run", detail="in the golden, not run tonight"))
     return out
 
 
-def fuzz_checks(measured: dict[str, Any]) -> list[Check]:
+def fuzz_checks(f: FuzzNight | None) -> list[Check]:
     """The night's fuzz budget: any difference between targets is a regression; coverage is reported."""
-    f = measured.get("fuzz")
-    if not f:
+    if f is None:
         return []
-    if f.get("error"):
-        return [Check("fuzz: ran", "ran", "failed-to-run", detail=str(f["error"])[:300])]
-    out = [Check(f"fuzz: {f.get('sequences', 0)} sequences, 0 differences", "exact",
-                 "regressed" if f.get("differences") else "pass", f.get("differences", 0), 0,
-                 "; ".join(f.get("failures", [])[:3]) or f"seed {f.get('seed')}, targets {f.get('targets')}")]
-    for t, why in (f.get("skipped") or {}).items():
+    if f.error:
+        return [Check("fuzz: ran", "ran", "failed-to-run", detail=f.error[:300])]
+    out = [Check(f"fuzz: {f.sequences} sequences, 0 differences", "exact",
+                 "regressed" if f.differences else "pass", f.differences, 0,
+                 "; ".join(f.failures[:3]) or f"seed {f.seed}, targets {f.targets}")]
+    for t, why in f.skipped.items():
         out.append(Check(f"fuzz@{t}: ran", "ran", "allowed-skip", detail=why))
-    for t, why in (f.get("failed") or {}).items():
+    for t, why in f.failed.items():
         out.append(Check(f"fuzz@{t}: ran", "ran", "failed-to-run", detail=why))
     return out
 

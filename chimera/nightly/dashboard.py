@@ -28,6 +28,8 @@ import seaborn as sns  # noqa: E402
 from chimera.errors import ResultsError  # noqa: E402
 from chimera.formats.rundir import Manifest  # noqa: E402
 from chimera.nightly.checks import BAND_FLOOR, BAND_K, F1_TOLERANCE, FAILING, STATUSES, band  # noqa: E402
+from chimera.nightly.golden import Golden  # noqa: E402
+from chimera.report.sections import NightMeasured, section  # noqa: E402
 from chimera.nightly.history import load_history, with_published  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -57,8 +59,8 @@ def _nights(history: pd.DataFrame, nightly_root: Path, published: Path | None = 
         runs: dict[str, str] = {}
         if path is not None and (path / "manifest.json").is_file():
             try:
-                measured = Manifest.read(path / "manifest.json").section("measured", {}) or {}
-                runs = {k: str(m["run"]) for k, m in (measured.get("experiments") or {}).items() if m.get("run")}
+                measured = section(Manifest.read(path / "manifest.json"), "measured", NightMeasured)
+                runs = {k: m.run for k, m in (measured.experiments if measured else {}).items() if m.run}
             except (ResultsError, AttributeError):  # a damaged night still gets its row, without run links
                 runs = {}
         status = str(g["night_status"].iloc[0]) if "night_status" in g and pd.notna(g["night_status"].iloc[0]) \
@@ -67,16 +69,15 @@ def _nights(history: pd.DataFrame, nightly_root: Path, published: Path | None = 
     return sorted(out, key=lambda n: n.time)
 
 
-def golden_value(golden: dict[str, Any] | None, metric: str) -> float | None:
+def golden_value(golden: Golden | None, metric: str) -> float | None:
     """The golden's value of a history metric (``<experiment>@<target>/<variant>`` is an F1, else a bench)."""
-    if not golden:
+    if golden is None:
         return None
-    if metric in golden.get("benches", {}):
-        return float(golden["benches"][metric]["median"])
+    if metric in golden.benches:
+        return golden.benches[metric].median
     if "/" in metric:
         run, variant = metric.split("/", 1)
-        v = golden.get("experiments", {}).get(run, {}).get("f1", {}).get(variant)
-        return None if v is None else float(v)
+        return golden.experiments[run].f1.get(variant) if run in golden.experiments else None
     return None
 
 
@@ -184,7 +185,7 @@ figcaption { font-family: monospace; font-size: .85em; }
 """
 
 
-def write_site(history_path: Path, nightly_root: Path, golden: dict[str, Any] | None = None,
+def write_site(history_path: Path, nightly_root: Path, golden: Golden | None = None,
                host: str | None = None, published: Path | None = PUBLISHED_NIGHTS) -> Path:
     """Write ``<nightly_root>/site/index.html`` from this machine's history and the published nights (a fresh
     clone shows the project's nights before it runs one of its own), and the nights' run directories."""
@@ -212,8 +213,8 @@ def write_site(history_path: Path, nightly_root: Path, golden: dict[str, Any] | 
     verdict, checks = _checks_table(latest)
     head = (f"Latest night <code>{html.escape(latest.run_id)}</code> at commit <code>{html.escape(latest.git[:10])}"
             f"</code> ({html.escape(latest.time)})" if latest else "No nights in the history yet.")
-    golden_line = (f"golden taken at <code>{html.escape(str(golden.get('git', '?'))[:10])}</code> "
-                   f"({html.escape(str(golden.get('taken', '?')))})" if golden else "no golden baseline given")
+    golden_line = (f"golden taken at <code>{html.escape(str(golden.git or '?')[:10])}</code> "
+                   f"({html.escape(str(golden.taken or '?'))})" if golden else "no golden baseline given")
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Chimera nightly</title>
 <style>{CSS}</style></head><body>

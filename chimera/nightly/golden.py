@@ -16,7 +16,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from chimera.errors import ResultsError
+from chimera.report.sections import BenchStat, ExperimentNight
 
 FORMAT_VERSION = 2  # 2: the record of updates (who, when, why, forced)
 GOLDEN = "golden.json"
@@ -43,7 +46,20 @@ def code_fingerprint(root: Path = ROOT) -> str:
     return h.hexdigest()[:16]
 
 
-def load_golden(baseline_dir: Path, any_format: bool = False) -> dict[str, Any]:
+class Golden(BaseModel):
+    """golden.json, typed: what the checks compare a night with (the same models as a night's measured)."""
+    model_config = ConfigDict(extra="allow")
+    format_version: int | None = None
+    git: str | None = None
+    code: str | None = None
+    taken: str | None = None
+    from_run: str | None = None
+    experiments: dict[str, ExperimentNight] = Field(default_factory=dict)
+    benches: dict[str, BenchStat] = Field(default_factory=dict)
+    updates: list[dict[str, Any]] = Field(default_factory=list)
+
+
+def load_golden(baseline_dir: Path, any_format: bool = False) -> Golden:
     """The golden baseline; ``any_format`` (a retake with --update-baseline) accepts an older format version."""
     p = baseline_dir / GOLDEN
     if not p.is_file():
@@ -55,7 +71,10 @@ def load_golden(baseline_dir: Path, any_format: bool = False) -> dict[str, Any]:
     if not isinstance(g, dict) or (g.get("format_version") != FORMAT_VERSION  and not any_format):
         raise ResultsError(f"{p} has format version {g.get('format_version') if isinstance(g, dict) else '?'}, "
                            f"this build reads version {FORMAT_VERSION}", UPDATE)
-    return g
+    try:
+        return Golden.model_validate(g)
+    except ValidationError as e:
+        raise ResultsError(f"{p} is not a golden this build reads ({str(e).splitlines()[0]})", UPDATE) from None
 
 
 def save_golden(baseline_dir: Path, measured: dict[str, Any], meta: dict[str, Any], update: dict[str, Any]) -> Path:

@@ -233,16 +233,16 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
     have_golden = (baseline_dir / GOLDEN).is_file()
     golden = (load_golden(baseline_dir, any_format=update_baseline) if have_golden or not update_baseline
               else None)  # named before any work
-    if golden is not None and golden.get("format_version") != FORMAT_VERSION:  # only with --update-baseline
+    if golden is not None and golden.format_version != FORMAT_VERSION:  # only with --update-baseline
         log.warning("%s has format version %s: tonight is not checked against it, and becomes the golden if it runs",
-                    baseline_dir / GOLDEN, golden.get("format_version"))
+                    baseline_dir / GOLDEN, golden.format_version)
         golden = None
     hist = load_history(history)  # a corrupt history: named before any work
     code, git, host = code_fingerprint(), git_state(ROOT), host_key()
     unavailable = availability(cfg)
     with RunDir(results_root, "nightly", "local") as run:
         meta = {"run_id": run.run_id, "git": git.commit, "code": code, "host": host,
-                "golden_git": (golden or {}).get("git"), "golden_code": (golden or {}).get("code")}
+                "golden_git": golden.git if golden else None, "golden_code": golden.code if golden else None}
         run.manifest.record(git=git, environment=environment(),
                             nightly={"suite": cfg.model_dump(), "code": code, "host": host, "golden": meta["golden_git"],
                                      "skipped_targets": unavailable[0], "missing_targets": unavailable[1]})
@@ -252,9 +252,9 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
         t0 = time.perf_counter()
 
         def all_checks() -> list[Check]:
-            return (experiment_checks(measured, golden, code) + bench_checks(measured, hist, golden, host)
-                    + fuzz_checks(measured)
-                    + mutate_checks(MutateNight.model_validate(measured["mutate"]) if measured.get("mutate") else None))
+            typed = NightMeasured.model_validate(measured)
+            return (experiment_checks(typed, golden, code) + bench_checks(typed, hist, golden, host)
+                    + fuzz_checks(typed.fuzz) + mutate_checks(typed.mutate))
 
         try:
             measured.update(run_experiments(cfg, run.path / "runs", data_root, unavailable))

@@ -104,11 +104,17 @@ class MutateResult(_Section):
 
 
 class ExperimentNight(_Section):
+    """One experiment x target of a night (or of the golden). A counter is None where the run's table has no
+    such column (never measured), and a variant's value None where it was never read (unknown, not 0)."""
     f1: dict[str, float] = Field(default_factory=dict)
-    reference_mismatches: dict[str, int | None] = Field(default_factory=dict)
-    register_mismatches: dict[str, int | None] = Field(default_factory=dict)
-    lost: dict[str, int | None] = Field(default_factory=dict)
-    unaccounted: dict[str, int | None] = Field(default_factory=dict)
+    reference_mismatches: dict[str, int | None] | None = None
+    register_mismatches: dict[str, int | None] | None = None
+    lost: dict[str, int | None] | None = None
+    unaccounted: dict[str, int | None] | None = None
+
+    def counter(self, name: str) -> dict[str, int | None] | None:
+        return {"reference_mismatches": self.reference_mismatches, "register_mismatches": self.register_mismatches,
+                "lost": self.lost, "unaccounted": self.unaccounted}[name]
     clock: str | None = None
     run: str | None = None
     error: str | None = None
