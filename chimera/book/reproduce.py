@@ -10,7 +10,6 @@ within the claim's own tolerance (F1 within the tie, resources and timings withi
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import math
 import time
@@ -19,14 +18,33 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
 
 from chimera.book import claims as C
 from chimera.book.blocks import Book
 from chimera.book.runs import Run, RunSet
 from chimera.errors import ChimeraError
+from chimera.formats.rundir import RunDir, environment, git_state
 from chimera.report.provenance import ROOT
 
 log = logging.getLogger(__name__)
+
+
+class Reproduction(BaseModel):
+    """The manifest section of a reproduction (the book's `reproduce` block reads it)."""
+    model_config = ConfigDict(extra="allow")
+    quick: bool
+    expected_min: float
+    took_min: float
+    agree: int
+    compared: int
+    steps: dict[str, str] = Field(default_factory=dict)
+    failed: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def within(self) -> bool:
+        """Finished within the time announced (the plan's sum of each step's published wall time)."""
+        return self.took_min <= self.expected_min
 
 
 @dataclass(frozen=True)
@@ -126,46 +144,53 @@ def compare(published: Book, mine: Book) -> pd.DataFrame:
 
 def reproduce(quick: bool = False, results_root: Path = ROOT / "results", data_root: Path = Path("data"),
               dry_run: bool = False) -> Path | None:
+    """Run the plan into ``results/reproduce/<run-id>/runs/`` (a run directory with a manifest, publishable like
+    a night), render its ledger, compare; returns the finished directory."""
     from chimera.experiments.load import load_experiment
     from chimera.experiments.runner import run_experiment
     steps = plan(quick)
     expected = announce(steps)
     if dry_run:
         return None
-    rid = dt.datetime.now().strftime("%Y%m%d-%H%M%S") + ("-quick" if quick else "")
-    out = results_root / "reproduce" / rid
-    out.mkdir(parents=True)
     t0 = time.monotonic()
     failed = {}
-    for p in steps:
-        if p.target is None:
-            continue
-        log.info("reproduce: %s on %s (expected ~%.1f min; %.1f min elapsed)", p.step.experiment, p.target,
-                 p.expected_min, (time.monotonic() - t0) / 60)
-        try:
-            run_experiment(load_experiment(p.step.experiment), target=p.target, results_root=out,
-                           experiment_file=p.step.experiment, data_root=data_root)
-        except ChimeraError as e:
-            failed[p.step.experiment] = str(e)
-            log.error("reproduce: %s failed: %s", p.step.experiment, e)
-    took = (time.monotonic() - t0) / 60
-    mine = Book(RunSet(out, ROOT), ROOT)
-    (out / "claims.md").write_text("# The paper's claims, as this machine measured them\n\n" + C.render(mine) + "\n")
-    cmp = compare(Book.published(ROOT), mine)
-    cmp.to_csv(out / "comparison.csv", index=False)
-    here = int(cmp["reproduced_here"].sum()) if len(cmp) else 0
-    lines = [f"# Reproduction {rid}", "", f"Expected {expected:.0f} min, took {took:.1f} min "
-             f"({'within' if took <= expected * 1.5 else 'OVER'} the announcement's allowance of x1.5).", "",
-             f"{here} of {len(cmp)} claims measured here agree with the published ledger (same verdict, value within "
-             "the claim's tolerance).", ""]
-    if failed:
-        lines += ["Steps that failed: " + "; ".join(f"{k}: {v}" for k, v in failed.items()), ""]
-    if len(cmp):
-        lines.append(cmp.to_markdown(index=False))
-    (out / "summary.md").write_text("\n".join(lines) + "\n")
+    with RunDir(results_root, "reproduce", "quick" if quick else "full") as run:
+        run.manifest.record(kind="reproduce", git=git_state(ROOT), environment=environment())
+        runs = run.path / "runs"
+        for p in steps:
+            if p.target is None:
+                continue
+            log.info("reproduce: %s on %s (expected ~%.1f min; %.1f min elapsed)", p.step.experiment, p.target,
+                     p.expected_min, (time.monotonic() - t0) / 60)
+            try:
+                run_experiment(load_experiment(p.step.experiment), target=p.target, results_root=runs,
+                               experiment_file=p.step.experiment, data_root=data_root)
+            except ChimeraError as e:
+                failed[p.step.experiment] = str(e)
+                log.error("reproduce: %s failed: %s", p.step.experiment, e)
+        took = (time.monotonic() - t0) / 60
+        mine = Book(RunSet(runs, ROOT), ROOT)
+        (run.path / "claims.md").write_text("# The paper's claims, as this machine measured them\n\n" + C.render(mine)
+                                            + "\n")
+        cmp = compare(Book.published(ROOT), mine)
+        cmp.to_csv(run.path / "comparison.csv", index=False)
+        here = int(cmp["reproduced_here"].sum()) if len(cmp) else 0
+        record = Reproduction(quick=quick, expected_min=expected, took_min=took, agree=here, compared=len(cmp),
+                              steps={p.step.experiment: p.target or f"skipped: {p.why}" for p in steps},
+                              failed=failed)
+        run.manifest.record(reproduce=record.model_dump())
+        lines = [f"# Reproduction {run.run_id}", "", f"Expected {expected:.0f} min, took {took:.1f} min "
+                 f"({'within' if record.within else 'OVER'} the announcement).", "",
+                 f"{here} of {len(cmp)} claims measured here agree with the published ledger (same verdict, value "
+                 "within the claim's tolerance).", ""]
+        if failed:
+            lines += ["Steps that failed: " + "; ".join(f"{k}: {v}" for k, v in failed.items()), ""]
+        if len(cmp):
+            lines.append(cmp.to_markdown(index=False))
+        (run.path / "summary.md").write_text("\n".join(lines) + "\n")
     for _, r in cmp.iterrows():
         log.info("  %-9s %-60.60s published: %-16s here: %-16s %s", r["section"][:9], r["claim"],
                  r["published_verdict"], r["this_machine_verdict"], "agrees" if r["reproduced_here"] else "DIFFERS")
     log.info("reproduce: %d of %d claims agree with the published ledger; took %.1f min (expected %.0f); %s",
-             here, len(cmp), took, expected, out / "summary.md")
-    return out
+             here, len(cmp), took, expected, run.final / "summary.md")
+    return run.final
