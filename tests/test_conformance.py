@@ -4,7 +4,7 @@ Every verdict a target gives must equal the reference pipeline's for the same fr
 must the state registers. A testbed target replays through the switch and checks itself
 (chimera.targets.testbed.conformance: the reference fed exactly what the switch classified, on the shim's trace
 time or on the switch's own ingress timestamps); the reference target is held to the independent oracle
-(tests/oracle.py). Targets that cannot run here skip with the reason.
+(chimera/fuzz/oracle.py). Targets that cannot run here skip with the reason.
 """
 
 from __future__ import annotations

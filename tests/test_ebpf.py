@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -105,12 +106,13 @@ def test_killed_run_is_cleaned_up_by_the_next(tmp_path: Path) -> None:
     p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     state = Path(p.stdout.readline().strip())
     nodes = json.loads(state.read_text())["nodes"]
-    time.sleep(0.5)
+    h2 = next(n for n in nodes if n["name"] == "h2")
+    eventually(lambda: any("tcpdump" in _cmd(Path(f"/proc/{pid}")) for pid in _live_in_netns(h2["netns"])))
     os.kill(p.pid, signal.SIGKILL)
     p.wait()
     from chimera.testbed.topology import cleanup_stale
     cleanup_stale()
-    time.sleep(0.5)
+    eventually(lambda: not state.exists() and all(_live_in_netns(n["netns"]) == [] for n in nodes))
     assert not state.exists()
     for n in nodes:
         assert _live_in_netns(n["netns"]) == [], f"processes of the killed run live on in {n['name']}"
@@ -172,13 +174,26 @@ def test_ctrl_c_at_every_stage_leaves_nothing(stage: str, tmp_path: Path) -> Non
     before = (bpf_programs(), bpf_maps(), run_state(), node_shells(), namespaces())
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert "INTERRUPTED" in p.stdout, p.stdout[-2000:] + p.stderr[-3000:]
-    time.sleep(0.5)
     programs, maps, state, shells, netns = before
+    # the kernel frees a closed program, map and namespace asynchronously: wait for it (named, bounded), then judge
+    eventually(lambda: bpf_programs() <= programs and bpf_maps() <= maps and namespaces() <= netns)
     assert bpf_programs() <= programs, "a BPF program of the interrupted run is still loaded"
     assert bpf_maps() <= maps, "a BPF map of the interrupted run is still there"
     assert run_state() <= state, f"state left under {STATE_DIR}: {run_state() - state}"
     assert node_shells() <= shells, "a node shell of the interrupted run survived"
     assert namespaces() <= netns, "a network namespace of the interrupted run survived (with its veths)"
+
+
+#: how long teardown may take to show in the kernel's tables (an RCU grace period, a namespace's last reference)
+SETTLE_S = 10.0
+
+
+def eventually(done: Callable[[], bool], timeout_s: float = SETTLE_S) -> None:
+    """Poll ``done`` until it holds or ``timeout_s`` passes (then return: the asserts after it say what is left).
+    A bounded wait instead of a fixed sleep: fast when the kernel is, never a guess at how slow it may be."""
+    deadline = time.monotonic() + timeout_s
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def bpf_maps() -> set[int]:
