@@ -203,3 +203,31 @@ def test_auto_without_bmv2_on_the_path_takes_ebpf(tmp_path: Path, monkeypatch: p
     name, why = registry.resolve_auto()
     assert name == "ebpf", why
     assert "bmv2 cannot run" in why and "p4c-bm2-ss" in why
+
+
+def test_a_bench_is_one_record_read_by_the_cli_and_the_nightly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """chimera.bench.BENCHES: an option a bench does not take is refused, naming the benches that take it; the
+    nightly suite admits exactly the benches whose record says what a night tracks; a night runs a bench through
+    its record (a toy bench here, one record and nothing else)."""
+    import chimera.bench as B
+    from chimera.errors import ConfigError
+    from chimera.nightly.config import NightlyConfig
+    from chimera.nightly.suite import run_benches
+    with pytest.raises(ConfigError, match="takes no option --seeds") as e:
+        B.dispatch("zeroloss", seeds=(1, 2))
+    assert "fidelity" in e.value.fix
+    with pytest.raises(ConfigError, match="unknown benchmark"):
+        B.dispatch("nope")
+    assert set(B.nightly_benches()) == {"ingest", "reference", "install", "switch"}
+    with pytest.raises(ValueError, match="unknown nightly benches"):
+        NightlyConfig(benches=["fidelity"])
+    toy = B.Bench("toy", "chimera.bench.toy", "a toy", nightly=lambda n, prior: {"toy_ratio": {"median": n / 10}},
+                  metric="toy_ratio")
+    monkeypatch.setitem(B.BENCHES, "toy", toy)
+    cfg = NightlyConfig(benches=["toy"], repeats=5)
+    assert run_benches(cfg, ({}, {})) == {"toy_ratio": {"median": 0.5}}
+    sick = B.Bench("sick", "x", "needs a switch", target="ebpf", nightly=toy.nightly, metric="sick_ratio")
+    monkeypatch.setitem(B.BENCHES, "sick", sick)
+    assert run_benches(NightlyConfig(benches=["sick"]), ({}, {"ebpf": "no clang"})) == \
+        {"sick_ratio": {"error": "no clang"}}
+    assert run_benches(NightlyConfig(benches=["sick"]), ({"ebpf": "may be absent"}, {})) == {}

@@ -1,22 +1,135 @@
-"""Benchmarks (``invoke bench --what ...``): rates and ratios measured in one run, never asserted in tests."""
+"""Benchmarks (``invoke bench --what ...``): rates and ratios measured in one run, never asserted in tests.
+
+A bench is one record in ``BENCHES``: its name, the module whose ``main(**options)`` runs it, the options it
+takes (a model: an option another bench takes is refused with the benches that do take it), the target it
+needs, and what a night tracks of it. ``invoke bench``, the nightly suite and its config all read the record;
+a new bench is its module and one line here.
+"""
 
 from __future__ import annotations
 
 import importlib
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from chimera.errors import ConfigError
 
 log = logging.getLogger(__name__)
-BENCHES = {"ingest": "chimera.bench.ingest", "reference": "chimera.bench.reference", "install": "chimera.bench.install",
-           "switch": "chimera.bench.switch", "fidelity": "chimera.bench.fidelity", "scale": "chimera.bench.scale",
-           "sweep": "chimera.bench.sweep", "zeroloss": "chimera.bench.zeroloss",
-           "bmv2ratio": "chimera.bench.bmv2ratio", "bmv2files": "chimera.bench.bmv2files"}
+
+
+class NoOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class IngestOptions(NoOptions):
+    pcap: Path | None = None          # a capture of yours instead of the generated one
+
+
+class FidelityOptions(NoOptions):
+    seeds: tuple[int, ...] | None = None
+    only: tuple[str, ...] | None = None
+
+
+class Bmv2FilesOptions(NoOptions):
+    baseline: str | None = None       # the git revision whose chimera.p4 the shipped one is timed against
+
+
+#: what a night keeps of a bench: metric name -> {"median", "iqr", "n", ...}; ``prior`` holds what earlier
+#: benches of the same night measured (the reference rate is divided by that night's ingest rate)
+NightlyFn = Callable[[int, dict[str, Any]], dict[str, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Bench:
+    name: str
+    module: str
+    summary: str
+    options: type[NoOptions] = NoOptions
+    target: str | None = None         # the switch target it needs (a night skips or fails it as for that target)
+    nightly: NightlyFn | None = None  # None: not a nightly bench
+    metric: str = ""                  # the metric a night files its error under (the golden's key)
+
+    def run(self, **options: Any) -> Any:
+        """``main(**options)`` of its module, the options checked against its model first."""
+        given = {k: v for k, v in options.items() if v not in (None, "", ())}
+        try:
+            opts = self.options.model_validate(given)
+        except ValidationError as e:
+            bad = sorted({str(err["loc"][0]) for err in e.errors() if err["loc"]})
+            takers = {b.name for b in BENCHES.values() for k in bad if k in b.options.model_fields}
+            raise ConfigError(f"bench {self.name} takes no option {', '.join('--' + k for k in bad)}"
+                              if any(err["type"] == "extra_forbidden" for err in e.errors()) else
+                              f"bench {self.name}: bad option ({e.errors()[0]['msg']})",
+                              f"drop it (it applies to: {', '.join(sorted(takers)) or 'no bench'})") from None
+        return importlib.import_module(self.module).main(**opts.model_dump(exclude_none=True))
+
+
+def _ingest(repeats: int, prior: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    from chimera.bench.ingest import default_pcap, run
+    r = run(default_pcap(), repeats)
+    prior["ingest"] = r
+    return {"ingest_ratio": {"median": r["ratio"], "iqr": r["ratio_iqr"], "n": repeats, "results": r["results"]}}
+
+
+def _reference(repeats: int, prior: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    from chimera.bench.reference import main
+    r = main(repeats)
+    ingest = prior.get("ingest")
+    if ingest is None:
+        return {"reference_mpps": {"median": r["pps"] / 1e6, "iqr": r["pps_iqr"] / 1e6, "n": repeats}}
+    # a ratio measured in one night: the machine's speed cancels
+    return {"reference_over_ingest": {"median": r["pps"] / ingest["ours_pps"], "iqr": r["pps_iqr"] / ingest["ours_pps"],
+                                      "n": repeats}}
+
+
+def _install(repeats: int, prior: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    from chimera.bench.install import main
+    s = main(("ebpf",))["ebpf"]["live"]
+    return {"install_ebpf_live_ms": {"median": s["median_ms"], "iqr": s["iqr_ms"], "n": s["n"]}}
+
+
+def _switch(repeats: int, prior: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    from chimera.bench.switch import main
+    r = main(repeats)
+    return {"switch_ratio": {"median": r["ratio"], "iqr": r["ratio_iqr"], "n": repeats, "results": r["results"]}}
+
+
+BENCHES: dict[str, Bench] = {b.name: b for b in (
+    Bench("ingest", "chimera.bench.ingest", "our pcap reader against dpkt on the same file and fields", IngestOptions,
+          nightly=_ingest, metric="ingest_ratio"),
+    Bench("reference", "chimera.bench.reference", "the reference pipeline's rate", nightly=_reference,
+          metric="reference_over_ingest"),
+    Bench("install", "chimera.bench.install", "live full-Map update + flip under traffic", target="ebpf",
+          nightly=_install, metric="install_ebpf_live_ms"),
+    Bench("switch", "chimera.bench.switch", "the full pipeline's rate over bare redirect", target="ebpf",
+          nightly=_switch, metric="switch_ratio"),
+    Bench("fidelity", "chimera.bench.fidelity", "integer pipeline against trees, forests and the float model",
+          FidelityOptions),
+    Bench("scale", "chimera.bench.scale", "10 M packets through every offline stage"),
+    Bench("sweep", "chimera.bench.sweep", "Ray against sequential"),
+    Bench("zeroloss", "chimera.bench.zeroloss", "the highest fixed rate with 0 loss, per target"),
+    Bench("bmv2ratio", "chimera.bench.bmv2ratio", "chimera.p4 against plain forwarding on the same BMv2",
+          target="bmv2"),
+    Bench("bmv2files", "chimera.bench.bmv2files", "chimera.p4 alone in BMv2's file mode against a revision",
+          Bmv2FilesOptions, target="bmv2"),
+)}
+
+
+def bench(what: str) -> Bench:
+    if what not in BENCHES:
+        raise ConfigError(f"unknown benchmark {what!r}", f"choose one of: {', '.join(BENCHES)}")
+    return BENCHES[what]
+
+
+def nightly_benches() -> tuple[str, ...]:
+    return tuple(n for n, b in BENCHES.items() if b.nightly is not None)
 
 
 def dispatch(what: str, **options: Any) -> None:
-    """Run bench ``what``; ``options`` are its own keyword arguments (only those given on the command line)."""
-    if what not in BENCHES:
-        raise ConfigError(f"unknown benchmark {what!r}", f"choose one of: {', '.join(BENCHES)}")
-    importlib.import_module(BENCHES[what]).main(**options)
+    """Run bench ``what`` with the options given on the command line (checked against its record)."""
+    bench(what).run(**options)

@@ -8,13 +8,13 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from chimera.bench import nightly_benches
 from chimera.errors import ConfigError, validation_problems
 from chimera.formats.units import parse_duration
 from chimera.fuzz.mutate import TARGET_OF
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "results" / "baseline" / "nightly.yaml"
-BENCHES = ("ingest", "reference", "install", "switch")
 
 
 class ExperimentEntry(BaseModel):
@@ -65,9 +65,9 @@ class NightlyConfig(BaseModel):
         both = sorted(set(self.require) & set(self.allow_skip))
         if both:
             raise ValueError(f"targets {both} are both required and allowed to be skipped")
-        bad = [b for b in self.benches if b not in BENCHES]
+        bad = [b for b in self.benches if b not in nightly_benches()]
         if bad:
-            raise ValueError(f"unknown benches {bad}; choose from {list(BENCHES)}")
+            raise ValueError(f"unknown nightly benches {bad}; choose from {list(nightly_benches())}")
         return self
 
     def with_require(self, targets: list[str]) -> "NightlyConfig":

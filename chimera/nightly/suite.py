@@ -35,8 +35,6 @@ from chimera.testbed.pacing import host_key
 
 log = logging.getLogger(__name__)
 BASELINE_DIR = ROOT / "results" / "baseline"
-#: benches that need a target (they are skipped or fail as the suite says for that target)
-BENCH_TARGET = {"install": "ebpf", "switch": "ebpf"}
 
 
 def tracked(out: Path, track: NightlyTrack, testbed: bool) -> dict[str, Any]:
@@ -110,43 +108,25 @@ def run_experiments(cfg: NightlyConfig, runs: Path, data_root: Path,
 
 
 def run_benches(cfg: NightlyConfig, unavailable: tuple[dict[str, str], dict[str, str]]) -> dict[str, Any]:
+    """Each of the suite's benches through its record (chimera.bench.BENCHES): what it tracks, the target it
+    needs (skipped or failed as the suite says of that target)."""
+    from chimera.bench import bench
     skip_t, miss_t = unavailable
     out: dict[str, Any] = {}
-    ingest = None
+    prior: dict[str, Any] = {}
     for b in cfg.benches:
-        t = BENCH_TARGET.get(b)
-        metric = {"install": "install_ebpf_live_ms", "switch": "switch_ratio"}.get(b, b)
-        if t in skip_t:
+        rec = bench(b)
+        assert rec.nightly is not None   # the suite's validation admits nightly benches only
+        if rec.target in skip_t:
             continue
-        if t in miss_t:
-            out[metric] = {"error": miss_t[t]}
+        if rec.target in miss_t:
+            out[rec.metric or b] = {"error": miss_t[rec.target]}
             continue
         log.info("[nightly] bench %s (%d repeats)", b, cfg.repeats)
         try:
-            if b == "ingest":
-                from chimera.bench.ingest import default_pcap, run
-                ingest = run(default_pcap(), cfg.repeats)
-                out["ingest_ratio"] = {"median": ingest["ratio"], "iqr": ingest["ratio_iqr"], "n": cfg.repeats,
-                                       "results": ingest["results"]}
-            elif b == "reference":
-                from chimera.bench.reference import main as ref
-                r = ref(cfg.repeats)
-                if ingest is None:
-                    out["reference_mpps"] = {"median": r["pps"] / 1e6, "iqr": r["pps_iqr"] / 1e6, "n": cfg.repeats}
-                else:  # a ratio measured in one run: machine speed cancels
-                    out["reference_over_ingest"] = {"median": r["pps"] / ingest["ours_pps"],
-                                                    "iqr": r["pps_iqr"] / ingest["ours_pps"], "n": cfg.repeats}
-            elif b == "install":
-                from chimera.bench.install import main as inst
-                s = inst(("ebpf",))["ebpf"]["live"]
-                out["install_ebpf_live_ms"] = {"median": s["median_ms"], "iqr": s["iqr_ms"], "n": s["n"]}
-            elif b == "switch":
-                from chimera.bench.switch import main as sw
-                r = sw(cfg.repeats)
-                out["switch_ratio"] = {"median": r["ratio"], "iqr": r["ratio_iqr"], "n": cfg.repeats,
-                                       "results": r["results"]}
+            out.update(rec.nightly(cfg.repeats, prior))
         except ChimeraError as e:
-            out[metric] = {"error": str(e)}
+            out[rec.metric or b] = {"error": str(e)}
     return out
 
 
