@@ -18,7 +18,7 @@ import pandas as pd
 
 from chimera.book import fmt
 from chimera.book.fmt import f, n, signed
-from chimera.book.runs import PUBLISHED, Run, RunSet, on_dataset, on_target
+from chimera.book.runs import PUBLISHED, Run, RunSet, on_dataset, on_target, on_testbed
 from chimera.formats import tables as T
 from chimera.report.provenance import ROOT
 from chimera.report.sections import FuzzResult, MutateResult, NightMeasured, section
@@ -237,14 +237,14 @@ def stability(b: Book) -> str:
            f"{fmt.interval(c['diff_vs_fast_only_lo'], c['diff_vs_fast_only_hi'])}); both timescales together, "
            f"Chimera − Static-Map: {signed(c['diff_vs_static_map'])} "
            f"{fmt.interval(c['diff_vs_static_map_lo'], c['diff_vs_static_map_hi'])}. " + _verdict_slow(c)]
-    tb = b.runs.latest("stability24h", lambda x: x.target != "reference" and not x.manifest.dataset_override)
+    tb = b.runs.latest("stability24h", lambda x: on_testbed(x) and not x.manifest.dataset_override)
     if tb is not None and tb is not r:
         t = tb.table(T.STABILITY).set_index("configuration")
         out.append(f"The newest testbed run of the day ({tb.target}, {tb.cite()}): {n(t.loc['Chimera', 'replayed'])} "
                    f"packets, {n(t['lost'].sum())} lost and {n(t['reference_mismatches'].sum())} verdicts different "
                    f"from the reference; its Chimera − Fast-Only {signed(t.loc['Chimera', 'diff_vs_fast_only'])}, "
                    f"Chimera − Static-Map {signed(t.loc['Chimera', 'diff_vs_static_map'])}.")
-    elif r.target != "reference":
+    elif on_testbed(r):
         out.append(f"{n(s['lost'].sum())} lost and {n(s['reference_mismatches'].sum())} verdicts different from "
                    "the reference.")
     return " ".join(out)

@@ -26,7 +26,7 @@ import yaml
 from chimera.book import fmt
 from chimera.book.blocks import CHIMERA, REAL, Book, accuracy_frame, accuracy_runs, block
 from chimera.book.fmt import f, n, signed
-from chimera.book.runs import Run
+from chimera.book.runs import Run, on_testbed
 from chimera.errors import ResultsError
 from chimera.formats import tables as T
 from chimera.report.provenance import ROOT
@@ -226,7 +226,7 @@ def table2(b: Book, p: dict[str, Any]) -> list[Claim]:
 
 def table3(b: Book, p: dict[str, Any]) -> list[Claim]:
     out = []
-    r = b.runs.latest("ablation", lambda x: x.target != "reference") or b.runs.latest("ablation")
+    r = b.runs.latest("ablation", on_testbed) or b.runs.latest("ablation")
     if r is None:
         return [Claim("Table 3", "ablation", "—", "—", "—", UNTESTABLE, "no ablation run")]
     d = r.table(T.ABLATION).set_index("variant")
@@ -401,7 +401,7 @@ def figures(b: Book, p: dict[str, Any]) -> list[Claim]:
                          f"{fmt.interval(c['diff_vs_fast_only_lo'], c['diff_vs_fast_only_hi'])}", _cite(r),
                          REPRODUCED if ok else NOT, "F1 decays through the day with every configuration"
                          if drop > NEAR_CONSTANT else "", drop))
-    a = b.runs.latest("ablation", lambda x: x.target != "reference")
+    a = b.runs.latest("ablation", on_testbed)
     if a is not None and tp_ratio is not None and lat_ratio is not None:
         d = a.table(T.ABLATION).set_index("variant")
         cost = float(d.loc["Exact softmax", "macro_f1"] - d.loc[CHIMERA, "macro_f1"])

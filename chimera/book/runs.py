@@ -181,3 +181,10 @@ def on_dataset(fragment: str | None) -> Callable[[Run], bool]:
     if fragment is None:
         return lambda r: not r.manifest.dataset_override
     return lambda r: fragment in (r.manifest.dataset_override or "")
+
+
+def on_testbed(r: Run) -> bool:
+    """A run made on a switch in the Mininet topology (its target's capability, never its name)."""
+    from chimera.targets.base import Capability
+    from chimera.targets.registry import TARGETS, target_class
+    return r.target in TARGETS and target_class(r.target).can(Capability.TESTBED)
