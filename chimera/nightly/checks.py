@@ -60,7 +60,7 @@ def _target(key: str) -> str:
     return key.rsplit("@", 1)[-1]
 
 
-def _on_testbed(target: str) -> bool:
+def on_testbed(target: str) -> bool:
     """A switch in the Mininet topology (the target's capability; an unknown name counts as one: its counters
     are then required, so nothing unmeasured passes)."""
     from chimera.targets.base import Capability
@@ -81,7 +81,7 @@ def experiment_checks(measured: NightMeasured, golden: Golden | None, code: str)
         if m.error:
             out.append(Check(f"{key}: ran", "ran", "failed-to-run", detail=m.error[:300]))
             continue
-        testbed = _on_testbed(_target(key))
+        testbed = on_testbed(_target(key))
         for what in ("reference_mismatches", "register_mismatches", "lost", "unaccounted"):
             vals = m.counter(what)
             if vals is None:

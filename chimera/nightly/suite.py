@@ -25,8 +25,8 @@ from chimera.errors import ChimeraError, ConfigError
 from chimera.experiments.kinds.base import NightlyTrack
 from chimera.formats.rundir import RunDir, environment, git_state
 from chimera.fuzz.mutate import TARGET_OF
-from chimera.nightly.checks import (Check, _on_testbed, bench_checks, experiment_checks, failed, fuzz_checks, mutate_checks,
-                                    summary_markdown)
+from chimera.nightly.checks import (Check, bench_checks, experiment_checks, failed, fuzz_checks, mutate_checks,
+                                    on_testbed, summary_markdown)
 from chimera.nightly.config import NightlyConfig, load_suite
 from chimera.nightly.golden import FORMAT_VERSION, GOLDEN, ROOT, code_fingerprint, load_golden, save_golden
 from chimera.nightly.history import append_history, history_rows, load_history, trend_figures
@@ -100,7 +100,7 @@ def run_experiments(cfg: NightlyConfig, runs: Path, data_root: Path,
                     raise ConfigError(f"kind {exp.kind} declares nothing for the nightly to track",
                                       "give its Kind record a NightlyTrack, or leave it out of the suite")
                 run = run_experiment(exp, target=target, results_root=runs, data_root=data_root)
-                out["experiments"][key] = {**tracked(run, track, _on_testbed(target)),
+                out["experiments"][key] = {**tracked(run, track, on_testbed(target)),
                                            "run": run.relative_to(runs.parent).as_posix()}
             except ChimeraError as err:
                 out["experiments"][key] = {"error": str(err)}
