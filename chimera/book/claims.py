@@ -454,9 +454,11 @@ def reproduction(b: Book) -> str:
     differ = pd.read_csv(r.path / "comparison.csv") if (r.path / "comparison.csv").is_file() else pd.DataFrame()
     bad = differ[~differ["reproduced_here"].astype(bool)] if len(differ) else differ
     return (f"The newest published reproduction ({r.cite()}, `invoke reproduce{' --quick' if rec.quick else ''}` "
-            f"on a fresh clone of `{(r.manifest.git.commit or '')[:7]}` on this project's 2-core machine): announced "
-            f"{rec.expected_min:.0f} min, took {rec.took_min:.1f} min ({'within' if rec.within else 'over'} the "
-            f"announcement); {rec.agree} of {rec.compared} claims agree with the published ledger" +
+            f"on a fresh clone of `{(r.manifest.git.commit or '')[:7]}` on this project's 2-core machine): expected "
+            f"{rec.expected_min:.0f} min, announced at most " +
+            (f"{rec.bound_min:.0f} min" if rec.bound_min is not None else "nothing") +
+            f", took {rec.took_min:.1f} min ({'within' if rec.within else 'not within'} the announced limit); "
+            f"{rec.agree} of {rec.compared} claims agree with the published ledger" +
             (". Those that differ: " + fmt.words([f"{x['claim'].split(':')[0]} ({x['published_verdict']} -> "
                                                   f"{x['this_machine_verdict']}, {x['this_machine']})"
                                                   for _, x in bad.iterrows()]) if len(bad) else "") +

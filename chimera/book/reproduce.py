@@ -41,10 +41,12 @@ class Reproduction(BaseModel):
     steps: dict[str, str] = Field(default_factory=dict)
     failed: dict[str, str] = Field(default_factory=dict)
 
+    bound_min: float | None = None    # the limit announced up front (older records: none announced)
+
     @property
     def within(self) -> bool:
-        """Finished within the time announced (the plan's sum of each step's published wall time)."""
-        return self.took_min <= self.expected_min
+        """Finished within the limit it announced before it started."""
+        return self.bound_min is not None and self.took_min <= self.bound_min
 
 
 @dataclass(frozen=True)
@@ -101,10 +103,16 @@ def plan(quick: bool, published: RunSet | None = None) -> list[Planned]:
     return out
 
 
+#: the announced limit: the expected time (the sum of each step's published wall time) times this; a step's wall
+#: time moves with the machine's load and the data cache, so the sum alone is no limit a run can promise
+BOUND = 1.5
+
+
 def announce(steps: list[Planned]) -> float:
     total = sum(p.expected_min for p in steps if p.target is not None and not math.isnan(p.expected_min))
-    log.info("reproduce: %d steps, expected %.0f min on a 2-core machine (each from its newest published run):",
-             sum(p.target is not None for p in steps), total)
+    log.info("reproduce: %d steps, expected %.0f min, at most %.0f min on a 2-core machine (each step from its "
+             "newest published run; the limit is %.1fx that):", sum(p.target is not None for p in steps), total,
+             total * BOUND, BOUND)
     for p in steps:
         if p.target is None:
             log.info("  %-14s skipped here: %s", p.step.experiment, p.why)
@@ -175,12 +183,14 @@ def reproduce(quick: bool = False, results_root: Path = ROOT / "results", data_r
         cmp = compare(Book.published(ROOT), mine)
         cmp.to_csv(run.path / "comparison.csv", index=False)
         here = int(cmp["reproduced_here"].sum()) if len(cmp) else 0
-        record = Reproduction(quick=quick, expected_min=expected, took_min=took, agree=here, compared=len(cmp),
+        record = Reproduction(quick=quick, expected_min=expected, bound_min=expected * BOUND, took_min=took,
+                              agree=here, compared=len(cmp),
                               steps={p.step.experiment: p.target or f"skipped: {p.why}" for p in steps},
                               failed=failed)
         run.manifest.record(reproduce=record.model_dump())
-        lines = [f"# Reproduction {run.run_id}", "", f"Expected {expected:.0f} min, took {took:.1f} min "
-                 f"({'within' if record.within else 'OVER'} the announcement).", "",
+        lines = [f"# Reproduction {run.run_id}", "", f"Expected {expected:.0f} min, announced at most "
+                 f"{expected * BOUND:.0f} min, took {took:.1f} min ({'within' if record.within else 'OVER'} the "
+                 "announced limit).", "",
                  f"{here} of {len(cmp)} claims measured here agree with the published ledger (same verdict, value "
                  "within the claim's tolerance).", ""]
         if failed:
