@@ -402,6 +402,12 @@ def test_the_mutation_verdict_comes_from_the_triage_not_the_sample(tmp_path: Pat
     assert [x.regressed for x in later] == [False, True] and "ccc" in later[1].what
     cum = tr.cumulative(out, tr.load(f))
     assert cum["ebpf"]["killed"] == 2 and cum["ebpf"]["survived"] == 1   # aaa counts killed: its test kills it
+    nothing = MutateNight.model_validate({"files": ["ebpf"], "findings": [{"file": "ebpf", "regressed": False,
+                                                                           "what": "1 drawn, 0 survived"}],
+                                          "scores": {"ebpf": {"equivalent": 1, "score": None, "ci95": [None, None]}},
+                                          "cumulative": {"ebpf": {"drawn": 1, "score": None, "lo": None}}})
+    assert [c.status for c in mutate_checks(nothing)] == ["pass", "reported"]   # a file with nothing judged, as
+    # a night's manifest writes it back (NaN as null), reads and reports
     assert [c.status for c in mutate_checks(MutateNight(error="p4c missing"))] == ["failed-to-run"]
     absent = mutate_checks(MutateNight(skipped={"p4": "BMv2 may be absent (here: ...)"},
                                        failed={"ebpf": "required target ebpf cannot run: no clang"}))
@@ -421,6 +427,10 @@ def test_the_mutation_draw_is_the_seeds_alone() -> None:
     ids = {f: [m.id for m in q] for f, q in a.items()}
     assert ids == {f: [m.id for m in q] for f, q in b.items()} and all(len(v) == 6 for v in ids.values())
     assert ids != {f: [m.id for m in q] for f, q in c.items()}
+    # an argued equivalent mutant is recorded where the shuffle puts it, and does not fill the sample
+    eq = frozenset({ids["ebpf"][1]})
+    d, _ = draw(MutateConfig(files=("reference", "ebpf"), seed=7, max_mutants=6), ["reference", "ebpf"], eq)
+    assert [m.id for m in d["ebpf"]][:6] == ids["ebpf"] and len(d["ebpf"]) == 7
 
 
 def test_the_committed_triage_reads_and_names_real_mutants() -> None:

@@ -123,9 +123,11 @@ def run_mutant(m: Mutant, cfg: MutateConfig, work: Path) -> Outcome:
     return base
 
 
-def draw(cfg: MutateConfig, files: list[str]) -> tuple[dict[str, list[Mutant]], dict[str, int]]:
-    """The mutants a run takes from each file, in order (the seed's shuffle, cut at max_mutants), and each file's
-    population: a function of the seed and the sources alone."""
+def draw(cfg: MutateConfig, files: list[str], equivalent: frozenset[str] = frozenset()
+         ) -> tuple[dict[str, list[Mutant]], dict[str, int]]:
+    """The mutants a run takes from each file, in order (the seed's shuffle, cut after max_mutants that are not
+    argued equivalent: those are recorded, never run, and do not fill the sample), and each file's population: a
+    function of the seed, the sources and the triage alone."""
     rng = random.Random(cfg.seed)
     queues: dict[str, list[Mutant]] = {}
     population: dict[str, int] = {}
@@ -135,7 +137,15 @@ def draw(cfg: MutateConfig, files: list[str]) -> tuple[dict[str, list[Mutant]], 
         rng.shuffle(ms)
         if cfg.only:
             ms = [m for m in ms if m.id in cfg.only]
-        queues[f] = ms[: cfg.max_mutants] if cfg.max_mutants else ms
+        if cfg.max_mutants:
+            kept, judged = [], 0
+            for m in ms:
+                if judged == cfg.max_mutants:
+                    break
+                kept.append(m)
+                judged += m.id not in equivalent
+            ms = kept
+        queues[f] = ms
     unknown = set(cfg.only) - {m.id for q in queues.values() for m in q}
     if unknown:
         raise ConfigError(f"no mutant {sorted(unknown)} in {files}",
@@ -148,7 +158,7 @@ def mutate(cfg: MutateConfig, results_root: str | Path = "results") -> Path:
     eq = equivalents()
     skipped = {f: why for f in cfg.files if (why := available(f)) is not None}
     files = [f for f in cfg.files if f not in skipped]
-    queues, population = draw(cfg, files)
+    queues, population = draw(cfg, files, frozenset(eq))
     outcomes: list[Outcome] = []
     deadline = time.monotonic() + cfg.budget_s
     with RunDir(results_root, "mutate", "-".join(files) or "none") as run, \

@@ -210,10 +210,14 @@ def mutate_checks(m: MutateNight | None) -> list[Check]:
         out.append(Check(name, "triage", "regressed" if fd.regressed else "pass", detail=fd.what))
     for f, c in m.cumulative.items():
         out.append(Check(f"mutation score {f}, every mutant drawn", "report", "reported",
-                         None if c.score != c.score else round(c.score, 4), None,
+                         None if c.score is None or c.score != c.score else round(c.score, 4), None,
                          f"{c.killed} killed, {c.survived} survived, {c.equivalent} equivalent of {c.drawn} drawn "
-                         f"(95% interval {c.lo:.0%}-{c.hi:.0%})"))
+                         f"(95% interval {_pct(c.lo)}-{_pct(c.hi)})"))
     return out
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None or x != x else f"{x:.0%}"
 
 
 def summary_markdown(checks: list[Check], meta: dict[str, Any]) -> str:

@@ -53,7 +53,7 @@ def history_rows(common: Mapping[str, object], m: NightMeasured) -> list[dict[st
     if m.fuzz is not None and not m.fuzz.error:
         rows.append({**common, "metric": "fuzz/differences", "value": m.fuzz.differences, "iqr": None})
     for f, sc in (m.mutate.scores if m.mutate else {}).items():
-        if sc.score == sc.score:  # not NaN: some mutant was judged
+        if sc.score is not None and sc.score == sc.score:  # some mutant was judged
             rows.append({**common, "metric": f"mutation/{f}", "value": sc.score, "iqr": None})
     return rows
 

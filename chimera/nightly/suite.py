@@ -182,10 +182,10 @@ def run_mutate(cfg: NightlyConfig, out_dir: Path, unavailable: tuple[dict[str, s
         new = tr.record_new(tonight[tonight["status"] == "survived"], today, triage_file)
         every = pd.concat([tr.every_outcome(ROOT / "results" / "published"), tonight], ignore_index=True)
         cum = tr.cumulative(every, tr.load(triage_file))
+        from chimera.formats.rundir import Manifest
+        res = section(Manifest.read(run / "manifest.json"), "mutate_result", MutateResult)
     except ChimeraError as e:
         return {**out, "error": str(e)}
-    from chimera.formats.rundir import Manifest
-    res = section(Manifest.read(run / "manifest.json"), "mutate_result", MutateResult)
     return {**out, "scores": {k: v.model_dump() for k, v in (res.scores if res else {}).items()},
             "run": run.relative_to(out_dir.parent).as_posix(), "findings": [asdict(f) for f in findings],
             "new_untriaged": new, "cumulative": cum}

@@ -62,8 +62,8 @@ class Score(_Section):
     equivalent: int = 0
     invalid: int = 0
     population: int = 0
-    score: float = float("nan")
-    ci95: tuple[float, float] = (float("nan"), float("nan"))
+    score: float | None = None       # None (written as null): no mutant of the file was judged
+    ci95: tuple[float | None, float | None] = (None, None)
 
 
 class TriageFinding(_Section):
@@ -79,9 +79,9 @@ class Cumulative(_Section):
     killed: int = 0
     survived: int = 0
     equivalent: int = 0
-    score: float = float("nan")
-    lo: float = float("nan")
-    hi: float = float("nan")
+    score: float | None = None       # None: nothing judged
+    lo: float | None = None
+    hi: float | None = None
 
 
 class MutateNight(_Section):
