@@ -466,12 +466,36 @@ def mutation(b: Book) -> str:
                      "equivalent)" for file, c in cum.items()) +
            f". `docs/mutants.yaml` triages {sum(counts.values())} survivors: {counts['killed']} killed since, "
            f"{counts['equivalent']} argued equivalent, {counts['untriaged']} untriaged."]
+    out += _same_seed(b)
     night, m = b.night()
     if m.mutate is not None and m.mutate.scores:
         out.append(f"The latest night's sample ({night.cite('runs/mutate')}): " +
                    "; ".join(f"{file} {s.killed + s.timeout} of {s.killed + s.timeout + s.survived} killed"
                              for file, s in m.mutate.scores.items()) + ".")
     return " ".join(out)
+
+
+def _same_seed(b: Book) -> list[str]:
+    """Published mutation runs of one seed and one fixed sample (a count per file, fuzz rounds, no time budget),
+    compared mutant by mutant: the evidence that the nightly's mutation verdict is the seed's alone."""
+    groups: dict[str, list[Run]] = {}
+    for r in b.runs.all("mutate"):
+        cfg = r.manifest.sections.get("mutate") or {}
+        if cfg.get("fuzz_rounds") and cfg.get("max_mutants"):
+            key = repr((r.manifest.sections.get("seed", r.manifest.seed), cfg.get("files"), cfg.get("fuzz_rounds"),
+                        cfg.get("max_mutants"), r.manifest.git.commit))
+            groups.setdefault(key, []).append(r)
+    out = []
+    for runs in groups.values():
+        if len(runs) < 2:
+            continue
+        seen = [dict(zip(x["id"].astype(str), x["status"])) for x in (r.csv("mutants.csv") for r in runs)]
+        same = all(s == seen[0] for s in seen[1:])
+        out.append(f"The same sample run {len(runs)} times (seed {runs[0].manifest.seed}, "
+                   f"{fmt.words([r.cite() for r in runs])}): " + (
+                       f"the same outcome for each of its {len(seen[0])} mutants, so the same verdict."
+                       if same else "outcomes that differ: the sample is not the seed's alone."))
+    return out
 
 
 @block("bmv2-quickstart")
