@@ -441,25 +441,3 @@ def render(b: Book) -> str:
 def claims_ledger(b: Book) -> str:
     return render(b)
 
-
-@block("reproduce")
-def reproduction(b: Book) -> str:
-    """The newest published reproduction: announced against taken time, and how many claims agreed."""
-    from chimera.book.reproduce import Reproduction
-    from chimera.report.sections import section
-    r = b.runs.latest("reproduce")
-    rec = section(r.manifest, "reproduce", Reproduction) if r is not None else None
-    if r is None or rec is None:
-        return "No reproduction is published yet."
-    differ = pd.read_csv(r.path / "comparison.csv") if (r.path / "comparison.csv").is_file() else pd.DataFrame()
-    bad = differ[~differ["reproduced_here"].astype(bool)] if len(differ) else differ
-    return (f"The newest published reproduction ({r.cite()}, `invoke reproduce{' --quick' if rec.quick else ''}` "
-            f"on a fresh clone of `{(r.manifest.git.commit or '')[:7]}` on this project's 2-core machine): expected "
-            f"{rec.expected_min:.0f} min, announced at most " +
-            (f"{rec.bound_min:.0f} min" if rec.bound_min is not None else "nothing") +
-            f", took {rec.took_min:.1f} min ({'within' if rec.within else 'not within'} the announced limit); "
-            f"{rec.agree} of {rec.compared} claims agree with the published ledger" +
-            (". Those that differ: " + fmt.words([f"{x['claim'].split(':')[0]} ({x['published_verdict']} -> "
-                                                  f"{x['this_machine_verdict']}, {x['this_machine']})"
-                                                  for _, x in bad.iterrows()]) if len(bad) else "") +
-            (f". Steps that failed: {fmt.words(list(rec.failed))}" if rec.failed else "") + ".")

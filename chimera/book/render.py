@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chimera.book import claims as _claims  # noqa: F401  (registers the ledger block)
+from chimera.book import reproduce as _reproduce  # noqa: F401  (registers the reproduction block)
 from chimera.book.blocks import BLOCKS, Book
 from chimera.errors import ResultsError
 from chimera.report.provenance import ROOT

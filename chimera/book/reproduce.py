@@ -21,11 +21,13 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from chimera.book import claims as C
-from chimera.book.blocks import Book
+from chimera.book import fmt
+from chimera.book.blocks import Book, block
 from chimera.book.runs import Run, RunSet
 from chimera.errors import ChimeraError
 from chimera.formats.rundir import RunDir, environment, git_state
 from chimera.report.provenance import ROOT
+from chimera.report.sections import section
 
 log = logging.getLogger(__name__)
 
@@ -204,3 +206,24 @@ def reproduce(quick: bool = False, results_root: Path = ROOT / "results", data_r
     log.info("reproduce: %d of %d claims agree with the published ledger; took %.1f min (expected %.0f); %s",
              here, len(cmp), took, expected, run.final / "summary.md")
     return run.final
+
+
+@block("reproduce")
+def reproduction(b: Book) -> str:
+    """The newest published reproduction: announced against taken time, and how many claims agreed."""
+    r = b.runs.latest("reproduce")
+    rec = section(r.manifest, "reproduce", Reproduction) if r is not None else None
+    if r is None or rec is None:
+        return "No reproduction is published yet."
+    differ = pd.read_csv(r.path / "comparison.csv") if (r.path / "comparison.csv").is_file() else pd.DataFrame()
+    bad = differ[~differ["reproduced_here"].astype(bool)] if len(differ) else differ
+    return (f"The newest published reproduction ({r.cite()}, `invoke reproduce{' --quick' if rec.quick else ''}` "
+            f"on a fresh clone of `{(r.manifest.git.commit or '')[:7]}` on this project's 2-core machine): expected "
+            f"{rec.expected_min:.0f} min, announced at most " +
+            (f"{rec.bound_min:.0f} min" if rec.bound_min is not None else "nothing") +
+            f", took {rec.took_min:.1f} min ({'within' if rec.within else 'not within'} the announced limit); "
+            f"{rec.agree} of {rec.compared} claims agree with the published ledger" +
+            (". Those that differ: " + fmt.words([f"{x['claim'].split(':')[0]} ({x['published_verdict']} -> "
+                                                  f"{x['this_machine_verdict']}, {x['this_machine']})"
+                                                  for _, x in bad.iterrows()]) if len(bad) else "") +
+            (f". Steps that failed: {fmt.words(list(rec.failed))}" if rec.failed else "") + ".")
