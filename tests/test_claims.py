@@ -134,7 +134,7 @@ def test_republish_plans_every_stale_cited_run_and_only_those() -> None:
     book = Book.published(ROOT)
     p = RP.plan(book)
     planned = {id(x.run) for x in p.reruns} | {id(r) for r, _ in p.elsewhere}
-    for r in RP.cited(book):
+    for r in book.runs.newest_each():
         assert (id(r) in planned) == (not r.freshness.fresh), r.rel
     for x in p.reruns:
         assert (ROOT / "experiments" / f"{x.run.experiment}.yaml").is_file()

@@ -21,7 +21,7 @@ from chimera.book.fmt import f, n, signed
 from chimera.book.runs import PUBLISHED, Run, RunSet, on_dataset, on_target, on_testbed
 from chimera.formats import tables as T
 from chimera.report.provenance import ROOT
-from chimera.report.sections import FuzzResult, MutateResult, NightMeasured, section
+from chimera.report.sections import FuzzResult, NightMeasured, section
 
 
 @dataclass
@@ -83,15 +83,11 @@ def wheels(b: Book) -> str:
 @block("published-runs")
 def published_runs(b: Book) -> str:
     """The newest published run of each experiment, target and dataset, with its wall time and freshness."""
-    seen: dict[tuple[str, str, str], Run] = {}
-    for r in b.runs:
-        key = (r.experiment, r.target, Path(r.manifest.dataset_override or "").name)
-        if key not in seen or r.run_id > seen[key].run_id:
-            seen[key] = r
     rows = []
-    for (exp, target, data), r in sorted(seen.items()):
+    for r in b.runs.newest_each():
         fr = r.freshness
-        rows.append([f"`{exp}`", target, data or "its own", f"`{r.rel}`", f"{fmt.f(r.minutes(), 1)} min",
+        rows.append([f"`{r.experiment}`", r.target, Path(r.manifest.dataset_override or "").name or "its own",
+                     f"`{r.rel}`", f"{fmt.f(r.minutes(), 1)} min",
                      f"`{fr.commit[:7]}`", "fresh" if fr.fresh else "**stale** (" + fr.mark().split(";")[-1]
                      .strip(" *]") + ")"])
     return fmt.table(["experiment", "target", "data", "newest published run", "wall time", "commit", "code"], rows)

@@ -16,7 +16,7 @@ import pandas as pd
 
 from chimera.book import claims as C
 from chimera.book.blocks import Book
-from chimera.book.render import check_text, pages, render_text
+from chimera.book.render import block_differences, pages, render_text
 from chimera.book.reproduce import compare
 from chimera.errors import ChimeraError
 
@@ -65,11 +65,12 @@ def night_book(night: Path, root: Path) -> NightBook:
         for p in pages(root):
             rel = p.relative_to(root).as_posix()
             text = p.read_text()
-            diffs = [d for d in check_text(text, tonight, rel) if d.block != "(outside the blocks)"]
+            new = render_text(text, tonight, rel)
+            diffs = block_differences(text, new, rel)
             if diffs:
                 out = night / "book" / rel
                 out.parent.mkdir(parents=True, exist_ok=True)
-                out.write_text(render_text(text, tonight, rel))
+                out.write_text(new)
                 moved += [f"{rel}: {d.block}" for d in diffs]
         return NightBook(changed, moved)
     except (ChimeraError, OSError, KeyError, ValueError) as e:

@@ -73,17 +73,22 @@ def typed_numbers(text: str) -> list[str]:
     return TYPED.findall(outside)
 
 
-def check_text(text: str, book: Book, page: str) -> list[Difference]:
-    """What differs between a page and its re-rendering, and what is typed outside its blocks."""
+def block_differences(old: str, new: str, page: str) -> list[Difference]:
+    """The blocks of ``new`` (a re-rendering of ``old``) whose text differs, each with its diff."""
     out = []
-    new = render_text(text, book, page)
-    old_blocks = {m.group("name"): m.group("body") for m in BLOCK.finditer(text)}
+    old_blocks = {m.group("name"): m.group("body") for m in BLOCK.finditer(old)}
     for m in BLOCK.finditer(new):
         name, body = m.group("name"), m.group("body")
         if old_blocks.get(name) != body:
             d = "".join(difflib.unified_diff((old_blocks.get(name) or "").splitlines(True), body.splitlines(True),
                                              "on the page", "rendered", n=0))
             out.append(Difference(page, name, d))
+    return out
+
+
+def check_text(text: str, book: Book, page: str) -> list[Difference]:
+    """What differs between a page and its re-rendering, and what is typed outside its blocks."""
+    out = block_differences(text, render_text(text, book, page), page)
     typed = typed_numbers(text)
     if typed:
         out.append(Difference(page, "(outside the blocks)", "measured-looking numbers typed by hand: " +

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from chimera.book import claims as C
 from chimera.book import fmt
 from chimera.book.blocks import Book, block
-from chimera.book.runs import Run, RunSet
+from chimera.book.runs import RunSet, on_dataset, on_target
 from chimera.errors import ChimeraError
 from chimera.formats.rundir import RunDir, environment, git_state
 from chimera.report.provenance import ROOT
@@ -40,10 +39,9 @@ class Reproduction(BaseModel):
     took_min: float
     agree: int
     compared: int
+    bound_min: float | None = None    # the limit announced up front (older records: none announced)
     steps: dict[str, str] = Field(default_factory=dict)
     failed: dict[str, str] = Field(default_factory=dict)
-
-    bound_min: float | None = None    # the limit announced up front (older records: none announced)
 
     @property
     def within(self) -> bool:
@@ -79,11 +77,6 @@ class Planned:
     expected_min: float
 
 
-def _on(target: str | None) -> Callable[[Run], bool]:
-    """Runs on the experiment's own data, on ``target`` (any target: None)."""
-    return lambda r: not r.manifest.dataset_override and (target is None or r.target == target)
-
-
 def plan(quick: bool, published: RunSet | None = None) -> list[Planned]:
     """Each step with the target it runs on here (or why none) and its expected minutes."""
     from chimera.targets.registry import target_class
@@ -99,7 +92,9 @@ def plan(quick: bool, published: RunSet | None = None) -> list[Planned]:
                 target = t
                 break
             why.append(f"{t}: {w}")
-        ref = published.latest(s.experiment, _on(target)) or published.latest(s.experiment, _on(None))
+        own, there = on_dataset(None), on_target(target or "")
+        ref = (published.latest(s.experiment, lambda r: own(r) and there(r))
+               or published.latest(s.experiment, own))
         est = ref.minutes() if ref is not None else math.nan
         out.append(Planned(s, target, "; ".join(why) if target is None else "", est))
     return out

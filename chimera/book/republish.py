@@ -54,20 +54,10 @@ class Plan:
         return sum(r.expected_min for r in self.reruns if not math.isnan(r.expected_min))
 
 
-def cited(book: Book) -> list[Run]:
-    """The newest published run of each experiment, target and dataset: the runs the book selects."""
-    seen: dict[tuple[str, str, str], Run] = {}
-    for r in book.runs:
-        key = (r.experiment, r.target, r.manifest.dataset_override or "")
-        if key not in seen or r.run_id > seen[key].run_id:
-            seen[key] = r
-    return [seen[k] for k in sorted(seen)]
-
-
 def plan(book: Book, only: tuple[str, ...] = ()) -> Plan:
     from chimera.targets.registry import target_class
     reruns, elsewhere = [], []
-    for r in cited(book):
+    for r in book.runs.newest_each():
         if r.freshness.fresh or (only and r.experiment not in only):
             continue
         if not (book.root / "experiments" / f"{r.experiment}.yaml").is_file():

@@ -115,31 +115,37 @@ class RunSet:
     _runs: list[Run] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
-        if self._runs:
+        if not self._runs:
+            for m in sorted(self.base.glob("*/*/manifest.json")):
+                self._add(m.parent)
+
+    def _add(self, d: Path) -> None:
+        """Add the run directory ``d`` if it is complete, cited by its path from the repository root."""
+        view = RunView.open(d, allow_unfinished=True)
+        if view.manifest.status != "complete":
             return
-        for m in sorted(self.base.glob("*/*/manifest.json")):
-            view = RunView.open(m.parent, allow_unfinished=True)
-            if view.manifest.status != "complete":
-                continue
-            try:
-                rel = m.parent.resolve().relative_to(self.root.resolve()).as_posix()
-            except ValueError:
-                rel = m.parent.as_posix()
-            self._runs.append(Run(view, rel, self.root))
+        try:
+            rel = d.resolve().relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            rel = d.as_posix()
+        self._runs.append(Run(view, rel, self.root))
 
     def with_runs(self, dirs: list[Path]) -> "RunSet":
         """This set plus the complete run directories ``dirs`` (a night and the runs it made): a book rendered
         from it cites tonight's runs where they are the newest of their experiment."""
         out = RunSet(self.base, self.root, list(self._runs))
         for d in dirs:
-            view = RunView.open(d, allow_unfinished=True)
-            if view.manifest.status == "complete":
-                try:
-                    rel = d.resolve().relative_to(self.root.resolve()).as_posix()
-                except ValueError:
-                    rel = d.as_posix()
-                out._runs.append(Run(view, rel, self.root))
+            out._add(d)
         return out
+
+    def newest_each(self) -> list[Run]:
+        """The newest run of each experiment, target and dataset: the runs a book selects, sorted by that key."""
+        seen: dict[tuple[str, str, str], Run] = {}
+        for r in self._runs:
+            key = (r.experiment, r.target, Path(r.manifest.dataset_override or "").name)
+            if key not in seen or r.run_id > seen[key].run_id:
+                seen[key] = r
+        return [seen[k] for k in sorted(seen)]
 
     def __iter__(self) -> Iterator[Run]:
         return iter(self._runs)
@@ -183,8 +189,14 @@ def on_dataset(fragment: str | None) -> Callable[[Run], bool]:
     return lambda r: fragment in (r.manifest.dataset_override or "")
 
 
-def on_testbed(r: Run) -> bool:
-    """A run made on a switch in the Mininet topology (its target's capability, never its name)."""
+def is_testbed(target: str) -> bool | None:
+    """Whether a target is a switch in the Mininet topology (its TESTBED capability, never its name); None for a
+    name that is no registered target (a bench's "local", a fresh-check's "chroot")."""
     from chimera.targets.base import Capability
     from chimera.targets.registry import TARGETS, target_class
-    return r.target in TARGETS and target_class(r.target).can(Capability.TESTBED)
+    return target_class(target).can(Capability.TESTBED) if target in TARGETS else None
+
+
+def on_testbed(r: Run) -> bool:
+    """A run made on a switch in the Mininet topology."""
+    return bool(is_testbed(r.target))

@@ -30,12 +30,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from chimera.errors import ChimeraError, ConfigError
 from chimera.formats.rundir import RunDir, environment, git_state

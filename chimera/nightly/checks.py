@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from chimera.book.runs import is_testbed
 from chimera.nightly.golden import Golden
 from chimera.report.sections import FuzzNight, MutateNight, NightMeasured
 
@@ -61,11 +62,9 @@ def _target(key: str) -> str:
 
 
 def on_testbed(target: str) -> bool:
-    """A switch in the Mininet topology (the target's capability; an unknown name counts as one: its counters
-    are then required, so nothing unmeasured passes)."""
-    from chimera.targets.base import Capability
-    from chimera.targets.registry import TARGETS, target_class
-    return target not in TARGETS or target_class(target).can(Capability.TESTBED)
+    """A switch in the Mininet topology; an unknown name counts as one here: its counters are then required,
+    so nothing unmeasured passes."""
+    return is_testbed(target) is not False
 
 
 def _experiment(key: str) -> str:

@@ -30,7 +30,7 @@ from chimera.nightly.checks import (Check, bench_checks, experiment_checks, fail
 from chimera.nightly.config import NightlyConfig, load_suite
 from chimera.nightly.golden import FORMAT_VERSION, GOLDEN, ROOT, code_fingerprint, load_golden, save_golden
 from chimera.nightly.history import append_history, history_rows, load_history, trend_figures
-from chimera.report.sections import MutateNight, MutateResult, NightMeasured, section
+from chimera.report.sections import MutateResult, NightMeasured, section
 from chimera.testbed.pacing import host_key
 
 log = logging.getLogger(__name__)
