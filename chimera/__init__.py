@@ -6,7 +6,7 @@ import-linter, see pyproject.toml):
     nightly      the regression suite, its history and dashboard
     bench        benchmarks (invoke bench)
     sweep        Ray sweeps of an experiment's cells x seeds x datasets
-    experiments  kinds (one module each, in a registry), configs, the stages of a run, the runner
+    experiments  kinds (one package each, in a registry), configs, the stages of a run, the runner
     baselines    the paper's baselines and the yardsticks (decision tree, forest), on Chimera's split
     report       report.md and figures
     targets      dataplanes (a registry): reference, ebpf, bmv2, software classifier host
@@ -20,6 +20,9 @@ import-linter, see pyproject.toml):
     metrics      packet-level classification metrics
     formats      the wire formats (verdict header, trace-time shim), the table artifact, the results layout
     errors       error types carrying the problem and the fix
+    paths        where the checkout's own files are (one definition)
+
+``provision`` (what `invoke setup` installs) sits above them all and imports only errors.
 
 Reproducibility across machines: float kernels that dispatch on the CPU's vector
 instruction set give different bits on AVX2 and AVX-512 machines (torch's

@@ -28,13 +28,11 @@ from chimera.testbed.replay import ReplayConfig
 from builders import STRESS_PCAP, assert_conformant, quickstart_artifact
 from chimera.fuzz.oracle import oracle, rows_of
 
-#: (target, clock); the reference classifies on the capture's own timestamps (the trace's clock) only
-CASES = [("reference", "trace"), ("ebpf", "trace"), ("ebpf", "switch"), ("bmv2", "trace"), ("bmv2", "switch")]
-#: a rate each testbed holds with no loss here (conformance does not depend on it: the clock is the shim's or
-#: the verdict's own ingress timestamp); the calibration has its own test
-RATE = {"ebpf": 4000, "bmv2": 300}
-#: BMv2 runs shorter replays (its rate is low)
-MAX_FRAMES = {"bmv2": 1500}
+#: (target, clock) for every registered target and every clock its record names (the reference: the capture's
+#: own timestamps, the trace's clock, only). Each replays at its record's ``conformance_pps``, a rate it holds with
+#: no loss here (conformance does not depend on it: the clock is the shim's or the verdict's own ingress
+#: timestamp; the calibration has its own test), and at most its ``conformance_frames`` of a capture.
+CASES = [(n, c) for n in TARGETS for c in target_class(n).clocks]
 
 
 def mutant_build(target: str) -> BuildOptions:
@@ -52,9 +50,8 @@ def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     why = cls.unavailable_reason()
     if why is not None:
         pytest.skip(f"{name} cannot run here: {why}")
-    t = cls(build_dir=tmp_path_factory.mktemp("build"), build=mutant_build(name)) \
-        if cls.can(Capability.TESTBED) else cls()  # type: ignore[call-arg]
-    replay = ReplayConfig(clock=clock, mode="pps", pps=RATE.get(name, 1))
+    t = cls(build=mutant_build(name), build_dir=tmp_path_factory.mktemp("build"))
+    replay = ReplayConfig(clock=clock, mode="pps", pps=cls.conformance_pps or 1)
     with t:
         yield t, replay
 
@@ -62,7 +59,7 @@ def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
 def limit(t: Target, table: PacketTable) -> PacketTable:
     """The first frames a slow target replays, and the first frames its parser rejects wherever they are (a
     capture's first 1500 frames may all be plain IPv4)."""
-    n = MAX_FRAMES.get(t.name)
+    n = t.conformance_frames
     if not n or len(table) <= n:
         return table
     odd = np.flatnonzero(~dataplane_parsed(table))[: n // 5]
@@ -160,8 +157,8 @@ def test_conformance_across_live_installs(case: tuple[Target, ReplayConfig], tmp
     built = quickstart_artifact()
     table = limit(t, built.data.replay_table)
     span = float(table.ts_ns.max() - table.ts_ns.min()) / 1e9
-    # a tick every twentieth of the trace (trace clock), or every 100 ms of replay (switch clock, BMv2: 1 s)
-    period = span / 20 if replay.clock == "trace" else (1.0 if t.name == "bmv2" else 0.1)
+    # a tick every twentieth of the trace (trace clock), or the shortest the target keeps up with (switch clock)
+    period = span / 20 if replay.clock == "trace" else t.min_tick_s
 
     def loop() -> SlowLoop:
         return SlowLoop(built.art, ControlPlaneConfig(t_cp_s=period, tau_map=0.0, min_samples=16, rebin="all"))
@@ -197,9 +194,9 @@ def test_software_classifier_host(name: str, tmp_path: Path) -> None:
     from builders import quickstart_trained
     data, rules, v, trained = quickstart_trained(attention="softmax")
     mj = export_model(trained.model, rules.rules, rules.weights, v.fusion, trained.beta, tmp_path / "sw.json")
-    n = min(600, MAX_FRAMES.get(name, 600))
-    replay = ReplayConfig(clock="switch", mode="pps", pps=RATE[name])
-    with cls(build_dir=tmp_path / "build", build=mutant_build(name)) as t:  # type: ignore[call-arg]
+    n = min(600, cls.conformance_frames or 600)
+    replay = ReplayConfig(clock="switch", mode="pps", pps=cls.conformance_pps or 1)
+    with cls(build=mutant_build(name), build_dir=tmp_path / "build") as t:
         table = data.ds.table.take(data.replay_rows[:n])
         res = t.run_software(mj, table, tmp_path, "softmax", replay=replay)
         out = res.outcome

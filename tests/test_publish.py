@@ -41,7 +41,7 @@ def test_publish_copies_light_files_of_committed_runs_only(tmp_path: Path) -> No
     with pytest.raises(ResultsError, match="running, not complete"):
         publish(_run(tmp_path / "s", head, status="running"), tmp_path / "published")
     # the published manifest says which code made it
-    assert json.loads((dest / "manifest.json").read_text())["sections"]["code_fingerprint"]
+    assert json.loads((dest / "manifest.json").read_text())["code_fingerprint"]
 
 
 def _nest(run: Path, commit: str | None, dirty: bool = False) -> None:

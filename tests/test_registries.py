@@ -1,6 +1,7 @@
-"""A new experiment kind and a new target are one module each plus one registry line: this test writes both
-here (its own "module"), registers them, and runs them through the ordinary entry points (load, run, report,
-sweep planning, compare), with no edit anywhere else.
+"""A new experiment kind and a new target are one folder each plus one registry line: the toys in tests/toys/,
+dropped into a copy of the checkout, run through the ordinary entry points (the command line, report, compare,
+sweep planning, the nightly suite, the mutation run, the conformance tests), with no edit anywhere else; and no
+code outside chimera/targets/ names a target.
 
 Also: ``--target auto`` picks BMv2 > eBPF (probed by loading a bpf_loop program) > reference, logged with why.
 """
@@ -9,120 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
 
-import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from pydantic import BaseModel, ConfigDict
 
-from chimera.experiments import kinds as kinds_registry
-from chimera.experiments.config import ExperimentConfig
-from chimera.experiments.kinds.base import Cell, Kind, NightlyTrack
-from chimera.experiments.stages.context import RunContext
-from chimera.experiments.stages.dataset import prepare, record_dataset, resolve_dataset
-from chimera.formats.tables import TableSchema
-from chimera.reference.pipeline import Verdicts
-from chimera.report.common import first_line, table
-from chimera.report.run import RunView
 from chimera.targets import registry
-from chimera.targets.base import Capability, Target, TargetResult
 
 from builders import ROOT
-
-# --------------------------------------------------------------------------- the toy kind's "module"
-
-COUNTS = TableSchema("toy_counts.csv", {"label": "str", "packets": "int", "share": "float"}, keys=("label",),
-                     metrics=("share",))
-
-
-class ToySpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    top: int = 3
-
-
-class ToyExperiment(ExperimentConfig):
-    kind: Literal["toy"] = "toy"  # type: ignore[assignment]
-    toy: ToySpec = ToySpec()
-
-
-def run_toy(ctx: RunContext) -> None:
-    assert isinstance(ctx.cfg, ToyExperiment)
-    data = prepare(resolve_dataset(ctx.cfg.the_dataset(), ctx.data_root), ctx.cfg.seed)
-    record_dataset(ctx.run.manifest, data)
-    y = data.y(data.test_rows)
-    # the target classifies the test split: the toy kind counts its verdicts per class
-    res = ctx.target.run(None, data.replay_table, ctx.run.path, "toy", replay=ctx.replay)  # type: ignore[arg-type]
-    pred = res.verdicts.label[data.test_in_replay]
-    labels = [data.classes[i] for i in pred if i < len(data.classes)]
-    s = pd.Series(labels).value_counts().head(ctx.cfg.toy.top)
-    COUNTS.write(pd.DataFrame({"label": s.index, "packets": s.to_numpy(), "share": s.to_numpy() / max(len(y), 1)}),
-                 ctx.run.path)
-
-
-def render_toy(run: RunView) -> list[str]:
-    return [first_line(run), "", "# toy", "", table(run.table(COUNTS), COUNTS), ""]
-
-
-TOY_KIND = Kind("toy", "a toy kind: verdict counts per class", ToyExperiment, run_toy, render_toy, (COUNTS,),
-                lambda cfg: [Cell("all", {}, {})], NightlyTrack(COUNTS, "label", "share", counters=()))
-
-
-# --------------------------------------------------------------------------- the toy target's "module"
-
-class ToyTarget(Target):
-    """Says every parsed packet is class 0."""
-
-    name = "toy"
-    capabilities = Capability.NONE
-    auto_rank = None
-
-    @classmethod
-    def unavailable_reason(cls) -> str | None:
-        return None
-
-    def run(self, art, table, run_dir, slug, *, replay, control=None) -> TargetResult:  # type: ignore[no-untyped-def]
-        n = len(table)
-        z = np.zeros(n, np.uint8)
-        return TargetResult(Verdicts(z, z.copy(), np.zeros(n, np.uint32), np.full(n, 0xFF, np.uint8), z.copy(),
-                                     np.zeros(n, np.uint16), np.zeros((n, 0), np.int64)), None)
-
-
-# --------------------------------------------------------------------------- the registry lines
-
-@pytest.fixture
-def registered(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setitem(kinds_registry.KINDS, "toy", TOY_KIND)       # the kind's registry line
-    monkeypatch.setitem(registry.TARGETS, "toy", ToyTarget)          # the target's registry line
-    yield
-
-
-def test_a_toy_kind_and_target_through_the_registries_alone(registered: None, tmp_path: Path) -> None:
-    from chimera.experiments.compare import compare_runs
-    from chimera.experiments.load import load_experiment
-    from chimera.experiments.render import render
-    from chimera.experiments.runner import run_experiment
-    from chimera.sweep.plan import plan
-    p = tmp_path / "toy.yaml"
-    p.write_text(yaml.safe_dump({"name": "toy-run", "kind": "toy", "target": "toy", "toy": {"top": 2},
-                                 "dataset": {"synthetic": {"profile": "ciciot", "flows": 60, "duration_s": 5,
-                                                           "max_packets_per_flow": 10}}}))
-    cfg = load_experiment(str(p))
-    assert isinstance(cfg, ToyExperiment) and cfg.toy.top == 2
-    out = run_experiment(cfg, results_root=tmp_path / "r", data_root=tmp_path / "d")
-    df = pd.read_csv(out / "toy_counts.csv")
-    assert list(df["packets"]) and (df["label"] == df["label"].iloc[0]).all() and len(df) == 1
-    m = json.loads((out / "manifest.json").read_text())
-    assert m["target"] == "toy" and m["kind"] == "toy"
-    (out / "report.md").unlink()
-    assert "# toy" in render(out).read_text()  # re-rendered by the kind's renderer
-    assert "toy_counts.csv" in compare_runs(out, out)  # the kind's table, matched on its keys
-    assert [t.name for t in plan(str(p), [1, 2], None, "toy")] == ["seed1-all", "seed2-all"]
-    with pytest.raises(Exception, match="Extra inputs"):  # the toy section is the toy kind's alone
-        load_experiment("quickstart", {"toy": {"top": 1}})
 
 
 def test_an_unknown_kind_or_target_is_named_with_the_known_ones(tmp_path: Path) -> None:
@@ -186,7 +82,8 @@ def test_the_kernel_probe_really_loads_a_program() -> None:
 def test_auto_without_bmv2_on_the_path_takes_ebpf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The real lookup, not a patched one: a PATH holding every tool but BMv2's resolves to eBPF (kernel probed)."""
     from chimera.targets import ebpf
-    from chimera.targets.bmv2 import TOOLS
+    from chimera.targets.bmv2 import Bmv2Target
+    TOOLS = tuple(Bmv2Target.tools)
     from chimera.targets.testbed import TestbedTarget
     if TestbedTarget.unavailable_reason() is not None:
         pytest.skip(f"no testbed here: {TestbedTarget.unavailable_reason()}")
@@ -231,3 +128,127 @@ def test_a_bench_is_one_record_read_by_the_cli_and_the_nightly(monkeypatch: pyte
     assert run_benches(NightlyConfig(benches=["sick"]), ({}, {"ebpf": "no clang"})) == \
         {"sick_ratio": {"error": "no clang"}}
     assert run_benches(NightlyConfig(benches=["sick"]), ({"ebpf": "may be absent"}, {})) == {}
+
+
+# --------------------------------------------------------------------------- a testbed target and a kind, each a folder
+
+TOYS = ROOT / "tests" / "toys"
+#: what each toy needs beyond its own folder: one registry line (the line, and the line it goes before)
+REGISTRY_LINES = {
+    "chimera/targets/registry.py": ('    "toy": "chimera.targets.toy:ToyTarget",\n', "}\nAUTO = "),
+    "chimera/experiments/kinds/__init__.py": ('    "toy",\n', ")\n\n\ndef _record"),
+}
+
+
+def _copy_of_the_checkout(dest: Path) -> None:
+    """The tracked and untracked-but-not-ignored files of this checkout (its published results left out), as a
+    git repository of its own: `git status` there lists what the toys changed."""
+    import shutil
+    import subprocess
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    for f in files:
+        if not f or f.startswith("results/published/") or not (ROOT / f).is_file():
+            continue
+        (dest / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / f, dest / f)
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"]):
+        subprocess.run(["git", *args], cwd=dest, check=True, capture_output=True)
+
+
+def test_a_toy_testbed_target_and_kind_need_their_own_folder_and_one_line_each(tmp_path: Path) -> None:
+    """Goal 1 of the one-folder issue, proven on a copy of the checkout: a toy testbed target (Capability.TESTBED,
+    its "switch" a program that reads the artifact) and a toy kind, each dropped in as one folder with one registry
+    line, run through the command line, the nightly suite (an experiment on the toy testbed, the toy kind, and the
+    mutation step on the toy's program) and the conformance tests; `git status` then lists exactly their files."""
+    import shutil
+    import subprocess
+    import sys
+    repo = tmp_path / "repo"
+    _copy_of_the_checkout(repo)
+    shutil.copytree(TOYS / "target", repo / "chimera" / "targets" / "toy")
+    shutil.copytree(TOYS / "kind", repo / "chimera" / "experiments" / "kinds" / "toy")
+    for f, (line, before) in REGISTRY_LINES.items():
+        text = (repo / f).read_text()
+        assert text.count(before) == 1, f"{f}: where the registry line goes is not unique"
+        (repo / f).write_text(text.replace(before, line + before))
+
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], cwd=repo, capture_output=True, text=True, check=True).stdout
+
+    # the files the toys need: their two folders, and one added line in each registry
+    assert sorted(git("status", "--porcelain", "--untracked-files=all").splitlines()) == sorted(
+        [f"?? chimera/experiments/kinds/toy/{p.name}" for p in (TOYS / "kind").iterdir() if p.is_file()] +
+        [f"?? chimera/targets/toy/{p.name}" for p in (TOYS / "target").iterdir() if p.is_file()] +
+        [f" M {f}" for f in REGISTRY_LINES])
+    assert sorted(git("diff", "--numstat").splitlines()) == sorted(f"1\t0\t{f}" for f in REGISTRY_LINES)
+
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def run(*a: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+        r = subprocess.run([sys.executable, *a], cwd=repo, capture_output=True, text=True, env=env, timeout=1200)
+        assert not ok or r.returncode == 0, f"{' '.join(a)} failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+        return r
+
+    # the command line: the toy kind on the toy testbed, and the toy target in the target list
+    run("-m", "invoke", "run-experiment", "--name", "chimera/experiments/kinds/toy/toy.yaml", "--target", "toy",
+        "--results", str(tmp_path / "cli"))
+    (out,) = (tmp_path / "cli" / "toy-counts").iterdir()
+    m = json.loads((out / "manifest.json").read_text())
+    assert (m["kind"], m["target"], m["sections"]["toy"]["classes_seen"]) == ("toy", "toy", 2)
+    counts = pd.read_csv(out / "toy_counts.csv")
+    assert len(counts) == 2 and (counts[["lost", "reference_mismatches", "register_mismatches"]] == 0).all().all()
+    assert "# toy" in (out / "report.md").read_text()
+    (out / "report.md").unlink()
+    run("-m", "invoke", "report", str(out))  # re-rendered by the kind's own renderer
+    assert "classes seen: 2" in (out / "report.md").read_text()
+    assert "toy_counts.csv" in run("-m", "invoke", "compare", str(out), str(out)).stdout  # matched on its keys
+    planned = run("-c", "from chimera.sweep.plan import plan; print([t.name for t in plan("
+                  "'chimera/experiments/kinds/toy/toy.yaml', [1, 2], None, 'toy')])").stdout
+    assert planned.strip() == "['seed1-all', 'seed2-all']"
+    foreign = run("-c", "from chimera.experiments.load import load_experiment; "
+                  "load_experiment('quickstart', {'toy': {'top': 1}})", ok=False)
+    assert foreign.returncode != 0 and "Extra inputs" in foreign.stderr  # the toy section is the toy kind's alone
+
+    # the nightly suite: the quickstart's variants on the toy testbed, the toy kind, and the toy's mutants
+    small = {"synthetic": {"profile": "ciciot", "flows": 120, "duration_s": 10, "max_packets_per_flow": 12,
+                           "attacks": ["SCAN"], "attack_share": 0.1}}
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(yaml.safe_dump({
+        "require": ["reference", "toy"],
+        "experiments": [{"name": "quickstart", "targets": ["reference", "toy"]},
+                        {"name": "chimera/experiments/kinds/toy/toy.yaml", "targets": ["toy"]}],
+        "overrides": {"quickstart": {"dataset": small}},
+        "mutate": {"files": ["toy"], "per_file": 2, "fuzz_rounds": 1}, "seed": 1}))
+    night = run("-m", "invoke", "nightly", "--suite", str(suite), "--history", str(tmp_path / "history.csv"),
+                "--results", str(tmp_path / "night"), ok=False)
+    (nd,) = (tmp_path / "night" / "nightly").glob("*-local")
+    measured = json.loads((nd / "manifest.json").read_text())["sections"]["measured"]
+    q, ref = measured["experiments"]["quickstart@toy"], measured["experiments"]["quickstart@reference"]
+    assert q["f1"] == ref["f1"] and set(q["lost"].values()) == {0} and set(q["reference_mismatches"].values()) == {0}
+    assert measured["experiments"]["toy@toy"]["f1"], night.stdout[-2000:]
+    score = measured["mutate"]["scores"]["toy"]
+    assert score["killed"] + score["timeout"] + score["survived"] + score["invalid"] >= 1, measured["mutate"]
+    (mt,) = (nd / "runs" / "mutate").glob("*/mutants.csv")
+    assert set(pd.read_csv(mt)["file"]) == {"toy"}
+
+    # conformance: the toy's cases come from the registry, like every target's
+    conf = run("-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_conformance.py", "-k", "toy")
+    assert " passed" in conf.stdout and "failed" not in conf.stdout, conf.stdout[-2000:]
+
+
+def test_no_target_is_named_outside_its_folder_and_the_registries() -> None:
+    """Knowledge of a target lives in its record: no code outside chimera/targets/ names a switch target by a
+    string literal or decides "testbed" by comparing a name with the reference's (the bench registry names the
+    target each bench needs: that is its record's line)."""
+    import re
+    pattern = re.compile(r"""["'](ebpf|bmv2)["']|!=\s*["']reference["']""")
+    allowed = {"chimera/bench/__init__.py"}
+    found = []
+    for py in sorted([*(ROOT / "chimera").rglob("*.py"), *(ROOT / "tasks").rglob("*.py")]):
+        rel = py.relative_to(ROOT).as_posix()
+        if rel.startswith("chimera/targets/") or rel in allowed:
+            continue
+        found += [f"{rel}:{i}: {ln.strip()}" for i, ln in enumerate(py.read_text().splitlines(), 1)
+                  if pattern.search(ln)]
+    assert not found, "\n".join(found)

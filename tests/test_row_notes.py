@@ -55,7 +55,7 @@ def test_simulated_install_times_are_labelled() -> None:
 
 
 def test_stability_report_shows_both_paired_differences() -> None:
-    from chimera.report.stability import _differences
+    from chimera.experiments.kinds.stability.render import _differences
     s = pd.DataFrame({"configuration": ["Chimera", "Fast-Only"], "diff_vs_fast_only": [-0.0005, np.nan],
                       "diff_vs_fast_only_lo": [-0.0041, np.nan], "diff_vs_fast_only_hi": [0.0029, np.nan],
                       "diff_vs_static_map": [0.0058, np.nan], "diff_vs_static_map_lo": [0.0004, np.nan],

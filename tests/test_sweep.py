@@ -66,7 +66,7 @@ def test_ray_sweep_equals_the_sequential_tasks(ray_local, tmp_path: Path) -> Non
     pd.testing.assert_frame_equal(got.drop(columns=drop), want.drop(columns=drop), check_exact=True)
     summary = pd.read_csv(out / "summary-hyper_dim.csv")
     assert {"f1_mean", "f1_ci95", "f1_count"} <= set(summary.columns) and (summary["f1_count"] == 2).all()
-    man = json.loads((out / "manifest.json").read_text())["sections"]  # the sweep's own record
+    man = json.loads((out / "manifest.json").read_text())["sections"]["sweep"]  # the sweep's own record
     assert len(man["tasks"]) == 4 and not man["failed_tasks"]
     assert all(t["node"] != "local" and t["pid"] != os.getpid() for t in man["tasks"])
 
@@ -99,7 +99,7 @@ def test_killed_worker_is_retried_or_recorded(retries: int, ray_local, tmp_path:
         stop.set()
         watcher.join(5)
     assert killed, "the watcher never saw a task start"
-    man = json.loads((out / "manifest.json").read_text())["sections"]  # the sweep's own record
+    man = json.loads((out / "manifest.json").read_text())["sections"]["sweep"]  # the sweep's own record
     by = {t["task"]: t for t in man["tasks"]}
     victim = next(t for t in by.values() if t.get("attempts", 1) > 1 or t["status"] == "failed")
     rows = pd.read_csv(out / "hyper_dim.csv")
@@ -126,7 +126,7 @@ def test_testbed_tasks_never_overlap_and_conform(ray_local, tmp_path: Path) -> N
            "variants": [{"name": "Chimera"}, {"name": "Neural only", "fusion": {"mode": "neural"}}]}
     out = sweep(_yaml(tmp_path, cfg, "tb.yaml"), [1], target="ebpf", results_root=tmp_path / "results",
                 data_root=ROOT / "data")
-    man = json.loads((out / "manifest.json").read_text())["sections"]  # the sweep's own record
+    man = json.loads((out / "manifest.json").read_text())["sections"]["sweep"]  # the sweep's own record
     spans = sorted((t["started"], t["ended"]) for t in man["tasks"])
     assert len(spans) == 2 and spans[0][1] <= spans[1][0], f"testbed tasks overlapped: {spans}"
     ab = pd.read_csv(out / "ablation.csv")

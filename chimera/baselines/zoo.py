@@ -25,8 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sklearn.ensemble import RandomForestClassifier
-from sklearn.tree import DecisionTreeClassifier
 
 from chimera.baselines import neural
 from chimera.baselines.anomaly import FloatAutoEncoder

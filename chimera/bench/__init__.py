@@ -89,7 +89,8 @@ def _reference(repeats: int, prior: dict[str, Any]) -> dict[str, dict[str, Any]]
 
 def _install(repeats: int, prior: dict[str, Any]) -> dict[str, dict[str, Any]]:
     from chimera.bench.install import main
-    s = main(("ebpf",))["ebpf"]["live"]
+    target = BENCHES["install"].target or ""
+    s = main((target,))[target]["live"]
     return {"install_ebpf_live_ms": {"median": s["median_ms"], "iqr": s["iqr_ms"], "n": s["n"]}}
 
 

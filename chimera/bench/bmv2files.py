@@ -19,7 +19,8 @@ from typing import Any
 
 import pandas as pd
 
-from chimera.bench.results import bench_run, summary
+from chimera import paths
+from chimera.bench.results import BenchResult, Stat, bench_run, summary
 from chimera.errors import ConfigError, ToolMissingError
 from chimera.experiments.load import build_artifact
 from chimera.targets.bmv2 import files
@@ -27,8 +28,16 @@ from chimera.targets.bmv2.schema import P4_SOURCE
 from chimera.testbed.nodes import BuildOptions
 
 log = logging.getLogger(__name__)
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = paths.ROOT
 REPEATS = 3
+
+
+
+class Bmv2FilesResult(BenchResult):
+    shipped_fps: Stat
+    baseline_fps: Stat
+    ratio: float
+    conformant: bool
 
 
 def source_at(rev: str, dest: Path) -> Path:
@@ -68,7 +77,7 @@ def main(results_root: str | Path = "results", baseline: str = "HEAD~1", repeats
         res = {"shipped_fps": med["shipped"], "baseline_fps": med["baseline"],
                "ratio": med["shipped"]["median"] / med["baseline"]["median"],
                "conformant": bool((df["verdict_mismatches"] == 0).all() and (df["register_mismatches"] == 0).all())}
-        run.manifest.record(result=res)
+        run.manifest.put("result", Bmv2FilesResult(**res))
         (run.path / "report.md").write_text(
             f"# BMv2 file mode: chimera.p4 as shipped against {baseline} ({rev[:12]})\n\n"
             f"{len(table)} frames (the quickstart's test split, trace clock), {repeats} alternating repeats.\n\n"

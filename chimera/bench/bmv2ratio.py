@@ -19,22 +19,32 @@ from typing import Any
 
 import pandas as pd
 
-from chimera.bench.results import bench_run
+from chimera import paths
+from chimera.bench.results import BenchResult, bench_run
 from chimera.data.pcap import read_pcap
 from chimera.experiments.load import load_experiment
 from chimera.experiments.runner import run_experiment
-from chimera.targets.bmv2 import Bmv2Target
 from chimera.targets.bmv2.compiler import compile_fixed
+from chimera.targets.bmv2 import Bmv2Target
 from chimera.targets.bmv2.node import Bmv2Switch
 from chimera.testbed.replay import Pace, replay
 from chimera.testbed.topology import Testbed
 
 log = logging.getLogger(__name__)
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = paths.ROOT
 FORWARD = ROOT / "p4" / "forward.p4"
 LADDER = [250, 500, 750, 1000, 1500, 2000, 3000, 5000, 10000, 20000]
 PACKETS = 3000
 GOAL = 0.5
+
+
+class Bmv2RatioResult(BenchResult):
+    chimera_zero_loss_pps: int
+    forward_zero_loss_pps: int
+    ratio: float
+    goal: float
+    ratio_is_upper_bound: bool = False
+    bmv2_build: Any = None
 
 
 class Bmv2ForwardSwitch(Bmv2Switch):
@@ -80,7 +90,7 @@ def main() -> dict[str, Any]:
     with bench_run("bmv2ratio", {"ladder": LADDER, "packets": PACKETS, "bmv2_build": build_config()}) as run:
         cfg = load_experiment("throughput", {"throughput": {"sizes": ["mix"], "max_packets": PACKETS,
                                                             "ladder_pps": LADDER, "software": False}})
-        out = run_experiment(cfg, target="bmv2", results_root=run.path / "runs")
+        out = run_experiment(cfg, target=Bmv2Target.name, results_root=run.path / "runs")
         chimera = pd.read_csv(out / "ladder.csv")
         fwd = pd.DataFrame(_forward_ladder(out / "frames" / "frames-mix.pcap", run.path / "forward"))
         best = (lambda df: int(df.loc[df["lost"] == 0, "pps"].max()) if (df["lost"] == 0).any() else 0)
@@ -89,7 +99,7 @@ def main() -> dict[str, Any]:
         ratio = c / f if f else float("nan")
         r = {"chimera_zero_loss_pps": c, "forward_zero_loss_pps": f, "ratio": ratio, "goal": GOAL,
              "ratio_is_upper_bound": upper, "bmv2_build": build_config()}
-        run.manifest.record(**{"result": r})
+        run.manifest.put("result", Bmv2RatioResult(**r))
         chimera.assign(path="chimera.p4").to_csv(run.path / "ladder.csv", index=False)
         fwd.assign(path="forward.p4").to_csv(run.path / "ladder.csv", mode="a", header=False, index=False)
         (run.path / "report.md").write_text(

@@ -41,10 +41,11 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from chimera import paths
 from chimera.baselines.features import (FAIR_EXTRA, TOKEN_FIELDS, WindowSpec, column, fair_inputs, responder_port,
                                        windowed)
 from chimera.baselines.yardsticks import FOREST_MAX_FEATURES, FOREST_TREES, TREE_DEPTHS, fit_yardsticks, tune_tree
-from chimera.bench.results import bench_run
+from chimera.bench.results import BenchResult, bench_run
 from chimera.errors import DatasetError
 from chimera.experiments.config import resolve_variants
 from chimera.experiments.load import load_experiment
@@ -59,7 +60,7 @@ from chimera.model.tokenizer import DIRS, PORT_IDS_MAX, SUB_TOKENS, MapTables, m
 from chimera.reference.pipeline import run_reference
 
 log = logging.getLogger(__name__)
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = paths.ROOT
 SHARED = Path(os.environ.get("CHIMERA_SHARED_DATASETS", ROOT.parent / "shared" / "datasets"))
 GAP_GOAL = 0.05
 SEEDS = (1, 2, 3)
@@ -261,6 +262,12 @@ def tables_markdown(run_dir: Path, cite: str) -> str:
     return "\n".join(out) + "\n"
 
 
+class FidelityResult(BenchResult):
+    rows: list[dict[str, Any]]          # fidelity.csv's rows: per kind of data and seed
+    skipped: list[Any]                  # data named but absent here
+    unscored: list[Any]                 # (data, seed, reason) that could not be scored
+
+
 def main(results_root: str | Path = "results", data_root: Path = Path("data"), seeds: Sequence[int] = SEEDS,
          only: Sequence[str] = ()) -> pd.DataFrame:
     rows, pers, missing = [], [], []
@@ -296,7 +303,7 @@ def main(results_root: str | Path = "results", data_root: Path = Path("data"), s
                                "check the datasets: every class needs >= 3 flows for a 75/10/15 split")
         pd.concat(pers, ignore_index=True).to_csv(run.path / "per_class.csv", index=False)
         summarize(table).to_csv(run.path / "summary.csv", index=False)
-        run.manifest.record(**{"rows": rows, "skipped": missing, "unscored": unscored})
+        run.manifest.put("result", FidelityResult(rows=rows, skipped=missing, unscored=unscored))
         lines = ["# Fidelity: Chimera in-switch (integer) vs the yardsticks on the same split", "",
                  f"Forest: {FOREST_TREES} trees, max_features tuned on validation from {list(FOREST_MAX_FEATURES)}; "
                  f"tree: depth tuned on validation from {list(TREE_DEPTHS)}; both read what Chimera reads "

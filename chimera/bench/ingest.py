@@ -9,7 +9,7 @@ from pathlib import Path
 
 import dpkt
 
-from chimera.bench.results import bench_run, summary
+from chimera.bench.results import BenchResult, bench_run, summary
 from chimera.data.pcap import read_pcap
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ def run(path: Path, repeats: int = 5) -> dict[str, float]:
     r: dict[str, Any] = {"packets": n, "ours_pps": summary(ours)["median"], "dpkt_pps": summary(theirs)["median"],
          "ratio": summary(ratios)["median"], "ratio_iqr": summary(ratios)["iqr"], "samples_ratio": ratios}
     with bench_run("ingest", {"pcap": str(path), "repeats": repeats}) as run:
-        run.manifest.record(**{"result": r, "samples_ours_pps": ours, "samples_dpkt_pps": theirs})
+        run.manifest.put("result", IngestResult(**r, samples_ours_pps=ours, samples_dpkt_pps=theirs))
         (run.path / "report.md").write_text(f"# Ingest\n\n{path}: {n} packets, {repeats} repeats: ours "
                                             f"{r['ours_pps'] / 1e6:.2f} M pkt/s, dpkt {r['dpkt_pps'] / 1e6:.3f} M pkt/s, "
                                             f"ratio {r['ratio']:.1f}x (IQR {r['ratio_iqr']:.1f})\n")
@@ -62,6 +62,17 @@ def default_pcap(data_root: Path = Path("data")) -> Path:
     if not (path / "packets.pcap").exists():
         generate(SyntheticSpec(profile="iscxvpn", flows=3000, seed=7), path, overwrite=True)
     return path / "packets.pcap"
+
+
+class IngestResult(BenchResult):
+    packets: int
+    ours_pps: float
+    dpkt_pps: float
+    ratio: float
+    ratio_iqr: float
+    samples_ratio: list[float]
+    samples_ours_pps: list[float]
+    samples_dpkt_pps: list[float]
 
 
 def main(repeats: int = 5, pcap: Path | None = None) -> dict[str, float]:

@@ -18,20 +18,30 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from chimera.bench.results import bench_run, summary
+from chimera.bench.results import BenchParams, BenchResult, bench_run, summary
 from chimera.controlplane.config import ControlPlaneConfig
 from chimera.controlplane.loop import ControlStep, SlowLoop
 from chimera.controlplane.recluster import VERSION_MASK, MapVersion, Proposal, churn
 from chimera.errors import ConfigError
 from chimera.experiments.load import build_artifact
-from chimera.targets.registry import describe_all, select_target
+from chimera.targets.base import BenchProfile, Capability
+from chimera.targets.registry import describe_all, select_target, target_class, with_capability
 from chimera.testbed.replay import ReplayConfig
 
 log = logging.getLogger(__name__)
-GOAL_MS = {"ebpf": 20.0, "bmv2": 1000.0}
-# eBPF replays at the original timing, BMv2 paced below its capacity; one forced install per tick
-SETTINGS: dict[str, tuple[dict[str, Any], float, int | None]] = {
-    "ebpf": ({"mode": "speed"}, 0.1, None), "bmv2": ({"mode": "pps", "pps": 300}, 0.8, 3000)}
+
+
+def benched() -> tuple[str, ...]:
+    """The testbeds the switch benches hold to goals (their record's ``bench``), in registry order."""
+    return tuple(c.name for c in with_capability(Capability.TESTBED) if c.bench is not None)
+
+
+def profile(name: str) -> BenchProfile:
+    """A target's goals and settings: the replay pace (one forced install per tick), T_cp, packets replayed."""
+    p = target_class(name).bench
+    if p is None:
+        raise ConfigError(f"the {name} target states no bench goals", f"bench one of: {', '.join(benched())}")
+    return p
 
 
 class EveryEntryLoop(SlowLoop):
@@ -55,7 +65,12 @@ def _summary(ms: np.ndarray) -> dict[str, float]:
             "max_ms": s["max"]}
 
 
-def main(targets: tuple[str, ...] = ("ebpf", "bmv2")) -> dict[str, Any]:
+class InstallResult(BenchResult):
+    summary: dict[str, dict[str, Any]]   # per target: static install, live installs' stats, goal, conformance
+
+
+def main(targets: tuple[str, ...] | None = None) -> dict[str, Any]:
+    targets = targets or benched()
     why = describe_all()
     runnable = [t for t in targets if why.get(t) is None]
     if not runnable:
@@ -64,37 +79,43 @@ def main(targets: tuple[str, ...] = ("ebpf", "bmv2")) -> dict[str, Any]:
     built = build_artifact("quickstart")
     art = built.art
     with bench_run("install", {"targets": runnable, "skipped": {t: why[t] for t in targets if t not in runnable},
-                               "settings": {t: SETTINGS[t] for t in runnable}, "model": "quickstart"}) as run:
-        rows, summary = [], {}
+                               "settings": {t: (profile(t).install_pace, profile(t).install_t_cp_s,
+                                                profile(t).install_max_packets) for t in runnable}, "model": "quickstart"}) as run:
+        rows: list[dict[str, Any]] = []
+        summary: dict[str, dict[str, Any]] = {}
         for name in runnable:
-            pace, t_cp, n = SETTINGS[name]
+            prof = profile(name)
+            pace, t_cp, n = prof.install_pace, prof.install_t_cp_s, prof.install_max_packets
             table = built.data.ds.table.take(built.data.replay_rows[:n]) if n else built.data.replay_table
             loop = EveryEntryLoop(art, ControlPlaneConfig(t_cp_s=t_cp, tau_map=0.0, min_samples=16))
             (run.path / name).mkdir()
             with select_target(name).target as target:  # under traffic, on the switch's clock: live installs
                 res = target.run(art, table, run.path / name, "install", replay=ReplayConfig.model_validate({"clock": "switch", **pace}),
                                  control=loop)
-            x = res.columns()
+            out = res.outcome
+            conf = out.conformance if out is not None else None
             steps = [st for st in loop.steps if st.decision == "install"]
             for st in steps:
                 rows.append({"target": name, "kind": "live map update", "step": st.step, "install_ms": st.install_ms,
                              "entries_written": st.entries_written, "map_entries_changed": st.churn_map})
-            rows.append({"target": name, "kind": "static full install", "step": -1, "install_ms": x["install_ms"],
+            rows.append({"target": name, "kind": "static full install", "step": -1,
+                         "install_ms": out.install_ms if out is not None else None,
                          "entries_written": np.nan, "map_entries_changed": np.nan})
             live = np.array([st.install_ms for st in steps])
-            summary[name] = {"static_full_install_ms": x["install_ms"], "live": _summary(live),
+            summary[name] = {"static_full_install_ms": out.install_ms if out is not None else None,
+                             "live": _summary(live),
                              "failed_installs": sum(st.decision == "failed" for st in loop.steps),
-                             "goal_ms": GOAL_MS[name], "lost": x["lost"],
-                             "reference_mismatches": x["reference_mismatches"],
-                             "register_mismatches": x["register_mismatches"],
-                             "conformance_checked": x["conformance_checked"]}
+                             "goal_ms": prof.install_goal_ms, "lost": out.accounting.lost if out is not None else None,
+                             "reference_mismatches": conf.reference_mismatches if conf else None,
+                             "register_mismatches": conf.register_mismatches if conf else None,
+                             "conformance_checked": conf.checked if conf else None}
             s = summary[name]
             log.info("[%s] static full install %.1f ms; live full-Map update + flip under traffic: %d installs, "
                      "median %.2f ms (IQR %.2f, p99 %.2f; goal <= %.0f ms); %d lost, %d verdicts differ from the "
                      "reference", name, s["static_full_install_ms"], s["live"]["n"], s["live"]["median_ms"],
-                     s["live"]["iqr_ms"], s["live"]["p99_ms"], GOAL_MS[name], s["lost"], s["reference_mismatches"])
+                     s["live"]["iqr_ms"], s["live"]["p99_ms"], prof.install_goal_ms, s["lost"], s["reference_mismatches"])
         pd.DataFrame(rows).to_csv(run.path / "installs.csv", index=False)
-        run.manifest.record(**{"summary": summary})
+        run.manifest.put("result", InstallResult(summary=summary))
         lines = ["# Δt_install", "", "Live update = every Map entry rewritten + parameters + flip, timed from the first "
                  "write to the acknowledged flip, while the quickstart test split is replayed.", "",
                  "| target | static full install (ms) | live installs | median (ms) | IQR (ms) | p99 (ms) | goal (ms) "
@@ -104,7 +125,8 @@ def main(targets: tuple[str, ...] = ("ebpf", "bmv2")) -> dict[str, Any]:
             lines.append(f"| {name} | {s['static_full_install_ms']:.1f} | {lv['n']} | {lv['median_ms']:.2f} | "
                          f"{lv['iqr_ms']:.2f} | {lv['p99_ms']:.2f} | {s['goal_ms']:.0f} | {s['lost']} | "
                          f"{s['reference_mismatches']} |")
-        for t, w in run.manifest.section("params", {})["skipped"].items():
+        params = run.manifest.get("params", BenchParams)
+        for t, w in (params.skipped if params is not None else {}).items():
             lines.append(f"\n{t} not measured: {w}")
         (run.path / "report.md").write_text("\n".join(lines) + "\n")
     log.info("install bench results: %s", run.final)

@@ -13,11 +13,16 @@ import time
 
 import numpy as np
 
-from chimera.bench.results import bench_run, summary
+from chimera.bench.results import BenchResult, Stat, bench_run, summary
 from chimera.experiments.load import build_artifact
 from chimera.reference.pipeline import run_reference
 
 log = logging.getLogger(__name__)
+
+
+class ReferenceResult(BenchResult):
+    samples_pps: list[float]
+    summary: Stat
 
 
 def main(repeats: int = 5) -> dict[str, Any]:
@@ -31,7 +36,7 @@ def main(repeats: int = 5) -> dict[str, Any]:
         pps.append(len(table) / (time.perf_counter() - t0))
     s = summary(pps)
     with bench_run("reference", {"repeats": repeats, "model": "ablation (first variant)", "packets": len(table)}) as run:
-        run.manifest.record(**{"samples_pps": pps, "summary": s})
+        run.manifest.put("result", ReferenceResult(samples_pps=pps, summary=Stat.model_validate(s)))
         (run.path / "report.md").write_text(f"# Reference pipeline\n\n{len(table)} packets, {repeats} repeats: median "
                                             f"{s['median'] / 1e6:.2f} M pkt/s (IQR {s['iqr'] / 1e6:.2f})\n")
     log.info("reference pipeline: %d packets, median %.2f M pkt/s over %d repeats (IQR %.2f; target >= 1 M); %s",

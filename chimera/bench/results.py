@@ -14,17 +14,48 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from chimera.formats.rundir import RunDir, environment, git_state
+from pydantic import BaseModel, ConfigDict, Field
 
-ROOT = Path(__file__).resolve().parents[2]
+from chimera import paths
+from chimera.formats.rundir import RunDir, git_state
+from chimera.targets.registry import environment
+
+ROOT = paths.ROOT
+
+
+class BenchParams(BaseModel):
+    """Section ``params``: what a bench was asked to do (each bench its own options; ``skipped``: the targets it
+    could not measure here, and why)."""
+
+    model_config = ConfigDict(extra="allow")
+    skipped: dict[str, str] = Field(default_factory=dict)
+    baseline: str | None = None          # bmv2files: the revision the shipped chimera.p4 is timed against
+
+
+class Stat(BaseModel):
+    """Median, IQR and count of a bench's repeats (``summary``)."""
+
+    model_config = ConfigDict(extra="allow")
+    median: float = float("nan")
+    iqr: float = float("nan")
+    n: int = 0
+    min: float | None = None
+    max: float | None = None
+
+
+class BenchResult(BaseModel):
+    """Section ``result``: a bench's measured numbers. Each bench subclasses it with its own fields; a reader
+    reads it with the bench's model (older runs may carry more: kept, not refused)."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 @contextmanager
 def bench_run(name: str, params: dict[str, Any], results_root: str | Path = "results") -> Iterator[RunDir]:
     """A RunDir for bench ``name`` with the common manifest fields filled in."""
     with RunDir(results_root, f"bench-{name}", "local") as run:
-        run.manifest.record(**{"bench": name, "params": json.loads(json.dumps(params, default=str)),
-                             "git": git_state(ROOT), "environment": environment()})
+        run.manifest.record(git=git_state(ROOT), environment=environment())
+        run.manifest.put("params", BenchParams.model_validate(json.loads(json.dumps(params, default=str))))
         yield run
 
 

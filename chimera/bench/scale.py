@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from chimera.bench.results import bench_run
+from chimera.bench.results import BenchResult, bench_run
 from chimera.data.dataset import CaptureSpec, load_dataset, write_dataset
 from chimera.data.synthetic import SyntheticSpec, generate
 from chimera.experiments.config import resolve_variants
@@ -44,6 +44,13 @@ SNAPLEN = 96  # headers-only capture, as large public traces are: ~1 GB for 10 M
 
 def _peak_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+class ScaleResult(BenchResult):
+    stages: list[dict[str, Any]]        # scale.csv's rows: each stage's time and peak memory
+    total_s: float
+    peak_rss_gib: float
+    goal_met: bool
 
 
 def main(results_root: str | Path = "results", packets: int = 10_000_000, max_train_packets: int = 1_000_000,
@@ -99,8 +106,8 @@ def main(results_root: str | Path = "results", packets: int = 10_000_000, max_tr
             table = pd.DataFrame(rows)
             table.to_csv(run.path / "scale.csv", index=False)
             peak = float(table["peak_rss_gib"].max())
-            run.manifest.record(**{"stages": rows, "total_s": total, "peak_rss_gib": peak,
-                                 "goal_met": bool(total <= GOAL_S and peak <= GOAL_GIB)})
+            run.manifest.put("result", ScaleResult(stages=rows, total_s=total, peak_rss_gib=peak,
+                                                   goal_met=bool(total <= GOAL_S and peak <= GOAL_GIB)))
             (run.path / "report.md").write_text("\n".join([
                 f"# Scale: {rows[0].get('packets', 0):,} packets through every offline stage", "",
                 table.to_markdown(index=False, floatfmt=".2f"), "",

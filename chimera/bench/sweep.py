@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from chimera.bench.results import bench_run
+from chimera.bench.results import BenchResult, bench_run
 from chimera.sweep.driver import merge, run_ray, run_sequential, start_ray
 from chimera.sweep.plan import plan
 
@@ -31,6 +31,17 @@ CONFIG = {"name": "bench-sweep", "kind": "hyper_dim", "seed": 1, "target": "refe
           "rules": "rules/default.yaml", "model": {"centroids": 32, "window": 8, "epochs": 30},
           "sweep": {"features": [4, 8], "d_v": [4, 8], "bits": [8], "per_flow_budget_bits": 8192}}
 SEEDS = [1, 2]
+
+
+class SweepResult(BenchResult):
+    tasks: int
+    sequential_s: float
+    ray_s: float
+    ray_start_s: float
+    speedup: float
+    goal: float
+    tables_identical: bool
+    failed: int
 
 
 def main(workers: int = 2, data_root: Path = Path("data")) -> dict[str, float]:
@@ -61,7 +72,7 @@ def main(workers: int = 2, data_root: Path = Path("data")) -> dict[str, float]:
         r = {"tasks": len(tasks), "sequential_s": t_seq, "ray_s": t_ray, "ray_start_s": t_start,
              "speedup": t_seq / t_ray, "goal": GOAL, "tables_identical": identical,
              "failed": sum(o["status"] != "ok" for o in seq + par)}
-        run.manifest.record(**{"result": r})
+        run.manifest.put("result", SweepResult(**r))
         pd.DataFrame([r]).to_csv(run.path / "sweep.csv", index=False)
         (run.path / "report.md").write_text(
             "# Sweep speed-up\n\n"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from chimera.bench.results import bench_run, summary
+from chimera.bench.results import BenchResult, Stat, bench_run, summary
 from chimera.data.pcapwrite import normalized_frames, write_pcap
 from chimera.errors import TargetError
 from chimera.experiments.load import build_artifact
@@ -52,6 +52,12 @@ def _blast(tb, pcap: Path) -> tuple[int, int, float]:
                           "check that tcpreplay runs in the h1 namespace (see the output above)")
     time.sleep(0.5)
     return int(m.group(1)), _rx(tb.h2, "h2-eth0") - before, float(m.group(2))
+
+
+class SwitchResult(BenchResult):
+    rates_pps: dict[str, list[float]]
+    ratio: Stat                 # full pipeline / bare redirect, within each round
+    header_ratio: Stat          # verdict header alone / bare redirect
 
 
 def main(rounds: int = ROUNDS) -> dict[str, Any]:
@@ -88,7 +94,8 @@ def main(rounds: int = ROUNDS) -> dict[str, Any]:
     log.info("full pipeline / bare redirect = %.2f (IQR %.2f over %d rounds; goal >= 0.7); verdict header alone / "
              "bare = %.2f", s["median"], s["iqr"], rounds, h["median"])
     with bench_run("switch", {"rounds": rounds, "loops": LOOPS, "model": "quickstart"}) as run:
-        run.manifest.record(**{"rates_pps": rates, "ratio": s, "header_ratio": h})
+        run.manifest.put("result", SwitchResult(rates_pps=rates, ratio=Stat.model_validate(s),
+                                                header_ratio=Stat.model_validate(h)))
         (run.path / "report.md").write_text(
             f"# eBPF switch throughput\n\nfull pipeline / bare redirect: median {s['median']:.2f} (IQR {s['iqr']:.2f}, "
             f"{rounds} alternating rounds); verdict header alone / bare: {h['median']:.2f}\n")

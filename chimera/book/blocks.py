@@ -19,9 +19,24 @@ import pandas as pd
 from chimera.book import fmt
 from chimera.book.fmt import f, n, signed
 from chimera.book.runs import PUBLISHED, Run, RunSet, on_dataset, on_target, on_testbed
-from chimera.formats import tables as T
+from chimera.errors import ResultsError
+from chimera.experiments.kinds.accuracy.tables import ACCURACY
+from chimera.experiments.kinds.cadence.tables import CADENCE
+from chimera.experiments.kinds.hyper_dim.tables import HYPER_DIM
+from chimera.experiments.kinds.input_scale.tables import INPUT_SCALE
+from chimera.experiments.kinds.latency.tables import LATENCY_SUMMARY
+from chimera.experiments.kinds.resources.tables import RESOURCES
+from chimera.experiments.kinds.roc.tables import ROC
+from chimera.experiments.kinds.stability.tables import STABILITY
+from chimera.experiments.kinds.throughput.tables import THROUGHPUT
+from chimera.experiments.kinds.variants.tables import ABLATION
 from chimera.report.provenance import ROOT
-from chimera.report.sections import FuzzResult, NightMeasured, section
+from chimera.bench.bmv2files import Bmv2FilesResult
+from chimera.bench.bmv2ratio import Bmv2RatioResult
+from chimera.bench.results import BenchParams
+from chimera.report.sections import FuzzResult, MutatePlan, NightMeasured, section
+from chimera.targets.base import Capability
+from chimera.targets.registry import with_capability
 
 
 @dataclass
@@ -95,12 +110,17 @@ def published_runs(b: Book) -> str:
 
 # ------------------------------------------------------------------------------------------------ ablation
 def _ablation(r: Run) -> pd.DataFrame:
-    return r.table(T.ABLATION).set_index("variant")
+    return r.table(ABLATION).set_index("variant")
 
 
 @block("ablation")
 def ablation(b: Book) -> str:
-    r = b.runs.need("ablation", lambda x: x.target == "ebpf", "on eBPF")
+    testbeds = with_capability(Capability.TESTBED)  # in registry order: the first with a run leads
+    runs = [(c, r) for c in testbeds if (r := b.runs.latest("ablation", on_target(c.name))) is not None]
+    if not runs:
+        raise ResultsError(f"no published run of ablation on a testbed under {b.runs.base}",
+                           "run it and `invoke publish` the run (or `invoke reproduce` for this machine)")
+    (lead, r), others = runs[0], runs[1:]
     d = _ablation(r)
     ch = d.loc[CHIMERA]
     sw = d[d["executed_on"].astype(str) == r.target]
@@ -129,21 +149,21 @@ def ablation(b: Book) -> str:
     notes = [(str(v), str(x["row_note"])) for v, x in d.iterrows() if isinstance(x["row_note"], str) and x["row_note"]]
     if notes:
         out += ["", "What the rows say of themselves (`row_note`):", ""] + [f"- {v}: {t}" for v, t in notes]
-    bm = b.runs.latest("ablation", on_target("bmv2"))
-    if bm is not None:
+    for other, bm in others:
         db = _ablation(bm)
-        both = [v for v in d.index if v in db.index and str(d.loc[v, "executed_on"]) == "ebpf"
-                and str(db.loc[v, "executed_on"]) == "bmv2"]
+        both = [v for v in d.index if v in db.index and str(d.loc[v, "executed_on"]) == lead.name
+                and str(db.loc[v, "executed_on"]) == other.name]
         same = [v for v in both if db.loc[v, "macro_f1"] == d.loc[v, "macro_f1"]]
-        sw_b = db[db["executed_on"].astype(str) == "bmv2"]
+        sw_b = db[db["executed_on"].astype(str) == other.name]
         dag = [(str(v), f(db.loc[v, "macro_f1"]), f(d.loc[v, "macro_f1"])) for v in db.index
                if bool(db.loc[v, "software_only"]) and v in d.index]
-        out += ["", f"The same ablation on BMv2 ({bm.cite()}): of the {len(both)} rows that run on chimera.p4 there "
-                f"and on the eBPF program here, {len(same)} score exactly as on eBPF; on BMv2's switch rows "
+        out += ["", f"The same ablation on {other.title} ({bm.cite()}): of the {len(both)} rows that run on "
+                f"{other.program} there and on {lead.program} here, {len(same)} score exactly as on {lead.title}; "
+                f"on {other.title}'s switch rows "
                 f"{n(sw_b['lost'].sum())} lost, {n(sw_b['reference_mismatches'].sum())} verdicts and "
                 f"{n(sw_b['register_mismatches'].sum())} registers different from the reference. The † rows run on "
                 "the software classifier host on its own clock, so they move between runs: " +
-                fmt.words([f"{v} {x} on BMv2's run against {y} on eBPF's" for v, x, y in dag]) + "."]
+                fmt.words([f"{v} {x} on {other.title}'s run against {y} on {lead.title}'s" for v, x, y in dag]) + "."]
     return "\n".join(out)
 
 
@@ -166,7 +186,7 @@ def accuracy_frame(b: Book) -> tuple[pd.DataFrame, list[Run]]:
     runs = []
     for frag, r in accuracy_runs(b):
         runs.append(r)
-        a = r.table(T.ACCURACY)
+        a = r.table(ACCURACY)
         a = a[a["task"] == "classification"] if "task" in a else a
         for ds, g in a.groupby("dataset", sort=False):
             label = REAL[frag] if frag else f"{ds} (synthetic)"
@@ -177,7 +197,7 @@ def accuracy_frame(b: Book) -> tuple[pd.DataFrame, list[Run]]:
 @block("accuracy")
 def accuracy(b: Book) -> str:
     df, runs = accuracy_frame(b)
-    first = runs[0].table(T.ACCURACY).drop_duplicates("method").set_index("method")
+    first = runs[0].table(ACCURACY).drop_duplicates("method").set_index("method")
     soft = {m: str(first.loc[m, "where"]) == "software" for m in df.index if m in first.index}
     rows = [[m + (" †" if soft.get(m) else "")] + [f(df.loc[m, c]) for c in df.columns] for m in df.index]
     out = [f"Every method reads Chimera's per-packet inputs and trains under the same budget, on the same split "
@@ -202,7 +222,7 @@ def accuracy(b: Book) -> str:
 @block("input-scale")
 def input_scale(b: Book) -> str:
     r = b.runs.need("input_scale")
-    d = r.table(T.INPUT_SCALE)
+    d = r.table(INPUT_SCALE)
     ch = d[d["method"] == "Chimera"].sort_values("window")
     others = d[d["method"] != "Chimera"]
     best = others.loc[others.groupby("window")["f1"].idxmax()].sort_values("window")
@@ -223,7 +243,7 @@ def stability(b: Book) -> str:
     r = b.runs.freshest("stability24h", on_dataset(None))
     if r is None:
         r = b.runs.need("stability24h")
-    s = r.table(T.STABILITY).set_index("configuration")
+    s = r.table(STABILITY).set_index("configuration")
     c = s.loc["Chimera"]
     out = [f"The drifting day, uncompressed under the {r.manifest.clock} clock on the {r.target} target ({r.cite()}): "
            f"{n(c['replayed']) + ' packets' if 'replayed' in c else n(c['new_flows']) + ' flows'}. Mean F1 over the day: " +
@@ -235,7 +255,7 @@ def stability(b: Book) -> str:
            f"{fmt.interval(c['diff_vs_static_map_lo'], c['diff_vs_static_map_hi'])}. " + _verdict_slow(c)]
     tb = b.runs.latest("stability24h", lambda x: on_testbed(x) and not x.manifest.dataset_override)
     if tb is not None and tb is not r:
-        t = tb.table(T.STABILITY).set_index("configuration")
+        t = tb.table(STABILITY).set_index("configuration")
         out.append(f"The newest testbed run of the day ({tb.target}, {tb.cite()}): {n(t.loc['Chimera', 'replayed'])} "
                    f"packets, {n(t['lost'].sum())} lost and {n(t['reference_mismatches'].sum())} verdicts different "
                    f"from the reference; its Chimera − Fast-Only {signed(t.loc['Chimera', 'diff_vs_fast_only'])}, "
@@ -258,7 +278,7 @@ def _verdict_slow(c: pd.Series) -> str:
 @block("cadence")
 def cadence(b: Book) -> str:
     r = b.runs.need("hyper_cadence")
-    d = r.table(T.CADENCE)
+    d = r.table(CADENCE)
     labels = d["label"].value_counts().to_dict()
     return (f"The cadence grid, {d['eta'].nunique()} values of eta x {d['t_cp_s'].nunique()} of T_cp on the same "
             f"day ({r.cite()}): stability labels " + fmt.words([f"{v} {k}" for k, v in labels.items()]) +
@@ -269,13 +289,13 @@ def cadence(b: Book) -> str:
 @block("roc-hyper-dim")
 def roc_hyper_dim(b: Book) -> str:
     r = b.runs.need("roc")
-    d = r.table(T.ROC)
+    d = r.table(ROC)
     dets = list(dict.fromkeys(d["detector"]))
     sets = list(dict.fromkeys(d["dataset"]))
     parts = [f"{det}: " + " / ".join(f(d[(d.detector == det) & (d.dataset == s)]["auc"].iloc[0]) for s in sets)
              for det in dets]
     h = b.runs.need("hyper_dim")
-    g = h.table(T.HYPER_DIM)
+    g = h.table(HYPER_DIM)
     lo, hi = g.loc[g["f1"].idxmin()], g.loc[g["f1"].idxmax()]
     return (f"The benign-trained detectors ({r.cite()}), AUC on {' / '.join(sets)}: " + "; ".join(parts) +
             f". The m x d_v x bits grid ({h.cite()}), on {g['dataset'].iloc[0]}: F1 from {f(lo['f1'])} "
@@ -286,7 +306,7 @@ def roc_hyper_dim(b: Book) -> str:
 @block("resources")
 def resources(b: Book) -> str:
     r = b.runs.need("resources")
-    d = r.table(T.RESOURCES)
+    d = r.table(RESOURCES)
     ch = d[d["method"] == "Chimera"]
     return (f"State as allocated ({r.cite()}): the same Chimera model takes " +
             fmt.words([f"{n(x['per_flow_bits'])} bits per flow in the {x['where']} (budget ratio "
@@ -296,12 +316,12 @@ def resources(b: Book) -> str:
 @block("throughput-latency")
 def throughput_latency(b: Book) -> str:
     t = b.runs.need("throughput")
-    d = t.table(T.THROUGHPUT)
+    d = t.table(THROUGHPUT)
     sw = d[d["path"].str.startswith("Chimera")]
     bare = d[d["path"] == "bare forwarding"]
     host = d[d["path"].str.contains("software")]
     lat = b.runs.need("latency")
-    ls = lat.table(T.LATENCY_SUMMARY)
+    ls = lat.table(LATENCY_SUMMARY)
     sws = ls[~ls["path"].str.contains("software")].set_index("load")
     hs = ls[ls["path"].str.contains("software")].set_index("load")
     out = (f"On the {t.target} testbed under the switch clock ({t.cite()}, {lat.cite()}): at top speed the Chimera "
@@ -404,21 +424,21 @@ def bmv2_rates(b: Book) -> str:
             [f"{'at least ' if bool(x['lower_bound']) else ''}{n(x['max_zero_loss_pps'])} pps on {t} (goal "
              f"{n(x['goal_pps'])}: {'met' if bool(x['goal_met']) else 'not met'})" for t, x in d.iterrows()]) + ".")
     rr = b.runs.latest("bench-bmv2ratio")
-    res = rr.manifest.sections.get("result") if rr is not None else None
-    if rr is not None and isinstance(res, dict) and "ratio" in res:
+    res = rr.manifest.get("result", Bmv2RatioResult) if rr is not None else None
+    if rr is not None and res is not None:
         out.append(f"On the same BMv2 build plain forwarding (`p4/forward.p4`) loses nothing up to "
-                   f"{n(res['forward_zero_loss_pps'])} pps and chimera.p4 up to {n(res['chimera_zero_loss_pps'])}: "
-                   f"chimera.p4 runs at {'at most ' if res.get('ratio_is_upper_bound') else ''}{f(res['ratio'], 3)} "
-                   f"of it (goal {f(res['goal'], 1)}: {'met' if res['ratio'] >= res['goal'] else 'not met'}; "
+                   f"{n(res.forward_zero_loss_pps)} pps and chimera.p4 up to {n(res.chimera_zero_loss_pps)}: "
+                   f"chimera.p4 runs at {'at most ' if res.ratio_is_upper_bound else ''}{f(res.ratio, 3)} "
+                   f"of it (goal {f(res.goal, 1)}: {'met' if res.ratio >= res.goal else 'not met'}; "
                    f"{rr.cite()}).")
     fl = b.runs.latest("bench-bmv2files")
-    res = fl.manifest.sections.get("result") if fl is not None else None
-    if fl is not None and isinstance(res, dict) and "ratio" in res:
-        par = fl.manifest.sections.get("params") or {}
-        out.append(f"In BMv2's file mode chimera.p4 as shipped ran {f(res['shipped_fps']['median'], 1)} frames/s "
-                   f"against {f(res['baseline_fps']['median'], 1)} at `{par.get('baseline', '?')}` "
-                   f"({signed(100 * (res['ratio'] - 1), 1)}%), "
-                   f"{'every verdict and register equal to the reference' if res.get('conformant') else 'NOT conformant'}"
+    files = fl.manifest.get("result", Bmv2FilesResult) if fl is not None else None
+    if fl is not None and files is not None:
+        par = fl.manifest.get("params", BenchParams) or BenchParams()
+        out.append(f"In BMv2's file mode chimera.p4 as shipped ran {f(files.shipped_fps.median, 1)} frames/s "
+                   f"against {f(files.baseline_fps.median, 1)} at `{par.baseline or '?'}` "
+                   f"({signed(100 * (files.ratio - 1), 1)}%), "
+                   f"{'every verdict and register equal to the reference' if files.conformant else 'NOT conformant'}"
                    f" ({fl.cite()}).")
     return " ".join(out) if out else "No BMv2 rate is published."
 
@@ -476,10 +496,9 @@ def _same_seed(b: Book) -> list[str]:
     compared mutant by mutant: the evidence that the nightly's mutation verdict is the seed's alone."""
     groups: dict[str, list[Run]] = {}
     for r in b.runs.all("mutate"):
-        cfg = r.manifest.sections.get("mutate") or {}
-        if cfg.get("fuzz_rounds") and cfg.get("max_mutants"):
-            key = repr((r.manifest.sections.get("seed", r.manifest.seed), cfg.get("files"), cfg.get("fuzz_rounds"),
-                        cfg.get("max_mutants"), r.manifest.git.commit))
+        cfg = r.manifest.get("mutate", MutatePlan) or MutatePlan()
+        if cfg.fuzz_rounds and cfg.max_mutants:
+            key = repr((r.manifest.seed, cfg.files, cfg.fuzz_rounds, cfg.max_mutants, r.manifest.git.commit))
             groups.setdefault(key, []).append(r)
     out = []
     for runs in groups.values():
@@ -501,7 +520,7 @@ def bmv2_quickstart(b: Book) -> str:
     if q is None or q.error or q.run is None:
         return f"The latest published night ({night.cite()}) did not run the quickstart on BMv2."
     sub = next((x for x in night.nested() if x.rel.endswith(q.run.split("runs/", 1)[-1])), None)
-    tab = sub.table(T.ABLATION) if sub is not None else None
+    tab = sub.table(ABLATION) if sub is not None else None
     got = (f"{n(tab['verdicts'].iloc[0])}/{n(tab['replayed'].iloc[0])} packets per variant classified, "
            if tab is not None and "verdicts" in tab else "")
     return (f"`invoke run-experiment --name quickstart --target bmv2` in the latest published night "
@@ -530,19 +549,24 @@ def bmv2_diet_runs(b: Book) -> str:
     the ratio to plain forwarding."""
     rows = []
     for r in b.runs.all("bench-bmv2files"):
-        res, par = r.manifest.sections.get("result") or {}, r.manifest.sections.get("params") or {}
-        rows.append([r.cite(), "file mode", f"{f(res['shipped_fps']['median'], 1)} frames/s (IQR "
-                     f"{f(res['shipped_fps']['iqr'], 1)}) against {f(res['baseline_fps']['median'], 1)} at "
-                     f"`{par.get('baseline')}` ({signed(100 * (res['ratio'] - 1), 1)}%)",
-                     "0 / 0" if res.get("conformant") else "differences"])
+        res = r.manifest.get("result", Bmv2FilesResult)
+        par = r.manifest.get("params", BenchParams) or BenchParams()
+        if res is None:
+            continue
+        rows.append([r.cite(), "file mode", f"{f(res.shipped_fps.median, 1)} frames/s (IQR "
+                     f"{f(res.shipped_fps.iqr, 1)}) against {f(res.baseline_fps.median, 1)} at "
+                     f"`{par.baseline}` ({signed(100 * (res.ratio - 1), 1)}%)",
+                     "0 / 0" if res.conformant else "differences"])
     for r in b.runs.all("bench-zeroloss"):
         d = r.csv("zeroloss.csv")
         rows.append([r.cite(), "0-loss ladder", "; ".join(
             f"{x['target']} {'>= ' if bool(x['lower_bound']) else ''}{n(x['max_zero_loss_pps'])} pps"
             for _, x in d.iterrows()), "—"])
     for r in b.runs.all("bench-bmv2ratio"):
-        res = r.manifest.sections.get("result") or {}
-        rows.append([r.cite(), "ratio to forwarding", f"chimera.p4 {n(res.get('chimera_zero_loss_pps'))} pps, "
-                     f"forwarding {n(res.get('forward_zero_loss_pps'))} pps: "
-                     f"{'<= ' if res.get('ratio_is_upper_bound') else ''}{f(res.get('ratio'), 3)}", "—"])
+        ratio = r.manifest.get("result", Bmv2RatioResult)
+        if ratio is None:
+            continue
+        rows.append([r.cite(), "ratio to forwarding", f"chimera.p4 {n(ratio.chimera_zero_loss_pps)} pps, "
+                     f"forwarding {n(ratio.forward_zero_loss_pps)} pps: "
+                     f"{'<= ' if ratio.ratio_is_upper_bound else ''}{f(ratio.ratio, 3)}", "—"])
     return fmt.table(["run", "bench", "measured", "verdict / register differences"], rows)

@@ -28,7 +28,16 @@ from chimera.book.blocks import CHIMERA, REAL, Book, accuracy_frame, accuracy_ru
 from chimera.book.fmt import f, n, signed
 from chimera.book.runs import Run, on_testbed
 from chimera.errors import ResultsError
-from chimera.formats import tables as T
+from chimera.experiments.kinds.accuracy.tables import ACCURACY
+from chimera.experiments.kinds.cadence.tables import CADENCE
+from chimera.experiments.kinds.hyper_dim.tables import HYPER_DIM
+from chimera.experiments.kinds.input_scale.tables import INPUT_SCALE
+from chimera.experiments.kinds.latency.tables import LATENCY_SUMMARY
+from chimera.experiments.kinds.resources.tables import RESOURCES
+from chimera.experiments.kinds.roc.tables import ROC
+from chimera.experiments.kinds.stability.tables import STABILITY
+from chimera.experiments.kinds.throughput.tables import THROUGHPUT
+from chimera.experiments.kinds.variants.tables import ABLATION
 from chimera.report.provenance import ROOT
 
 PAPER = ROOT / "paper" / "claims.yaml"
@@ -196,7 +205,7 @@ def table1(b: Book, p: dict[str, Any]) -> list[Claim]:
 def table2(b: Book, p: dict[str, Any]) -> list[Claim]:
     out = []
     r = b.runs.latest("resources")
-    res = r.table(T.RESOURCES) if r is not None else pd.DataFrame(columns=["method", "where", "per_flow_bits"])
+    res = r.table(RESOURCES) if r is not None else pd.DataFrame(columns=["method", "where", "per_flow_bits"])
     cols = p["table2_resources"]["columns"]
     for name, vals in p["table2_resources"]["rows"].items():
         mine = res[res["method"] == name]
@@ -229,7 +238,7 @@ def table3(b: Book, p: dict[str, Any]) -> list[Claim]:
     r = b.runs.latest("ablation", on_testbed) or b.runs.latest("ablation")
     if r is None:
         return [Claim("Table 3", "ablation", "—", "—", "—", UNTESTABLE, "no ablation run")]
-    d = r.table(T.ABLATION).set_index("variant")
+    d = r.table(ABLATION).set_index("variant")
     cols = p["table3_ablation"]["columns"]
     rows = p["table3_ablation"]["rows"]
     ch_p = rows["Linearized (Chimera)"]
@@ -284,7 +293,7 @@ def table4(b: Book, p: dict[str, Any]) -> list[Claim]:
                          "beyond this build's compiled-in m and d_v"))
     if r is None:
         return out
-    g = r.table(T.HYPER_DIM)
+    g = r.table(HYPER_DIM)
 
     def gain(knob: str) -> float:
         others = [k for k in ("m", "d_v", "bits", "dataset") if k != knob]
@@ -304,7 +313,7 @@ def table5(b: Book, p: dict[str, Any]) -> list[Claim]:
     cols = p["table5_hyper_cadence"]["columns"]
     rows = [dict(zip(cols, v)) for v in p["table5_hyper_cadence"]["rows"]]
     op = next(x for x in rows if x["stability"] == "balanced")
-    g = r.table(T.CADENCE) if r is not None else None
+    g = r.table(CADENCE) if r is not None else None
     for row in rows:
         label = f"eta={row['eta']}, T_cp={row['t_cp_s']} s: F1 ({row['stability']})"
         cell = g[(g["eta"] == row["eta"]) & (g["t_cp_s"] == row["t_cp_s"])] if g is not None else None
@@ -330,7 +339,7 @@ def figures(b: Book, p: dict[str, Any]) -> list[Claim]:
     df, runs = accuracy_frame(b)
     acc = runs[0] if runs else None
     if acc is not None:
-        a = acc.table(T.ACCURACY)
+        a = acc.table(ACCURACY)
         a = a[(a["dataset"] == "ciciot") & (a["where"] != "software")]
         ch = a[a["method"] == "Chimera"].iloc[0]
         dom = a[(a["method"] != "Chimera") & (a["f1"] >= ch["f1"]) & (a["per_flow_bits"] <= ch["per_flow_bits"])]
@@ -342,7 +351,7 @@ def figures(b: Book, p: dict[str, Any]) -> list[Claim]:
                              "" if not len(dom) else "; a method has higher F1 with fewer bits")))
     r = b.runs.latest("input_scale")
     if r is not None:
-        c = r.table(T.INPUT_SCALE)
+        c = r.table(INPUT_SCALE)
         c = c[c["method"] == "Chimera"].sort_values("window")
         lo, hi = c.iloc[0], c.iloc[-1]
         out.append(Claim("Figure", "Input scale: " + cap["input_scale"], "wider contexts help",
@@ -353,7 +362,7 @@ def figures(b: Book, p: dict[str, Any]) -> list[Claim]:
     t, lat = b.runs.latest("throughput"), b.runs.latest("latency")
     tp_ratio = lat_ratio = None
     if t is not None:
-        d = t.table(T.THROUGHPUT)
+        d = t.table(THROUGHPUT)
         sw = float(d[d["path"].str.startswith("Chimera")]["delivered_pps"].median())
         host = float(d[d["path"].str.contains("software")]["delivered_pps"].median())
         tp_ratio = sw / host
@@ -362,7 +371,7 @@ def figures(b: Book, p: dict[str, Any]) -> list[Claim]:
                          REPRODUCED if tp_ratio >= ORDERS else NOT,
                          f"the ratio against {ORDERS:g}; Tofino line rate itself is not testable here", tp_ratio))
     if lat is not None:
-        ls = lat.table(T.LATENCY_SUMMARY)
+        ls = lat.table(LATENCY_SUMMARY)
         hi_sw = ls[(~ls["path"].str.contains("software")) & (ls["load"] == "high")].iloc[0]
         hi_h = ls[(ls["path"].str.contains("software")) & (ls["load"] == "high")].iloc[0]
         lat_ratio = float(hi_h["switch_p50_us"] / hi_sw["switch_p50_us"])
@@ -374,7 +383,7 @@ def figures(b: Book, p: dict[str, Any]) -> list[Claim]:
                          float(hi_sw["switch_p50_us"])))
     r = b.runs.latest("roc")
     if r is not None:
-        d = r.table(T.ROC)
+        d = r.table(ROC)
         d = d[d["detector"].str.contains("Chimera")]
         out.append(Claim("Figure", "ROC: " + cap["roc"], "high AUC",
                          ", ".join(f"{x['dataset']} {f(x['auc'])}" for _, x in d.iterrows()), _cite(r),
@@ -383,14 +392,14 @@ def figures(b: Book, p: dict[str, Any]) -> list[Claim]:
                          float(d["auc"].min())))
     r = b.runs.latest("hyper_cadence")
     if r is not None:
-        g = r.table(T.CADENCE)
+        g = r.table(CADENCE)
         share = float((g["label"] == "stable").mean())
         out.append(Claim("Figure", "Heatmaps: " + cap["hyper_heatmaps"], "a broad stable basin",
                          f"{(g['label'] == 'stable').sum()} of {len(g)} cells stable", _cite(r),
                          REPRODUCED if share >= BASIN else NOT, f"share >= {BASIN:.0%}", share))
     r = b.runs.freshest("stability24h", lambda x: not x.manifest.dataset_override)
     if r is not None:
-        s = r.table(T.STABILITY).set_index("configuration")
+        s = r.table(STABILITY).set_index("configuration")
         c = s.loc["Chimera"]
         drop = float(c["f1_first"] - c["f1_last"])
         ok = drop <= NEAR_CONSTANT and c["diff_vs_static_map_lo"] > 0
@@ -403,7 +412,7 @@ def figures(b: Book, p: dict[str, Any]) -> list[Claim]:
                          if drop > NEAR_CONSTANT else "", drop))
     a = b.runs.latest("ablation", on_testbed)
     if a is not None and tp_ratio is not None and lat_ratio is not None:
-        d = a.table(T.ABLATION).set_index("variant")
+        d = a.table(ABLATION).set_index("variant")
         cost = float(d.loc["Exact softmax", "macro_f1"] - d.loc[CHIMERA, "macro_f1"])
         ok = tp_ratio >= ORDERS and lat_ratio >= ORDERS and cost <= 2 * TIE
         out.append(Claim("Figure", "Dataplane vs control plane: " + cap["dataplane_vs_controlplane"],

@@ -15,6 +15,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,7 +25,9 @@ from chimera.book import fmt
 from chimera.book.blocks import Book, block
 from chimera.book.runs import RunSet, on_dataset, on_target
 from chimera.errors import ChimeraError
-from chimera.formats.rundir import RunDir, environment, git_state
+from chimera.formats.rundir import RunDir, git_state
+from chimera.targets.base import Capability
+from chimera.targets.registry import environment, with_capability
 from chimera.report.provenance import ROOT
 from chimera.report.sections import section
 
@@ -52,21 +55,29 @@ class Reproduction(BaseModel):
 @dataclass(frozen=True)
 class Step:
     experiment: str
-    targets: tuple[str, ...]      # in order of preference; the first that can run here is used
+    where: Literal["testbed", "testbed-or-reference", "reference"]   # what may run it, by capability
     quick: bool                   # part of --quick
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """In order of preference (the first that can run here is used): the testbeds in registry order, then
+        the reference where it may stand in."""
+        testbeds = tuple(c.name for c in with_capability(Capability.TESTBED))
+        return {"testbed": testbeds, "testbed-or-reference": (*testbeds, "reference"),
+                "reference": ("reference",)}[self.where]
 
 
 #: what the ledger reads; --quick leaves out the three longest (Table 1, Table 2, the window figure)
-STEPS = (Step("ablation", ("ebpf", "bmv2", "reference"), True),
-         Step("hyper_dim", ("reference",), True),
-         Step("hyper_cadence", ("reference",), True),
-         Step("roc", ("reference",), True),
-         Step("stability24h", ("ebpf", "bmv2", "reference"), True),
-         Step("throughput", ("ebpf", "bmv2"), True),
-         Step("latency", ("ebpf", "bmv2"), True),
-         Step("accuracy", ("reference",), False),
-         Step("resources", ("reference",), False),
-         Step("input_scale", ("reference",), False))
+STEPS = (Step("ablation", "testbed-or-reference", True),
+         Step("hyper_dim", "reference", True),
+         Step("hyper_cadence", "reference", True),
+         Step("roc", "reference", True),
+         Step("stability24h", "testbed-or-reference", True),
+         Step("throughput", "testbed", True),
+         Step("latency", "testbed", True),
+         Step("accuracy", "reference", False),
+         Step("resources", "reference", False),
+         Step("input_scale", "reference", False))
 
 
 @dataclass
@@ -184,7 +195,7 @@ def reproduce(quick: bool = False, results_root: Path = ROOT / "results", data_r
                               agree=here, compared=len(cmp),
                               steps={p.step.experiment: p.target or f"skipped: {p.why}" for p in steps},
                               failed=failed)
-        run.manifest.record(reproduce=record.model_dump())
+        run.manifest.put("reproduce", record)
         lines = [f"# Reproduction {run.run_id}", "", f"Expected {expected:.0f} min, announced at most "
                  f"{expected * BOUND:.0f} min, took {took:.1f} min ({'within' if record.within else 'OVER'} the "
                  "announced limit).", "",

@@ -174,7 +174,7 @@ class RunSet:
         r = self.latest(experiment, where)
         if r is None:
             raise ResultsError(f"no published run of {experiment}{' (' + what + ')' if what else ''} under {self.base}",
-                               f"run it and `invoke publish` the run (or `invoke reproduce` for this machine)")
+                               "run it and `invoke publish` the run (or `invoke reproduce` for this machine)")
         return r
 
 

@@ -15,10 +15,11 @@ import argparse
 import shutil
 from pathlib import Path
 
+from chimera import paths
 from chimera.data.stress import write_stress_pcap
 from chimera.data.synthetic import SyntheticSpec, write_class_folders
 
-PCAPS = Path(__file__).resolve().parents[2] / "pcaps"
+PCAPS = paths.PCAPS
 STRESS_ARGS = {"seed": 3, "flows": 400, "packets": 1500}
 TINY_SPEC = SyntheticSpec(profile="peerrush", flows=36, seed=5, duration_s=8.0, max_packets_per_flow=8,
                           class_weights={"Frostwire": 0.0, "Skype": 0.0})

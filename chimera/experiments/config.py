@@ -8,12 +8,11 @@ base and validated again, so a typo in a variant fails before anything runs.
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from chimera import paths
 from chimera.compile.config import CompileConfig
 from chimera.controlplane.config import ControlPlaneConfig
 from chimera.data.adapters import ADAPTERS
@@ -23,7 +22,7 @@ from chimera.formats.rundir import check_name
 from chimera.model.config import FusionConfig, ModelConfig
 from chimera.testbed.replay import ReplayConfig
 
-EXPERIMENTS_DIR = Path(__file__).resolve().parents[2] / "experiments"
+EXPERIMENTS_DIR = paths.EXPERIMENTS
 
 
 def known(values: list[str] | tuple[str, ...], known: tuple[str, ...] | list[str], what: str) -> None:

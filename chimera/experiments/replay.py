@@ -14,26 +14,49 @@ import json
 import logging
 from pathlib import Path
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
 
+from chimera import paths
 from chimera.data.pcap import format_addresses, read_pcap
 from chimera.controlplane.schedule import ScriptedInstall, ScriptedInstalls
 from chimera.errors import ConfigError, ResultsError
 from chimera.experiments.load import build_artifact
 from chimera.experiments.stages.compile import slug
 from chimera.formats.artifact import Artifact
-from chimera.formats.rundir import RunDir, environment, git_state
+from chimera.formats.rundir import RunDir, git_state
+from chimera.targets.registry import environment
 from chimera.formats.verdict import NO_LABEL, VerdictFlag
 from chimera.report.run import RunView
-from chimera.targets.base import Capability
 from chimera.targets.registry import select_target
 from chimera.testbed.nodes import BuildOptions
 from chimera.testbed.replay import Clock, ReplayConfig
 
 log = logging.getLogger(__name__)
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = paths.ROOT
 
+
+
+class ReplayRecord(BaseModel):
+    """Section ``replay``: what was replayed, with which model."""
+
+    model_config = ConfigDict(extra="allow")
+    pcap: str
+    packets: int
+    model: str
+    artifact_sha256: str
+    corrupt: list[str] = Field(default_factory=list)
+
+
+class ReplayResult(BaseModel):
+    """Section ``replay_result``: verdicts per class, and what the replay did (loss, conformance)."""
+
+    model_config = ConfigDict(extra="allow")
+    counts: dict[str, int]
+    outcome: dict[str, Any] = Field(default_factory=dict)
 
 def model_artifact(model: Path | None, variant: str = "") -> tuple[Artifact, str]:
     """(artifact, where it came from)."""
@@ -81,9 +104,9 @@ def replay_pcap(pcap: Path, target: str = "reference", model: Path | None = None
     with sel.target as tgt, RunDir(results_root, "replay", tgt.name) as run:
         run.manifest.record(kind="replay", git=git_state(ROOT), environment=environment(),
                             target_detail=tgt.describe(), target_requested=sel.requested, target_reason=sel.reason,
-                            clock=clock if tgt.can(Capability.TESTBED) else "trace",
-                            replay={"pcap": str(pcap), "packets": len(table), "model": source,
-                                    "artifact_sha256": art.sha256, "corrupt": table.corrupt})
+                            clock=tgt.clock(clock))
+        run.manifest.put("replay", ReplayRecord(pcap=str(pcap), packets=len(table), model=source,
+                                                artifact_sha256=art.sha256, corrupt=list(table.corrupt)))
         why = tgt.unsupported(art)
         if why:
             raise ResultsError(f"the {tgt.name} target cannot run this model: {why}", "use --target reference")
@@ -100,7 +123,9 @@ def replay_pcap(pcap: Path, target: str = "reference", model: Path | None = None
         df.to_csv(run.path / "verdicts.csv", index=False)
         counts = df["class"].value_counts().rename_axis("class").reset_index(name="packets")
         extra = res.columns()
-        run.manifest.record(counts=dict(zip(counts["class"], counts["packets"].astype(int))), outcome=extra)
+        result = ReplayResult(counts={str(k): int(v) for k, v in zip(counts["class"], counts["packets"])},
+                              outcome=extra)
+        run.manifest.put("replay_result", result)
         lines = [f"Target **{tgt.name}** ({sel.reason}) · clock **{run.manifest.clock}**", "",
                  f"# Replay of {pcap.name}", "", f"- model: {source}",
                  f"- {len(table)} packets read; {len(df)} verdicts", ""]
@@ -111,5 +136,5 @@ def replay_pcap(pcap: Path, target: str = "reference", model: Path | None = None
                 lines.append(f"- {k}: {extra[k]}")
         lines += ["", counts.to_markdown(index=False), "", "Per packet: `verdicts.csv`."]
         (run.path / "report.md").write_text("\n".join(lines) + "\n")
-        (run.path / "summary.json").write_text(json.dumps({"counts": run.manifest.section("counts")}, default=int))
+        (run.path / "summary.json").write_text(json.dumps({"counts": result.counts}))
     return run.final

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 
+from chimera import paths
 from chimera.errors import ConfigError
 from chimera.experiments.config import ExperimentConfig, resolve_variants
 from chimera.experiments.kinds import kind_of
@@ -24,14 +25,15 @@ from chimera.experiments.render import render
 from chimera.experiments.stages.context import RunContext
 from chimera.experiments.stages.preflight import preflight
 from chimera.experiments.stages.rules import rules_path
-from chimera.formats.rundir import RunDir, environment, git_state
+from chimera.formats.rundir import RunDir, git_state
+from chimera.targets.registry import environment, with_capability
 from chimera.rules.spec import load_rules
 from chimera.targets.base import Capability
 from chimera.targets.registry import select_target
 from chimera.testbed.replay import Clock
 
 log = logging.getLogger(__name__)
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = paths.ROOT
 
 
 def resolve_clock(cfg: ExperimentConfig, clock: str | None = None) -> Clock:
@@ -64,14 +66,16 @@ def run_experiment(cfg: ExperimentConfig, *, target: str | None = None, results_
     with sel.target as tgt:
         if kind.needs_testbed and not tgt.can(Capability.TESTBED):
             raise ConfigError(f"kind {kind.name} measures a testbed: the {tgt.name} target has none",
-                              "run it as root with --target ebpf or bmv2 (or auto where one can run)")
+                              "run it as root with --target " + " or ".join(
+                                  c.name for c in with_capability(Capability.TESTBED)) + " (or auto where one can run)")
         preflight(tgt, variants, rule_file, where=experiment_file or cfg.name)  # classes: checked after the data
         with RunDir(results_root, cfg.name, tgt.name) as run:
-            ctx = RunContext(cfg, variants, tgt, run, Path(data_root), rule_file, replay)
+            ctx = RunContext(cfg, variants, tgt, run, Path(data_root), rule_file, replay,
+                             section=(kind.section_key, kind.section_model) if kind.section_model else None)
             run.manifest.record(kind=cfg.kind, config=json.loads(cfg.model_dump_json()), seed=cfg.seed,
                                 git=git_state(ROOT), environment=environment(), target_detail=tgt.describe(),
                                 target_requested=sel.requested, target_reason=sel.reason,
-                                clock=chosen if tgt.can(Capability.TESTBED) else "trace",
+                                clock=tgt.clock(chosen),
                                 dataset_override=dataset_override or None)
             log.info("[run] %s (kind %s) on %s (%s), clock %s", cfg.name, kind.name, tgt.name, sel.reason, chosen)
             (run.path / "config.yaml").write_text(yaml.safe_dump(json.loads(cfg.model_dump_json()), sort_keys=False))

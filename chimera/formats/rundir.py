@@ -30,24 +30,25 @@ import socket
 import subprocess
 import sys
 from importlib import metadata
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from chimera.errors import ResultsError, disk_full_message
 
 log = logging.getLogger(__name__)
+S = TypeVar("S", bound=BaseModel)
 
 PACKAGES = ("numpy", "pandas", "torch", "numba", "scikit-learn", "scapy", "dpkt", "seaborn", "matplotlib",
             "pydantic", "invoke")
-TOOLS = {"clang": ["clang", "--version"], "bpftool": ["bpftool", "version"], "tcpreplay": ["tcpreplay", "-V"],
-         "p4c-bm2-ss": ["p4c-bm2-ss", "--version"], "simple_switch_grpc": ["simple_switch_grpc", "--version"],
-         "mininet": ["mn", "--version"]}
+#: the testbed's own tools; each target adds its own (Target.tools, gathered by targets.registry.environment)
+TOOLS: dict[str, tuple[str, ...]] = {"tcpreplay": ("tcpreplay", "-V"), "mininet": ("mn", "--version")}
 
 
-def _first_line(cmd: list[str]) -> str | None:
+def _first_line(cmd: Sequence[str]) -> str | None:
     if not shutil.which(cmd[0]):
         return None
     try:
@@ -58,8 +59,8 @@ def _first_line(cmd: list[str]) -> str | None:
     return out[0] if out else ""
 
 
-def environment() -> dict[str, Any]:
-    """Versions of everything that can change a result."""
+def environment(tools: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
+    """Versions of everything that can change a result: ``tools`` are the targets' (with the testbed's own)."""
     pk: dict[str, str | None] = {}
     for p in PACKAGES:
         try:
@@ -67,7 +68,7 @@ def environment() -> dict[str, Any]:
         except metadata.PackageNotFoundError:
             pk[p] = None
     return {"python": sys.version.split()[0], "platform": platform.platform(), "kernel": platform.release(),
-            "packages": pk, "tools": {k: _first_line(v) for k, v in TOOLS.items()}}
+            "packages": pk, "tools": {k: _first_line(v) for k, v in {**TOOLS, **(tools or {})}.items()}}
 
 
 def git_state(root: Path) -> GitState:
@@ -143,19 +144,34 @@ class Manifest(BaseModel):
     variant_fallbacks: dict[str, str] = Field(default_factory=dict)
     replay_plans: dict[str, dict[str, Any]] = Field(default_factory=dict)
     timings_s: dict[str, float] = Field(default_factory=dict)
+    code_fingerprint: str | None = None     # a published run: the fingerprint of the code that made it
     sections: dict[str, Any] = Field(default_factory=dict)
 
     def record(self, **fields: Any) -> None:
-        """Set fields: the manifest's own where the name is one, else a section of that name."""
+        """Set the manifest's own fields; an unknown name is refused (a kind's or a tool's own record is a
+        section: ``put``)."""
+        unknown = [k for k in fields if k not in type(self).model_fields]
+        if unknown:
+            raise TypeError(f"{unknown} are not manifest fields: write a section with Manifest.put(name, model)")
         for k, v in fields.items():
-            if k in type(self).model_fields:
-                setattr(self, k, v)
-            else:
-                self.sections[k] = v
+            setattr(self, k, v)
 
-    def section(self, name: str, default: Any = None) -> Any:
-        """A section's value (a kind's own record, a bench's result), or ``default``."""
-        return self.sections.get(name, default)
+    def put(self, name: str, value: BaseModel) -> None:
+        """Write a section: a writer's own record, typed by its model (read back with ``get`` and the same model)."""
+        if name in type(self).model_fields:
+            raise TypeError(f"{name!r} is a manifest field, not a section: use Manifest.record")
+        self.sections[name] = value.model_dump(mode="json")
+
+    def get(self, name: str, model: type[S]) -> S | None:
+        """A section read with its model; None where the run has none. Sections are never read by key."""
+        raw = self.sections.get(name)
+        if raw is None:
+            return None
+        try:
+            return model.model_validate(raw)
+        except ValueError as e:
+            raise ResultsError(f"run {self.run_id}: its section {name!r} is not what this version reads "
+                               f"({str(e).splitlines()[0]})", "re-run it with this version") from None
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=False)

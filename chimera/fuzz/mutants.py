@@ -1,7 +1,7 @@
 """Mechanical mutants of the pipeline's three implementations (``invoke mutate``).
 
-One small change at a time, in the pipeline steps only (``REGIONS``: chimera.bpf.c's parser and classifier,
-chimera.p4's parser and ingress, the reference core of chimera/reference/pipeline.py): an operator swapped, an
+One small change at a time, in the pipeline steps only (each target record's ``mutants.regions``: chimera.bpf.c's
+parser and classifier, chimera.p4's parser and ingress, the reference core of chimera/reference/pipeline.py): an operator swapped, an
 integer constant moved by one, a condition negated, a statement dropped. Coverage counters, comments,
 preprocessor directives and type declarations are left alone. A mutant's id hashes its file, the text of its
 line, its column and the change, so it stays the same across unrelated edits (the list of argued equivalent
@@ -13,24 +13,24 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from pathlib import Path
+from chimera.errors import ConfigError
+from chimera.targets.base import MutantSource
+from chimera.targets.registry import mutant_sources
 
-ROOT = Path(__file__).resolve().parents[2]
-SOURCES = {
-    "ebpf": ROOT / "chimera" / "targets" / "ebpf" / "chimera.bpf.c",
-    "p4": ROOT / "p4" / "chimera.p4",
-    "reference": ROOT / "chimera" / "reference" / "pipeline.py",
-}
-#: (first line containing, last line containing) per file: the pipeline steps
-REGIONS = {
-    "ebpf": [("static __always_inline __u32 bit_length32", "static const __u32 crc_table[256]"),
-             ("static __always_inline __u32 crc32_13", "/* Benchmark baseline")],
-    "p4": [("parser ChimeraParser", "control ChimeraVerifyChecksum"),
-           ("    apply {\n        bit<64> cnt;", "/* ------------------------------------------------------------------ egress")],
-    "reference": [("# ---- the window token (step 3c)", "def unpack_sample"),
-                  ("def crc32_columns", "# --------------------------------------------------------------------------- the argument groups"),
-                  ("def _bit_length(x)", "# --------------------------------------------------------------------------- state and verdicts")],
-}
+
+
+def sources() -> dict[str, MutantSource]:
+    """Every target's mutant source by name (the target record's ``mutants``; ``invoke mutate --files``)."""
+    return {name: src for name, (_, src) in mutant_sources().items()}
+
+
+def source_of(file: str) -> MutantSource:
+    src = sources().get(file)
+    if src is None:
+        raise ConfigError(f"no target's mutants are called {file!r}", f"choose from {sorted(sources())}")
+    return src
+
+
 OPERATORS = ("swap", "const", "negate", "drop")
 #: lines never mutated: instrumentation, comments, directives, declarations without effect
 SKIP = re.compile(r"^\s*(#\s*(include|pragma|if|ifdef|ifndef|else|endif|error)|//|/\*|\*|@numba|\"\"\"|from |import "
@@ -47,7 +47,7 @@ P4_TYPES = re.compile(r"\b(bit|int|varbit)<\d+>|register<[^;]*?>\s*\(|\(bit<\d+>
 
 @dataclass(frozen=True)
 class Mutant:
-    file: str          # ebpf | p4 | reference
+    file: str          # the mutant source's name (MutantSource.name: reference, ebpf, p4)
     line: int          # 1-based
     col: int
     operator: str      # swap | const | negate | drop
@@ -75,10 +75,11 @@ def _region_lines(file: str, text: str) -> list[int]:
     """0-based line numbers inside the file's regions, less the coverage instrumentation: ``#ifdef
     CHIMERA_COVERAGE`` blocks, and conditions whose only effect is a coverage count."""
     out: list[int] = []
-    for a, b in REGIONS[file]:
+    src = source_of(file)
+    for a, b in src.regions:
         i, j = text.find(a), text.find(b, text.find(a) + 1)
         if i < 0 or j < 0:
-            raise ValueError(f"{SOURCES[file]}: region markers {a!r} .. {b!r} not found")
+            raise ValueError(f"{src.path}: region markers {a!r} .. {b!r} not found")
         first, last = text.count("\n", 0, i), text.count("\n", 0, j)
         out += range(first, last)
     lines = text.split("\n")
@@ -105,13 +106,14 @@ def _region_lines(file: str, text: str) -> list[int]:
 def _code_part(file: str, line: str) -> str:
     """The line with comments, strings and (P4) type brackets blanked out, same length."""
     s = line
-    if file == "reference":
+    syntax = source_of(file).syntax
+    if syntax == "python":
         s = re.sub(r"#.*$", lambda m: " " * len(m.group()), s)
         s = re.sub(r"\"[^\"]*\"|'[^']*'", lambda m: " " * len(m.group()), s)
     else:
         s = re.sub(r"/\*.*?\*/|//.*$", lambda m: " " * len(m.group()), s)
         s = re.sub(r"\"[^\"]*\"", lambda m: " " * len(m.group()), s)
-        if file == "p4":
+        if syntax == "p4":
             s = P4_TYPES.sub(lambda m: " " * len(m.group()), s)
             s = re.sub(r"@\w+\([^)]*\)", lambda m: " " * len(m.group()), s)
     return s
@@ -119,7 +121,7 @@ def _code_part(file: str, line: str) -> str:
 
 def _negations(file: str, line: str, code: str) -> list[tuple[int, str, str]]:
     out = []
-    if file == "reference":
+    if source_of(file).syntax == "python":
         m = re.match(r"^(\s*)(if|elif|while) (.+):\s*$", code)
         if m:
             start = len(m.group(1)) + len(m.group(2)) + 1
@@ -147,11 +149,13 @@ def _binary(code: str, pos: int) -> bool:
 
 def mutants_of(file: str, source: str | None = None) -> list[Mutant]:
     """Every mutant of ``file`` (see the module docstring), in line order."""
-    text = source if source is not None else SOURCES[file].read_text()
+    src = source_of(file)
+    python = src.syntax == "python"
+    text = source if source is not None else src.path.read_text()
     lines = text.split("\n")
     out: list[Mutant] = []
-    ops = OP_RE_PY if file == "reference" else OP_RE_C
-    swaps = SWAPS_PY if file == "reference" else SWAPS_C
+    ops = OP_RE_PY if python else OP_RE_C
+    swaps = SWAPS_PY if python else SWAPS_C
     in_table = False
     for i in _region_lines(file, text):
         line = lines[i]
@@ -189,10 +193,10 @@ def mutants_of(file: str, source: str | None = None) -> list[Mutant]:
             out.append(Mutant(file, i + 1, col, "negate", cond, neg, line))
         stripped = code.strip()
         droppable = (stripped.endswith(";") and not re.match(r"^(__\w+|int|long|bit|struct|const|unsigned|u?int\d+_t)\b",
-                                                              stripped) and "=" in stripped) if file != "reference" \
+                                                              stripped) and "=" in stripped) if not python \
             else bool(re.match(r"^[\w\[\], .]+(\+=|-=|\|=|&=|=)[^=]", stripped)) and not stripped.endswith((",", "(", "\\"))
         if droppable:
             indent = len(line) - len(line.lstrip())
             body = line[indent:]
-            out.append(Mutant(file, i + 1, indent, "drop", body, "pass" if file == "reference" else ";", line))
+            out.append(Mutant(file, i + 1, indent, "drop", body, "pass" if python else ";", line))
     return out

@@ -36,21 +36,31 @@ from typing import Any
 
 import pandas as pd
 
+from chimera import paths
 from chimera.errors import ChimeraError, ConfigError
-from chimera.formats.rundir import RunDir, environment, git_state
-from chimera.fuzz.mutants import SOURCES, Mutant, mutants_of
+from chimera.formats.rundir import RunDir, git_state
+from chimera.targets.registry import environment
+from chimera.fuzz.mutants import Mutant, mutants_of, source_of, sources
+from chimera.report.sections import MutatePlan, MutateResult
+from chimera.targets.base import Capability, Target
+from chimera.targets.registry import mutant_sources
 from chimera.fuzz.triage import equivalents, wilson
 
 log = logging.getLogger(__name__)
-ROOT = Path(__file__).resolve().parents[2]
-FILES = tuple(SOURCES)
-TARGET_OF = {"reference": "reference", "ebpf": "ebpf", "p4": "bmv2"}
-#: a mutant switch replays at a fixed rate its target holds here (no per-mutant calibration)
-MUTANT_PPS = {"ebpf": 20_000, "p4": 500}
-#: the conformance tests each file's mutants face after the fuzz budget
-TESTS = {"reference": ["tests/test_conformance.py", "tests/test_reference.py", "-k", "reference or oracle"],
-         "ebpf": ["tests/test_conformance.py", "-k", "ebpf"],
-         "p4": ["tests/test_conformance.py", "-k", "bmv2"]}
+ROOT = paths.ROOT
+
+
+def target_of(file: str) -> type[Target]:
+    """The target whose source a mutant file is (its record's ``mutants``)."""
+    source_of(file)  # an unknown file is named with the known ones
+    return mutant_sources()[file][0]
+
+
+def in_process(file: str) -> bool:
+    """The mutant's target classifies in this process (a Python source imported in place of the original)."""
+    return not target_of(file).can(Capability.TESTBED)
+
+
 STATUSES = ("killed", "timeout", "survived", "equivalent", "invalid")
 #: with fuzz_rounds, a mutant's fuzz has this as its time budget: never reached by a working pipeline, so the
 #: rounds decide; a mutant that hangs the pipeline past it is a timeout (counted as killed)
@@ -59,7 +69,7 @@ ROUNDS_CAP_S = 1800.0
 
 @dataclass(frozen=True)
 class MutateConfig:
-    files: tuple[str, ...] = ("reference", "ebpf")
+    files: tuple[str, ...]          # mutant sources by name (a target record's ``mutants.name``)
     budget_s: float = 1800.0
     seed: int = 0
     fuzz_s: float = 40.0            # the fixed fuzz budget of each mutant (seconds; see fuzz_rounds)
@@ -70,9 +80,9 @@ class MutateConfig:
     only: tuple[str, ...] = ()      # just these mutant ids (a survivor re-checked after a generator change)
 
     def __post_init__(self) -> None:
-        bad = [f for f in self.files if f not in FILES]
+        bad = [f for f in self.files if f not in sources()]
         if bad:
-            raise ConfigError(f"unknown mutation files {bad}", f"choose from {list(FILES)}")
+            raise ConfigError(f"unknown mutation files {bad}", f"choose from {list(sources())}")
 
 
 @dataclass
@@ -90,14 +100,12 @@ class Outcome:
 
 def available(file: str) -> str | None:
     """Why a file's mutants cannot run here, or None."""
-    from chimera.targets.registry import target_class
-    t = TARGET_OF[file]
-    return None if t == "reference" else target_class(t).unavailable_reason()
+    return target_of(file).unavailable_reason()
 
 
 def run_mutant(m: Mutant, cfg: MutateConfig, work: Path) -> Outcome:
     """One mutant in its own process; the outcome from its report (a hang past the limit: timeout)."""
-    src = SOURCES[m.file]
+    src = source_of(m.file).path
     d = work / m.id
     d.mkdir(parents=True, exist_ok=True)
     mutant_src = d / src.name
@@ -162,8 +170,9 @@ def mutate(cfg: MutateConfig, results_root: str | Path = "results") -> Path:
     deadline = time.monotonic() + cfg.budget_s
     with RunDir(results_root, "mutate", "-".join(files) or "none") as run, \
             tempfile.TemporaryDirectory(prefix="chimera-mutate-") as tmp:
-        run.manifest.record(kind="mutate", git=git_state(ROOT), environment=environment(), seed=cfg.seed,
-                            mutate={**asdict(cfg), "population": population, "skipped": skipped})
+        run.manifest.record(kind="mutate", git=git_state(ROOT), environment=environment(), seed=cfg.seed)
+        run.manifest.put("mutate", MutatePlan.model_validate({**asdict(cfg), "population": population,
+                                                              "skipped": skipped}))
         turn = 0
         while time.monotonic() < deadline and any(queues.values()):
             f = [x for x in files if queues[x]][turn % len([x for x in files if queues[x]])]
@@ -181,7 +190,7 @@ def mutate(cfg: MutateConfig, results_root: str | Path = "results") -> Path:
         df = pd.DataFrame([asdict(x) for x in outcomes], columns=list(Outcome.__dataclass_fields__))
         df.to_csv(run.path / "mutants.csv", index=False)
         scores = score_table(df, population)
-        run.manifest.record(mutate_result={"scores": scores, "mutants": len(df)})
+        run.manifest.put("mutate_result", MutateResult.model_validate({"scores": scores, "mutants": len(df)}))
         (run.path / "summary.md").write_text(summary_markdown(df, scores, cfg, skipped, run.final.name))
     return run.final
 
@@ -221,10 +230,10 @@ def summary_markdown(df: pd.DataFrame, scores: dict[str, dict[str, Any]], cfg: M
 
 # --------------------------------------------------------------------------- the worker (its own process)
 
-def install_reference_mutant(path: Path) -> None:
-    """Import the mutant in place of chimera.reference.pipeline (before anything imports the original)."""
-    name = "chimera.reference.pipeline"
-    import chimera.reference  # noqa: F401 - the package first
+def install_python_mutant(file: str, path: Path) -> None:
+    """Import the mutant in place of the in-process target's module (before anything imports the original)."""
+    name = ".".join(source_of(file).path.relative_to(ROOT).with_suffix("").parts)
+    importlib.import_module(name.rsplit(".", 1)[0])  # the package first
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
@@ -236,27 +245,22 @@ def _valid(file: str, source: Path, work: Path) -> str | None:
     """Why the mutant cannot run at all (it does not compile, load or import), or None."""
     from chimera.fuzz.profiles import artifact
     from chimera.testbed.nodes import BuildOptions
-    art = artifact("collide")
     try:
-        if file == "ebpf":
-            from chimera.targets.ebpf.build import build_object
-            from chimera.targets.ebpf.libbpf import BpfObject
+        if not in_process(file):
             for prof in ("collide", "max"):
-                BpfObject(str(build_object(artifact(prof), work / "build", BuildOptions(coverage=True,
-                                                                                          source=source)))).close()
-        elif file == "p4":
-            from chimera.targets.bmv2.compiler import compile_p4
-            compile_p4(art, work / "build", BuildOptions(coverage=True, source=source))
+                target_of(file).verify_program(artifact(prof), work / "build",
+                                               BuildOptions(coverage=True, source=source))
         else:
             from chimera.fuzz.check import observe_reference
             from chimera.fuzz.sequence import Batch
             from chimera.fuzz.strategies import Context, sample_sequences
+            art = artifact("collide")
             b = Batch(art, sample_sequences(Context.of(art), 2, 1))
             observe_reference(art, b.write(work / "probe.pcap"), b.ts_ns, b.script)
     except ChimeraError as e:
         return e.problem.splitlines()[0][:200]
     except Exception as e:  # noqa: BLE001 - a mutant reference that fails to type or run is invalid, not killed
-        if file == "reference" and type(e).__module__.startswith(("numba", "builtins")) and \
+        if in_process(file) and type(e).__module__.startswith(("numba", "builtins")) and \
                 type(e).__name__ in ("TypingError", "NameError", "SyntaxError", "UnsupportedError", "LoweringError"):
             return f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
         raise
@@ -266,9 +270,10 @@ def _valid(file: str, source: Path, work: Path) -> str | None:
 def worker(spec_path: Path) -> dict[str, Any]:
     spec = json.loads(spec_path.read_text())
     file, source, work = spec["file"], Path(spec["source"]), Path(spec["work"])
-    if file == "reference":
+    local, target, src = in_process(file), target_of(file), source_of(file)
+    if local:
         try:
-            install_reference_mutant(source)
+            install_python_mutant(file, source)
         except Exception as e:  # noqa: BLE001 - a mutant that does not import is invalid
             return {"status": "invalid", "by": f"import: {type(e).__name__}: {str(e)[:200]}"}
     why = _valid(file, source, work)
@@ -276,14 +281,15 @@ def worker(spec_path: Path) -> dict[str, Any]:
         return {"status": "invalid", "by": why}
     from chimera.fuzz.run import FuzzConfig, fuzz
     from chimera.testbed.nodes import BuildOptions
-    testbed = () if file == "reference" else (TARGET_OF[file],)
+    # an in-process mutant is held to the oracle (with the directed corpus); a switch mutant to the reference
+    testbed = () if local else (target.name,)
     try:
         rounds = int(spec.get("rounds", 0))
         res = fuzz(FuzzConfig(targets=testbed, budget_s=ROUNDS_CAP_S if rounds else float(spec["fuzz_s"]),
                               seed=int(spec["seed"]), rounds=rounds, database=not rounds,
-                              stop_at_first=True, corpus=file == "reference", oracle=file == "reference",
-                              investigate=False, batch=25, pps=MUTANT_PPS.get(file),
-                              build=BuildOptions(coverage=True, source=None if file == "reference" else source)),
+                              stop_at_first=True, corpus=local, oracle=local,
+                              investigate=False, batch=25, pps=src.pps,
+                              build=BuildOptions(coverage=True, source=None if local else source)),
                    work / "fuzz")
     except Exception as e:  # noqa: BLE001 - the mutant broke the run itself: the difference is visible
         return {"status": "killed", "by": f"fuzz run failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}"}
@@ -293,10 +299,10 @@ def worker(spec_path: Path) -> dict[str, Any]:
         return {"status": "survived", "by": f"{res.sequences} sequences"}
     import pytest
     os.environ["CHIMERA_MUTANT_SOURCE"] = str(source)
-    os.environ["CHIMERA_MUTANT_TARGET"] = TARGET_OF[file]
-    rc = pytest.main(["-x", "-q", "-p", "no:cacheprovider", *TESTS[file]])
+    os.environ["CHIMERA_MUTANT_TARGET"] = target.name
+    rc = pytest.main(["-x", "-q", "-p", "no:cacheprovider", *src.tests])
     if rc not in (0, 5):
-        return {"status": "killed", "by": f"conformance tests ({TESTS[file][0]}...) failed"}
+        return {"status": "killed", "by": f"conformance tests ({src.tests[0]}...) failed"}
     return {"status": "survived", "by": f"{res.sequences} sequences and the conformance tests"}
 
 

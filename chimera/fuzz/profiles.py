@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from chimera import paths
 from chimera.errors import BudgetError, ChimeraError, ConfigError
 from chimera.formats.artifact import FORMAT, Artifact
 
 log = logging.getLogger(__name__)
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = paths.ROOT
 CACHE = ROOT / "build" / "fuzz" / "artifacts"
 TRAIN = {"model": {"epochs": 2}}
 

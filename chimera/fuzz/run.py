@@ -33,23 +33,27 @@ from hypothesis import seed as hseed
 from hypothesis import target as htarget
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+from chimera import paths
 from chimera.controlplane.schedule import ScriptedInstalls
 from chimera.errors import ChimeraError, ConfigError, ToolMissingError
 from chimera.formats import coverage as cov
 from chimera.formats.artifact import Artifact
-from chimera.formats.rundir import RunDir, environment, git_state
+from chimera.formats.rundir import RunDir, git_state
+from chimera.targets.registry import environment
 from chimera.fuzz.check import CONTROL_POINTS, Difference, Observation, compare, observe_oracle, \
     observe_reference, observe_target
 from chimera.fuzz.frames import FrameSpec
 from chimera.fuzz.profiles import PROFILES, artifact
 from chimera.fuzz.sequence import Batch, Event, Sequence
 from chimera.fuzz.strategies import UNIT_NS, Context, sequences
+from chimera.report.sections import FuzzPlan
+from chimera.report.sections import FuzzResult as FuzzResultSection
 from chimera.targets.base import Capability, Target
-from chimera.targets.registry import target_class
+from chimera.targets.registry import target_class, with_capability
 from chimera.testbed.nodes import BuildOptions
 
 log = logging.getLogger(__name__)
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = paths.ROOT
 DATABASE = ROOT / "build" / "fuzz" / "hypothesis"
 #: the longest sequence the oracle checks frame by frame (a longer directed one: the reference and targets only)
 ORACLE_MAX = 70_000
@@ -358,13 +362,8 @@ class Fuzzer:
 
     def affordable(self, t: Target, frames: int) -> bool:
         """Whether a replay of ``frames`` fits in a quarter of what is left (at the target's measured rate)."""
-        pps = getattr(t, "assumed_pps", 1000)
-        try:
-            rec = t.pace_cache(self.arts[self.cfg.profiles[0]]).load()  # type: ignore[attr-defined]
-            pps = rec.pps if rec is not None else pps
-        except (AttributeError, ChimeraError):
-            pass
-        ok = frames / max(pps, 1) < self.left() / 4
+        pps = t.replay_rate(self.arts[self.cfg.profiles[0]])
+        ok = pps is None or frames / max(pps, 1) < self.left() / 4
         if not ok:
             log.info("fuzz: the directed corpus (%d frames) does not fit %s's share of the budget", frames, t.name)
         return ok
@@ -412,8 +411,9 @@ def open_targets(names: list[str], stack: ExitStack, build: BuildOptions, build_
         if why is not None:
             raise ToolMissingError(f"the fuzz target {n} cannot run here: {why}", cls.install_hint())
         if not cls.can(Capability.TRACE_CLOCK):
-            raise ConfigError(f"target {n} cannot classify on the trace clock", "fuzz reference, ebpf or bmv2")
-        out[n] = stack.enter_context(cls(build_dir=build_dir, build=build))  # type: ignore[call-arg]
+            raise ConfigError(f"target {n} cannot classify on the trace clock", "fuzz one of: " + ", ".join(
+                c.name for c in with_capability(Capability.TRACE_CLOCK)))
+        out[n] = stack.enter_context(cls(build=build, build_dir=build_dir))
     return out
 
 
@@ -431,20 +431,20 @@ def fuzz(cfg: FuzzConfig, results_root: str | Path = "results") -> FuzzResult:
             t for t in cfg.targets if t not in ("reference", "oracle")]])) as run:
         targets = open_targets(list(cfg.targets), stack, cfg.build)
         start_testbeds(targets, run.path / "testbed")
-        run.manifest.record(kind="fuzz", git=git_state(ROOT), environment=environment(), seed=cfg.seed,
-                            fuzz={"budget_s": cfg.budget_s, "profiles": list(cfg.profiles), "batch": cfg.batch,
-                                  "targets": ["reference", "oracle", *targets],
-                                  "started": dt.datetime.now().isoformat(timespec="seconds")})
+        run.manifest.record(kind="fuzz", git=git_state(ROOT), environment=environment(), seed=cfg.seed)
+        run.manifest.put("fuzz", FuzzPlan(budget_s=cfg.budget_s, profiles=list(cfg.profiles), batch=cfg.batch,
+                                          targets=["reference", "oracle", *targets],
+                                          started=dt.datetime.now().isoformat(timespec="seconds")))
         fz = Fuzzer(cfg, run, targets)
         res = fz.go()
         shutil.rmtree(fz.work, ignore_errors=True)
         table = res.coverage_table()
         table.to_csv(run.path / "coverage.csv", index=False)
         summary = res.coverage_summary()
-        run.manifest.record(fuzz_result={"sequences": res.sequences, "frames": res.frames, "rounds": res.rounds,
-                                         "differences": len(res.failures),
-                                         "failures": [f.describe() for f in res.failures],
-                                         "commands": [f.command for f in res.failures], "coverage": summary})
+        run.manifest.put("fuzz_result", FuzzResultSection.model_validate({
+            "sequences": res.sequences, "frames": res.frames, "rounds": res.rounds, "differences": len(res.failures),
+            "failures": [f.describe() for f in res.failures], "commands": [f.command for f in res.failures],
+            "coverage": summary}))
         (run.path / "summary.md").write_text(summary_markdown(res, cfg, summary))
     return res
 

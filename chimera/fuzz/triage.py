@@ -25,9 +25,10 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from chimera import paths
 from chimera.errors import ConfigError, validation_problems
 
-TRIAGE = Path(__file__).resolve().parents[2] / "docs" / "mutants.yaml"
+TRIAGE = paths.DOCS / "mutants.yaml"
 Status = Literal["equivalent", "killed", "untriaged"]
 
 

@@ -8,12 +8,14 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from chimera import paths
 from chimera.bench import nightly_benches
 from chimera.errors import ConfigError, validation_problems
 from chimera.formats.units import parse_duration
-from chimera.fuzz.mutate import TARGET_OF
+from chimera.fuzz.mutants import sources
+from chimera.fuzz.mutate import target_of
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = paths.ROOT
 SUITE = ROOT / "results" / "baseline" / "nightly.yaml"
 
 
@@ -40,7 +42,7 @@ class MutateEntry(BaseModel):
     comes from the triage (docs/mutants.yaml), never from the sampled score."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    files: list[str] = Field(default_factory=lambda: ["reference", "ebpf"])
+    files: list[str] = Field(default_factory=lambda: list(sources()), description="mutant sources (default: all)")
     per_file: int = Field(6, ge=1, description="mutants drawn per file (seeded)")
     fuzz_rounds: int = Field(4, ge=1, description="fuzz rounds of each mutant, before its conformance tests")
     untriaged_days: int = Field(7, ge=0, description="a survivor left untriaged longer than this fails the night")
@@ -107,8 +109,8 @@ class NightlyConfig(BaseModel):
             if t not in out:
                 out.append(t)
         for f in (self.mutate.files if self.mutate else []):
-            if TARGET_OF.get(f, f) not in out:
-                out.append(TARGET_OF.get(f, f))
+            if target_of(f).name not in out:
+                out.append(target_of(f).name)
         return out
 
 

@@ -24,6 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from chimera import paths
 from chimera.errors import ResultsError  # noqa: E402
 from chimera.formats.rundir import Manifest  # noqa: E402
 from chimera.nightly.checks import BAND_FLOOR, BAND_K, F1_TOLERANCE, FAILING, STATUSES, band  # noqa: E402
@@ -33,7 +34,7 @@ from chimera.nightly.history import load_history, with_published  # noqa: E402
 
 log = logging.getLogger(__name__)
 SITE = "site"
-PUBLISHED_NIGHTS = Path(__file__).resolve().parents[2] / "results" / "published" / "nightly"
+PUBLISHED_NIGHTS = paths.PUBLISHED / "nightly"
 #: row colours of the checks table, by status (the failing ones stand out)
 STATUS_COLOURS = {"regressed": "#f4c7c3", "failed-to-run": "#f9e0b0", "improved": "#d4edda",
                   "no-verdict": "#eeeeee", "allowed-skip": "#e2e3f3", "pass": "#ffffff"}

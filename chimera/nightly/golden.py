@@ -18,12 +18,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from chimera import paths
 from chimera.errors import ResultsError
 from chimera.report.sections import BenchStat, ExperimentNight
 
 FORMAT_VERSION = 2  # 2: the record of updates (who, when, why, forced)
 GOLDEN = "golden.json"
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = paths.ROOT
 UPDATE = "run `invoke nightly --update-baseline` once on a trusted build to (re)create it"
 
 

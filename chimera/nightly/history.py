@@ -20,7 +20,7 @@ import seaborn as sns  # noqa: E402
 
 from chimera.errors import ResultsError  # noqa: E402
 from chimera.formats.rundir import Manifest  # noqa: E402
-from chimera.report.sections import NightMeasured, section  # noqa: E402
+from chimera.report.sections import Flag, NightMeasured, NightRecord, section  # noqa: E402
 
 COLUMNS = ["run_id", "time", "git", "code", "metric", "value", "iqr"]
 #: added since: which machine measured it and how its night ended (bands use this machine's passing nights)
@@ -67,10 +67,12 @@ def published_history(published: Path) -> pd.DataFrame:
         measured = section(man, "measured", NightMeasured)
         if man.status != "complete" or measured is None:
             continue
-        night = man.sections.get("nightly") or {}
+        night = man.get("nightly", NightRecord) or NightRecord()
+        old = man.get("regressed", Flag)  # nights before NightRecord held it recorded it apart
+        regressed = night.regressed if night.regressed is not None else bool(old.root) if old is not None else False
         common = {"run_id": man.run_id, "time": (man.finished or man.started or "").replace(" ", "T"),
-                  "git": man.git.commit, "code": night.get("code"), "host": night.get("host"),
-                  "night_status": "regressed" if man.sections.get("regressed") else "pass"}
+                  "git": man.git.commit, "code": night.code, "host": night.host,
+                  "night_status": "regressed" if regressed else "pass"}
         rows += history_rows(common, measured)
     return pd.DataFrame(rows, columns=[*COLUMNS, *MORE]).astype({c: str for c in ("run_id", "time", "git", "metric")})
 

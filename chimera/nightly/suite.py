@@ -23,14 +23,15 @@ import pandas as pd
 
 from chimera.errors import ChimeraError, ConfigError
 from chimera.experiments.kinds.base import NightlyTrack
-from chimera.formats.rundir import RunDir, environment, git_state
-from chimera.fuzz.mutate import TARGET_OF
+from chimera.formats.rundir import RunDir, git_state
+from chimera.targets.registry import environment
+from chimera.fuzz.mutate import target_of
 from chimera.nightly.checks import (Check, bench_checks, experiment_checks, failed, fuzz_checks, mutate_checks,
                                     on_testbed, summary_markdown)
 from chimera.nightly.config import NightlyConfig, load_suite
 from chimera.nightly.golden import FORMAT_VERSION, GOLDEN, ROOT, code_fingerprint, load_golden, save_golden
 from chimera.nightly.history import append_history, history_rows, load_history, trend_figures
-from chimera.report.sections import MutateResult, NightMeasured, section
+from chimera.report.sections import MutateResult, NightMeasured, NightRecord, section
 from chimera.testbed.pacing import host_key
 
 log = logging.getLogger(__name__)
@@ -165,7 +166,7 @@ def run_mutate(cfg: NightlyConfig, out_dir: Path, unavailable: tuple[dict[str, s
     today = today or dt.date.today()
     triage_file = triage_file or tr.TRIAGE
     skip_t, miss_t = unavailable
-    target = {f: TARGET_OF.get(f, f) for f in m.files}
+    target = {f: target_of(f).name for f in m.files}
     files = [f for f in m.files if target[f] not in skip_t and target[f] not in miss_t]
     seed = cfg.seed if cfg.seed is not None else int(today.strftime("%Y%m%d"))
     out: dict[str, Any] = {"files": files, "night": today.isoformat(),
@@ -223,9 +224,10 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
     with RunDir(results_root, "nightly", "local") as run:
         meta = {"run_id": run.run_id, "git": git.commit, "code": code, "host": host,
                 "golden_git": golden.git if golden else None, "golden_code": golden.code if golden else None}
-        run.manifest.record(git=git, environment=environment(),
-                            nightly={"suite": cfg.model_dump(), "code": code, "host": host, "golden": meta["golden_git"],
-                                     "skipped_targets": unavailable[0], "missing_targets": unavailable[1]})
+        record = NightRecord(suite=cfg.model_dump(), code=code, host=host, golden=meta["golden_git"],
+                             skipped_targets=unavailable[0], missing_targets=unavailable[1])
+        run.manifest.record(git=git, environment=environment())
+        run.manifest.put("nightly", record)
         measured: dict[str, Any] = {"experiments": {}, "benches": {}, "skipped": {}, "failed": {}, "fuzz": {},
                                     "mutate": {}}
         step = "experiments"
@@ -253,7 +255,8 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
         bad = failed(checks)
         status = "regressed" if bad else "pass"
         pd.DataFrame([c.row() for c in checks]).to_csv(run.path / "checks.csv", index=False)
-        run.manifest.record(measured=measured, seconds=time.perf_counter() - t0, regressed=bad)
+        run.manifest.put("measured", NightMeasured.model_validate(measured))
+        run.manifest.put("nightly", record.model_copy(update={"seconds": time.perf_counter() - t0, "regressed": bool(bad)}))
         (run.path / "summary.md").write_text(summary_markdown(checks, meta))
         now = time.strftime("%Y-%m-%dT%H:%M:%S")
         common = {"run_id": run.run_id, "time": now, "git": git.commit, "code": code, "host": host,

@@ -22,9 +22,10 @@ from pathlib import Path
 
 import yaml
 
+from chimera import paths
 from chimera.errors import ResultsError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = paths.ROOT
 
 #: packages that only present, time, orchestrate or check results: a change there cannot change a metric
 PRESENTATION = ("report", "bench", "nightly", "sweep", "fuzz", "book")

@@ -18,12 +18,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from chimera import paths
 from chimera.errors import ResultsError
 from chimera.formats.rundir import Manifest
 from chimera.report.provenance import fingerprint_at
 
 log = logging.getLogger(__name__)
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = paths.ROOT
 PUBLISHED = ROOT / "results" / "published"
 #: per-packet tables stay behind (their summaries are published)
 PER_PACKET = ("verdicts.csv",)

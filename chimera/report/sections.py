@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
-from chimera.errors import ResultsError
 from chimera.formats.rundir import Manifest
 
 
@@ -50,9 +49,51 @@ class FuzzNight(_Section):
 class FuzzResult(_Section):
     sequences: int = 0
     frames: int = 0
+    rounds: int = 0
     differences: int = 0
     failures: list[str] = Field(default_factory=list)
+    commands: list[str] = Field(default_factory=list)
     coverage: dict[str, Coverage] = Field(default_factory=dict)
+
+
+class FuzzPlan(_Section):
+    """Section ``fuzz`` of a fuzz run: what it was asked to do."""
+    budget_s: float = 0.0
+    profiles: list[str] = Field(default_factory=list)
+    batch: int = 0
+    targets: list[str] = Field(default_factory=list)
+    started: str = ""
+
+
+class MutatePlan(_Section):
+    """Section ``mutate`` of a mutation run: its configuration, each file's population, the files skipped."""
+    files: list[str] = Field(default_factory=list)
+    budget_s: float | None = None
+    seed: int = 0
+    fuzz_s: float | None = None
+    fuzz_rounds: int = 0
+    conformance: bool = True
+    max_mutants: int = 0
+    only: list[str] = Field(default_factory=list)
+    population: dict[str, int] = Field(default_factory=dict)
+    skipped: dict[str, str] = Field(default_factory=dict)
+
+
+class NightRecord(_Section):
+    """Section ``nightly`` of a night: its suite, code, host and golden; then how long it took and whether it
+    regressed (older nights wrote ``regressed`` as a section of its own: ``Flag``)."""
+    suite: dict[str, Any] = Field(default_factory=dict)
+    code: str | None = None
+    host: str | None = None
+    golden: str | None = None
+    skipped_targets: dict[str, str] = Field(default_factory=dict)
+    missing_targets: dict[str, str] = Field(default_factory=dict)
+    seconds: float | None = None
+    regressed: bool | None = None
+
+
+class Flag(RootModel[bool]):
+    """A section that is one yes/no (older nights' ``regressed``)."""
 
 
 class Score(_Section):
@@ -139,14 +180,10 @@ S = TypeVar("S", bound=BaseModel)
 
 
 def section(m: Manifest, name: str, model: type[S]) -> S | None:
-    """A manifest's section read with its model; None where the run has no such section."""
+    """A manifest's section read with its model; None where the run has none (a night's ``{}`` for a step it did
+    not run is no step)."""
     raw = m.sections.get(name)
-    if raw is None:
-        return None
-    if isinstance(raw, dict):
-        raw = {k: v for k, v in raw.items() if not (isinstance(v, dict) and not v and k in ("fuzz", "mutate"))}
-    try:
-        return model.model_validate(raw)
-    except ValueError as e:
-        raise ResultsError(f"run {m.run_id}: its section {name!r} is not what this version reads "
-                           f"({str(e).splitlines()[0]})", "re-run it with this version") from None
+    if isinstance(raw, dict) and any(k in ("fuzz", "mutate") and v == {} for k, v in raw.items()):
+        m = m.model_copy(update={"sections": {**m.sections, name: {k: v for k, v in raw.items()
+                                                                   if not (k in ("fuzz", "mutate") and v == {})}}})
+    return m.get(name, model)

@@ -26,20 +26,41 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
 from tqdm import tqdm
 
-from chimera.errors import ConfigError
+from chimera import paths
+from chimera.errors import ConfigError, ResultsError
 from chimera.experiments.kinds import kind_of
 from chimera.experiments.load import load_experiment
-from chimera.formats.rundir import Manifest, RunDir, environment, git_state
+from chimera.formats.rundir import Manifest, RunDir, git_state
+from chimera.targets.registry import environment
 from chimera.formats.tables import TableSchema
 from chimera.metrics.intervals import ci95
 from chimera.sweep.plan import SweepTask, plan
 from chimera.sweep.task import failure, run_task
 
 log = logging.getLogger(__name__)
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = paths.ROOT
 
+
+
+class SweepRecord(BaseModel):
+    """Section ``sweep``: what was planned, then what every task did (its node, attempts, status, error)."""
+
+    model_config = ConfigDict(extra="allow")
+    experiment: str
+    seeds: list[int]
+    datasets: list[str] | None = None
+    target: str
+    executor: str
+    ray: str | None = None
+    retries: int = 0
+    planned_tasks: list[dict[str, Any]] = Field(default_factory=list)
+    seconds: float | None = None
+    tasks: list[dict[str, Any]] = Field(default_factory=list)
+    failed_tasks: list[str] = Field(default_factory=list)
+    merged_tables: list[str] = Field(default_factory=list)
 
 def start_ray(address: str | None, num_cpus: int | None = None) -> Any:
     import ray
@@ -156,10 +177,12 @@ def sweep(experiment: str, seeds: list[int], datasets: list[str] | None = None, 
     name = Path(experiment).stem if experiment.endswith((".yaml", ".yml")) else experiment
     with RunDir(results_root, f"sweep-{name}", target or "default") as run:
         work = run.path / "work"
-        run.manifest.record(kind="sweep", git=git_state(ROOT), environment=environment(), sweep={
-            "experiment": experiment, "seeds": seeds, "datasets": datasets, "target": target or "(the experiment's)",
-            "executor": executor, "ray": address or ("local" if executor == "ray" else None), "retries": retries,
-            "planned_tasks": [{"task": t.name, "cell": t.cell, "testbed": t.testbed} for t in tasks]})
+        run.manifest.record(kind="sweep", git=git_state(ROOT), environment=environment())
+        record = SweepRecord(experiment=experiment, seeds=seeds, datasets=datasets,
+                             target=target or "(the experiment's)", executor=executor,
+                             ray=address or ("local" if executor == "ray" else None), retries=retries,
+                             planned_tasks=[{"task": t.name, "cell": t.cell, "testbed": t.testbed} for t in tasks])
+        run.manifest.put("sweep", record)
         t0 = time.perf_counter()
         outcomes = (run_ray(tasks, target, work, Path(data_root), address, retries, num_cpus) if executor == "ray"
                     else run_sequential(tasks, target, work, Path(data_root)))
@@ -178,8 +201,10 @@ def sweep(experiment: str, seeds: list[int], datasets: list[str] | None = None, 
         for n, s in summaries.items():
             s.to_csv(run.path / f"summary-{n}", index=False)
         failed = [o for o in outcomes if o.get("status") != "ok"]
-        run.manifest.record(seconds=seconds, tasks=[{k: v for k, v in o.items() if k != "tables"} for o in outcomes],
-                            failed_tasks=[o["task"] for o in failed], merged_tables=sorted(merged))
+        record = record.model_copy(update={
+            "seconds": seconds, "tasks": [{k: v for k, v in o.items() if k != "tables"} for o in outcomes],
+            "failed_tasks": [o["task"] for o in failed], "merged_tables": sorted(merged)})
+        run.manifest.put("sweep", record)
         (run.path / "report.md").write_text("\n".join(_report(run.manifest, merged, summaries, schemas)))
     log.info("sweep %s: %d tasks (%d failed) in %.1f s -> %s", name, len(tasks), len(failed), seconds, run.final)
     return run.final
@@ -188,22 +213,24 @@ def sweep(experiment: str, seeds: list[int], datasets: list[str] | None = None, 
 def _report(m: Manifest, merged: dict[str, pd.DataFrame], summaries: dict[str, pd.DataFrame],
             schemas: dict[str, TableSchema]) -> list[str]:
     from chimera.report.common import table
-    sw = m.section("sweep", {})
+    sw = m.get("sweep", SweepRecord)
+    if sw is None:
+        raise ResultsError(f"run {m.run_id}: no sweep section", "re-run the sweep")
     rows = pd.DataFrame([{"task": t["task"], "status": t["status"], "node": str(t.get("node", "?"))[:12],
                           "host": t.get("host"), "attempts": t.get("attempts"),
                           "seconds": (t.get("ended", 0) - t.get("started", 0)) if t.get("started") else None,
                           "error": (t.get("error") or "").splitlines()[-1][:120] if t.get("error") else ""}
-                         for t in m.section("tasks", [])])
-    failed = m.section("failed_tasks", [])
-    lines = [f"# Sweep: {sw['experiment']}", "", f"- seeds {sw['seeds']}, target {sw['target']}, executor "
-             f"{sw['executor']} ({sw.get('ray')}), retries {sw['retries']}", f"- git `{m.git.commit}`",
-             f"- {len(rows)} tasks, {len(failed)} failed, {m.section('seconds', 0.0):.1f} s", "", "## Tasks", "",
+                         for t in sw.tasks])
+    failed = sw.failed_tasks
+    lines = [f"# Sweep: {sw.experiment}", "", f"- seeds {sw.seeds}, target {sw.target}, executor "
+             f"{sw.executor} ({sw.ray}), retries {sw.retries}", f"- git `{m.git.commit}`",
+             f"- {len(rows)} tasks, {len(failed)} failed, {sw.seconds or 0.0:.1f} s", "", "## Tasks", "",
              table(rows, ["attempts"]), ""]
     for n, s in summaries.items():
         lines += [f"## {n}: mean and 95% CI across seeds", "", table(s, schemas[n]), ""]
     for n, df in merged.items():
         lines += [f"## {n} (every task's rows)", "", f"{len(df)} rows: `{n}`", ""]
-    lines += ["## Reproduce", "", f"    invoke sweep --name {sw['experiment']} --seeds "
-              f"{','.join(map(str, sw['seeds']))}" + (f" --target {sw['target']}" if sw['target'][0] != '(' else ""),
+    lines += ["## Reproduce", "", f"    invoke sweep --name {sw.experiment} --seeds "
+              f"{','.join(map(str, sw.seeds))}" + (f" --target {sw.target}" if sw.target[0] != '(' else ""),
               ""]
     return lines

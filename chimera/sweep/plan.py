@@ -18,6 +18,8 @@ from chimera.experiments.config import ExperimentConfig
 from chimera.experiments.kinds import kind_of
 from chimera.experiments.load import load_experiment
 from chimera.experiments.stages.compile import slug
+from chimera.targets.base import Capability
+from chimera.targets.registry import AUTO, target_class
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,8 @@ def plan(experiment: str, seeds: list[int], datasets: list[str] | None, target: 
         data = [("", {})]
     if kind.first_dataset_only:
         data = data[:1]
-    testbed = (target or cfg.target) != "reference"
+    name = target or cfg.target
+    testbed = name == AUTO or target_class(name).can(Capability.TESTBED)  # auto may choose a testbed
     tasks = []
     for seed, (dname, dover), c in itertools.product(seeds, data, kind.cells(cfg)):
         label, over, cell = c.label, c.override, c.fixes

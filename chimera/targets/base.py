@@ -1,10 +1,15 @@
 """The target contract: what every dataplane declares and returns.
 
-A target is a class in ``chimera.targets.registry.TARGETS``. It says whether it
-can run here (``unavailable_reason``), declares what it can do
-(``capabilities``: kinds ask for these, never for attributes), and runs an
-artifact over a packet table with the replay settings of *that call*. It is a
-context manager: whatever it built (a testbed) is torn down on exit.
+A target is a class in ``chimera.targets.registry.TARGETS``, and that class is
+its whole record: everything the rest of the harness knows of a target it reads
+here, never from a name. The record says whether the target can run here
+(``unavailable_reason``), what it can do (``capabilities``: kinds ask for these,
+never for attributes), its row label, the tools whose versions a run records,
+the clocks it classifies on, the rate its conformance tests replay at, how its
+program is built (``build_program``), the source its mutants are drawn from
+(``mutants``) and the goals its benches hold it to (``bench``). It runs an
+artifact over a packet table with the replay settings of *that call*, and it is
+a context manager: whatever it built (a testbed) is torn down on exit.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import enum
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -23,8 +28,9 @@ from chimera.data.pcap import PacketTable
 from chimera.errors import ConfigError, ToolMissingError
 from chimera.formats.artifact import Artifact
 from chimera.reference.pipeline import Verdicts
+from chimera.testbed.nodes import BuildOptions
 from chimera.testbed.outcome import ForwardingOutcome, PerPacketLatency, ReplayOutcome, SwitchCounters
-from chimera.testbed.replay import ReplayConfig
+from chimera.testbed.replay import Clock, ReplayConfig
 
 
 class Capability(enum.Flag):
@@ -37,6 +43,35 @@ class Capability(enum.Flag):
     LIVE_INSTALL = enum.auto()    # Map updates installed while traffic flows (the slow loop)
     REGISTER_READ = enum.auto()   # state registers readable (conformance compares them)
     TRACE_CLOCK = enum.auto()     # classifies on the trace-time shim's clock
+
+
+@dataclass(frozen=True)
+class MutantSource:
+    """The source a target's mutants are drawn from (``invoke mutate --files <name>``)."""
+
+    name: str                                # what --files calls it (and the prefix of its mutant ids)
+    path: Path
+    #: (first line containing, last line containing): the pipeline steps; nothing outside them is mutated
+    regions: tuple[tuple[str, str], ...]
+    syntax: Literal["python", "c", "p4"]     # how comments, strings and statements look in it
+    #: the conformance tests a mutant the fuzzer did not kill faces (pytest arguments, from the repository root)
+    tests: tuple[str, ...]
+    #: a mutant switch replays at this fixed rate (no per-mutant calibration); None: classified in process
+    pps: int | None = None
+
+
+@dataclass(frozen=True)
+class BenchProfile:
+    """What the benches hold a testbed target to, and how they drive it (the goals their issues set)."""
+
+    zero_loss_goal_pps: int
+    zero_loss_ladder: tuple[int, ...]
+    zero_loss_packets: int
+    install_goal_ms: float
+    #: the install bench's replay: the original timing, or paced below the target's capacity
+    install_pace: dict[str, Any]
+    install_t_cp_s: float
+    install_max_packets: int | None = None
 
 
 @dataclass
@@ -66,12 +101,37 @@ class CapabilityError(ConfigError):
 
 
 class Target(abc.ABC):
-    """One dataplane. Subclasses set ``name``, ``capabilities`` and ``auto_rank`` and implement ``run``."""
+    """One dataplane. Subclasses set ``name``, ``label``, ``capabilities`` and ``auto_rank`` and implement
+    ``unavailable_reason`` and ``run``; the rest of the record has defaults that mean "none"."""
 
     name: ClassVar[str]
+    #: how tables label a row this target classified ("where" it ran)
+    label: ClassVar[str]
+    #: how prose names it ("eBPF"), and its dataplane program ("the eBPF program", "chimera.p4")
+    title: ClassVar[str]
+    program: ClassVar[str]
     capabilities: ClassVar[Capability] = Capability.NONE
     #: ``--target auto`` takes the available target of the highest rank (None: never chosen automatically)
     auto_rank: ClassVar[int | None] = None
+    #: the clocks it classifies on, the default first (docs/pipeline.md, "Clocks")
+    clocks: ClassVar[tuple[Clock, ...]] = ("trace",)
+    #: tools whose version every run's manifest records: name -> the command that prints it
+    tools: ClassVar[dict[str, tuple[str, ...]]] = {}
+    #: the rate the conformance tests replay at on this target (None: it classifies in process)
+    conformance_pps: ClassVar[int | None] = None
+    #: the conformance tests replay at most this many frames of a capture on it (None: all)
+    conformance_frames: ClassVar[int | None] = None
+    #: the shortest slow-loop tick (s) it keeps up with under traffic on its own clock (installs take time)
+    min_tick_s: ClassVar[float] = 0.1
+    #: where its mutants come from (None: no mutation score for this target)
+    mutants: ClassVar[MutantSource | None] = None
+    #: the benches' goals and settings (None: the switch benches leave it out)
+    bench: ClassVar[BenchProfile | None] = None
+
+    def __init__(self, build: BuildOptions | None = None, build_dir: Path | None = None) -> None:
+        """``build``: how a program is built (coverage counters, a mutant source); ``build_dir``: where."""
+        self.build = build or BuildOptions()
+        self.build_dir = build_dir
 
     @classmethod
     @abc.abstractmethod
@@ -97,6 +157,27 @@ class Target(abc.ABC):
             raise CapabilityError(f"{what} needs a target with {str(cap.name).lower().replace('_', ' ')}; "
                                   f"{self.name} has none", "choose another --target (see invoke --help run-experiment)")
 
+    def clock(self, asked: Clock | None) -> Clock:
+        """The clock a run classifies on: the one asked for where this target has it, else its default."""
+        return asked if asked in self.clocks else self.clocks[0]
+
+    @classmethod
+    def build_program(cls, art: Artifact, out_dir: Path, build: BuildOptions | None = None) -> Path:
+        """Compile the dataplane program for ``art`` into ``out_dir`` (``invoke build``; ``build``: a mutant source,
+        coverage counters); its path."""
+        raise CapabilityError(f"the {cls.name} target has no program to build",
+                              "build a target that compiles one (see invoke --help build)")
+
+    @classmethod
+    def verify_program(cls, art: Artifact, out_dir: Path, build: BuildOptions | None = None) -> None:
+        """Raise ChimeraError where the program (a mutant's) cannot run at all: it does not build, or does not
+        load where loading verifies it."""
+        cls.build_program(art, out_dir, build)
+
+    def replay_rate(self, art: Artifact) -> int | None:
+        """The rate it replays ``art`` at (measured where it was, else assumed); None: it classifies in process."""
+        return None
+
     @abc.abstractmethod
     def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str, *, replay: ReplayConfig,
             control: TraceControl | None = None) -> TargetResult:
@@ -120,7 +201,8 @@ class Target(abc.ABC):
         """Why this target cannot run the artifact, or None."""
         return None
 
-    def limits(self) -> dict[str, int]:
+    @classmethod
+    def limits(cls) -> dict[str, int]:
         """Compiled-in maxima of the dataplane, by artifact constant ({}: none); checked before training."""
         return {}
 

@@ -10,7 +10,8 @@ from chimera.controlplane.offline import run_controlled
 from chimera.data.pcap import PacketTable
 from chimera.formats.artifact import Artifact
 from chimera.reference.pipeline import run_reference
-from chimera.targets.base import Capability, Target, TargetResult
+from chimera import paths
+from chimera.targets.base import Capability, MutantSource, Target, TargetResult
 from chimera.testbed.outcome import SwitchCounters
 from chimera.testbed.replay import ReplayConfig
 
@@ -19,8 +20,19 @@ class ReferenceTarget(Target):
     """Classifies on the capture's own timestamps (the trace's clock), in process."""
 
     name = "reference"
+    title = "the reference"
+    program = "the reference pipeline"
+    label = "reference integer"
     capabilities = Capability.LIVE_INSTALL | Capability.REGISTER_READ | Capability.TRACE_CLOCK
     auto_rank = 0
+    mutants = MutantSource(
+        "reference", paths.PACKAGE / "reference" / "pipeline.py",
+        (("# ---- the window token (step 3c)", "def unpack_sample"),
+         ("def crc32_columns", "# --------------------------------------------------------------------------- "
+                               "the argument groups"),
+         ("def _bit_length(x)", "# --------------------------------------------------------------------------- "
+                                "state and verdicts")),
+        "python", ("tests/test_conformance.py", "tests/test_reference.py", "-k", "reference or oracle"))
 
     @classmethod
     def unavailable_reason(cls) -> str | None:

@@ -12,10 +12,15 @@ from __future__ import annotations
 import importlib
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from chimera.errors import ConfigError
-from chimera.targets.base import Capability, Target
+from chimera.formats import rundir
+from chimera.targets.base import Capability, MutantSource, Target
 from chimera.testbed.nodes import BuildOptions
+
+if TYPE_CHECKING:
+    from chimera.targets.testbed import TestbedTarget
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +85,58 @@ def select_target(name: str, build: BuildOptions | None = None) -> Selection:
         chosen, reason = name, "asked for"
     cls = target_class(chosen)
     cls.require_available()
-    inst = cls(build=build) if build is not None and cls.can(Capability.TESTBED) else cls()  # type: ignore[call-arg]
+    inst = cls(build=build)
     return Selection(inst, name, reason)
+
+
+def classes() -> list[type[Target]]:
+    """Every registered target's record, in registry order."""
+    return [target_class(n) for n in TARGETS]
+
+
+def with_capability(cap: Capability) -> list[type[Target]]:
+    """The targets that have ``cap`` (the testbeds: Capability.TESTBED)."""
+    return [c for c in classes() if c.can(cap)]
+
+
+def by_rank(cap: Capability = Capability.NONE) -> list[type[Target]]:
+    """The targets ``--target auto`` may choose (that have ``cap``, if given), the highest rank first."""
+    pool = classes() if cap is Capability.NONE else with_capability(cap)
+    return sorted((c for c in pool if c.auto_rank is not None), key=lambda c: -(c.auto_rank or 0))
+
+
+def mutant_sources() -> dict[str, tuple[type[Target], MutantSource]]:
+    """Every target's mutant source by its name (``invoke mutate --files``)."""
+    return {c.mutants.name: (c, c.mutants) for c in classes() if c.mutants is not None}
+
+
+def tool_commands() -> dict[str, tuple[str, ...]]:
+    """The tools of every target (their versions go into each run's manifest)."""
+    return {k: v for c in classes() for k, v in c.tools.items()}
+
+
+def environment() -> dict[str, Any]:
+    """The run environment (formats.rundir.environment) with every target's tool versions."""
+    return rundir.environment(tool_commands())
+
+
+def testbed_class(name: str, available: bool = True) -> "type[TestbedTarget]":
+    """The testbed target called ``name`` (``auto``: the highest-ranked testbed that can run here); with
+    ``available``, one that cannot run here fails, naming what to install."""
+    from chimera.targets.testbed import TestbedTarget
+    if name == AUTO:
+        ranked = [c for c in by_rank(Capability.TESTBED) if c.unavailable_reason() is None] or \
+            by_rank(Capability.TESTBED)
+        if not ranked:
+            raise ConfigError("no testbed target is registered", "register one in chimera/targets/registry.py")
+        name = ranked[0].name
+    cls = target_class(name)
+    if not issubclass(cls, TestbedTarget):
+        raise ConfigError(f"target {name!r} has no switch", "use one of: " + ", ".join(
+            c.name for c in with_capability(Capability.TESTBED)))
+    if available:
+        cls.require_available()
+    return cls
 
 
 def describe_all() -> dict[str, str | None]:

@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from chimera import paths
 from chimera.controlplane.live import LiveControl
 from chimera.controlplane.loop import SlowLoop
 from chimera.controlplane.schedule import TraceControl
@@ -55,7 +56,7 @@ from chimera.testbed.timeline import Compression, compress_gaps
 from chimera.testbed.topology import Testbed
 
 log = logging.getLogger(__name__)
-DEFAULT_BUILD_DIR = Path(__file__).resolve().parents[2] / "build"
+DEFAULT_BUILD_DIR = paths.BUILD
 #: replays of one plan under the trace clock when frames are lost (the rate halves each time)
 MAX_ATTEMPTS = 4
 #: state registers compared with the reference after a run (name in registers() -> SwitchState attribute);
@@ -140,9 +141,11 @@ class TestbedTarget(Target):
     ladder: ClassVar[tuple[int, ...]] = LADDER
     assumed_pps: ClassVar[int] = 1000
 
-    def __init__(self, build_dir: Path | None = None, build: BuildOptions | None = None) -> None:
-        self.build_dir = build_dir or DEFAULT_BUILD_DIR
-        self.build = build or BuildOptions()
+    clocks = ("trace", "switch")
+
+    def __init__(self, build: BuildOptions | None = None, build_dir: Path | None = None) -> None:
+        super().__init__(build, build_dir)
+        self.build_dir: Path = build_dir or DEFAULT_BUILD_DIR
         self.testbed: Testbed | None = None
         self._stack = ExitStack()
         self._prepared: dict[tuple[int, str, int, bool], tuple[PacketTable, Prepared]] = {}
@@ -186,6 +189,11 @@ class TestbedTarget(Target):
         for k in PACE_CONSTANTS:
             h.update(f"{k}={art.constants.get(k)}".encode())
         return PaceCache(self.build_dir / "pace", f"{self.name}-{h.hexdigest()[:12]}")
+
+    def replay_rate(self, art: Artifact) -> int | None:
+        """The measured zero-loss rate of this program and build, else the rate assumed before one is measured."""
+        rec = self.pace_cache(art).load()
+        return rec.pps if rec is not None else self.assumed_pps
 
     def _prepare(self, table: PacketTable, run_dir: Path, clock: str, flow_slots: int, compress: bool,
                  as_captured: bool = False) -> Prepared:

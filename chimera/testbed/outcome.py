@@ -142,3 +142,31 @@ class ReplayOutcome:
         strs = ("clock", "pace", "not_sent_reason")
         cols = ReplayOutcome("", "", Accounting(0, 0, 0, "", 0, 0), Rates(), LatencySummary()).columns()
         return {k: "int" if k in ints else "str" if k in strs else "float" for k in cols}
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What one replay delivered, whichever path carried it (a classifying switch's ReplayOutcome, or plain
+    forwarding's ForwardingOutcome): the typed view the throughput and latency kinds read (None: not measured)."""
+
+    replayed: int | None = None
+    verdicts: int | None = None
+    not_sent: int | None = None
+    dropped_by_capture: int | None = None
+    lost: int | None = None
+    sent_pps: float | None = None
+    switch_pps: float | None = None
+    recv_pps: float | None = None
+    reference_mismatches: int | None = None
+
+    @staticmethod
+    def of(o: "ReplayOutcome | ForwardingOutcome | None") -> "Delivery":
+        if o is None:
+            return Delivery()
+        if isinstance(o, ForwardingOutcome):
+            return Delivery(o.replayed, o.verdicts, o.not_sent, o.dropped_by_capture, o.lost, o.sent_pps,
+                            recv_pps=o.recv_pps)
+        a = o.accounting
+        return Delivery(a.replayed, a.verdicts, a.not_sent, a.dropped_by_capture, a.lost, o.rates.sent_pps,
+                        o.rates.switch_pps, o.rates.recv_pps,
+                        o.conformance.reference_mismatches if o.conformance else None)

@@ -33,9 +33,6 @@ log = logging.getLogger(__name__)
 STATE_DIR = Path(os.environ.get("CHIMERA_STATE_DIR", "/run/chimera-testbed"))
 #: one testbed at a time on a machine: Mininet's node and interface names (h1, s1-eth1) would clash
 LOCK_NAME = "testbed.lock"
-_lock_guard = threading.Lock()
-_lock_file: Any = None      # this process's open lock file while any of its testbeds is up
-_lock_holders = 0           # how many of this process's testbeds are up
 #: set while a process holds the machine: its descendants (a test's subprocess, a mutant's worker) nest in it
 LOCK_OWNER_ENV = "CHIMERA_TESTBED_LOCK_OWNER"
 
@@ -155,27 +152,24 @@ def cleanup_stale() -> int:
     return killed
 
 
-class Testbed:
-    """Owns one Mininet network for the duration of a ``with`` block."""
+class ProcessLock:
+    """The machine-wide testbed lock as this process holds it: one flock on STATE_DIR/LOCK_NAME, counted over
+    this process's testbeds.
 
-    def __init__(self, switch_cls: type[TargetSwitch], build_dir: Path, run_dir: Path,
-                 build: BuildOptions | None = None) -> None:
-        self.switch_cls, self.build_dir, self.run_dir = switch_cls, build_dir, run_dir
-        self.build = build or BuildOptions()
-        self.net: Mininet | None = None
-        self.state_file = STATE_DIR / f"{os.getpid()}.json"
-        self._old_term: Any = None
-        self._lock = False
+    Another process tree's testbeds (another run, a nightly, scripts/fresh-check's box) are waited for. Within one
+    process several testbeds may be up at once (the fuzzer drives eBPF and BMv2 side by side), and so may its
+    descendants' (a test's subprocess while a fixture's testbed is up; a mutant's worker): they nest.
+    """
 
-    def _take_lock(self) -> None:
-        """Wait for any other process tree's testbeds (another run, a nightly, scripts/fresh-check's box). Within
-        one process several testbeds may be up at once (the fuzzer drives eBPF and BMv2 side by side), and so may
-        its descendants' (a test's subprocess while a fixture's testbed is up; a mutant's worker)."""
-        global _lock_file, _lock_holders
-        with _lock_guard:
-            if _lock_holders or _ancestor_holds_lock():
-                _lock_holders += 1
-                self._lock = True
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._file: Any = None      # the open lock file while any of this process's testbeds is up
+        self._holders = 0           # how many of this process's testbeds are up
+
+    def acquire(self) -> None:
+        with self._guard:
+            if self._holders or _ancestor_holds_lock():
+                self._holders += 1
                 return
             STATE_DIR.mkdir(parents=True, exist_ok=True)
             f = open(STATE_DIR / LOCK_NAME, "a+")
@@ -194,20 +188,42 @@ class Testbed:
             f.truncate()
             f.write(f"pid {os.getpid()}")
             f.flush()
-            _lock_file, _lock_holders, self._lock = f, 1, True
+            self._file, self._holders = f, 1
             os.environ[LOCK_OWNER_ENV] = str(os.getpid())  # a child this process starts nests in its testbeds
 
-    def _release_lock(self) -> None:
-        global _lock_file, _lock_holders
-        with _lock_guard:
-            if not self._lock:
-                return
-            self._lock = False
-            _lock_holders -= 1
-            if _lock_holders == 0 and _lock_file is not None:
-                _lock_file.close()  # closing drops the flock
-                _lock_file = None
+    def release(self) -> None:
+        with self._guard:
+            self._holders -= 1
+            if self._holders == 0 and self._file is not None:
+                self._file.close()  # closing drops the flock
+                self._file = None
                 os.environ.pop(LOCK_OWNER_ENV, None)
+
+
+#: this process's hold on the testbed lock (one per process: the flock is per open file)
+PROCESS_LOCK = ProcessLock()
+
+
+class Testbed:
+    """Owns one Mininet network for the duration of a ``with`` block."""
+
+    def __init__(self, switch_cls: type[TargetSwitch], build_dir: Path, run_dir: Path,
+                 build: BuildOptions | None = None) -> None:
+        self.switch_cls, self.build_dir, self.run_dir = switch_cls, build_dir, run_dir
+        self.build = build or BuildOptions()
+        self.net: Mininet | None = None
+        self.state_file = STATE_DIR / f"{os.getpid()}.json"
+        self._old_term: Any = None
+        self._lock = False
+
+    def _take_lock(self) -> None:
+        PROCESS_LOCK.acquire()
+        self._lock = True
+
+    def _release_lock(self) -> None:
+        if self._lock:
+            self._lock = False
+            PROCESS_LOCK.release()
 
     def __enter__(self) -> "Testbed":
         self._take_lock()

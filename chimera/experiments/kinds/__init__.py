@@ -1,5 +1,5 @@
-"""The registry of experiment kinds. A new kind is one module in this package (its config, run function and
-``KIND`` record: see ``base.Kind``) plus one line below.
+"""The registry of experiment kinds. A new kind is one package in this folder (its config, run, tables and
+render, and the ``KIND`` record: see ``base.Kind``) plus one line in ``PACKAGES``.
 
 - ``variants``: the ablation layout (quickstart, ablation): one row per variant.
 - ``stability``: a drifting day through Chimera, Fast-Only and Static-Map (stability24h).
@@ -12,26 +12,37 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from chimera.errors import ConfigError
-from chimera.experiments.kinds import (accuracy, cadence, hyper_dim, input_scale, latency, resources, roc, stability,
-                                       throughput, variants)
 from chimera.experiments.kinds.base import Kind
 
-KINDS: dict[str, Kind] = {k.name: k for k in (
-    variants.KIND,
-    stability.KIND,
-    cadence.KIND,
-    accuracy.KIND,
-    resources.KIND,
-    input_scale.KIND,
-    hyper_dim.KIND,
-    roc.KIND,
-    latency.KIND,
-    throughput.KIND,
-)}
+#: one line a kind: its package under chimera/experiments/kinds/, whose KIND is its record
+PACKAGES = (
+    "variants",
+    "stability",
+    "cadence",
+    "accuracy",
+    "resources",
+    "input_scale",
+    "hyper_dim",
+    "roc",
+    "latency",
+    "throughput",
+)
 
 
-def kind_of(name: str) -> Kind:
+def _record(package: str) -> Kind[Any, Any]:
+    kind = importlib.import_module(f"{__name__}.{package}").KIND
+    assert isinstance(kind, Kind), f"{package}.KIND is not a Kind"
+    return kind
+
+
+KINDS: dict[str, Kind[Any, Any]] = {k.name: k for k in map(_record, PACKAGES)}
+
+
+def kind_of(name: str) -> Kind[Any, Any]:
     k = KINDS.get(name)
     if k is None:
         raise ConfigError(f"unknown experiment kind {name!r}", f"use one of: {', '.join(KINDS)}")

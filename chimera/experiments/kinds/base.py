@@ -1,23 +1,40 @@
 """What an experiment kind is: one record that says everything the rest of the harness needs of it.
 
-A kind module (``chimera/experiments/kinds/<name>.py``) defines its configuration
-(a subclass of ExperimentConfig with ``kind: Literal["<name>"]`` and its own
-section), its run function, and a ``KIND`` record naming those plus its renderer,
-its tables, how it splits into sweep cells and what the nightly tracks. The
-registry (``kinds/__init__.py``) lists the records; nothing else names a kind.
+A kind is a package, ``chimera/experiments/kinds/<name>/``:
+
+- ``config.py``: its configuration (a subclass of ExperimentConfig with ``kind: Literal["<name>"]`` and its own
+  YAML section) and the model of the section it writes into the run's manifest;
+- ``run.py``: its run function (and how it splits into sweep cells);
+- ``tables.py``: the tidy tables it writes (chimera.formats.tables.TableSchema);
+- ``render.py``: its report and figures, from the run directory alone;
+- ``__init__.py``: the ``KIND`` record naming those, plus what the nightly tracks.
+
+The registry (``kinds/__init__.py``) lists the records; nothing else names a kind. ``Kind`` is generic over the
+kind's config (its run function gets a context typed with it) and its manifest section's model (written with
+``record``, read back with ``section``: never by key).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
 
 from chimera.experiments.config import ExperimentConfig
 from chimera.experiments.stages.context import RunContext
+from chimera.formats.rundir import Manifest, RunDir
 from chimera.formats.tables import TableSchema
 from chimera.report.run import RunView
 from chimera.testbed.replay import CLOCKS, Clock
+
+C = TypeVar("C", bound=ExperimentConfig)
+R = TypeVar("R", bound=BaseModel)
+
+
+class NoSection(BaseModel):
+    """The section model of a kind that writes no manifest section of its own."""
 
 
 @dataclass(frozen=True)
@@ -29,7 +46,7 @@ class Cell:
     fixes: dict[str, Any]
 
 
-def as_configured(cfg: ExperimentConfig, clock: Clock) -> ExperimentConfig:
+def as_configured(cfg: C, clock: Clock) -> C:
     """Kinds with no clock-dependent defaults."""
     return cfg
 
@@ -50,15 +67,19 @@ class NightlyTrack:
 
 
 @dataclass(frozen=True)
-class Kind:
+class Kind(Generic[C, R]):
     name: str
     doc: str
-    config: type[ExperimentConfig]
-    run: Callable[[RunContext], None]
+    config: type[C]
+    run: Callable[[RunContext[C]], None]
     render: Callable[[RunView], list[str]]
     tables: tuple[TableSchema, ...]
-    cells: Callable[[ExperimentConfig], list[Cell]] = one_cell
+    cells: Callable[[C], list[Cell]] = one_cell
     nightly: NightlyTrack | None = None
+    #: the model of the manifest section the kind writes (``record``) and its readers read (``section``)
+    section_model: type[R] | None = None
+    #: the section's name in the manifest (default: the kind's name)
+    section_name: str = ""
     #: the clock a testbed run of this kind classifies on unless the YAML says otherwise, and the clocks allowed
     default_clock: Clock = "trace"
     clocks: tuple[Clock, ...] = CLOCKS
@@ -67,12 +88,25 @@ class Kind:
     #: multi-dataset kinds: run on every named dataset, or on the first only (resources: one build is enough)
     first_dataset_only: bool = False
     #: the config with its clock-dependent defaults filled in (stability: the day's compression)
-    resolve: Callable[[ExperimentConfig, Clock], ExperimentConfig] = as_configured
-    extras: dict[str, Any] = field(default_factory=dict)
+    resolve: Callable[[C, Clock], C] = as_configured
 
     @property
     def multi_dataset(self) -> bool:
         return self.config.multi_dataset
+
+    @property
+    def section_key(self) -> str:
+        return self.section_name or self.name
+
+    def record(self, run: RunDir, value: R) -> None:
+        """Write the kind's own manifest section (typed: its model, nothing else)."""
+        if self.section_model is None or not isinstance(value, self.section_model):
+            raise TypeError(f"kind {self.name} records a {self.section_model}, not a {type(value).__name__}")
+        run.manifest.put(self.section_key, value)
+
+    def section(self, m: Manifest) -> R | None:
+        """The kind's section of a run's manifest, read with its model (None: the run has none)."""
+        return None if self.section_model is None else m.get(self.section_key, self.section_model)
 
     def table(self, name: str) -> TableSchema:
         for t in self.tables:

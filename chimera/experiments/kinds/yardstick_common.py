@@ -142,9 +142,8 @@ def run_chimera(ctx: RunContext, nd: NamedData, v: ResolvedVariant, label: str) 
         ex = run_variant(ctx, nd.data, nd.rules, v, trained, art)
     y = nd.data.y(nd.data.test_rows)
     s = cm.summary(y, ex.pred, nd.data.classes)
-    where = "reference integer" if ex.executed_on == "reference" else ex.executed_on
-    row: dict[str, Any] = {"dataset": nd.name, "method": "Chimera", "where": where,
-                           "kind": "switch target" if ex.executed_on in ("ebpf", "bmv2") else
+    row: dict[str, Any] = {"dataset": nd.name, "method": "Chimera", "where": ex.where,
+                           "kind": "switch target" if ex.on_switch else
                            ("software" if art is None else "reference integer"),
                            "task": "classification", "precision": s["macro_precision"], "recall": s["macro_recall"],
                            "f1": s["macro_f1"], "accuracy": s["accuracy"],

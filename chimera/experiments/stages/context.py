@@ -7,6 +7,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel
 
 from chimera.experiments.config import ExperimentConfig, ResolvedVariant
 from chimera.experiments.stages.dataset import PreparedData
@@ -18,10 +21,14 @@ from chimera.rules.spec import Rules
 from chimera.targets.base import Target
 from chimera.testbed.replay import ReplayConfig
 
+C = TypeVar("C", bound=ExperimentConfig)
+
 
 @dataclass
-class RunContext:
-    cfg: ExperimentConfig
+class RunContext(Generic[C]):
+    """``cfg`` is the kind's own configuration: a kind's run function reads its section without a cast."""
+
+    cfg: C
     variants: list[ResolvedVariant]
     target: Target
     run: RunDir
@@ -32,6 +39,15 @@ class RunContext:
     rules: LearnedRules | None = None       # set by the rules stage
     cache: ModelCache = field(default_factory=ModelCache)
     timings: dict[str, float] = field(default_factory=dict)
+    #: the kind's manifest section: its name and model (set by the runner from the kind's record)
+    section: tuple[str, type[BaseModel]] | None = None
+
+    def record(self, value: BaseModel) -> None:
+        """Write the kind's own manifest section: only its declared model goes in, under its declared name."""
+        if self.section is None or not isinstance(value, self.section[1]):
+            want = self.section[1].__name__ if self.section else "no section"
+            raise TypeError(f"{self.cfg.kind}: the kind records {want}, not {type(value).__name__}")
+        self.run.manifest.put(self.section[0], value)
 
     def check_classes(self, n_classes: int) -> None:
         """Once the dataset is known: the class count against the target's limit, before any training."""

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from chimera import paths
 from chimera.data.adapters import normalize
 from chimera.data.dataset import FORMAT as DATASET_FORMAT
 from chimera.data.dataset import MANIFEST, Dataset, NormalizeOptions, load_dataset
@@ -33,7 +34,7 @@ from chimera.rules.spec import rule_keys
 log = logging.getLogger(__name__)
 
 
-DATA_CODE = Path(__file__).resolve().parents[2] / "data"
+DATA_CODE = paths.PACKAGE / "data"
 
 
 def _code_fingerprint() -> str:

@@ -7,6 +7,7 @@ from chimera.errors import ConfigError
 from chimera.experiments.config import ResolvedVariant
 from chimera.rules.spec import Rules
 from chimera.targets.base import Target, exceeded
+from chimera.targets.registry import classes
 
 #: where each checked artifact constant comes from, for the error message
 CONSTANT_SOURCE = {"WINDOW": "model.window", "NUM_CENTROIDS": "model.centroids", "RF_FEATURES": "model.features (m)",
@@ -31,6 +32,8 @@ def preflight(target: Target, variants: list[ResolvedVariant], rule_file: Rules,
         if over:
             what = "; ".join(f"{CONSTANT_SOURCE.get(k, k)} = {val} exceeds the {target.name} program's maximum "
                              f"{lim} ({k})" for k, val, lim in over)
+            fits = [c.name for c in classes() if c.name != target.name and not exceeded(
+                {k: val for k, val, _ in over}, c.limits())]
             raise ConfigError(f"{where or 'experiment'}: variant '{v.name}': {what}",
-                              f"lower it in the experiment YAML (or the variant's overrides), or run on a target "
-                              f"without this limit (--target reference{'' if target.name == 'ebpf' else ' or ebpf'})")
+                              "lower it in the experiment YAML (or the variant's overrides), or run on a target "
+                              f"without this limit (--target {' or '.join(fits) or 'reference'})")

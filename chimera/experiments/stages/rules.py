@@ -16,11 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
+from chimera import paths
 from chimera.experiments.stages.dataset import PreparedData
 from chimera.rules.spec import Rules, load_rules
 from chimera.rules.weights import learn_soft_weights
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = paths.ROOT
 log = logging.getLogger(__name__)
 
 

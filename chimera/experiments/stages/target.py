@@ -39,6 +39,17 @@ class Execution:
     fell_back: str | None = None      # why the variant ran on the reference instead of the chosen target
     seconds: float = 0.0
     offline_agreement: float | None = None  # † on the software host: share equal to the offline float model
+    on: type[Target] | None = None    # the target whose tables classified (None: a † configuration)
+
+    @property
+    def where(self) -> str:
+        """How a table labels the row: the target's own label where it ran as asked, else what ran it."""
+        return self.on.label if self.on is not None and self.fell_back is None else self.executed_on
+
+    @property
+    def on_switch(self) -> bool:
+        """The variant's tables ran in a switch on the testbed (not a fallback, not a † configuration)."""
+        return self.on is not None and self.fell_back is None and self.on.can(Capability.TESTBED)
 
     @property
     def verdicts(self) -> Verdicts | None:
@@ -74,4 +85,4 @@ def run_variant(ctx: RunContext, data: PreparedData, rules: LearnedRules, v: Res
         runner = ReferenceTarget()
     res = runner.run(art, data.replay_table, run_dir, slug(v.name), replay=ctx.replay)
     return Execution(runner.name + (f" ({why})" if why else ""), res.verdicts.label[pos].astype(np.int64), res,
-                     fell_back=why, seconds=time.perf_counter() - t0)
+                     fell_back=why, seconds=time.perf_counter() - t0, on=type(runner))

@@ -19,31 +19,52 @@ from typing import Any
 
 from chimera.data.pcap import PacketTable
 from chimera.formats.artifact import Artifact
-from chimera.targets.base import Capability, TargetResult
-from chimera.targets.bmv2.compiler import INSTALL_HINT, compile_fixed
+from chimera.targets.base import BenchProfile, Capability, MutantSource, TargetResult
+from chimera.targets.bmv2.compiler import INSTALL_HINT, compile_fixed, compile_p4
 from chimera.targets.bmv2.node import Bmv2Switch
 from chimera.targets.bmv2.p4rt import check_supported, p4_limits
 from chimera.targets.bmv2.schema import P4_SOURCE, REDIRECT_SOURCE
 from chimera.targets.software.host import host_pace, run_on_classifier_host
 from chimera.targets.testbed import TestbedTarget
+from chimera.testbed.nodes import BuildOptions
 from chimera.testbed.replay import ReplayConfig
 
-TOOLS = ("simple_switch_grpc", "p4c-bm2-ss")
 
 
 class Bmv2Target(TestbedTarget):
     """s1 is simple_switch_grpc running chimera.p4 (the card's switch)."""
 
     name = "bmv2"
+    title = "BMv2"
+    program = "chimera.p4"
+    label = "bmv2"
     switch_cls = Bmv2Switch
     capabilities = TestbedTarget.capabilities | Capability.SOFTWARE_HOST
     auto_rank = 2
     ladder = (250, 500, 1_000, 2_000, 4_000, 8_000, 16_000)
     assumed_pps = 500
+    tools = {"p4c-bm2-ss": ("p4c-bm2-ss", "--version"), "simple_switch_grpc": ("simple_switch_grpc", "--version")}
+    conformance_pps = 300
+    conformance_frames = 1_500   # its rate is low: shorter replays
+    min_tick_s = 1.0
+    mutants = MutantSource(
+        "p4", P4_SOURCE,
+        (("parser ChimeraParser", "control ChimeraVerifyChecksum"),
+         ("    apply {\n        bit<64> cnt;",
+          "/* ------------------------------------------------------------------ egress")),
+        "p4", ("tests/test_conformance.py", "-k", "bmv2"), pps=500)
+    bench = BenchProfile(zero_loss_goal_pps=5_000, zero_loss_ladder=(500, 1_000, 2_000, 5_000, 10_000, 20_000),
+                         zero_loss_packets=3_000, install_goal_ms=1000.0, install_pace={"mode": "pps", "pps": 300},
+                         install_t_cp_s=0.8, install_max_packets=3000)
+
+    @classmethod
+    def build_program(cls, art: Artifact, out_dir: Path, build: BuildOptions | None = None) -> Path:
+        """The BMv2 JSON of chimera.p4 for ``art`` (p4c-bm2-ss)."""
+        return compile_p4(art, out_dir, build)
 
     @classmethod
     def unavailable_reason(cls) -> str | None:
-        missing = [t for t in TOOLS if shutil.which(t) is None]
+        missing = [t for t in cls.tools if shutil.which(t) is None]
         if missing:
             return f"{' and '.join(missing)} not installed (p4c/BMv2 are in no registry this machine reaches)"
         return super().unavailable_reason()
@@ -56,7 +77,8 @@ class Bmv2Target(TestbedTarget):
         return [P4_SOURCE]
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "switch_clock": "BMv2 ingress_global_timestamp (µs, x1000 to ns)"}
+        return {**super().describe(), "switch_clock": "BMv2 ingress_global_timestamp (µs, x1000 to ns)",
+                "note": "logging builds are 10x slower or more; the manifest records the binary's version"}
 
     def unsupported(self, art: Artifact) -> str | None:
         return check_supported(art)
@@ -70,5 +92,6 @@ class Bmv2Target(TestbedTarget):
         with tb.s1.fixed_program(compile_fixed(REDIRECT_SOURCE, self.build_dir)):
             return run_on_classifier_host(tb, model_json, prep.pcap, prep.frames, host_pace(replay), run_dir, slug)
 
-    def limits(self) -> dict[str, int]:
+    @classmethod
+    def limits(cls) -> dict[str, int]:
         return p4_limits()

@@ -19,6 +19,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +39,12 @@ from chimera.testbed.nodes import BuildOptions
 log = logging.getLogger(__name__)
 TOOLS = ("p4c-bm2-ss", "simple_switch", "simple_switch_CLI")
 START_WAIT_S = 30  # simple_switch waits this long before reading its input file (install takes ~4-10 s)
+#: the Thrift server must answer within this long of the switch's start
+THRIFT_TIMEOUT_S = 30.0
+#: how often the switch's counters and output are polled while it reads its file
+POLL_S = 0.5
+#: after ingress has counted the last frame: its later register writes land within this long
+SETTLE_S = 1.0
 
 
 def unavailable_reason() -> str | None:
@@ -93,9 +100,22 @@ def run_files(art: Artifact, table: PacketTable, work: Path, timeout_s: float = 
     write_pcap(work / "port2_in.pcap", [], [])
     out = work / "port2_out.pcap"
     out.unlink(missing_ok=True)
-    sw = subprocess.Popen(["simple_switch", "--use-files", str(START_WAIT_S), "-i", f"1@{work}/port1", "-i",
-                           f"2@{work}/port2", "--thrift-port", str(THRIFT_PORT), "--log-level", "off", str(js)],
-                          stdout=open(work / "switch.log", "w"), stderr=subprocess.STDOUT)
+    with open(work / "switch.log", "w") as switch_log:
+        sw = subprocess.Popen(["simple_switch", "--use-files", str(START_WAIT_S), "-i", f"1@{work}/port1", "-i",
+                               f"2@{work}/port2", "--thrift-port", str(THRIFT_PORT), "--log-level", "off", str(js)],
+                              stdout=switch_log, stderr=subprocess.STDOUT)
+        regs = _drive(sw, art, len(frames), out, work, timeout_s)
+    got = collect(frames, work / "port1_in.pcap", out)
+    conf = conformance(art, replayed, got.verdicts, got.received, clock_ns, regs, trace_clock=True)
+    ts = got_ts(out)
+    return FileRunResult(len(frames), conf.checked, conf.reference_mismatches, conf.register_mismatches,
+                         (int(ts.max()) - int(ts.min())) / 1e9 if ts.size > 1 else float("nan"))
+
+
+def _drive(sw: subprocess.Popen[bytes], art: Artifact, frames: int, out: Path, work: Path,
+           timeout_s: float) -> dict[str, Any]:
+    """Install the tables once Thrift answers, wait until every frame went through, read the registers; the
+    switch is stopped whatever happens."""
     t0 = time.monotonic()
     try:
         while True:  # wait for the Thrift server
@@ -104,9 +124,10 @@ def run_files(art: Artifact, table: PacketTable, work: Path, timeout_s: float = 
                     break
             except TargetError:
                 pass
-            if sw.poll() is not None or time.monotonic() - t0 > 30:
-                raise TargetError(f"simple_switch did not start (see {work / 'switch.log'})", "check the BMv2 install")
-            time.sleep(0.5)
+            if sw.poll() is not None or time.monotonic() - t0 > THRIFT_TIMEOUT_S:
+                raise TargetError(f"simple_switch did not start within {THRIFT_TIMEOUT_S:.0f} s (see "
+                                  f"{work / 'switch.log'})", "check the BMv2 install")
+            time.sleep(POLL_S)
         out_text = run_cli(cli_commands(art))
         bad = [line for line in out_text.splitlines() if "Error" in line or "Invalid" in line]
         if bad:
@@ -117,25 +138,23 @@ def run_files(art: Artifact, table: PacketTable, work: Path, timeout_s: float = 
                               f"{START_WAIT_S} s start delay", "run again on a less loaded machine")
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:  # until ingress has seen every frame and the output has every verdict
-            time.sleep(2)
+            time.sleep(POLL_S)
             c = read_state(None)["counters"]
             seen = c["parsed"] + c["unparsed"]  # every frame lands in exactly one of the two
             n = len(read_pcap(out)) if out.exists() and out.stat().st_size > 24 else 0
-            if seen >= len(frames) and (n == len(frames) or time.monotonic() - t0 > START_WAIT_S + 10):
+            if seen >= frames and (n == frames or time.monotonic() - t0 > START_WAIT_S + 10):
                 break
+        else:
+            raise TargetError(f"simple_switch did not get through {frames} frames within {timeout_s:.0f} s "
+                              f"(see {work / 'switch.log'})", "pass a larger timeout_s, or fewer frames")
         # Not on output growth alone: on a loaded host BMv2 can stall for seconds, and registers read
         # mid-replay differ from the reference's by the frames not yet through ingress. The counter is written
         # early in ingress, so the last frame's later register writes get a moment more.
-        time.sleep(1)
-        regs = read_state(art)
+        time.sleep(SETTLE_S)
+        return read_state(art)
     finally:
         sw.terminate()
         sw.wait(timeout=10)
-    got = collect(frames, work / "port1_in.pcap", out)
-    conf = conformance(art, replayed, got.verdicts, got.received, clock_ns, regs, trace_clock=True)
-    ts = got_ts(out)
-    return FileRunResult(len(frames), conf.checked, conf.reference_mismatches, conf.register_mismatches,
-                         (int(ts.max()) - int(ts.min())) / 1e9 if ts.size > 1 else float("nan"))
 
 
 def got_ts(out: Path) -> np.ndarray:

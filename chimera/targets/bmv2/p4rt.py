@@ -136,7 +136,6 @@ def model_entries(art: Artifact, ver: int) -> list[P4TableEntry]:
     why = check_supported(art)
     if why:
         raise TargetError(f"artifact not supported by chimera.p4: {why}", "use --target reference")
-    Y = art.c("NUM_CLASSES")
     out: list[P4TableEntry] = [
         _t("params", {"ver": ver}, "set_params", alpha=art.c("ALPHA"), beta=art.c("BETA"), gamma=art.c("GAMMA"),
            lambda_h=art.c("LAMBDA_H"), map_version=art.c("MAP_VERSION"), use_window=art.c("USE_WINDOW"))]

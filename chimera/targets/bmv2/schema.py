@@ -10,13 +10,13 @@ p4c exists ``invoke p4info --check`` diffs it against p4c's own output.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from google.protobuf import text_format
 
+from chimera import paths
 from chimera.formats.coverage import N_POINTS
 
-P4_DIR = Path(__file__).resolve().parents[3] / "p4"
+P4_DIR = paths.P4
 P4_SOURCE = P4_DIR / "chimera.p4"
 REDIRECT_SOURCE = P4_DIR / "redirect.p4"  # the † path: h1 -> sc -> h2, no tables (Bmv2Target.run_software)
 P4INFO = P4_DIR / "chimera.p4info.txtpb"

@@ -17,11 +17,12 @@ from typing import Any
 from chimera.data.pcap import PacketTable, read_pcap
 from chimera.errors import ChimeraError
 from chimera.formats.artifact import Artifact
-from chimera.targets.base import Capability, TargetResult
+from chimera.targets.base import BenchProfile, Capability, MutantSource, TargetResult
 from chimera.targets.ebpf.node import EbpfSwitch
 from chimera.targets.software.host import host_pace, run_on_classifier_host
 from chimera.targets.testbed import TestbedTarget
 from chimera.testbed.collect import span_rate
+from chimera.testbed.nodes import BuildOptions
 from chimera.testbed.outcome import ForwardingOutcome
 from chimera.testbed.replay import ReplayConfig, replay as replay_once
 
@@ -55,11 +56,36 @@ class EbpfTarget(TestbedTarget):
     """s1 is the eBPF/tc switch."""
 
     name = "ebpf"
+    title = "eBPF"
+    program = "the eBPF program"
+    label = "ebpf"
     switch_cls = EbpfSwitch
     capabilities = TestbedTarget.capabilities | Capability.SOFTWARE_HOST | Capability.FORWARDING
     auto_rank = 1
     ladder = (5_000, 20_000, 50_000, 100_000, 200_000)
     assumed_pps = 20_000
+    tools = {"clang": ("clang", "--version"), "bpftool": ("bpftool", "version")}
+    conformance_pps = 4_000
+    mutants = MutantSource(
+        "ebpf", SOURCES[0],
+        (("static __always_inline __u32 bit_length32", "static const __u32 crc_table[256]"),
+         ("static __always_inline __u32 crc32_13", "/* Benchmark baseline")),
+        "c", ("tests/test_conformance.py", "-k", "ebpf"), pps=20_000)
+    bench = BenchProfile(zero_loss_goal_pps=50_000, zero_loss_ladder=(10_000, 20_000, 50_000, 100_000, 200_000),
+                         zero_loss_packets=20_000, install_goal_ms=20.0, install_pace={"mode": "speed"},
+                         install_t_cp_s=0.1)
+
+    @classmethod
+    def build_program(cls, art: Artifact, out_dir: Path, build: BuildOptions | None = None) -> Path:
+        """The tc object for ``art`` (clang -target bpf)."""
+        from chimera.targets.ebpf.build import build_object
+        return build_object(art, out_dir, build)
+
+    @classmethod
+    def verify_program(cls, art: Artifact, out_dir: Path, build: BuildOptions | None = None) -> None:
+        """Built, and loaded: the kernel's verifier is the check that counts."""
+        from chimera.targets.ebpf.libbpf import BpfObject
+        BpfObject(str(cls.build_program(art, out_dir, build))).close()
 
     @classmethod
     def unavailable_reason(cls) -> str | None:
@@ -113,7 +139,8 @@ class EbpfTarget(TestbedTarget):
                                  max(0, len(sent) - len(got) - files.dropped_at_receiver), span_rate(sent.ts_ns),
                                  span_rate(got.ts_ns))
 
-    def limits(self) -> dict[str, int]:
+    @classmethod
+    def limits(cls) -> dict[str, int]:
         return dict(LIMITS)
 
     def unsupported(self, art: Artifact) -> str | None:

@@ -1,0 +1,52 @@
+"""The cadence kind's configuration: its YAML section, validated."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from chimera.controlplane.config import DAY_S
+from chimera.experiments.kinds.stability.config import StabilityExperiment, StabilitySection
+
+
+class CadenceSpec(BaseModel):
+    """The eta x T_cp sweep (hyper_cadence): eta is the dataplane EMA step, T_cp the slow loop's period."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    etas: list[float] = Field([0.05, 0.1, 0.3, 0.5], min_length=1)
+    t_cp_s: list[float] = Field([10.0, 60.0, 300.0, 1800.0], min_length=1)
+
+    @field_validator("etas")
+    @classmethod
+    def _eta_range(cls, v: list[float]) -> list[float]:
+        bad = [x for x in v if not 2**-16 <= x <= 0.75]
+        if bad:
+            raise ValueError(f"eta values {bad} are out of range [2^-16, 0.75]")
+        return v
+
+    @field_validator("t_cp_s")
+    @classmethod
+    def _tcp_range(cls, v: list[float]) -> list[float]:
+        bad = [x for x in v if not 0 < x <= DAY_S]
+        if bad:
+            raise ValueError(f"T_cp values {bad} are out of range (0, {DAY_S:.0f}] s")
+        return v
+
+
+class CadenceExperiment(StabilityExperiment):
+    kind: Literal["cadence"] = "cadence"  # type: ignore[assignment]
+    cadence: CadenceSpec
+
+
+class OperatingPoint(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    eta: float | None = None
+    t_cp_s: float | None = None
+
+
+class CadenceSection(StabilitySection):
+    """Manifest section ``stability`` of a cadence run: the day as run, and the experiment's operating point."""
+
+    packets_per_sim_s: float | None = None
+    operating_point: OperatingPoint = OperatingPoint()

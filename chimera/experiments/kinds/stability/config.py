@@ -1,0 +1,97 @@
+"""The stability kind's configuration: its YAML section, validated."""
+
+from __future__ import annotations
+
+from typing import Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from chimera.controlplane.config import DAY_S
+from chimera.errors import ConfigError
+from chimera.experiments.config import Configuration, ExperimentConfig
+
+#: the compression a day gets when the YAML leaves it unset, per clock
+DEFAULT_COMPRESSION = {"trace": 1.0, "switch": 576.0}
+
+
+class StabilitySpec(BaseModel):
+    """A simulated day replayed through the switch (stability24h, hyper_cadence).
+
+    The day is time-compressed before anything is trained: flows arrive, drift and follow the diurnal load
+    on a day of ``day_hours / compression`` real hours, while each flow keeps its own packet timing, so the
+    model trains on the trace exactly as it is replayed. ``compression: 1`` is the real day.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    compression: float | None = Field(None, ge=1, le=DAY_S, description="simulated seconds per trace second; unset: "
+                                      "1 under the trace clock (the real day, replayed at any pace), 576 under the "
+                                      "switch clock (the day replayed in real time: 150 s)")
+    day_hours: float = Field(24.0, gt=0, le=24)
+    train_hours: float = Field(6.0, gt=0, description="the model trains on flows that start in these first hours")
+    attack_at_hour: float | None = Field(1.0, ge=0, description="the attack burst starts here")
+    drift_step_at_hour: float | None = Field(None, ge=0, description="the drift as one step here (default: linear)")
+    bin_minutes: float = Field(60.0, gt=0, description="F1 time bins (simulated minutes)")
+    last_hours: float = Field(6.0, gt=0, description="'the last hours', compared with the training hours")
+    configurations: list[Configuration] = Field(["Chimera", "Fast-Only", "Static-Map"], min_length=1)
+    bootstrap: int = Field(200, ge=0, le=10000, description="resamples of flows per bin for the 95% intervals")
+    diagnose: bool = Field(True, description="also run slow-loop variants on the reference to explain the result")
+
+    @model_validator(mode="after")
+    def _inside_the_day(self) -> "StabilitySpec":
+        if self.train_hours >= self.day_hours:
+            raise ValueError(f"train_hours ({self.train_hours}) must be below day_hours ({self.day_hours})")
+        if self.last_hours > self.day_hours - self.train_hours:
+            raise ValueError(f"last_hours ({self.last_hours}) must fit after the training hours")
+        for k in ("attack_at_hour", "drift_step_at_hour"):
+            v = getattr(self, k)
+            if v is not None and v >= self.day_hours:
+                raise ValueError(f"{k} ({v}) must fall inside the day (< {self.day_hours} h)")
+        return self
+
+    @property
+    def day_s(self) -> float:
+        return self.day_hours * 3600.0
+
+    @property
+    def factor(self) -> float:
+        """The compression (set by the runner from the clock when the YAML leaves it unset)."""
+        if self.compression is None:
+            raise ConfigError("stability.compression is unresolved", "the runner resolves it from the clock")
+        return self.compression
+
+    @property
+    def trace_s(self) -> float:
+        """The (compressed) day's length on the trace's clock."""
+        return self.day_s / self.factor
+
+
+class StabilityExperiment(ExperimentConfig):
+    kind: Literal["stability"] = "stability"
+    stability: StabilitySpec
+
+    @model_validator(mode="after")
+    def _a_synthetic_day(self) -> "StabilityExperiment":
+        if self.the_dataset().synthetic is None:
+            raise ValueError(f"kind {self.kind} generates its own day-long trace: give dataset.synthetic "
+                             "(a real capture has no compressible day)")
+        return self
+
+    def with_compression(self, clock: str) -> Self:
+        """The experiment with its compression resolved for ``clock``."""
+        if self.stability.compression is not None:
+            return self
+        return self.model_copy(update={"stability": self.stability.model_copy(
+            update={"compression": DEFAULT_COMPRESSION[clock]})})
+
+
+class StabilitySection(BaseModel):
+    """Manifest section ``stability``: the day as run (its compression, lengths, clock and the T_cp it used)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    compression: float = 1.0
+    trace_s: float = 0.0
+    day_hours: float | None = None
+    t_cp_s: float | None = None
+    t_cp_trace_s: float | None = None
+    clock: str = "trace"
+    install_ms_simulated: float | None = None

@@ -1,0 +1,57 @@
+"""The book: publish a run, render the pages from published runs, republish stale ones, reproduce the ledger."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from invoke import Context, Exit, task
+
+from tasks._common import cli
+
+
+@task(help={"run_dir": "a complete run directory (results/<experiment>/<run-id>) made from committed code"})
+@cli
+def publish(c: Context, run_dir: str, verbose: bool = False) -> None:
+    """Copy a run's light files into results/published/ (committed): the evidence the README cites."""
+    from chimera.report.publish import publish as run
+    logging.getLogger("tasks").info("published: %s", run(Path(run_dir)))
+
+
+@task(help={"check": "re-render in memory and fail on any difference (the README test), writing nothing"})
+@cli
+def book(c: Context, check: bool = False, verbose: bool = False) -> None:
+    """Render every measured number of README.md, docs/*.md and docs/claims.md from results/published/."""
+    from chimera.book.render import check as diff, write
+    log = logging.getLogger("tasks")
+    if check:
+        bad = diff()
+        for d in bad:
+            log.error("%s", d)
+        if bad:
+            raise Exit(f"{len(bad)} block(s) differ from their rendering: run `invoke book`", code=1)
+        log.info("the book is as its runs render it")
+        return
+    changed = write()
+    log.info("book: %d page(s) re-rendered%s", len(changed), "".join(f"\n  {p}" for p in changed))
+
+
+@task(help={"stale": "re-run every cited experiment run whose code has moved on (required: says what it does)",
+            "only": "comma-separated experiments: just these", "dry_run": "print the plan and its expected time"})
+@cli
+def republish(c: Context, stale: bool = False, only: str = "", dry_run: bool = False, verbose: bool = False) -> None:
+    """Re-run the stale runs the book cites from committed code, publish them and re-render the book."""
+    from chimera.errors import ConfigError
+    if not stale:
+        raise ConfigError("invoke republish re-runs the stale cited runs only", "say so: invoke republish --stale")
+    from chimera.book.republish import republish as run
+    run(tuple(x for x in only.split(",") if x), dry_run=dry_run)
+
+
+@task(help={"quick": "the steps of the ledger that take minutes (leaves out Table 1, Table 2 and the window "
+                     "figure)", "dry_run": "print the plan and its expected time, run nothing"})
+@cli
+def reproduce(c: Context, quick: bool = False, dry_run: bool = False, verbose: bool = False) -> None:
+    """Run what docs/claims.md needs on this machine; its ledger beside the published one, claim by claim."""
+    from chimera.book.reproduce import reproduce as run
+    run(quick=quick, dry_run=dry_run)

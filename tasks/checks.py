@@ -1,0 +1,141 @@
+"""The checks: the test suite, the nightly and its dashboard, the fuzzer, mutants, benchmarks."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+from pathlib import Path
+
+from invoke import Context, Exit, task
+
+from tasks._common import cli, python
+from chimera.paths import ROOT
+
+
+@task(help={"update_baseline": "make this night the golden baseline (results/baseline/golden.json); never automatic",
+            "force": "with --update-baseline: accept a night that regressed or failed to run (needs --reason)",
+            "reason": "why the golden moves (recorded in golden.json with who and when)",
+            "require": "comma-separated targets that must run tonight (replaces the suite's `require`)",
+            "suite": "the nightly suite YAML (default results/baseline/nightly.yaml)",
+            "history": "history CSV (default results/nightly/history.csv)",
+            "repeats": "repeats per bench (median and IQR; >= 5)", "results": "results root directory",
+            "fuzz_budget": "override the suite's fuzz budget, e.g. 2m (0: no fuzzing tonight)",
+            "mutate_budget": "override the suite's mutation budget, e.g. 5m (0: no mutants tonight)"})
+@cli
+def nightly(c: Context, update_baseline: bool = False, force: bool = False, reason: str = "", require: str = "",
+            suite: str = "", history: str = "", repeats: int = 0, results: str = "results", fuzz_budget: str = "",
+            mutate_budget: str = "", verbose: bool = False) -> None:
+    """The nightly regression suite against the golden baseline; non-zero exit on any regression or failure to run."""
+    from chimera.nightly.config import SUITE, load_suite
+    from chimera.nightly.suite import nightly as run
+    cfg = load_suite(Path(suite) if suite else SUITE).with_cli(
+        require=[t for t in require.split(",") if t] or None, repeats=repeats or None,
+        fuzz_budget=fuzz_budget or None, mutate_budget=mutate_budget or None)
+    out, regressed = run(cfg, update_baseline=update_baseline, force=force, reason=reason,
+                         history=Path(history) if history else None, results_root=results)
+    print((out / "summary.md").read_text())  # noqa: T201 - the summary is the command's output (CI comment)
+    if regressed and not update_baseline:
+        raise Exit(f"nightly: regressed or failed to run (see {out / 'summary.md'})", code=1)
+
+
+@task(help={"history": "history CSV (default results/nightly/history.csv)", "results": "results root directory"})
+@cli
+def dashboard(c: Context, history: str = "", results: str = "results", verbose: bool = False) -> None:
+    """Rewrite the nightly dashboard (results/nightly/site/index.html) from an existing history."""
+    from chimera.nightly.dashboard import write_site
+    from chimera.nightly.golden import load_golden
+    from chimera.nightly.suite import BASELINE_DIR
+    from chimera.errors import ResultsError
+    root = Path(results) / "nightly"
+    try:
+        golden = load_golden(BASELINE_DIR)
+    except ResultsError as e:
+        logging.getLogger("tasks").warning("drawing without a golden line: %s", e)
+        golden = None
+    out = write_site(Path(history) if history else root / "history.csv", root, golden)
+    logging.getLogger("tasks").info("open file://%s", out.resolve())
+
+
+@task(help={"targets": "comma-separated: reference,ebpf,bmv2 or auto (every target that can run here); the "
+                       "reference and the oracle always run",
+            "budget": "how long to fuzz, e.g. 10m, 90s, 1h", "seed": "the generator's seed (default: today's date)",
+            "profiles": "artifact profiles (default: all; chimera/fuzz/profiles.py)",
+            "reproduce": "re-run a saved failure (results/fuzz/<run>/failure-N.json) instead of fuzzing",
+            "results": "results root directory"})
+@cli
+def fuzz(c: Context, targets: str = "auto", budget: str = "10m", seed: int = -1, profiles: str = "",
+         reproduce: str = "", results: str = "results", verbose: bool = False) -> None:
+    """Differential fuzzing: reference, oracle, eBPF and BMv2 agree on every verdict and register (docs/fuzzing.md)."""
+    import datetime as dt
+
+    from chimera.formats.units import parse_duration
+    from chimera.fuzz.profiles import PROFILES
+    from chimera.fuzz.run import FuzzConfig, fuzz as run, reproduce as rerun
+    from chimera.targets.registry import describe_all
+    if reproduce:
+        ok = rerun(Path(reproduce))
+        if not ok:
+            raise Exit("fuzz: the failure reproduces", code=1)
+        return
+    names = [t for t in targets.split(",") if t]
+    if names == ["auto"]:
+        names = [t for t, why in describe_all().items() if why is None]
+    cfg = FuzzConfig(targets=tuple(names), budget_s=parse_duration(budget, "--budget"),
+                     seed=seed if seed >= 0 else int(dt.date.today().strftime("%Y%m%d")),
+                     profiles=tuple(p for p in profiles.split(",") if p) or tuple(PROFILES))
+    res = run(cfg, results)
+    print((res.run_dir / "summary.md").read_text())  # noqa: T201 - the summary is the command's output
+    if res.failures:
+        raise Exit(f"fuzz: {len(res.failures)} differences (see {res.run_dir / 'summary.md'})", code=1)
+
+
+@task(help={"files": "comma-separated: reference, ebpf, p4 (p4 where p4c and BMv2 are installed)",
+            "budget": "how long to run mutants, e.g. 30m", "seed": "which mutants are drawn (default 0)",
+            "fuzz": "the fuzz budget of each mutant (default 40s)", "max_mutants": "per file (0: as the budget allows)",
+            "fuzz_rounds": "fuzz rounds per mutant instead of --fuzz (the outcome is then the seed's alone)",
+            "only": "comma-separated mutant ids (from a run's mutants.csv): re-check just those",
+            "no_conformance": "skip the conformance tests for mutants the fuzzer did not kill",
+            "results": "results root directory"})
+@cli
+def mutate(c: Context, files: str = "reference,ebpf", budget: str = "30m", seed: int = 0, fuzz: str = "40s",
+           max_mutants: int = 0, no_conformance: bool = False, results: str = "results", only: str = "",
+           fuzz_rounds: int = 0, verbose: bool = False) -> None:
+    """Mutation score: mechanical mutants of chimera.bpf.c, chimera.p4 and the reference core (docs/fuzzing.md)."""
+    from chimera.formats.units import parse_duration
+    from chimera.fuzz.mutate import MutateConfig, mutate as run
+    out = run(MutateConfig(files=tuple(f for f in files.split(",") if f), budget_s=parse_duration(budget, "--budget"),
+                           seed=seed, fuzz_s=parse_duration(fuzz, "--fuzz"), conformance=not no_conformance,
+                           max_mutants=max_mutants, only=tuple(x for x in only.split(",") if x),
+                           fuzz_rounds=fuzz_rounds), results)
+    print((out / "summary.md").read_text())  # noqa: T201 - the summary is the command's output
+
+
+@task(help={"what": "ingest | reference | install | switch | fidelity | scale | sweep | zeroloss | bmv2ratio | bmv2files",
+            "pcap": "capture to benchmark (ingest)",
+            "seeds": "fidelity: comma-separated seeds (default 1,2,3)",
+            "only": "fidelity: comma-separated parts of data names to run (the docs are then left alone)",
+            "baseline": "bmv2files: the git revision whose chimera.p4 the shipped one is timed against"})
+@cli
+def bench(c: Context, what: str = "ingest", pcap: str = "", seeds: str = "", only: str = "", baseline: str = "",
+          verbose: bool = False) -> None:
+    """Benchmarks; each prints its measured rates and ratios (chimera/bench/__init__.py lists them)."""
+    from chimera.bench import dispatch
+    from chimera.errors import ConfigError
+    try:
+        seed_list = tuple(int(x) for x in seeds.split(",") if x)
+    except ValueError:
+        raise ConfigError(f"--seeds {seeds!r}: not a comma-separated list of integers", "e.g. --seeds 1,2,3") from None
+    dispatch(what, pcap=Path(pcap) if pcap else None, seeds=seed_list, only=tuple(x for x in only.split(",") if x),
+             baseline=baseline)
+
+
+@task(help={"k": "pytest -k expression", "x": "stop at first failure"})
+def test(c: Context, k: str = "", x: bool = False) -> None:
+    """Run the test suite (tests needing root/BMv2 skip with a reason where absent)."""
+    py = python()
+    args = ["-m", "pytest", "-ra", "-q"] + (["-k", k] if k else []) + (["-x"] if x else [])
+    r = subprocess.run([py, *args], cwd=ROOT, check=False)
+    if r.returncode == 5:
+        raise Exit("no tests were collected", code=1)
+    if r.returncode != 0:
+        raise Exit(code=r.returncode)
