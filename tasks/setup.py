@@ -18,7 +18,7 @@ def setup(c: Context) -> None:
     missing = missing_packages()
     if missing:
         if os.geteuid() != 0:
-            raise Exit(f"setup: system packages missing ({' '.join(missing)}); run as root: sudo scripts/bootstrap")
+            raise Exit(f"setup: system packages missing ({' '.join(missing)}); run scripts/bootstrap as root (or under sudo)")
         c.run("apt-get update -q", pty=False)
         c.run("DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends " + " ".join(missing))
     for pkg, why in OPTIONAL_PACKAGES.items():
