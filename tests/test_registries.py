@@ -252,3 +252,19 @@ def test_no_target_is_named_outside_its_folder_and_the_registries() -> None:
         found += [f"{rel}:{i}: {ln.strip()}" for i, ln in enumerate(py.read_text().splitlines(), 1)
                   if pattern.search(ln)]
     assert not found, "\n".join(found)
+
+
+def test_invoke_lists_the_documented_commands_at_the_top_level() -> None:
+    """tasks/ is a package of collections, but the commands stay where the README documents them: every task at
+    the top level (``invoke run-experiment``, not ``invoke run.run-experiment``), each one in the README."""
+    import re
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "invoke", "--list"], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout
+    listed = set(re.findall(r"^  ([a-z0-9-]+)\s", out, re.M))
+    assert listed == {"bench", "book", "build", "clean", "compare", "dashboard", "dataset", "fuzz", "mutate", "nightly",
+                      "p4header", "p4info", "publish", "replay", "report", "reproduce", "republish", "run-experiment",
+                      "setup", "sweep", "test", "topo"}
+    readme = (ROOT / "README.md").read_text()
+    assert not [t for t in listed if f"invoke {t}" not in readme]
