@@ -102,6 +102,7 @@ def test_a_night_that_changes_a_verdict_says_so(tmp_path: Path) -> None:
     verdict; the night's summary section names the claim and the block that moves."""
     import json
     import shutil
+    import subprocess
 
     import pandas as pd
 
@@ -112,11 +113,13 @@ def test_a_night_that_changes_a_verdict_says_so(tmp_path: Path) -> None:
     night = tmp_path / "nightly" / "29991231-000000-local"
     run = night / "runs" / "stability24h" / "29991231-000001-reference"
     shutil.copytree(src, run)
+    # tonight's runs are made from the checked-out code (so they are as fresh as the published ones they beat)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     m = json.loads((run / "manifest.json").read_text())
-    (run / "manifest.json").write_text(json.dumps({**m, "run_id": run.name}))
+    (run / "manifest.json").write_text(json.dumps({**m, "run_id": run.name, "git": {**m["git"], "commit": head}}))
     shutil.copy(src_night / "manifest.json", night / "manifest.json")
     m = json.loads((night / "manifest.json").read_text())
-    (night / "manifest.json").write_text(json.dumps({**m, "run_id": night.name}))
+    (night / "manifest.json").write_text(json.dumps({**m, "run_id": night.name, "git": {**m["git"], "commit": head}}))
     s = pd.read_csv(run / "stability.csv")
     s.loc[s["configuration"] == "Chimera", ["f1_first", "f1_last", "diff_vs_static_map", "diff_vs_static_map_lo",
                                             "diff_vs_static_map_hi"]] = [0.95, 0.945, 0.02, 0.01, 0.03]
