@@ -129,11 +129,17 @@ def bench(c: Context, what: str = "ingest", pcap: str = "", seeds: str = "", onl
              baseline=baseline)
 
 
-@task(help={"k": "pytest -k expression", "x": "stop at first failure"})
-def test(c: Context, k: str = "", x: bool = False) -> None:
-    """Run the test suite (tests needing root/BMv2 skip with a reason where absent)."""
+@task(help={"k": "pytest -k expression", "x": "stop at first failure",
+            "workers": "pytest-xdist workers (default: one per core; 0: in this process, one test at a time)"})
+def test(c: Context, k: str = "", x: bool = False, workers: int = -1) -> None:
+    """Run the test suite (tests needing root/BMv2 skip with a reason where absent).
+
+    Test files run in parallel, one worker per core (pytest-xdist, a file's tests on one worker so its module
+    fixtures are built once); the testbed tests take turns through the machine-wide testbed lock."""
     py = python()
-    args = ["-m", "pytest", "-ra", "-q"] + (["-k", k] if k else []) + (["-x"] if x else [])
+    par = [] if workers == 0 else ["-n", "auto" if workers < 0 else str(workers), "--dist", "loadfile",
+                                   "--durations", "10"]
+    args = ["-m", "pytest", "-ra", "-q", *par] + (["-k", k] if k else []) + (["-x"] if x else [])
     r = subprocess.run([py, *args], cwd=ROOT, check=False)
     if r.returncode == 5:
         raise Exit("no tests were collected", code=1)

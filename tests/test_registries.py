@@ -219,7 +219,7 @@ def test_a_toy_testbed_target_and_kind_need_their_own_folder_and_one_line_each(t
         "experiments": [{"name": "quickstart", "targets": ["reference", "toy"]},
                         {"name": "chimera/experiments/kinds/toy/toy.yaml", "targets": ["toy"]}],
         "overrides": {"quickstart": {"dataset": small}},
-        "mutate": {"files": ["toy"], "per_file": 2, "fuzz_rounds": 1}, "seed": 1}))
+        "mutate": {"files": ["toy"], "per_file": 1, "fuzz_rounds": 1}, "seed": 1}))
     night = run("-m", "invoke", "nightly", "--suite", str(suite), "--history", str(tmp_path / "history.csv"),
                 "--results", str(tmp_path / "night"), ok=False)
     (nd,) = (tmp_path / "night" / "nightly").glob("*-local")
