@@ -456,3 +456,21 @@ def test_a_fresh_clones_dashboard_shows_the_published_nights(tmp_path: Path) -> 
     assert "No nights in the history yet" not in page and page.count("<figure") > 3
     assert "No nights in the history yet" in write_site(tmp_path / "history.csv", tmp_path / "n2",
                                                          published=None).read_text()
+
+
+@pytest.mark.parametrize("mutant_id", ["01234567", "0b101101", "9993748544", "0123abcd"])
+def test_a_survivor_whose_id_looks_like_a_number_is_recorded_once(tmp_path: Path, mutant_id: str) -> None:
+    """Mutant ids are hex digits: some read as YAML numbers (octal, binary, decimal). The triage keeps the id as
+    written, so the same survivor is found again the next night instead of being appended again."""
+    import datetime as dt
+
+    import pandas as pd
+
+    from chimera.fuzz import triage as tr
+    f = tmp_path / "mutants.yaml"
+    f.write_text("# the triage\n")
+    out = pd.DataFrame([{"id": mutant_id, "file": "ebpf", "line": 3, "operator": "drop", "original": "x = 0;",
+                         "replacement": ";", "status": "survived"}])
+    assert tr.record_new(out, dt.date(2026, 11, 25), f) == [mutant_id]
+    assert mutant_id in tr.load(f)
+    assert tr.record_new(out, dt.date(2026, 11, 26), f) == []

@@ -92,7 +92,8 @@ def record_new(survivors: pd.DataFrame, night: dt.date, path: Path = TRIAGE) -> 
     lines = []
     for _, r in new.iterrows():
         what = f"{r['file']}:{int(r['line'])}: {r['operator']} `{r['original']}` -> `{r['replacement']}`"
-        lines += ["", f"{r['id']}:", f"  mutant: {yaml.safe_dump(what, width=10_000).splitlines()[0]}",
+        # quoted: an id of hex digits can read as a YAML number (01234567 octal, 0b1010 binary, 9993748544)
+        lines += ["", f'"{r["id"]}":', f"  mutant: {yaml.safe_dump(what, width=10_000).splitlines()[0]}",
                   "  status: untriaged", f"  first_drawn: {night.isoformat()}"]
     text = path.read_text()
     path.write_text(text.rstrip("\n") + "\n" + "\n".join(lines) + "\n")
