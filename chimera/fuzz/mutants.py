@@ -71,11 +71,10 @@ class Mutant:
         return f"{self.file}:{self.line}: {self.operator} '{self.original.strip()}' -> '{self.replacement.strip()}'"
 
 
-def _region_lines(file: str, text: str) -> list[int]:
+def _region_lines(src: MutantSource, text: str) -> list[int]:
     """0-based line numbers inside the file's regions, less the coverage instrumentation: ``#ifdef
     CHIMERA_COVERAGE`` blocks, and conditions whose only effect is a coverage count."""
     out: list[int] = []
-    src = source_of(file)
     for a, b in src.regions:
         i, j = text.find(a), text.find(b, text.find(a) + 1)
         if i < 0 or j < 0:
@@ -103,10 +102,9 @@ def _region_lines(file: str, text: str) -> list[int]:
     return sorted(set(out) - instrumented)
 
 
-def _code_part(file: str, line: str) -> str:
+def _code_part(syntax: str, line: str) -> str:
     """The line with comments, strings and (P4) type brackets blanked out, same length."""
     s = line
-    syntax = source_of(file).syntax
     if syntax == "python":
         s = re.sub(r"#.*$", lambda m: " " * len(m.group()), s)
         s = re.sub(r"\"[^\"]*\"|'[^']*'", lambda m: " " * len(m.group()), s)
@@ -119,9 +117,9 @@ def _code_part(file: str, line: str) -> str:
     return s
 
 
-def _negations(file: str, line: str, code: str) -> list[tuple[int, str, str]]:
+def _negations(syntax: str, line: str, code: str) -> list[tuple[int, str, str]]:
     out = []
-    if source_of(file).syntax == "python":
+    if syntax == "python":
         m = re.match(r"^(\s*)(if|elif|while) (.+):\s*$", code)
         if m:
             start = len(m.group(1)) + len(m.group(2)) + 1
@@ -157,7 +155,7 @@ def mutants_of(file: str, source: str | None = None) -> list[Mutant]:
     ops = OP_RE_PY if python else OP_RE_C
     swaps = SWAPS_PY if python else SWAPS_C
     in_table = False
-    for i in _region_lines(file, text):
+    for i in _region_lines(src, text):
         line = lines[i]
         if "crc_table" in line or "_CRC_TABLE" in line:
             in_table = "{" in line and "}" not in line
@@ -167,7 +165,7 @@ def mutants_of(file: str, source: str | None = None) -> list[Mutant]:
             continue
         if SKIP.search(line) or line.strip().startswith(("#define FOR", "@id", "header ", "struct ", "typedef")):
             continue
-        code = _code_part(file, line)
+        code = _code_part(src.syntax, line)
         if not code.strip():
             continue
         for m in ops.finditer(code):
@@ -189,7 +187,7 @@ def mutants_of(file: str, source: str | None = None) -> list[Mutant]:
             for nv in (v + 1, v - 1):
                 if nv >= 0:
                     out.append(Mutant(file, i + 1, m.start(), "const", m.group(), fmt(nv), line))
-        for col, cond, neg in _negations(file, line, code):
+        for col, cond, neg in _negations(src.syntax, line, code):
             out.append(Mutant(file, i + 1, col, "negate", cond, neg, line))
         stripped = code.strip()
         droppable = (stripped.endswith(";") and not re.match(r"^(__\w+|int|long|bit|struct|const|unsigned|u?int\d+_t)\b",
