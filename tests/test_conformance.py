@@ -175,6 +175,38 @@ def test_conformance_across_live_installs(case: tuple[Target, ReplayConfig], tmp
                                                                                  ref.map_version)
 
 
+def test_conformance_across_live_prior_installs(case: tuple[Target, ReplayConfig], tmp_path: Path) -> None:
+    """The prior-shift correction installing live (a class bias in the reserved soft rule's weights, nothing else
+    changed): several installs, every verdict and register equals the reference on the switch's record of its
+    versions, and under the trace clock the reference target's own controlled run."""
+    from chimera.controlplane.config import ControlPlaneConfig
+    from chimera.controlplane.loop import SlowLoop
+    from chimera.controlplane.offline import run_controlled
+    from chimera.controlplane.prior import TokenPosterior, keys_of_tokens
+    t, replay = case
+    built = quickstart_artifact(compile={"prior_logits": 2.0})
+    d, art = built.data, built.art
+    post = TokenPosterior.fit(keys_of_tokens(d.tokens, d.train_rows, art.len_lo), d.y(d.train_rows),
+                              len(d.classes), art.len_lo)
+    table = limit(t, d.replay_table)
+    span = float(table.ts_ns.max() - table.ts_ns.min()) / 1e9
+    period = span / 20 if replay.clock == "trace" else t.min_tick_s
+
+    def loop() -> SlowLoop:
+        return SlowLoop(art, ControlPlaneConfig(t_cp_s=period, tau_map=0.0, tau_prior=0.0, min_samples=16,
+                                                rebin="off", recluster=False, prior="em"), prior_model=post)
+
+    live = loop()
+    res = t.run(art, table, tmp_path, "live-prior", replay=replay, control=live)
+    check(t, res, art, table) if res.outcome is not None else None
+    inst = [s for s in live.steps if s.decision == "install"]
+    assert len(inst) >= 2 and all(s.churn_prior == 1 and s.churn_map == 0 for s in inst)
+    if replay.clock == "trace":
+        ref, _ = run_controlled(art, table, loop())
+        assert np.array_equal(res.verdicts.label, ref.label) and np.array_equal(res.verdicts.map_version,
+                                                                                 ref.map_version)
+
+
 #: the targets with a software classifier host (the † path), from their declared capabilities
 SOFTWARE_HOSTS = [n for n in TARGETS if target_class(n).can(Capability.SOFTWARE_HOST)]
 

@@ -278,3 +278,20 @@ def test_p4runtime_entries_read_back_diff_to_nothing(built) -> None:  # type: ig
     changed = list(ours)
     changed[0] = P4TableEntry.decode(ours[0].encode(schema), schema)
     assert len(version_diff(wire[1:], changed)[2]) == 1  # a missing entry is still found
+
+
+def test_p4runtime_prior_install_writes_one_soft_entry_then_flips() -> None:
+    """A prior-shift install changes the reserved prior rule's weights only: one modify of that rule's soft table
+    entry (its action data), the parameters (the map version), then the flip; no Map entry."""
+    from chimera.controlplane.recluster import prior_rule
+    from chimera.targets.bmv2.schema import TABLE_BY_NAME
+    art = quickstart_artifact(compile={"prior_logits": 2.0}).art
+    w = np.arange(art.c("NUM_CLASSES"), dtype=np.int64) * 3
+    new = MapVersion.of(art).successor(prior=w).apply(art)
+    res, writes = _sync(art, new, None)
+    assert not isinstance(res, Exception), res
+    _, _, n = res
+    tables = [u.entity.table_entry.table_id for wr in writes for u in wr.updates]
+    soft = TABLE_BY_NAME[f"soft_{prior_rule(art)}"].id
+    assert sorted(tables) == sorted([soft, TABLE_BY_NAME["params"].id, TABLE_BY_NAME["active_version"].id])
+    assert tables[-1] == TABLE_BY_NAME["active_version"].id and n == 3

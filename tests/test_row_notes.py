@@ -60,9 +60,16 @@ def test_stability_report_shows_both_paired_differences() -> None:
                       "diff_vs_fast_only_lo": [-0.0041, np.nan], "diff_vs_fast_only_hi": [0.0029, np.nan],
                       "diff_vs_static_map": [0.0058, np.nan], "diff_vs_static_map_lo": [0.0004, np.nan],
                       "diff_vs_static_map_hi": [0.0108, np.nan]})
-    text = "\n".join(_differences(s))
+    text = "\n".join(_differences(s))  # a run from before differences.csv: the Chimera row's two
     assert "| Chimera − Fast-Only | the slow loop's own effect | -0.0005 | [-0.0041, +0.0029] |" in text
     assert "| Chimera − Static-Map | both timescales together | +0.0058 | [+0.0004, +0.0108] |" in text
+    d = pd.DataFrame({"a": ["Prior-Only"], "b": ["Static-Map"], "measures": ["the prior-shift correction alone"],
+                      "diff": [-0.0125], "lo": [-0.0215], "hi": [-0.0048], "seeds": [3], "block_hours": [3.0],
+                      "verdict": ["a < b"]})
+    text = "\n".join(_differences(s, d))
+    assert "paired by training seed and time bin (3 seeds)" in text
+    assert "| Prior-Only − Static-Map | the prior-shift correction alone | -0.0125 | [-0.0215, -0.0048] | a < b |" in text
+    assert "blocks of 3 h" in text
 
 
 def test_the_ablation_report_shows_latency_and_rate_beside_f1(tmp_path) -> None:  # type: ignore[no-untyped-def]

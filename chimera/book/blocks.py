@@ -27,7 +27,7 @@ from chimera.experiments.kinds.input_scale.tables import INPUT_SCALE
 from chimera.experiments.kinds.latency.tables import LATENCY_SUMMARY
 from chimera.experiments.kinds.resources.tables import RESOURCES
 from chimera.experiments.kinds.roc.tables import ROC
-from chimera.experiments.kinds.stability.tables import STABILITY
+from chimera.experiments.kinds.stability.tables import DIFFERENCES, DRIFT, STABILITY
 from chimera.experiments.kinds.throughput.tables import THROUGHPUT
 from chimera.experiments.kinds.variants.tables import ABLATION
 from chimera.report.provenance import ROOT
@@ -249,7 +249,7 @@ def stability(b: Book) -> str:
            f"{n(c['replayed']) + ' packets' if 'replayed' in c else n(c['new_flows']) + ' flows'}. Mean F1 over the day: " +
            fmt.words([f"{k} {f(v)}" for k, v in s["f1_mean"].items()]) +
            f"; first to last bin, Chimera {f(c['f1_first'])} to {f(c['f1_last'])}. The slow loop's own effect, "
-           f"Chimera − Fast-Only: {signed(c['diff_vs_fast_only'])} (95% interval paired by time bin "
+           f"Chimera − Fast-Only: {signed(c['diff_vs_fast_only'])} ({_interval_words(r)} "
            f"{fmt.interval(c['diff_vs_fast_only_lo'], c['diff_vs_fast_only_hi'])}); both timescales together, "
            f"Chimera − Static-Map: {signed(c['diff_vs_static_map'])} "
            f"{fmt.interval(c['diff_vs_static_map_lo'], c['diff_vs_static_map_hi'])}. " + _verdict_slow(c)]
@@ -263,6 +263,56 @@ def stability(b: Book) -> str:
     elif on_testbed(r):
         out.append(f"{n(s['lost'].sum())} lost and {n(s['reference_mismatches'].sum())} verdicts different from "
                    "the reference.")
+    return " ".join(out)
+
+
+def _interval_words(r: Run) -> str:
+    """How a stability run's intervals were made (seeds and blocks, or bins alone in older runs)."""
+    if (r.path / DIFFERENCES.name).is_file():
+        d = r.table(DIFFERENCES)
+        k = int(d["seeds"].max()) if len(d) else 1
+        return (f"95% interval over {k} training seed{'s' * (k > 1)} and {float(d['block_hours'].iloc[0]):g}-hour "
+                "blocks of time bins, paired")
+    return "95% interval paired by time bin"
+
+
+def _drift_words(r: Run) -> str:
+    if not (r.path / DRIFT.name).is_file():
+        return ""
+    d = r.table(DRIFT)
+    st = r.view.config.get("stability") or {}
+    last = d[d["t_mid_h"] >= float(st.get("day_hours", 24)) - float(st.get("last_hours", 6))]
+    floor = d[d["in_training_hours"].astype(bool)]
+    return ("drift in the last hours against the training hours (Jensen-Shannon, bits; the training hours' own "
+            "bins in brackets): " + fmt.words([f"{k} {float(last[k].mean()):.3f} ({float(floor[k].mean()):.3f})"
+                                               for k in ("covariate", "label", "concept")]))
+
+
+def _pairs(r: Run, pairs: list[tuple[str, str]]) -> str:
+    d = r.table(DIFFERENCES).set_index(["a", "b"])
+    return fmt.words([f"{a} − {b} {signed(d.loc[(a, b), 'diff'])} {fmt.interval(d.loc[(a, b), 'lo'], d.loc[(a, b), 'hi'])}"
+                      for a, b in pairs if (a, b) in d.index])
+
+
+@block("drift")
+def drift(b: Book) -> str:
+    """The adaptations on the two days: the drifting day (covariate, concept and label shift) and the day with
+    label shift only; each with its drift decomposition and the paired differences the paper's claim turns on."""
+    out = []
+    pairs = [("Fast-Only", "Static-Map"), ("Re-cluster-Only", "Static-Map"), ("Prior-Only", "Static-Map"),
+             ("Chimera+Prior", "Chimera"), ("Oracle", "Static-Map")]
+    for exp, what in (("stability24h", "The drifting day"), ("stability_labelshift", "The day with label shift only")):
+        r = b.runs.freshest(exp, on_dataset(None))
+        if r is None or not (r.path / DIFFERENCES.name).is_file():  # older runs: the stability block cites them
+            continue
+        s = r.table(STABILITY).set_index("configuration")
+        out.append(f"{what} ({r.target}, {r.cite()}; {_interval_words(r)}): {_drift_words(r)}. Mean F1 after the "
+                   "training hours: " + fmt.words([f"{k} {f(v)}" for k, v in s["f1_mean"].items()]) +
+                   f". Paired differences: {_pairs(r, pairs)}.")
+    if not out:
+        raise ResultsError("no stability run with paired differences (differences.csv) is published",
+                           "run invoke run-experiment --name stability24h and --name stability_labelshift, then "
+                           "invoke publish")
     return " ".join(out)
 
 
@@ -280,9 +330,16 @@ def cadence(b: Book) -> str:
     r = b.runs.need("hyper_cadence")
     d = r.table(CADENCE)
     labels = d["label"].value_counts().to_dict()
+    vs = ""
+    if "diff_vs_static_map_lo" in d:
+        up, down = int((d["diff_vs_static_map_lo"] > 0).sum()), int((d["diff_vs_static_map_hi"] < 0).sum())
+        vs = (f" Against Static-Map of the same seed ({int(d['seeds'].max())} training seeds, intervals over seeds "
+              f"and blocks of bins): {up} of {len(d)} cells above it, {down} below, {len(d) - up - down} no "
+              f"difference shown; the differences run from {signed(d['diff_vs_static_map'].min())} to "
+              f"{signed(d['diff_vs_static_map'].max())}.")
     return (f"The cadence grid, {d['eta'].nunique()} values of eta x {d['t_cp_s'].nunique()} of T_cp on the same "
             f"day ({r.cite()}): stability labels " + fmt.words([f"{v} {k}" for k, v in labels.items()]) +
-            f"; mean F1 after training between {f(d['f1_mean'].min())} and {f(d['f1_mean'].max())}. The install "
+            f"; mean F1 after training between {f(d['f1_mean'].min())} and {f(d['f1_mean'].max())}.{vs} The install "
             "time in the paper's condition is the configured one (simulated) on the reference.")
 
 

@@ -10,7 +10,9 @@ them, the eBPF C and the P4 program implement them), b = ``compile.bits``:
 - kernel K_int[q, c] = phi_q_int[q] . phi_k_int[c] (prf: the batch form equals the
   incremental one exactly), or clip(round(K * s_K), 1, 2^b - 1) for the table-only kernels
 - global layer: G[q, p, y] = sum_g K_int[q, g] (W_out_int^T v_g_int)_y, Gz[q, p] = sum_g K_int[q, g]
-- soft rule weights W_int = round(W * s_W) in [0, 2^(b-1) - 1]
+- soft rule weights W_int = round(W * s_W) in [0, 2^(b-1) - 1]; with ``compile.prior_logits`` one more soft
+  rule matches every packet with weights 0, and s_W leaves room for the control plane to set them to a class
+  bias of up to prior_logits (chimera.controlplane.prior; the bounds below hold for any such weights)
 - fused_y = ALPHA*A_y + BETA*S_y*Z + ((GAMMA*E_y*Z) >> EMA_FRAC) with ALPHA : BETA : GAMMA
   = alpha/(s_v s_o) : beta/s_W : gamma, the largest at 2^fuse_bits - 1, a nonzero one never 0
 
@@ -89,7 +91,7 @@ def planned_constants(model: Any, ccfg: CompileConfig, rules: Rules, n_classes: 
     ``SOFT_ENTRIES_PER_RULE`` is the largest soft rule's entry count."""
     out = {"WINDOW": model.window, "NUM_CENTROIDS": model.centroids, "RF_FEATURES": model.features,
            "D_V": model.d_v, "LEN_FINE": model.len_fine, "FLOW_SLOTS": ccfg.flow_slots,
-           "SAMPLE_SLOTS": ccfg.sample_slots, "SOFT_RULES": len(rules.soft),
+           "SAMPLE_SLOTS": ccfg.sample_slots, "SOFT_RULES": len(rules.soft) + int(ccfg.prior_logits > 0),
            "HARD_ENTRIES": sum(len(compile_match(r.match, f"{rules.path}: hard rule '{r.name}'")) for r in rules.hard),
            "SOFT_ENTRIES_PER_RULE": max((len(e) for e in rules.soft_entries()), default=0)}
     if n_classes is not None:
@@ -134,6 +136,7 @@ class Quantized:
     gamma: int
     scales: dict[str, float]
     skipped_hard_rules: list[str]
+    live_soft: int = 0           # the largest weight the control plane may give the prior rule (bounds hold for it)
 
     @property
     def vtop(self) -> int:
@@ -194,18 +197,25 @@ def quantize(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: Compil
     if len(rules.hard) >= NO_RULE:
         raise ConfigError(f"{rules.path}: {len(rules.hard)} hard rules; rule ids are 8-bit ({NO_RULE} = none)",
                           f"keep at most {NO_RULE - 1} hard rules")
-    wmax = float(soft_w.max()) if soft_w.size else 0.0
-    scale_w = vtop / wmax if wmax > 0 else 1.0
-    w_int = np.clip(np.rint(soft_w * scale_w), 0, vtop).astype(np.int64).reshape(len(rules.soft), Y)
-
     # fusion coefficients: nonzero stays nonzero (a small beta is never silently dropped)
     a_f, b_f = fusion.coefficients(beta)
+    if ccfg.prior_logits > 0 and b_f <= 0:
+        # neural-only fusion (chosen, or fallen back to on validation): the soft term carries the prior rule
+        # alone, with unit weight, and the learned soft weights stay out of the decision as before
+        soft_w, b_f = np.zeros_like(np.asarray(soft_w, np.float64)), 1.0
+    wmax = float(soft_w.max()) if soft_w.size else 0.0
+    if ccfg.prior_logits > 0:  # headroom: the prior rule's largest weight is prior_logits of fused score
+        wmax = max(wmax, ccfg.prior_logits / b_f)
+    scale_w = vtop / wmax if wmax > 0 else 1.0
+    w_int = np.clip(np.rint(soft_w * scale_w), 0, vtop).astype(np.int64).reshape(len(rules.soft), Y)
     alpha_i, beta_i, gamma_i = _ratios([a_f / nn_scale, b_f / scale_w if wmax > 0 else 0.0, fusion.gamma],
                                        ccfg.fuse_bits)
     return Quantized(b, prf, prf and cfg.aggregation == "incremental", cfg.uses_window, ng, phi_q, phi_k,
                      kernel.astype(np.int64), vals, w_out, gtab, rules.hard_table(model.classes).stored(),
                      rules.soft_table().stored(), w_int, alpha_i, beta_i, gamma_i,
-                     {"v": s_v, "o": s_o, "w": scale_w, "nn": nn_scale}, skipped)
+                     {"v": s_v, "o": s_o, "w": scale_w, "nn": nn_scale,
+                      **({"prior": scale_w / b_f} if ccfg.prior_logits > 0 else {})}, skipped,
+                     vtop if ccfg.prior_logits > 0 else 0)
 
 
 @dataclass(frozen=True)
@@ -242,7 +252,7 @@ def prove_bounds(q: Quantized, window: int, ema_frac: int) -> list[Bound]:
         z_bound = window * kern_max + gz_max
     if not q.uses_window:
         a_bound, z_bound = g_abs, gz_max
-    ssym_bound = int(q.soft_weights.sum(0).max()) if q.soft_weights.size else 0
+    ssym_bound = (int(q.soft_weights.sum(0).max()) if q.soft_weights.size else 0) + q.live_soft
     fused_bound = q.alpha * a_bound + q.beta * ssym_bound * z_bound + q.gamma * z_bound
     out = [Bound("attention accumulator A_y (int64)", a_bound, INT64), Bound("attention normaliser Z (int64)", z_bound, INT64),
            Bound("fused score (int64)", fused_bound, INT64),
@@ -321,6 +331,10 @@ def compile_model(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: C
                   fusion: FusionConfig, beta: float, provenance: dict[str, Any] | None = None) -> Artifact:
     """Build the artifact: quantize, prove the accumulator bounds, account resources against the budgets,
     write the constants; raises BudgetError/ConfigError naming what to change."""
+    if ccfg.prior_logits > 0:
+        rules = rules.with_prior_rule()
+        soft_w = np.vstack([np.asarray(soft_w, np.float64).reshape(-1, len(model.classes)),
+                            np.zeros((1, len(model.classes)))])
     q = quantize(model, rules, soft_w, ccfg, fusion, beta)
     bounds = prove_bounds(q, model.config.window, ccfg.ema_frac)
     res_tables, flow = resources(q, model, ccfg)
@@ -340,6 +354,9 @@ def compile_model(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: C
         provenance={"model": model.config.model_dump(), "compile": ccfg.model_dump(), "fusion": fusion.model_dump(),
                     "beta_used": beta, "ema_eta_effective": ema_eta_effective(ema_a, ema_b),
                     "scales": {k: float(f"{v:.6g}") for k, v in q.scales.items()},
-                    "rules_file": rules.path, "skipped_hard_rules": q.skipped_hard_rules, **(provenance or {})},
+                    "rules_file": rules.path, "skipped_hard_rules": q.skipped_hard_rules,
+                    **({"prior_rule": {"rule": len(rules.soft) - 1, "logits": ccfg.prior_logits,
+                                       "weight_per_logit": q.scales["prior"]}}
+                       if ccfg.prior_logits > 0 else {}), **(provenance or {})},
         rule_names={"hard": [r.name for r in rules.hard], "soft": [r.name for r in rules.soft]},
     )

@@ -28,6 +28,9 @@ class CompileConfig(BaseModel):
     map_version: int = Field(1, ge=0, le=0xFFFF)
     sample_shift: int = Field(4, ge=0, le=16, description="the token sample buffer takes every 2^k-th parsed packet")
     sample_slots: int = Field(4096, ge=16, le=65536, description="slots of the token sample buffer (power of two)")
+    prior_logits: float = Field(0.0, ge=0, le=8, description="reserve a control-plane class bias of up to this "
+                                "many logits: an extra soft rule that matches every packet, weights 0 at compile "
+                                "time, set live by the slow loop's prior-shift correction (0: no such rule)")
     budgets: Budgets = Budgets()
 
     @field_validator("flow_slots", "sample_slots")

@@ -22,6 +22,11 @@ class ControlPlaneConfig(BaseModel):
         "coarse", description="re-fit length range tables to the current quantiles: off, the coarse (centroid key) "
         "bins, or the fine (value sub-token) bins too")
     recluster: bool = Field(True, description="re-cluster the Map keys (k-means, warm-started from the installed map)")
+    prior: Literal["off", "em"] = Field(
+        "off", description="prior-shift correction: re-estimate the class priors of the sampled tokens by EM "
+        "(Saerens et al. 2002) and install them as a class bias (needs compile.prior_logits > 0)")
+    tau_prior: float = Field(0.05, ge=0, le=8, description="install a new class bias only when some class's bias "
+                             "moves by more than this many logits")
     lloyd_iterations: int = Field(10, ge=0, le=100)
     min_samples: int = Field(256, ge=16, description="fewer sampled tokens than this: skip the step")
     reference_install_ms: float = Field(5.0, gt=0, le=60_000, description="the reference target's simulated "

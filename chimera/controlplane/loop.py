@@ -17,17 +17,20 @@ packets does on a switch (chimera.controlplane.schedule).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from chimera.controlplane.config import ControlPlaneConfig
+from chimera.controlplane.prior import PriorShift, TokenPosterior
 from chimera.controlplane.recluster import MapVersion, Proposal, Reclusterer, churn
 from chimera.controlplane.schedule import Segments
-from chimera.errors import ChimeraError, TargetError
+from chimera.errors import ChimeraError, ConfigError, TargetError
 from chimera.formats.artifact import Artifact
 from chimera.testbed.outcome import InstallReport
 
@@ -63,6 +66,10 @@ class ControlStep:
     churn: int = 0
     churn_map: int = 0
     churn_bins: int = 0
+    churn_prior: int = 0
+    prior_shift: float = math.nan  # the largest change of a class bias (logits) the EM estimate asks for
+    prior_estimate: str = ""       # the EM's class priors, space-separated
+    prior_clipped: int = 0         # classes whose bias the reserved range could not hold
     propose_ms: float = math.nan
     error: str = ""
 
@@ -80,6 +87,7 @@ class SlowLoop:
     cfg: ControlPlaneConfig
     compression: float = 1.0
     day_offset_s: float = 0.0
+    prior_model: TokenPosterior | None = None   # control.prior: em reads the sample through it
     steps: list[ControlStep] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -99,6 +107,12 @@ class SlowLoop:
         self.current = MapVersion.of(self.base)
         self.artifacts: dict[int, Artifact] = {self.current.version: self.base}
         self.fitter = Reclusterer(self.base, self.cfg)
+        self.prior: PriorShift | None = None
+        if self.cfg.enabled and self.cfg.prior == "em":
+            if self.prior_model is None:
+                raise ConfigError("control.prior is em but the loop was given no token posterior",
+                                  "build the loop with prior_model (chimera.controlplane.prior.TokenPosterior)")
+            self.prior = PriorShift.of(self.base, self.prior_model)
         self._count = 0
         self._occ: np.ndarray | None = None
 
@@ -124,9 +138,26 @@ class SlowLoop:
             st.decision = "few-samples"
             return st, None
         st.samples, st.delta, st.propose_ms = p.samples, p.delta, p.seconds * 1e3
+        map_moves = p.delta > self.cfg.tau_map
+        prior_moves = False
+        if self.prior is not None:
+            t0 = time.perf_counter()
+            est = self.prior.estimate(words)
+            cur = self.current.prior if self.current.prior is not None else est.weights
+            st.prior_shift = float(np.abs(est.bias - self.prior.bias_of(cur)).max())
+            st.prior_estimate = " ".join(f"{x:.4f}" for x in est.priors)
+            st.prior_clipped = est.clipped
+            st.propose_ms += (time.perf_counter() - t0) * 1e3
+            prior_moves = st.prior_shift > self.cfg.tau_prior and bool(np.any(est.weights != cur))
+            if prior_moves:
+                mapv = p.mapv if map_moves else self.current.successor()
+                p = dataclasses.replace(p, mapv=dataclasses.replace(mapv, prior=est.weights),
+                                        centers=p.centers if map_moves else self.fitter.centers)
+                p.churn = churn(self.current, p.mapv)
         st.churn, st.churn_map = p.churn["total"], p.churn["map_exact"]
         st.churn_bins = p.churn["len_range"] + p.churn["len_fine_range"]
-        if p.delta <= self.cfg.tau_map:
+        st.churn_prior = p.churn["prior"]
+        if not (map_moves or prior_moves):
             st.decision = "hold"
             return st, None
         return st, p

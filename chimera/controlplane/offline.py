@@ -8,12 +8,12 @@ chimera.controlplane.config's ``reference_install_ms``), a switch's measured ins
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from chimera.controlplane.recluster import MapVersion, churn
-from chimera.controlplane.schedule import TraceControl
+from chimera.controlplane.schedule import Segments, TraceControl
 from chimera.errors import TargetError
 from chimera.testbed.outcome import InstallReport
 from chimera.data.pcap import PacketTable
@@ -47,6 +47,40 @@ class ReferenceSegments:
         rep = InstallReport(0.0, churn(MapVersion.of(self.active), MapVersion.of(art))["total"], simulated=True)
         self.active = art
         return rep
+
+
+class ModelSwaps:
+    """A TraceControl that replaces the whole model at given trace instants (the oracle's retraining): each
+    swap starts the reference on a fresh switch state with the new model, as a reload does on a switch
+    (flows restart their windows). ``models(i, t_ns)`` gives the i-th swap's model, built from what happened
+    before ``t_ns``."""
+
+    def __init__(self, at_ns: list[int], models: Callable[[int, int], Artifact]) -> None:
+        self.at_ns, self.models = sorted(at_ns), models
+        self.swapped: list[Artifact] = []
+        self.artifacts: dict[int, Artifact] = {}  # whole models, not map versions: nothing to replay them against
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.at_ns)
+
+    def reset(self) -> None:
+        self.swapped = []
+
+    def drive(self, ts_ns: np.ndarray, base: Artifact, backend: Segments) -> list[InstallReport]:
+        if not isinstance(backend, ReferenceSegments):
+            raise TargetError("whole-model swaps run on the reference only", "run the oracle with run_controlled")
+        ts = np.asarray(ts_ns, np.int64)
+        for i, t in enumerate(self.at_ns):
+            j = int(np.searchsorted(ts, t, side="left"))
+            if j > backend.i:
+                backend.run_until(j)
+            art = self.models(i, t)
+            backend.active, backend.state = art, SwitchState.for_artifact(art)
+            self.swapped.append(art)
+        if backend.i < ts.size:
+            backend.run_until(ts.size)
+        return []
 
 
 def run_controlled(art: Artifact, table: PacketTable, control: TraceControl, ts_ns: np.ndarray | None = None,

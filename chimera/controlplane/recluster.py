@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -43,22 +44,44 @@ class MapVersion:
     len_lo: np.ndarray
     len_fine_lo: np.ndarray
     map: np.ndarray
+    prior: np.ndarray | None = None   # the prior rule's weights (chimera.controlplane.prior), where compiled in
 
     @staticmethod
     def of(art: Artifact) -> "MapVersion":
-        return MapVersion(art.c("MAP_VERSION"), art.len_lo.copy(), art.len_fine_lo.copy(), art.map.copy())
+        return MapVersion(art.c("MAP_VERSION"), art.len_lo.copy(), art.len_fine_lo.copy(), art.map.copy(),
+                          prior_weights(art))
 
     def apply(self, art: Artifact) -> Artifact:
-        """``art`` with these Map tables and this map version (everything else unchanged)."""
+        """``art`` with these Map tables, prior weights and this map version (everything else unchanged)."""
+        soft = art.soft_weights
+        if self.prior is not None:
+            soft = soft.copy()
+            soft[prior_rule(art)] = self.prior
         return dataclasses.replace(art, len_lo=self.len_lo.copy(), len_fine_lo=self.len_fine_lo.copy(),
-                                   map=self.map.copy(), constants={**art.constants, "MAP_VERSION": self.version},
+                                   map=self.map.copy(), soft_weights=soft,
+                                   constants={**art.constants, "MAP_VERSION": self.version},
                                    provenance={**art.provenance, "map_version": self.version})
+
+    def successor(self, **tables: Any) -> "MapVersion":
+        """The next version: these tables changed, the others as they are."""
+        return dataclasses.replace(self, version=(self.version + 1) & VERSION_MASK, **tables)
 
     def centroid_and_bin(self, sample: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """(centroid, fine length bin) of unpacked sampled tokens under these tables."""
         keys = map_key(len_bin(sample["ip_len"], self.len_lo), sample["iat_bucket"], sample["direction"],
                        sample["flag_class"], sample["proto_class"])
         return self.map[keys], len_bin(sample["ip_len"], self.len_fine_lo)
+
+
+def prior_rule(art: Artifact) -> int:
+    """The index of the artifact's prior rule (compile.prior_logits), -1 where it has none."""
+    pr = art.provenance.get("prior_rule")
+    return int(pr["rule"]) if pr else -1
+
+
+def prior_weights(art: Artifact) -> np.ndarray | None:
+    r = prior_rule(art)
+    return None if r < 0 else np.asarray(art.soft_weights[r], np.int64).copy()
 
 
 def _range_entries(lo: np.ndarray) -> set[tuple[int, int, int]]:
@@ -70,7 +93,8 @@ def churn(old: MapVersion, new: MapVersion) -> dict[str, int]:
     """Logical table entries (as chimera.p4 holds them) that differ between two versions, per table."""
     out = {"len_range": len(_range_entries(new.len_lo) - _range_entries(old.len_lo)),
            "len_fine_range": len(_range_entries(new.len_fine_lo) - _range_entries(old.len_fine_lo)),
-           "map_exact": int(np.sum(old.map != new.map))}
+           "map_exact": int(np.sum(old.map != new.map)),
+           "prior": int(old.prior is not None and new.prior is not None and bool(np.any(old.prior != new.prior)))}
     out["total"] = sum(out.values())
     return out
 
@@ -133,8 +157,8 @@ class Reclusterer:
             uk, cnt = np.unique(keys, return_counts=True)
             centers = lloyd(self.feats[uk], cnt.astype(np.float64), self.centers, self.cfg.lloyd_iterations)
             new_map[uk] = np.argmin(((self.feats[uk][:, None, :] - centers[None]) ** 2).sum(-1), axis=1)
-        cand = MapVersion((cur.version + 1) & VERSION_MASK, lo.astype(np.int64), fine.astype(np.int64),
-                          new_map.astype(np.int64))
+        cand = cur.successor(len_lo=lo.astype(np.int64), len_fine_lo=fine.astype(np.int64),
+                             map=new_map.astype(np.int64))
         old_c, old_f = cur.centroid_and_bin(s)
         new_c, new_f = cand.centroid_and_bin(s)
         delta = float(np.mean((old_c != new_c) | (old_f != new_f)))

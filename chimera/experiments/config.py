@@ -97,9 +97,6 @@ class Variant(BaseModel):
     fusion: dict[str, Any] = {}
 
 
-Configuration = Literal["Chimera", "Fast-Only", "Static-Map"]
-
-
 class ExperimentConfig(BaseModel):
     """What every experiment file says. Each kind (chimera.experiments.kinds) subclasses it with
     ``kind: Literal[...]`` and its own section(s); the file is validated against the kind it names."""

@@ -109,3 +109,64 @@ def paired_difference(a: pd.DataFrame, b: pd.DataFrame, after_h: float, bootstra
     rng = np.random.default_rng(seed)
     means = d[rng.integers(0, d.size, (bootstrap, d.size))].mean(1) if bootstrap else np.array([d.mean()])
     return float(d.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def block_indices(rng: np.random.Generator, n: int, block: int) -> np.ndarray:
+    """One circular moving-block resample of ``n`` consecutive bins (Politis and Romano's circular block
+    bootstrap): blocks of ``block`` neighbours keep the bins' autocorrelation that an i.i.d. resample breaks."""
+    block = max(1, min(block, n))
+    starts = rng.integers(0, n, int(np.ceil(n / block)))
+    return ((starts[:, None] + np.arange(block)[None, :]).ravel()[:n]) % n
+
+
+def seed_block_mean(per_seed: np.ndarray, block: int, bootstrap: int = 2000, seed: int = 0
+                    ) -> tuple[float, float, float]:
+    """Mean of a [seeds, bins] array (NaN: no value) with a 95% interval that resamples the seeds and, within
+    the day, circular blocks of ``block`` bins: two-stage, so both the training seed and the day's
+    autocorrelated bins count. (nan, nan, nan) where nothing is finite."""
+    d = np.asarray(per_seed, np.float64)
+    if d.ndim != 2 or not np.isfinite(d).any():
+        return float("nan"), float("nan"), float("nan")
+    keep = np.isfinite(d).any(0)
+    d = d[:, keep]
+    s, n = d.shape
+    rng = np.random.default_rng(seed)
+    means = np.empty(bootstrap)
+    for i in range(bootstrap):
+        rows = rng.integers(0, s, s)
+        cols = block_indices(rng, n, block)
+        means[i] = np.nanmean(d[np.ix_(rows, cols)])
+    return float(np.nanmean(d)), float(np.nanpercentile(means, 2.5)), float(np.nanpercentile(means, 97.5))
+
+
+def paired_by_seed(a: dict[int, pd.DataFrame], b: dict[int, pd.DataFrame], after_h: float, block: int,
+                   bootstrap: int = 2000, seed: int = 0) -> tuple[float, float, float, int]:
+    """Mean F1 difference a - b over the bins after ``after_h``, paired per training seed and time bin, with the
+    seed-and-block interval of ``seed_block_mean``; returns (mean, lo, hi, seeds paired)."""
+    seeds = sorted(set(a) & set(b))
+    rows = []
+    for s in seeds:
+        ja = a[s][a[s]["t_mid_h"] >= after_h].set_index("bin")["f1"]
+        jb = b[s][b[s]["t_mid_h"] >= after_h].set_index("bin")["f1"]
+        rows.append((ja - jb))
+    if not rows:
+        return float("nan"), float("nan"), float("nan"), 0
+    d = pd.concat(rows, axis=1).sort_index().to_numpy().T
+    return (*seed_block_mean(d, block, bootstrap, seed), len(seeds))
+
+
+def f1_by_seed(bins: dict[int, pd.DataFrame], after_h: float, block: int, bootstrap: int = 2000,
+               seed: int = 0) -> tuple[float, float, float]:
+    """Mean F1 over the bins after ``after_h`` and training seeds, with the seed-and-block interval."""
+    cols = [b[b["t_mid_h"] >= after_h].set_index("bin")["f1"] for _, b in sorted(bins.items())]
+    if not cols:
+        return float("nan"), float("nan"), float("nan")
+    return seed_block_mean(pd.concat(cols, axis=1).sort_index().to_numpy().T, block, bootstrap, seed)
+
+
+def seed_mean(bins: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration and bin, the mean over training seeds of binned_f1's columns (no seed column: as is)."""
+    if "seed" not in bins:
+        return bins
+    num = [c for c in ("t_start_h", "t_mid_h", "f1", "f1_lo", "f1_hi", "load_packets", "packets", "flows") if c in bins]
+    return bins.groupby(["configuration", "bin"], sort=False)[num].mean().reset_index()

@@ -156,6 +156,11 @@ def compile_match(match: dict[str, Any], where: str) -> list[TernaryEntry]:
     return entries
 
 
+#: the soft rule a compile with ``compile.prior_logits`` adds: a match-everything entry whose weights are a
+#: control-plane class bias (zero at compile time)
+PRIOR_RULE = "class_prior"
+
+
 @dataclass
 class Rules:
     """A parsed rule file plus where it came from."""
@@ -180,6 +185,14 @@ class Rules:
         """The installable hard rules as a ternary table (the artifact's ``hard``), in priority order."""
         entries, _ = self.hard_entries(classes)
         return _rule_table([e for e, _, _ in entries], [r for _, r, _ in entries], [y for _, _, y in entries])
+
+    def with_prior_rule(self) -> "Rules":
+        """These rules and one more soft rule that matches every parsed packet (``PRIOR_RULE``): its per-class
+        weights are a class bias the control plane sets live (chimera.controlplane.prior), through the fusion's
+        soft term, so the dataplanes' integer semantics stay as they are."""
+        if any(r.name == PRIOR_RULE for r in self.soft):
+            return self
+        return Rules(self.path, list(self.hard), [*self.soft, RuleSpec(name=PRIOR_RULE, match={})])
 
     def soft_entries(self) -> list[list[TernaryEntry]]:
         return [compile_match(r.match, f"{self.path}: soft rule '{r.name}'") for r in self.soft]

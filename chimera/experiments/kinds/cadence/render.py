@@ -59,6 +59,17 @@ def render(run: RunView) -> list[str]:
     shown, sim_note = label_simulated(cells[[c for c in (*COLUMNS, "install_simulated") if c in cells]])
     lines += ["## Table", "", table(shown.drop(columns="install_simulated", errors="ignore"), T.CADENCE), "",
               *sim_note, *([""] if sim_note else [])]
+    if "diff_vs_static_map" in cells:
+        iv = cells[["eta", "t_cp_s", "seeds", "f1_mean", "f1_mean_lo", "f1_mean_hi", "diff_vs_static_map",
+                    "diff_vs_static_map_lo", "diff_vs_static_map_hi"]].copy()
+        better = int((iv["diff_vs_static_map_lo"] > 0).sum())
+        worse = int((iv["diff_vs_static_map_hi"] < 0).sum())
+        lines += ["## Intervals: each cell against Static-Map", "",
+                  f"Over {int(iv['seeds'].max())} training seeds, paired per seed and time bin with Static-Map (no "
+                  "prior, no installs) of the same seed; 95% intervals resample the seeds and "
+                  f"{(run.config.get('stability') or {}).get('block_hours', 3)}-hour blocks of "
+                  f"bins (as in stability24h). {better} of {len(iv)} cells beat Static-Map, {worse} fall below it, "
+                  f"the rest show no difference.", "", table(iv, T.CADENCE), ""]
     lines += ["## F1 over eta x T_cp", "", *figure_lines(run, [run.rel(p) for p in figs]),
               f"(operating point: eta {op.eta}, T_cp {op.t_cp_s} s)", ""]
     if run.has(T.KAPPA):

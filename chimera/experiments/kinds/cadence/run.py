@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 from typing import Any
 
 import numpy as np
@@ -15,12 +16,12 @@ from chimera.compile.config import ema_eta_effective, ema_shifts
 from chimera.experiments.kinds.base import Cell
 from chimera.experiments.kinds.cadence import tables as T
 from chimera.experiments.kinds.cadence.config import CadenceExperiment, CadenceSection, OperatingPoint
-from chimera.experiments.kinds.stability.run import control_for, day_hours, prepare_day
+from chimera.experiments.kinds.stability.run import block_bins, control_for, day_hours, pooled, prepare_day
 from chimera.experiments.stages.compile import slug
 from chimera.experiments.stages.context import RunContext
 from chimera.experiments.stages.rules import learn_rules
-from chimera.experiments.stages.train import train_variant
-from chimera.metrics.timeseries import binned_f1, trace_stability, window_mean
+from chimera.experiments.stages.train import ModelCache, train_variant
+from chimera.metrics.timeseries import binned_f1, paired_by_seed, seed_mean, trace_stability, window_mean
 from chimera.testbed.replay import Clock
 
 log = logging.getLogger(__name__)
@@ -52,51 +53,79 @@ def run(ctx: RunContext[CadenceExperiment]) -> None:
     with ctx.timed("rules"):
         ctx.rules = rules = learn_rules(ctx.rule_file, data, cfg.seed, cfg.rule_precision_floor)
     v = ctx.variants[0]
-    with ctx.timed("train"):
-        trained = train_variant(data, rules, v, cfg.seed, ctx.cache)
+    seeds = cfg.training_seeds
     test = data.test_rows
     y, hours, flow = data.y(test), day_hours(data, st, test), data.ds.flows.flow_id[test]
     rate_sim = len(data.replay_rows) / st.day_s  # packets per simulated second
     ctx.record(CadenceSection(compression=st.factor, trace_s=st.trace_s, day_hours=st.day_hours,
                               packets_per_sim_s=rate_sim, clock=ctx.replay.resolved_clock,
-                              install_ms_simulated=cfg.control.reference_install_ms,
+                              install_ms_simulated=cfg.control.reference_install_ms, seeds=seeds,
                               operating_point=OperatingPoint(eta=v.compile.ema_eta, t_cp_s=cfg.control.t_cp_s)))
-    cells: list[dict[str, Any]] = []
-    bins_all = []
     grid = [(e, t) for e in cad.etas for t in cad.t_cp_s]
-    arts = {}
-    for eta, t_cp in tqdm(grid, desc="eta x T_cp", unit="cell"):
-        if eta not in arts:
-            with ctx.timed("compile"):
-                arts[eta] = compile_model(trained.model, rules.rules, rules.weights,
-                                          v.compile.model_copy(update={"ema_eta": eta}), trained.fusion, trained.beta,
-                                          provenance={"variant": v.name, "eta": eta})
-        art = arts[eta]
-        loop = control_for(cfg, "Chimera", art, t_cp_s=t_cp)
+    cell_rows: dict[tuple[float, float], list[dict[str, Any]]] = {}
+    cell_bins: dict[tuple[float, float], dict[int, pd.DataFrame]] = {}
+    static_bins: dict[int, pd.DataFrame] = {}
+    bins_all = []
+
+    def scored(labels: np.ndarray, sd: int) -> pd.DataFrame:
+        return binned_f1(hours * 3600, y, labels[data.test_in_replay].astype(np.int64), flow, st.bin_minutes * 60,
+                         len(data.classes), st.bootstrap, sd, t_end_s=st.day_s)
+
+    for sd in seeds:
+        with ctx.timed("train"):
+            trained = train_variant(data, rules, v, sd, ctx.cache if sd == cfg.seed else ModelCache())
+        arts = {}
+        with ctx.timed("compile"):
+            static = compile_model(trained.model, rules.rules, rules.weights, v.compile,
+                                   trained.fusion.model_copy(update={"gamma": 0.0}), trained.beta,
+                                   provenance={"variant": v.name, "training_seed": sd, "configuration": "Static-Map"})
         with ctx.timed("cells"):
-            res = ctx.target.run(art, data.replay_table, ctx.run.path, slug(f"eta{eta}-tcp{t_cp:g}"),
-                                 replay=ctx.replay, control=loop)
-        pred = res.verdicts.label[data.test_in_replay].astype(np.int64)
-        bins = binned_f1(hours * 3600, y, pred, flow, st.bin_minutes * 60, len(data.classes), st.bootstrap, cfg.seed,
-                         t_end_s=st.day_s)
+            res = ctx.target.run(static, data.replay_table, ctx.run.path, slug(f"static-seed{sd}"), replay=ctx.replay)
+        static_bins[sd] = scored(res.verdicts.label, sd)
+        bins_all.append(static_bins[sd].assign(eta=math.nan, t_cp_s=math.nan, seed=sd, configuration="Static-Map"))
+        for eta, t_cp in tqdm(grid, desc=f"eta x T_cp (seed {sd})", unit="cell"):
+            if eta not in arts:
+                with ctx.timed("compile"):
+                    arts[eta] = compile_model(trained.model, rules.rules, rules.weights,
+                                              v.compile.model_copy(update={"ema_eta": eta}), trained.fusion,
+                                              trained.beta, provenance={"variant": v.name, "eta": eta,
+                                                                        "training_seed": sd})
+            art = arts[eta]
+            loop = control_for(cfg, "Chimera", art, t_cp_s=t_cp)
+            name = f"eta{eta}-tcp{t_cp:g}" if len(seeds) == 1 else f"eta{eta}-tcp{t_cp:g}-seed{sd}"
+            with ctx.timed("cells"):
+                res = ctx.target.run(art, data.replay_table, ctx.run.path, slug(name), replay=ctx.replay, control=loop)
+            bins = scored(res.verdicts.label, sd)
+            steps = pd.DataFrame(loop.log_rows())
+            inst = steps[steps["decision"] == "install"] if len(steps) else steps
+            eff = ema_eta_effective(*ema_shifts(eta))
+            p50 = float(inst["install_ms"].median()) if len(inst) else cfg.control.reference_install_ms
+            simulated = bool(inst["install_simulated"].all()) if len(inst) else True
+            cell_rows.setdefault((eta, t_cp), []).append({
+                "eta": eta, "eta_effective": eff, "t_cp_s": t_cp, "memory_depth_pkts": 1 / eff,
+                "memory_depth_sim_s": 1 / (eff * rate_sim), "install_p50_ms": p50, "install_simulated": simulated,
+                "budget_ratio": p50 / 1e3 / t_cp, "installs": int(len(inst)),
+                "churn_per_install": float(inst["churn"].mean()) if len(inst) else 0.0,
+                "churn_per_sim_hour": float(inst["churn"].sum()) / st.day_hours if len(inst) else 0.0,
+                "f1_mean": float(bins[bins["t_mid_h"] >= st.train_hours]["f1"].mean()),
+                "f1_last": window_mean(bins, st.day_hours - st.last_hours, st.day_hours),
+                **{k: x for k, x in res.columns().items() if k != "install_ms"}})
+            cell_bins.setdefault((eta, t_cp), {})[sd] = bins
+            bins_all.append(bins.assign(eta=eta, t_cp_s=t_cp, seed=sd, configuration="Chimera"))
+    block = block_bins(st)
+    cells: list[dict[str, Any]] = []
+    for (eta, t_cp), rows in cell_rows.items():
+        bins = seed_mean(pd.concat([b.assign(configuration="Chimera") for b in cell_bins[(eta, t_cp)].values()]))
         lab = trace_stability(bins, st.drift_step_at_hour, after_h=st.train_hours)
-        steps = pd.DataFrame(loop.log_rows())
-        inst = steps[steps["decision"] == "install"] if len(steps) else steps
-        eff = ema_eta_effective(*ema_shifts(eta))
-        p50 = float(inst["install_ms"].median()) if len(inst) else cfg.control.reference_install_ms
-        simulated = bool(inst["install_simulated"].all()) if len(inst) else True
-        cells.append({"eta": eta, "eta_effective": eff, "t_cp_s": t_cp, "memory_depth_pkts": 1 / eff,
-                      "memory_depth_sim_s": 1 / (eff * rate_sim), "install_p50_ms": p50,
-                      "install_simulated": simulated,
-                      "budget_ratio": p50 / 1e3 / t_cp, "installs": int(len(inst)),
-                      "churn_per_install": float(inst["churn"].mean()) if len(inst) else 0.0,
-                      "churn_per_sim_hour": float(inst["churn"].sum()) / st.day_hours if len(inst) else 0.0,
-                      "f1_mean": float(bins[bins["t_mid_h"] >= st.train_hours]["f1"].mean()),
-                      "f1_last": window_mean(bins, st.day_hours - st.last_hours, st.day_hours), **lab,
-                      **{k: v for k, v in res.columns().items() if k != "install_ms"}})
-        bins_all.append(bins.assign(eta=eta, t_cp_s=t_cp))
-        log.info("[cadence] eta %.3g (%.4g), T_cp %gs: F1 %.4f, %d installs, %s", eta, eff, t_cp,
-                 cells[-1]["f1_mean"], cells[-1]["installs"], lab["label"])
+        row = pooled(rows, cell_bins[(eta, t_cp)], st, cfg.seed)
+        dm, dlo, dhi, _ = paired_by_seed(cell_bins[(eta, t_cp)], static_bins, st.train_hours, block, seed=cfg.seed)
+        row.update({**lab, "f1_last": float(np.mean([r["f1_last"] for r in rows])),
+                    "diff_vs_static_map": dm, "diff_vs_static_map_lo": dlo, "diff_vs_static_map_hi": dhi})
+        row.pop("configuration", None)
+        cells.append(row)
+        log.info("[cadence] eta %.3g, T_cp %gs: F1 %.4f [%.4f, %.4f] over %d seeds, vs Static-Map %+.4f [%+.4f, %+.4f]"
+                 ", %s", eta, t_cp, row["f1_mean"], row["f1_mean_lo"], row["f1_mean_hi"], len(rows), dm, dlo, dhi,
+                 lab["label"])
     df = pd.DataFrame(cells)
     T.CADENCE.write(df, ctx.run.path)
     T.CADENCE_BINS.write(pd.concat(bins_all, ignore_index=True), ctx.run.path)

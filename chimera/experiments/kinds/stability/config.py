@@ -2,13 +2,42 @@
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from dataclasses import dataclass
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from chimera.controlplane.config import DAY_S
 from chimera.errors import ConfigError
-from chimera.experiments.config import Configuration, ExperimentConfig
+from chimera.experiments.config import ExperimentConfig
+
+@dataclass(frozen=True)
+class Adaptation:
+    """One way to run the day: which of the adaptations act (a registry entry, ``ADAPTATIONS``)."""
+
+    description: str
+    fast_prior: bool = False                 # the class-EMA prior in the fusion (fusion.gamma)
+    slow: dict[str, Any] | None = None       # the slow loop: settings over the experiment's control section
+    oracle: bool = False                     # retrains on labelled recent traffic (the reference only)
+
+
+#: every configuration a stability day can run, by name (the report's rows, in this order)
+ADAPTATIONS: dict[str, Adaptation] = {
+    "Static-Map": Adaptation("neither timescale: the compiled tables all day"),
+    "Fast-Only": Adaptation("fast path (class-EMA prior), no control-plane installs", fast_prior=True),
+    "Re-cluster-Only": Adaptation("slow loop re-fitting the Map tables (re-bin + re-cluster), no fast prior",
+                                  slow={"prior": "off"}),
+    "Prior-Only": Adaptation("slow loop's prior-shift correction alone (EM class priors installed as a class "
+                             "bias), no Map re-fit, no fast prior", slow={"rebin": "off", "recluster": False,
+                                                                         "prior": "em"}),
+    "Chimera": Adaptation("fast path + slow loop (Map tables re-fitted and installed live)", fast_prior=True,
+                          slow={"prior": "off"}),
+    "Chimera+Prior": Adaptation("Chimera with the prior-shift correction in its slow loop", fast_prior=True,
+                                slow={"prior": "em"}),
+    "Oracle": Adaptation("ORACLE, not a switch configuration: retrained on labelled recent traffic (ground truth "
+                         "no switch has), on the reference; the ceiling of any unsupervised loop", oracle=True),
+}
+
 
 #: the compression a day gets when the YAML leaves it unset, per clock
 DEFAULT_COMPRESSION = {"trace": 1.0, "switch": 576.0}
@@ -32,9 +61,31 @@ class StabilitySpec(BaseModel):
     drift_step_at_hour: float | None = Field(None, ge=0, description="the drift as one step here (default: linear)")
     bin_minutes: float = Field(60.0, gt=0, description="F1 time bins (simulated minutes)")
     last_hours: float = Field(6.0, gt=0, description="'the last hours', compared with the training hours")
-    configurations: list[Configuration] = Field(["Chimera", "Fast-Only", "Static-Map"], min_length=1)
+    configurations: list[str] = Field(["Chimera", "Fast-Only", "Static-Map"], min_length=1,
+                                      description="what runs the day: names of ADAPTATIONS")
+    seeds: list[int] = Field([], description="training seeds (the model is trained once per seed on the same "
+                             "split); empty: the experiment's seed alone")
+    block_hours: float = Field(3.0, gt=0, description="block length of the bootstrap over time bins (bins of a day "
+                               "are autocorrelated: neighbours are resampled together)")
+    oracle_every_hours: float = Field(3.0, gt=0, description="the oracle retrains this often")
+    oracle_window_hours: float = Field(6.0, gt=0, description="the oracle trains on the training hours plus the "
+                                       "labelled flows that started in the last this many hours")
+    drift_knobs: bool = Field(True, description="also measure the drift each generator knob causes alone")
     bootstrap: int = Field(200, ge=0, le=10000, description="resamples of flows per bin for the 95% intervals")
     diagnose: bool = Field(True, description="also run slow-loop variants on the reference to explain the result")
+
+    @field_validator("configurations")
+    @classmethod
+    def _known(cls, v: list[str]) -> list[str]:
+        unknown = [c for c in v if c not in ADAPTATIONS]
+        if unknown:
+            raise ValueError(f"unknown configuration(s) {unknown}; known: {list(ADAPTATIONS)}")
+        return v
+
+    @property
+    def switch_configurations(self) -> list[str]:
+        """The configurations a switch runs (the oracle runs on the reference only)."""
+        return [c for c in self.configurations if not ADAPTATIONS[c].oracle]
 
     @model_validator(mode="after")
     def _inside_the_day(self) -> "StabilitySpec":
@@ -76,6 +127,11 @@ class StabilityExperiment(ExperimentConfig):
                              "(a real capture has no compressible day)")
         return self
 
+    @property
+    def training_seeds(self) -> list[int]:
+        """The seeds the day's model is trained with (``stability.seeds``, else the experiment's seed)."""
+        return list(self.stability.seeds) or [self.seed]
+
     def with_compression(self, clock: str) -> Self:
         """The experiment with its compression resolved for ``clock``."""
         if self.stability.compression is not None:
@@ -95,3 +151,4 @@ class StabilitySection(BaseModel):
     t_cp_trace_s: float | None = None
     clock: str = "trace"
     install_ms_simulated: float | None = None
+    seeds: list[int] = []

@@ -9,17 +9,23 @@ import pandas as pd
 
 from chimera.experiments.kinds.stability import tables as T
 from chimera.experiments.kinds.stability.config import StabilitySection
+from chimera.metrics.timeseries import seed_mean
 from chimera.report.common import accounting, figure_lines, header, label_simulated, replay_accounting, reproduce, table
 from chimera.report.figures import plt, save, sns
 from chimera.report.run import RunView
 
 
 def plot_stability(bins: pd.DataFrame, out: Path, train_hours: float, attack_at_hour: float | None,
-              title: str = "") -> list[Path]:
-    """F1 per time bin of each configuration on the simulated day, 95% bands, offered load shaded behind;
-    ``title`` says how the day was compressed and what T_cp is on both clocks."""
+                   title: str = "", drift: pd.DataFrame | None = None) -> list[Path]:
+    """F1 per time bin of each configuration on the simulated day (mean over training seeds), 95% bands, offered
+    load shaded behind; below it, where given, the drift decomposition per bin (chimera.metrics.drift)."""
     sns.set_theme(style="whitegrid")
-    fig, ax = plt.subplots(figsize=(10, 4.5))
+    bins = seed_mean(bins)
+    if drift is not None and len(drift):
+        fig, (ax, axd) = plt.subplots(2, 1, figsize=(10, 7), sharex=True, gridspec_kw={"height_ratios": [2.2, 1]})
+    else:
+        fig, ax = plt.subplots(figsize=(10, 4.5))
+        axd = None
     load = bins.drop_duplicates("bin")
     ax2 = ax.twinx()
     ax2.fill_between(load["t_mid_h"], 0, load["load_packets"], step="mid", color="0.85", zorder=0)
@@ -28,19 +34,29 @@ def plot_stability(bins: pd.DataFrame, out: Path, train_hours: float, attack_at_
     ax2.grid(False)
     ax.set_zorder(ax2.get_zorder() + 1)
     ax.patch.set_visible(False)
-    palette = dict(zip(bins["configuration"].unique(), sns.color_palette("deep")))
+    palette = dict(zip(bins["configuration"].unique(), sns.color_palette("deep", 10)))
     for conf, d in bins.groupby("configuration", sort=False):
-        ax.plot(d["t_mid_h"], d["f1"], marker="o", ms=3, label=conf, color=palette[conf])
-        ax.fill_between(d["t_mid_h"], d["f1_lo"], d["f1_hi"], alpha=0.2, color=palette[conf], linewidth=0)
+        ls = "--" if conf == "Oracle" else "-"
+        ax.plot(d["t_mid_h"], d["f1"], marker="o", ms=3, ls=ls, label=conf, color=palette[conf])
+        ax.fill_between(d["t_mid_h"], d["f1_lo"], d["f1_hi"], alpha=0.15, color=palette[conf], linewidth=0)
     ax.axvspan(0, train_hours, facecolor="none", hatch="//", edgecolor="0.6", linewidth=0, label="training hours")
     if attack_at_hour is not None:
         ax.axvline(attack_at_hour, color="0.3", ls=":", lw=1)
         ax.text(attack_at_hour, 0.02, " attack", fontsize=8, color="0.3", transform=ax.get_xaxis_transform())
-    ax.set_xlabel("simulated time of day (h)")
     ax.set_ylabel("packet-level macro F1 (test flows)")
     ax.set_xlim(0, float(bins["t_mid_h"].max()) + 0.5)
     ax.set_ylim(max(0.0, float(bins["f1_lo"].min()) - 0.05) if bins["f1_lo"].notna().any() else 0, 1.0)
-    ax.legend(loc="upper right", fontsize=8)
+    ax.legend(loc="lower left", fontsize=7, ncol=2)
+    if axd is not None and drift is not None:
+        for col, name in (("covariate", "covariate shift p(x)"), ("label", "label shift p(y)"),
+                          ("concept", "concept shift p(x|y)")):
+            axd.plot(drift["t_mid_h"], drift[col], marker=".", label=name)
+        axd.axvspan(0, train_hours, facecolor="none", hatch="//", edgecolor="0.6", linewidth=0)
+        axd.set_ylabel("JS divergence from\nthe training hours (bits)")
+        axd.set_xlabel("simulated time of day (h)")
+        axd.legend(loc="upper left", fontsize=7)
+    else:
+        ax.set_xlabel("simulated time of day (h)")
     if title:
         ax.set_title(title, fontsize=10)
     return save(fig, out, "stability_f1")
@@ -52,9 +68,24 @@ SUMMARY_COLUMNS = ["configuration", "f1_mean", "f1_worst_bin", "f1_first", "f1_l
                    "budget_ratio", "budget_ratio_replay"]
 
 
-def _differences(s: pd.DataFrame) -> list[str]:
-    """Chimera − Fast-Only (the slow loop's own effect) and Chimera − Static-Map (both timescales), each the mean
-    over the bins after training with a 95% bootstrap interval of the difference, paired by time bin."""
+def _differences(s: pd.DataFrame, d: pd.DataFrame | None = None) -> list[str]:
+    """The paired differences ``d`` (differences.csv): seed-and-block intervals; older runs (no such table): the
+    two on the Chimera row, bins resampled alone."""
+    if d is not None:
+        if d.empty:
+            return []
+        seeds, block = int(d["seeds"].max()), float(d["block_hours"].iloc[0])
+        out = [f"## Differences, paired by training seed and time bin ({seeds} seed{'s' * (seeds > 1)})", "",
+               "| difference | what it measures | mean over the bins after training | 95% interval | verdict |",
+               "| --- | --- | --- | --- | --- |"]
+        for _, r in d.iterrows():
+            out.append(f"| {r['a']} − {r['b']} | {r['measures']} | {r['diff']:+.4f} | [{r['lo']:+.4f}, "
+                       f"{r['hi']:+.4f}] | {r['verdict']} |")
+        return out + ["", f"Each difference is the mean over training seeds and time bins after the training hours "
+                      f"of the two configurations' F1 in the same bin with the same model. Its interval resamples "
+                      f"the seeds and, within the day, circular blocks of {block:g} h of bins (neighbouring bins "
+                      "are correlated, so resampling single bins would understate the spread). An interval that "
+                      "contains 0 shows no effect.", ""]
     c = s[s["configuration"] == "Chimera"]
     if c.empty or "diff_vs_fast_only" not in s:
         return []
@@ -66,7 +97,47 @@ def _differences(s: pd.DataFrame) -> list[str]:
         if pd.notna(r.get(col)):
             out.append(f"| {name} | {what} | {r[col]:+.4f} | [{r[col + '_lo']:+.4f}, {r[col + '_hi']:+.4f}] |")
     return out + ["", "An interval that contains 0 is no measured effect: the bootstrap resamples the time bins, "
-                  "each configuration's F1 in a bin paired with the others' in the same bin.", ""]
+                  "each configuration's F1 in a bin paired with the others' in the same bin (one training seed; "
+                  "runs before the seed-and-block intervals).", ""]
+
+
+def _drift(run: RunView) -> list[str]:
+    """The drift decomposition: what moved, per kind, against the sampling floor."""
+    if not run.has(T.DRIFT):
+        return []
+    d = run.table(T.DRIFT)
+    st = run.config.get("stability") or {}
+    last_h = float(st.get("day_hours", 24)) - float(st.get("last_hours", 6))
+    floor = d[d["in_training_hours"].astype(bool)]
+    last = d[d["t_mid_h"] >= last_h]
+    out = ["## What drifts: covariate, label and concept shift", "",
+           "Jensen-Shannon divergence (bits) of each time bin from the training hours, over every labelled packet, "
+           "with x a packet's Map key under the training length bins: covariate shift moves p(x), label shift "
+           "p(y), concept shift p(x | y). The training hours' own bins give the floor that sampling alone "
+           "reaches (figure below, lower panel).", "",
+           "| shift | training hours (floor) | last hours | ratio |", "| --- | --- | --- | --- |"]
+    for k in ("covariate", "label", "concept"):
+        f, l_ = float(floor[k].mean()), float(last[k].mean())
+        out.append(f"| {k} | {f:.4f} | {l_:.4f} | {l_ / f if f > 0 else math.nan:.1f}× |")
+    out.append("")
+    if run.has(T.DRIFT_KNOBS):
+        kn = run.table(T.DRIFT_KNOBS)
+        out += ["Each generator knob alone (the others off), on a day generated with the same seed; the mean "
+                "divergence over the last hours, and over the training hours (floor):", "",
+                table(kn, T.DRIFT_KNOBS), ""]
+    return out
+
+
+def _oracle(run: RunView) -> list[str]:
+    if not run.has(T.ORACLE):
+        return []
+    o = run.table(T.ORACLE)
+    st = run.config.get("stability") or {}
+    return ["## The oracle (a ceiling, not a switch configuration)", "",
+            f"Retrained every {st.get('oracle_every_hours', 3)} h after the training hours on the training split "
+            f"plus the labelled flows of the last {st.get('oracle_window_hours', 6)} h, on the reference, each new "
+            "model starting on a fresh switch state. It uses ground truth no switch has: it bounds what any "
+            "unsupervised loop could reach on this day.", "", table(o, T.ORACLE), ""]
 
 
 def _recovery(s: pd.DataFrame) -> list[str]:
@@ -131,7 +202,7 @@ def render(run: RunView) -> list[str]:
     title = (f"{st.get('day_hours', 24)}-hour day, {squeeze}; T_cp {sm.t_cp_s} s simulated = "
              f"{float(sm.t_cp_trace_s or 0):.3g} s of trace")
     figs = plot_stability(bins, run.figures_dir, float(st.get("train_hours", 0)), st.get("attack_at_hour"),
-                             title=title)
+                          title=title, drift=run.table(T.DRIFT) if run.has(T.DRIFT) else None)
     lines = header(run, "24-hour stability")
     lines += [f"A {st.get('day_hours')}-hour day, {squeeze} (a trace of "
               f"{sm.trace_s:.0f} s); the model trains on flows that start in the first "
@@ -144,11 +215,18 @@ def render(run: RunView) -> list[str]:
               "f1_mean / f1_worst_bin: over the bins after the training hours; f1_first: the training hours (held-out "
               "flows); f1_last: the last hours. budget_ratio: Δt_install p50 / T_cp (deployed, uncompressed); "
               "budget_ratio_replay: the same against T_cp on this run's compressed clock.", ""]
+    if sm.seeds and len(sm.seeds) > 1:
+        lines += [f"Training seeds {', '.join(str(x) for x in sm.seeds)}: the model is trained once per seed on the "
+                  "same split and every configuration runs each; the rows above average the seeds (stability_seeds.csv "
+                  "has each), counters are summed.", ""]
     lines += _recovery(s) + [""]
-    lines += _differences(s)
+    lines += _oracle(run)
+    lines += _differences(s, run.table(T.DIFFERENCES) if run.has(T.DIFFERENCES) else None)
+    lines += _drift(run)
     lines += ["## F1 over the day", "", *figure_lines(run, [run.rel(p) for p in figs]), "",
-              "Lines: macro-F1 per bin (test packets), bands: 95% intervals from resampling the bin's flows; grey: "
-              "offered load (all packets); hatched: the training hours.", ""]
+              "Lines: macro-F1 per bin (test packets; the mean over training seeds), bands: 95% intervals from "
+              "resampling the bin's flows; dashed: the oracle; grey: offered load (all packets); hatched: the "
+              "training hours. Lower panel: the drift decomposition per bin.", ""]
     lines += _why(run, s)
     conf_cols = [c for c in ("configuration", "replayed", "verdicts", "lost", "reference_mismatches",
                              "register_mismatches", "load_ms") if c in s]
@@ -160,7 +238,7 @@ def render(run: RunView) -> list[str]:
         lines += replay_accounting(s, "configuration")
     if run.has(T.CONTROL):
         c = run.table(T.CONTROL)
-        dec = c.groupby(["configuration", "decision"]).size().rename("steps").reset_index()
+        dec = c.groupby(["configuration", "decision"], sort=False).size().rename("steps").reset_index()
         lines += ["## Control-plane steps", "", table(dec, ["steps"]), "",
                   "Every step is a row of control.csv: Δmap, samples, occupancy shift, install time and churn.", ""]
     lines += accounting(run)

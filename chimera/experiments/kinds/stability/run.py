@@ -12,30 +12,28 @@ import pandas as pd
 from chimera.compile.build import compile_model
 from chimera.controlplane.config import ControlPlaneConfig
 from chimera.controlplane.loop import SlowLoop
-from chimera.controlplane.offline import run_controlled
+from chimera.controlplane.offline import ModelSwaps, run_controlled
+from chimera.controlplane.prior import TokenPosterior, keys_of_tokens
 from chimera.data.dataset import TIME_BASE_NS
 from chimera.experiments.config import DatasetSpec
 from chimera.experiments.kinds.stability import tables as T
-from chimera.experiments.kinds.stability.config import StabilityExperiment, StabilitySection, StabilitySpec
+from chimera.experiments.kinds.stability.config import (ADAPTATIONS, StabilityExperiment, StabilitySection,
+                                                       StabilitySpec)
 from chimera.experiments.stages.compile import save_artifact, slug
 from chimera.experiments.stages.context import RunContext
 from chimera.experiments.stages.dataset import PreparedData, prepare, record_dataset, resolve_dataset
 from chimera.experiments.stages.rules import LearnedRules, learn_rules
-from chimera.experiments.stages.train import TrainedVariant, train_variant
+from chimera.experiments.stages.train import ModelCache, TrainedVariant, train_variant
 from chimera.formats.artifact import Artifact
-from chimera.metrics.timeseries import binned_f1, paired_difference, window_mean
+from chimera.data.tokens import dataplane_eligible, tokenize
+from chimera.metrics.drift import drift_bins
+from chimera.metrics.timeseries import binned_f1, f1_by_seed, paired_by_seed, window_mean
+from chimera.model.tokenizer import MAP_KEYS
 from chimera.testbed.replay import Clock
 
 log = logging.getLogger(__name__)
 
 
-
-
-CONFIGURATIONS = {
-    "Chimera": "fast path (class-EMA prior) + slow loop (Map tables re-fitted and installed live)",
-    "Fast-Only": "fast path (class-EMA prior), no control-plane installs",
-    "Static-Map": "neither: the compiled tables all day, no prior",
-}
 
 
 #: slow-loop variants run on the reference when stability.diagnose (what each part of the loop does)
@@ -85,37 +83,55 @@ def day_hours(data: PreparedData, st: StabilitySpec, rows: np.ndarray) -> np.nda
 
 @dataclasses.dataclass(frozen=True)
 class DayModels:
-    """The day's model compiled twice: with the fast-path prior (Chimera, Fast-Only) and without."""
+    """The day's model of one training seed, compiled twice: with the fast-path prior and without."""
 
+    seed: int
     trained: TrainedVariant
     fast: Artifact
     static: Artifact
 
     def artifact(self, configuration: str) -> Artifact:
-        return self.static if configuration == "Static-Map" else self.fast
+        return self.fast if ADAPTATIONS[configuration].fast_prior else self.static
 
 
-def build_models(ctx: RunContext[SE], data: PreparedData, rules: LearnedRules) -> DayModels:
+def build_models(ctx: RunContext[SE], data: PreparedData, rules: LearnedRules, seed: int | None = None) -> DayModels:
+    """Train (with ``seed``, default the experiment's; a cache of its own per seed) and compile the day's model."""
     v = ctx.variants[0]
+    seed = ctx.cfg.seed if seed is None else seed
+    cache = ctx.cache if seed == ctx.cfg.seed else ModelCache()
     with ctx.timed("train"):
-        trained = train_variant(data, rules, v, ctx.cfg.seed, ctx.cache)
+        trained = train_variant(data, rules, v, seed, cache)
     with ctx.timed("compile"):
-        prov = {"dataset_sha256": data.ds.manifest.get("packets_sha256"), "variant": v.name}
+        prov = {"dataset_sha256": data.ds.manifest.get("packets_sha256"), "variant": v.name, "training_seed": seed}
         fast = compile_model(trained.model, rules.rules, rules.weights, v.compile, trained.fusion, trained.beta,
-                             provenance={**prov, "configuration": "Chimera / Fast-Only"})
+                             provenance={**prov, "configuration": "with the fast-path prior"})
         static = compile_model(trained.model, rules.rules, rules.weights, v.compile,
                                trained.fusion.model_copy(update={"gamma": 0.0}), trained.beta,
-                               provenance={**prov, "configuration": "Static-Map"})
+                               provenance={**prov, "configuration": "without the fast-path prior"})
     if fast.c("GAMMA") == 0:
-        log.warning("fusion.gamma is 0: Chimera and Fast-Only run without the fast-path prior")
-    save_artifact(fast, ctx.run.path / "artifacts", "day-fast-path")
-    save_artifact(static, ctx.run.path / "artifacts", "day-static")
-    return DayModels(trained, fast, static)
+        log.warning("fusion.gamma is 0: the fast-path configurations run without the fast-path prior")
+    tag = "" if seed == ctx.cfg.seed else f"-seed{seed}"
+    save_artifact(fast, ctx.run.path / "artifacts", f"day-fast-path{tag}")
+    save_artifact(static, ctx.run.path / "artifacts", f"day-static{tag}")
+    return DayModels(seed, trained, fast, static)
 
 
-def control_for(cfg: StabilityExperiment, configuration: str, art: Artifact, **over: Any) -> SlowLoop:
-    cp = cfg.control.model_copy(update={"enabled": configuration == "Chimera" and cfg.control.enabled, **over})
-    return SlowLoop(art, ControlPlaneConfig.model_validate(cp.model_dump()), compression=cfg.stability.factor)
+def token_posterior(data: PreparedData, art: Artifact) -> TokenPosterior:
+    """The prior-shift correction's p_train(y | key), from the training tokens (chimera.controlplane.prior)."""
+    rows = data.train_rows
+    return TokenPosterior.fit(keys_of_tokens(data.tokens, rows, art.len_lo), data.y(rows), len(data.classes),
+                              art.len_lo)
+
+
+def control_for(cfg: StabilityExperiment, configuration: str, art: Artifact, prior: TokenPosterior | None = None,
+                **over: Any) -> SlowLoop:
+    """The slow loop of ``configuration`` (disabled where it runs none)."""
+    slow = ADAPTATIONS[configuration].slow
+    cp = cfg.control.model_copy(update={"enabled": slow is not None and cfg.control.enabled, **(slow or {}),
+                                        **over})
+    cpc = ControlPlaneConfig.model_validate(cp.model_dump())
+    return SlowLoop(art, cpc, compression=cfg.stability.factor,
+                    prior_model=prior if cpc.enabled and cpc.prior == "em" else None)
 
 
 def summarize(configuration: str, bins: pd.DataFrame, loop: SlowLoop, st: StabilitySpec, t_cp_s: float,
@@ -148,16 +164,146 @@ def summarize(configuration: str, bins: pd.DataFrame, loop: SlowLoop, st: Stabil
     return out
 
 
-def _differences(rows: list[dict[str, Any]], bins: dict[str, pd.DataFrame], st: StabilitySpec, seed: int) -> None:
-    """Chimera - Fast-Only (the slow loop's own effect) and Chimera - Static-Map (both timescales), each a mean
-    over the bins after training with a 95% interval paired by time bin, on the Chimera row."""
-    if "Chimera" not in bins:
+#: paired differences the report states (a - b, what it measures), where both ran
+COMPARISONS: list[tuple[str, str, str]] = [
+    ("Chimera", "Fast-Only", "the slow loop's own effect"),
+    ("Chimera", "Static-Map", "both timescales"),
+    ("Fast-Only", "Static-Map", "the fast path alone"),
+    ("Re-cluster-Only", "Static-Map", "Map re-fitting alone"),
+    ("Prior-Only", "Static-Map", "the prior-shift correction alone"),
+    ("Chimera+Prior", "Chimera", "adding the prior-shift correction to Chimera"),
+    ("Chimera+Prior", "Static-Map", "all three adaptations"),
+    ("Oracle", "Static-Map", "the oracle's ceiling"),
+    ("Oracle", "Chimera", "what Chimera leaves to the oracle"),
+]
+#: replay counters summed over the seeds in the per-configuration row (every one must be 0 on a testbed)
+SUMMED = ("replayed", "verdicts", "not_sent", "dropped_by_capture", "lost", "reference_mismatches",
+          "register_mismatches", "evictions", "installs", "failed_installs", "churn_total")
+
+
+def pooled(rows: list[dict[str, Any]], bins: dict[int, pd.DataFrame], st: StabilitySpec, seed: int) -> dict[str, Any]:
+    """One configuration's row over its training seeds: F1s averaged (with the seed-and-block interval of the
+    mean F1), counters summed, the rest of the first seed's row."""
+    df = pd.DataFrame(rows)
+    out = dict(rows[0])
+    for c in df.columns:
+        if c in SUMMED and pd.api.types.is_numeric_dtype(df[c]):
+            out[c] = df[c].sum(min_count=1)
+        elif c.startswith("f1_") and pd.api.types.is_numeric_dtype(df[c]):
+            out[c] = float(df[c].mean())
+    out.pop("seed", None)
+    out["seeds"] = len(rows)
+    out["f1_mean"], out["f1_mean_lo"], out["f1_mean_hi"] = f1_by_seed(bins, st.train_hours, block_bins(st), seed=seed)
+    return out
+
+
+def block_bins(st: StabilitySpec) -> int:
+    return max(1, int(round(st.block_hours * 60 / st.bin_minutes)))
+
+
+def differences(bins: dict[str, dict[int, pd.DataFrame]], st: StabilitySpec, seed: int) -> pd.DataFrame:
+    """``COMPARISONS`` that both ran: the mean F1 difference after the training hours, paired per training seed
+    and time bin, with a 95% interval resampling seeds and blocks of bins."""
+    rows = []
+    for a, b, what in COMPARISONS:
+        if a in bins and b in bins:
+            m, lo, hi, n = paired_by_seed(bins[a], bins[b], st.train_hours, block_bins(st), seed=seed)
+            rows.append({"a": a, "b": b, "measures": what, "diff": m, "lo": lo, "hi": hi, "seeds": n,
+                         "block_hours": st.block_hours,
+                         "verdict": "a > b" if lo > 0 else "a < b" if hi < 0 else "no difference shown"})
+    return pd.DataFrame(rows)
+
+
+def _on_chimera_row(rows: list[dict[str, Any]], diffs: pd.DataFrame) -> None:
+    """The two differences the book cites, on the Chimera row (as before; now seed-and-block intervals)."""
+    row = next((r for r in rows if r["configuration"] == "Chimera"), None)
+    if row is None or diffs.empty:
         return
-    row = next(r for r in rows if r["configuration"] == "Chimera")
     for other, col in (("Fast-Only", "diff_vs_fast_only"), ("Static-Map", "diff_vs_static_map")):
-        if other in bins:
-            m, lo, hi = paired_difference(bins["Chimera"], bins[other], st.train_hours, seed=seed)
-            row.update({col: m, f"{col}_lo": lo, f"{col}_hi": hi})
+        d = diffs[(diffs["a"] == "Chimera") & (diffs["b"] == other)]
+        if len(d):
+            row.update({col: float(d["diff"].iloc[0]), f"{col}_lo": float(d["lo"].iloc[0]),
+                        f"{col}_hi": float(d["hi"].iloc[0])})
+
+
+def oracle_swaps(ctx: RunContext[StabilityExperiment], data: PreparedData, models: DayModels) -> ModelSwaps:
+    """The oracle of one training seed: every ``oracle_every_hours`` after the training hours, retrain on the
+    training split plus the labelled flows that started in the last ``oracle_window_hours`` (their packets
+    before that instant), split 75/10/15 by flow; swap the whole model in."""
+    cfg, st = ctx.cfg, ctx.cfg.stability
+    v = ctx.variants[0]
+    t = data.ds.table.ts_ns
+    to_ns = 3600e9 / st.factor
+    starts = t[data.ds.flows.first_packet]
+    fid = data.ds.flows.flow_id
+    labelled = np.zeros(len(t), bool)
+    labelled[np.concatenate([data.train_rows, data.val_rows, data.test_rows])] = True
+    split = data.ds.flow_split(cfg.seed)
+    at = [int(TIME_BASE_NS + h * to_ns) for h in np.arange(st.train_hours + st.oracle_every_hours, st.day_hours,
+                                                            st.oracle_every_hours)]
+
+    def model(i: int, t_ns: int) -> Artifact:
+        lo = t_ns - st.oracle_window_hours * to_ns
+        ok = labelled & (fid >= 0) & (t < t_ns)
+        recent = np.zeros(len(t), bool)
+        recent[ok] = (starts[fid[ok]] >= lo) & (starts[fid[ok]] < t_ns)
+        fs = np.full(len(t), -1)
+        fs[ok] = split[fid[ok]]
+        tr = np.union1d(data.train_rows, np.flatnonzero(recent & (fs != 1)))
+        va = np.union1d(data.val_rows, np.flatnonzero(recent & (fs == 1)))
+        d = dataclasses.replace(data, train_rows=tr, val_rows=va, test_rows=va)
+        with ctx.timed("oracle"):
+            r = learn_rules(ctx.rule_file, d, cfg.seed, cfg.rule_precision_floor)
+            tv = train_variant(d, r, v, models.seed, ModelCache())
+            art = compile_model(tv.model, r.rules, r.weights, v.compile, tv.fusion.model_copy(update={"gamma": 0.0}),
+                                tv.beta, provenance={"configuration": "Oracle", "training_seed": models.seed,
+                                                     "retrained_at_h": (t_ns - TIME_BASE_NS) / to_ns})
+        log.info("[stability] oracle (seed %d): retrained at %.1f h on %d packets (%d of them recent)", models.seed,
+                 (t_ns - TIME_BASE_NS) / to_ns, tr.size, int(recent.sum()))
+        return art
+
+    return ModelSwaps(at, model)
+
+
+def drift_table(data: PreparedData, art: Artifact, st: StabilitySpec, hours_of: np.ndarray | None = None
+                ) -> pd.DataFrame:
+    """The day's drift decomposition per time bin (chimera.metrics.drift), over every labelled packet."""
+    rows = np.flatnonzero(dataplane_eligible(data.ds.table) & (data.ds.labels >= 0))
+    keys = keys_of_tokens(data.tokens, rows, art.len_lo)
+    return drift_bins(day_hours(data, st, rows), keys, data.y(rows), st.train_hours, st.bin_minutes / 60,
+                      st.day_hours, MAP_KEYS, len(data.classes))
+
+
+def knob_table(ctx: RunContext[StabilityExperiment], art: Artifact) -> pd.DataFrame:
+    """The drift each generator knob causes alone (the others off), beside none and the day as configured: mean
+    divergence over the last hours, and over the training hours' own bins (the sampling floor)."""
+    cfg, st = ctx.cfg, ctx.cfg.stability
+    syn = cfg.the_dataset().synthetic
+    assert syn is not None
+    off = {"drift": 0.0, "diurnal": 0.0, "class_weights_end": {}}
+    knobs: dict[str, tuple[str, dict[str, Any]]] = {
+        "none": ("drift 0, diurnal 0, no class-mix schedule", off),
+        "drift (sizes, timings)": (f"drift {syn.drift:g}", {**off, "drift": syn.drift}),
+        "diurnal (load)": (f"diurnal {syn.diurnal:g}", {**off, "diurnal": syn.diurnal}),
+        "class_weights_end (class mix)": (", ".join(f"{k} x{v:g}" for k, v in syn.class_weights_end.items()) or "none",
+                                          {**off, "class_weights_end": syn.class_weights_end}),
+        "as configured": ("every knob as the experiment sets it", {})}
+    out = []
+    for name, (setting, over) in knobs.items():
+        day = cfg.model_copy(update={"dataset": cfg.the_dataset().model_copy(update={"synthetic": syn.model_copy(
+            update=over)})})
+        ds = resolve_dataset(day_dataset(day), ctx.data_root)
+        tok = tokenize(ds.table, ds.flows)
+        rows = np.flatnonzero(dataplane_eligible(ds.table) & (ds.labels >= 0))
+        h = (ds.table.ts_ns[rows] - TIME_BASE_NS) / 1e9 * st.factor / 3600
+        b = drift_bins(h, keys_of_tokens(tok, rows, art.len_lo), ds.labels[rows].astype(np.int64), st.train_hours,
+                       st.bin_minutes / 60, st.day_hours, MAP_KEYS, len(ds.classes))
+        last = b[b["t_mid_h"] >= st.day_hours - st.last_hours]
+        floor = b[b["in_training_hours"]]
+        out.append({"knob": name, "setting": setting,
+                    **{f"{k}_last": float(last[k].mean()) for k in ("covariate", "label", "concept")},
+                    **{f"{k}_floor": float(floor[k].mean()) for k in ("covariate", "label", "concept")}})
+    return pd.DataFrame(out)
 
 
 def run(ctx: RunContext[StabilityExperiment]) -> None:
@@ -168,10 +314,11 @@ def run(ctx: RunContext[StabilityExperiment]) -> None:
         ctx.check_classes(len(data.classes))
     ctx.record(StabilitySection(compression=st.factor, trace_s=st.trace_s, day_hours=st.day_hours,
                                 t_cp_s=cfg.control.t_cp_s, t_cp_trace_s=cfg.control.t_cp_s / st.factor,
-                                clock=ctx.replay.resolved_clock, install_ms_simulated=cfg.control.reference_install_ms))
+                                clock=ctx.replay.resolved_clock, install_ms_simulated=cfg.control.reference_install_ms,
+                                seeds=cfg.training_seeds))
     with ctx.timed("rules"):
         ctx.rules = rules = learn_rules(ctx.rule_file, data, cfg.seed, cfg.rule_precision_floor)
-    models = build_models(ctx, data, rules)
+    seeds = cfg.training_seeds
     test = data.test_rows
     y, hours = data.y(test), day_hours(data, st, test)
     flow = data.ds.flows.flow_id[test]
@@ -180,41 +327,81 @@ def run(ctx: RunContext[StabilityExperiment]) -> None:
     bin_s = st.bin_minutes * 60
     ts = data.replay_table.ts_ns
     span_s = float(ts.max() - ts.min()) / 1e9 if len(ts) else 0.0  # what is replayed, not what was asked for
-    rows: list[dict[str, Any]] = []
-    all_bins: dict[str, pd.DataFrame] = {}
+    per_seed: dict[str, list[dict[str, Any]]] = {}
+    all_bins: dict[str, dict[int, pd.DataFrame]] = {}
     logs: list[pd.DataFrame] = []
-    for conf in st.configurations:
-        art = models.artifact(conf)
-        loop = control_for(cfg, conf, art)
-        log.info("[stability] %s (%s) on %s: a %g-hour day compressed %gx (%.0f s of trace), clock %s", conf,
-                 CONFIGURATIONS[conf], ctx.target.name, st.day_hours, st.factor, span_s, ctx.replay.resolved_clock)
-        with ctx.timed(f"target:{conf}"):
-            res = ctx.target.run(art, data.replay_table, ctx.run.path, slug(conf), replay=ctx.replay, control=loop)
-        pred = res.verdicts.label[data.test_in_replay].astype(np.int64)
-        bins = binned_f1(hours * 3600, y, pred, flow, bin_s, len(data.classes), st.bootstrap, cfg.seed,
-                         t_end_s=st.day_s)
+    first: DayModels | None = None
+
+    def scored(conf: str, sd: int, labels: np.ndarray) -> pd.DataFrame:
+        pred = labels[data.test_in_replay].astype(np.int64)
+        bins = binned_f1(hours * 3600, y, pred, flow, bin_s, len(data.classes), st.bootstrap, sd, t_end_s=st.day_s)
         bins.insert(0, "configuration", conf)
+        bins.insert(1, "seed", sd)
         bins["load_packets"] = load[: len(bins)]
-        all_bins[conf] = bins
-        rows.append(summarize(conf, bins, loop, st, cfg.control.t_cp_s, res.columns()))
-        if loop.steps:
-            logs.append(pd.DataFrame(loop.log_rows()).assign(configuration=conf))
-        log.info("[stability] %s: mean F1 %.4f, first %.4f, last %.4f, %d installs; lost %s, %s differ", conf,
-                 rows[-1]["f1_mean"], rows[-1]["f1_first"], rows[-1]["f1_last"], rows[-1]["installs"],
-                 rows[-1].get("lost"), rows[-1].get("reference_mismatches"))
-    _differences(rows, all_bins, st, cfg.seed)
-    T.STABILITY.write(pd.DataFrame(rows), ctx.run.path)
-    T.STABILITY_BINS.write(pd.concat(all_bins.values(), ignore_index=True), ctx.run.path)
+        all_bins.setdefault(conf, {})[sd] = bins
+        return bins
+
+    for sd in seeds:
+        models = build_models(ctx, data, rules, sd)
+        first = first or models
+        prior = token_posterior(data, models.static)
+        for conf in st.switch_configurations:
+            art = models.artifact(conf)
+            loop = control_for(cfg, conf, art, prior)
+            log.info("[stability] %s, seed %d (%s) on %s: a %g-hour day compressed %gx (%.0f s of trace), clock %s",
+                     conf, sd, ADAPTATIONS[conf].description, ctx.target.name, st.day_hours, st.factor, span_s,
+                     ctx.replay.resolved_clock)
+            name = slug(conf) if len(seeds) == 1 else slug(f"{conf}-seed{sd}")
+            with ctx.timed(f"target:{conf}"):
+                res = ctx.target.run(art, data.replay_table, ctx.run.path, name, replay=ctx.replay, control=loop)
+            bins = scored(conf, sd, res.verdicts.label)
+            row = {**summarize(conf, bins, loop, st, cfg.control.t_cp_s, res.columns()), "seed": sd}
+            per_seed.setdefault(conf, []).append(row)
+            if loop.steps:
+                logs.append(pd.DataFrame(loop.log_rows()).assign(configuration=conf, seed=sd))
+            log.info("[stability] %s, seed %d: mean F1 %.4f, first %.4f, last %.4f, %d installs; lost %s, %s differ",
+                     conf, sd, row["f1_mean"], row["f1_first"], row["f1_last"], row["installs"], row.get("lost"),
+                     row.get("reference_mismatches"))
+        if "Oracle" in st.configurations:
+            swaps = oracle_swaps(ctx, data, models)
+            with ctx.timed("target:Oracle"):
+                v, _ = run_controlled(models.static, data.replay_table, swaps)
+            bins = scored("Oracle", sd, v.label)
+            per_seed.setdefault("Oracle", []).append({
+                "configuration": "Oracle", "seed": sd, "f1_mean": float(bins[bins["t_mid_h"] >= st.train_hours]["f1"].mean()),
+                "f1_worst_bin": float(bins[bins["t_mid_h"] >= st.train_hours]["f1"].min()),
+                "f1_first": window_mean(bins, 0, st.train_hours),
+                "f1_last": window_mean(bins, st.day_hours - st.last_hours, st.day_hours),
+                "installs": len(swaps.swapped), "target": "reference"})
+    assert first is not None
+    seed_rows = [r for conf in per_seed for r in per_seed[conf]]
+    rows = [pooled(per_seed[c], all_bins[c], st, cfg.seed) for c in st.configurations if c in per_seed]
+    for r in rows:
+        r["f1_drop"] = r["f1_first"] - r["f1_last"]
+    diffs = differences(all_bins, st, cfg.seed)
+    _on_chimera_row(rows, diffs)
+    switch = [r for r in rows if r["configuration"] != "Oracle"]
+    T.STABILITY.write(pd.DataFrame(switch), ctx.run.path)
+    T.STABILITY_SEEDS.write(pd.DataFrame(seed_rows), ctx.run.path)
+    T.STABILITY_BINS.write(pd.concat([b for c in all_bins.values() for b in c.values()], ignore_index=True),
+                           ctx.run.path)
+    T.DIFFERENCES.write(diffs, ctx.run.path)
+    if "Oracle" in per_seed:
+        T.ORACLE.write(pd.DataFrame([r for r in rows if r["configuration"] == "Oracle"]), ctx.run.path)
     if logs:
         T.CONTROL.write(pd.concat(logs, ignore_index=True), ctx.run.path)
+    with ctx.timed("drift"):
+        T.DRIFT.write(drift_table(data, first.static, st), ctx.run.path)
+        if st.drift_knobs:
+            T.DRIFT_KNOBS.write(knob_table(ctx, first.static), ctx.run.path)
     if st.diagnose:
         with ctx.timed("diagnose"):
-            T.DIAGNOSIS.write(diagnose(ctx, data, models, y, hours, flow), ctx.run.path)
+            T.DIAGNOSIS.write(diagnose(ctx, data, first, y, hours, flow), ctx.run.path)
 
 
 def diagnose(ctx: RunContext[StabilityExperiment], data: PreparedData, models: DayModels, y: np.ndarray, hours: np.ndarray,
              flow: np.ndarray) -> pd.DataFrame:
-    """The slow loop's parts switched off one at a time, on the reference (fast: no replay)."""
+    """The slow loop's parts switched off one at a time, on the reference (fast: no replay), first seed."""
     cfg = ctx.cfg
     st = cfg.stability
     out = []

@@ -1,0 +1,213 @@
+"""Adaptation under drift (#35): the prior-shift correction (EM, the reserved prior rule, the loop's installs),
+the drift decomposition, the seed-and-block intervals, and the stability kind with every configuration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from chimera.controlplane.config import ControlPlaneConfig
+from chimera.controlplane.loop import SlowLoop
+from chimera.controlplane.prior import PriorShift, TokenPosterior, em_priors, keys_of_tokens
+from chimera.controlplane.recluster import MapVersion, prior_rule
+from chimera.data.tokens import proto_class
+from chimera.metrics.drift import divergences, js
+from chimera.metrics.timeseries import seed_block_mean
+from chimera.model.tokenizer import MAP_KEYS, flag_class
+from chimera.reference.pipeline import run_reference, sample_word
+from chimera.rules.spec import PRIOR_RULE
+from chimera.testbed.outcome import InstallReport
+
+from builders import quickstart_artifact
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _mixture(rng: np.random.Generator, priors: np.ndarray, cond: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    y = rng.choice(len(priors), size=n, p=priors)
+    keys = np.array([rng.choice(cond.shape[1], p=cond[c]) for c in y])
+    return keys, y
+
+
+def test_em_recovers_the_class_priors_of_label_shifted_traffic() -> None:
+    """Saerens et al.'s EM on calibrated posteriors: under label shift (p(x | y) fixed) it finds the new priors;
+    without shift it stays at the training priors."""
+    rng = np.random.default_rng(3)
+    cond = rng.dirichlet(np.full(40, 0.3), size=3)  # p(key | y): overlapping class-conditional distributions
+    train = np.array([0.5, 0.3, 0.2])
+    k, y = _mixture(rng, train, cond, 30000)
+    lo = np.array([0])
+    counts = np.zeros((MAP_KEYS, 3))
+    np.add.at(counts, (k, y), 1.0)
+    model = TokenPosterior.fit(k, y, 3, lo)
+    assert np.allclose(model.prior, np.bincount(y, minlength=3) / y.size)
+    shifted = np.array([0.15, 0.25, 0.6])
+    k2, _ = _mixture(rng, shifted, cond, 20000)
+    est = em_priors(model.posterior[k2], model.prior)
+    assert np.abs(est - shifted).max() < 0.03, est
+    naive = model.posterior[k2].mean(0)  # the posteriors' mean alone is pulled toward the training priors
+    assert np.abs(naive - shifted).max() > np.abs(est - shifted).max()
+    k3, _ = _mixture(rng, train, cond, 20000)
+    assert np.abs(em_priors(model.posterior[k3], model.prior) - train).max() < 0.03
+
+
+@pytest.fixture(scope="module")
+def with_prior():  # type: ignore[no-untyped-def]
+    return quickstart_artifact(compile={"prior_logits": 2.0})
+
+
+def test_the_prior_rule_is_a_class_bias_and_nothing_else(with_prior) -> None:  # type: ignore[no-untyped-def]
+    """compile.prior_logits adds one match-everything soft rule with weights 0; any constant weights leave every
+    verdict as it is (only differences between classes matter), and raising one class's weight moves verdicts to
+    that class only."""
+    art, table = with_prior.art, with_prior.data.replay_table
+    r = prior_rule(art)
+    assert r == art.c("SOFT_RULES") - 1 and art.rule_names["soft"][-1] == PRIOR_RULE
+    assert not art.soft_weights[r].any()
+    vtop = (1 << (art.c("TABLE_BITS") - 1)) - 1
+    base, _ = run_reference(art, table)
+    flat = MapVersion.of(art).successor(prior=np.full(art.c("NUM_CLASSES"), vtop)).apply(art)
+    v, _ = run_reference(flat, table)
+    assert np.array_equal(v.label, base.label) and np.array_equal(v.score, base.score)
+    assert np.array_equal(flat.soft_weights[:r], art.soft_weights[:r])  # the learned rules stay
+    boost = np.zeros(art.c("NUM_CLASSES"), np.int64)
+    boost[1] = vtop
+    b, _ = run_reference(MapVersion.of(art).successor(prior=boost).apply(art), table)
+    moved = b.label != base.label
+    assert moved.any() and np.all(b.label[moved] == 1)
+    # the bounds were proven for any prior weights: the fused-score bound grew by the reserved weight
+    assert art.resources["bounds"]["fused score (int64)"] > 0
+
+
+def test_a_prior_rule_needs_room_and_a_soft_term() -> None:
+    """Neural-only fusion has no soft term: the prior rule then carries the soft term alone, with unit weight,
+    and the learned soft weights stay out (every weight but the prior rule's is 0)."""
+    nn = quickstart_artifact(fusion={"mode": "neural"}, compile={"prior_logits": 1.0})
+    assert nn.art.c("BETA") > 0 and not nn.art.soft_weights.any()
+    assert nn.art.provenance["prior_rule"]["weight_per_logit"] > 0
+
+
+def _words_of(d: Any, rows: np.ndarray) -> np.ndarray:
+    t = d.tokens
+    return sample_word(t.ip_len[rows].astype(np.int64), t.iat_bucket[rows].astype(np.int64),
+                       t.direction[rows].astype(np.int64), flag_class(t.tcp_flags[rows]).astype(np.int64),
+                       proto_class(t.proto[rows]).astype(np.int64))
+
+
+class Regs:
+    def __init__(self, words: np.ndarray) -> None:
+        self.words, self.installed = words, []
+
+    def registers(self) -> dict[str, Any]:
+        return {"sample": self.words, "sample_count": len(self.words), "ema": np.ones(4)}
+
+    def install_map(self, art: Any) -> InstallReport:
+        self.installed.append(art)
+        return InstallReport(0.001, 1)
+
+
+def test_the_loop_installs_a_class_bias_when_the_class_mix_moves(with_prior) -> None:  # type: ignore[no-untyped-def]
+    """The training tokens themselves ask for no bias (below tau_prior: EM's fixed point is the training prior); the
+    same tokens resampled to favour one class install a bias toward it: one soft entry changed, no Map entry."""
+    d, art = with_prior.data, with_prior.art
+    post = TokenPosterior.fit(keys_of_tokens(d.tokens, d.train_rows, art.len_lo), d.y(d.train_rows),
+                              len(d.classes), art.len_lo)
+    cfg = ControlPlaneConfig(rebin="off", recluster=False, prior="em", tau_prior=0.2, min_samples=16)
+    rows = d.train_rows
+    loop = SlowLoop(art, cfg, prior_model=post)
+    sw = Regs(_words_of(d, rows))
+    st = loop.run_step(sw, 1.0)
+    assert st.decision == "hold" and st.prior_shift <= 0.2, st
+    y = d.y(rows)
+    fav = int(np.bincount(y).argmin())
+    shifted = np.concatenate([rows, np.repeat(rows[y == fav], 6)])
+    loop2 = SlowLoop(art, cfg, prior_model=post)
+    sw2 = Regs(_words_of(d, shifted))
+    st2 = loop2.run_step(sw2, 1.0)
+    assert st2.decision == "install" and st2.churn_prior == 1 and st2.churn_map == 0 and st2.churn_bins == 0
+    new = sw2.installed[0]
+    w = new.soft_weights[prior_rule(new)]
+    assert int(np.argmax(w)) == fav and np.array_equal(new.map, art.map)
+    est = PriorShift.of(art, post).estimate(_words_of(d, shifted))
+    assert est.priors[fav] > post.prior[fav] * 2
+
+
+def test_em_without_a_prior_rule_is_refused(with_prior) -> None:  # type: ignore[no-untyped-def]
+    from chimera.errors import ConfigError
+    plain = quickstart_artifact()
+    post = TokenPosterior(plain.art.len_lo, np.full((MAP_KEYS, 2), 0.5), np.array([0.5, 0.5]), np.array([0.5, 0.5]))
+    with pytest.raises(ConfigError, match="prior_logits"):
+        SlowLoop(plain.art, ControlPlaneConfig(prior="em"), prior_model=post)
+    with pytest.raises(ConfigError, match="token posterior"):
+        SlowLoop(with_prior.art, ControlPlaneConfig(prior="em"))
+
+
+def test_drift_decomposition_separates_the_three_shifts() -> None:
+    """Label shift moves p(y) and leaves p(x | y); concept shift moves p(x | y); JS is 0 for the same histogram and
+    1 bit for disjoint ones."""
+    assert js(np.array([1, 2, 3]), np.array([2, 4, 6])) == pytest.approx(0.0)
+    assert js(np.array([1, 0]), np.array([0, 1])) == pytest.approx(1.0)
+    rng = np.random.default_rng(1)
+    cond = rng.dirichlet(np.ones(30), size=3)
+    k0, y0 = _mixture(rng, np.array([0.4, 0.4, 0.2]), cond, 20000)
+    k1, y1 = _mixture(rng, np.array([0.1, 0.3, 0.6]), cond, 20000)
+    lab = divergences(k1, y1, k0, y0, 30, 3)
+    assert lab["label"] > 0.1 and lab["concept"] < 0.01
+    moved = np.roll(cond, 7, axis=1)
+    k2, y2 = _mixture(rng, np.array([0.4, 0.4, 0.2]), moved, 20000)
+    con = divergences(k2, y2, k0, y0, 30, 3)
+    assert con["concept"] > 0.1 and con["label"] < 0.01
+
+
+def test_seed_and_block_intervals() -> None:
+    """A constant difference has a zero-width interval; on autocorrelated bins, resampling blocks gives a wider
+    interval than resampling single bins (which treats neighbours as independent); a seed that disagrees with the
+    others widens it."""
+    m, lo, hi = seed_block_mean(np.full((3, 18), 0.01), block=3)
+    assert m == pytest.approx(0.01) and lo == pytest.approx(0.01) and hi == pytest.approx(0.01)
+    t = np.arange(48)
+    wave = 0.02 * np.sin(2 * np.pi * t / 24)  # a slow daily swing: neighbouring bins move together
+    d = np.vstack([wave, wave, wave])
+    _, lo1, hi1 = seed_block_mean(d, block=1, seed=0)
+    _, lo6, hi6 = seed_block_mean(d, block=6, seed=0)
+    assert hi6 - lo6 > hi1 - lo1
+    _, slo, shi = seed_block_mean(np.vstack([wave, wave, wave + 0.05]), block=6, seed=0)
+    assert shi - slo > hi6 - lo6
+
+
+def test_the_stability_kind_runs_every_configuration_with_seeds(tmp_path: Path) -> None:
+    """A small drifting day through every configuration with two training seeds, on the reference: one pooled row
+    per switch configuration (two seeds each), the oracle in its own table, paired differences with intervals,
+    the drift decomposition per bin and per knob, and a report that shows them."""
+    from chimera.experiments.load import load_experiment
+    from chimera.experiments.runner import run_experiment
+    over = {"dataset": {"synthetic": {"flows": 900, "max_packets_per_flow": 40}},
+            "stability": {"seeds": [1, 2], "bin_minutes": 180, "bootstrap": 0, "oracle_every_hours": 9,
+                          "configurations": ["Static-Map", "Fast-Only", "Re-cluster-Only", "Chimera", "Prior-Only",
+                                             "Chimera+Prior", "Oracle"], "diagnose": False, "drift_knobs": True}}
+    cfg = load_experiment("adaptations", over)
+    out = run_experiment(cfg, target="reference", results_root=tmp_path, data_root=ROOT / "data")
+    s = pd.read_csv(out / "stability.csv")
+    assert list(s["configuration"]) == ["Static-Map", "Fast-Only", "Re-cluster-Only", "Chimera", "Prior-Only",
+                                        "Chimera+Prior"]
+    assert (s["seeds"] == 2).all() and (s["f1_mean_lo"] <= s["f1_mean"]).all() and (s["f1_mean"] <= s["f1_mean_hi"]).all()
+    seeds = pd.read_csv(out / "stability_seeds.csv")
+    assert seeds.groupby("configuration").size().eq(2).all() and "Oracle" in set(seeds["configuration"])
+    assert (out / "oracle.csv").is_file()
+    diffs = pd.read_csv(out / "differences.csv")
+    assert {"Prior-Only", "Oracle"} <= set(diffs["a"]) and (diffs["seeds"] == 2).all()
+    assert (diffs["lo"] <= diffs["diff"]).all() and (diffs["diff"] <= diffs["hi"]).all()
+    drift = pd.read_csv(out / "drift_bins.csv")
+    assert drift[["covariate", "label", "concept"]].notna().all().all()
+    knobs = pd.read_csv(out / "drift_knobs.csv")
+    assert list(knobs["knob"])[0] == "none"
+    ctl = pd.read_csv(out / "control.csv")
+    assert (ctl[ctl["configuration"] == "Prior-Only"]["decision"] == "install").any()
+    report = (out / "report.md").read_text()
+    for text in ("## The oracle", "paired by training seed and time bin (2 seeds)", "## What drifts",
+                 "| Prior-Only − Static-Map |"):
+        assert text in report, text
