@@ -116,3 +116,17 @@ def test_freshness_is_judged_by_the_code_fingerprint(tmp_path: Path) -> None:
     assert not old.freshness.fresh and "stale: made at" in old.cite() and old.freshness.since
     assert new.freshness.fresh == (fingerprint_at(head, ROOT) == code_fingerprint(ROOT))
     assert ("stale" in new.cite()) != new.freshness.fresh
+
+
+def test_a_report_renderer_is_not_result_code() -> None:
+    """A kind's render.py draws its report from the run's tables: editing it leaves every published run fresh,
+    while its run.py, config.py and tables.py (what the numbers are) count."""
+    from chimera.report.provenance import counts
+    assert not counts("chimera/experiments/kinds/stability/render.py")
+    assert not counts("chimera/experiments/kinds/yardstick_render.py")
+    assert not counts("chimera/experiments/render.py")
+    for rel in ("chimera/experiments/kinds/stability/run.py", "chimera/experiments/kinds/stability/tables.py",
+                "chimera/experiments/kinds/yardstick_common.py", "chimera/controlplane/prior.py",
+                "chimera/compile/build.py", "experiments/stability24h.yaml", "p4/chimera.p4"):
+        assert counts(rel), rel
+    assert not counts("chimera/report/common.py") and not counts("chimera/book/blocks.py")

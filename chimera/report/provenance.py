@@ -33,9 +33,16 @@ PRESENTATION = ("report", "bench", "nightly", "sweep", "fuzz", "book")
 SOURCES = ("chimera", "p4", "rules", "experiments")
 
 
+#: presentation modules inside the result-determining experiments package: the report renderers (a kind's
+#: render.py draws its report and figures from the run's tables, and nothing reads back what they write)
+PRESENTATION_FILES = ("render.py", "yardstick_render.py")
+
+
 def counts(rel: str) -> bool:
     """Whether a repository path (posix, relative to the root) is part of the fingerprint."""
     parts = rel.split("/")
+    if parts[:2] == ["chimera", "experiments"] and parts[-1] in PRESENTATION_FILES:
+        return False
     if parts[0] == "chimera":
         return len(parts) > 2 and parts[1] not in PRESENTATION and rel.endswith((".py", ".c", ".h")) or \
             len(parts) == 2 and rel.endswith((".py", ".c", ".h"))

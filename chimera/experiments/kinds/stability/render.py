@@ -128,6 +128,40 @@ def _drift(run: RunView) -> list[str]:
     return out
 
 
+def _verdict(run: RunView) -> list[str]:
+    """What this day says, computed from its tables: which shifts it carries, which adaptations beat Static-Map
+    (intervals over seeds and blocks), and how much of the oracle's gain the best unsupervised one reaches."""
+    if not (run.has(T.DIFFERENCES) and run.has(T.DRIFT)):
+        return []
+    d, drift = run.table(T.DIFFERENCES), run.table(T.DRIFT)
+    st = run.config.get("stability") or {}
+    last = drift[drift["t_mid_h"] >= float(st.get("day_hours", 24)) - float(st.get("last_hours", 6))]
+    floor = drift[drift["in_training_hours"].astype(bool)]
+    ratio = {k: float(last[k].mean()) / float(floor[k].mean()) if float(floor[k].mean()) > 0 else math.nan
+             for k in ("covariate", "label", "concept")}
+    vs = d[d["b"] == "Static-Map"]
+    groups = {v: [f"{r['a']} ({r['diff']:+.4f} [{r['lo']:+.4f}, {r['hi']:+.4f}])" for _, r in vs.iterrows()
+                  if r["verdict"] == v] for v in ("a > b", "a < b", "no difference shown")}
+    lines = ["## Verdict on this day", "",
+             "Drift in the last hours, as a multiple of the training hours' own floor: " +
+             ", ".join(f"{k} {x:.1f}×" for k, x in ratio.items()) + ".", "",
+             "Against Static-Map (paired by seed and time bin; intervals over seeds and blocks of bins):",
+             f"- measurably above: {'; '.join(groups['a > b']) or 'none'};",
+             f"- measurably below: {'; '.join(groups['a < b']) or 'none'};",
+             f"- no difference shown: {'; '.join(groups['no difference shown']) or 'none'}.", ""]
+    unsup = vs[vs["a"] != "Oracle"]
+    orc = vs[vs["a"] == "Oracle"]
+    if len(orc) and len(unsup):
+        best = unsup.loc[unsup["diff"].idxmax()]
+        gain = float(orc["diff"].iloc[0])
+        share = float(best["diff"]) / gain if gain > 0 else math.nan
+        lines += [f"The oracle, retrained with labels, gains {gain:+.4f} [{float(orc['lo'].iloc[0]):+.4f}, "
+                  f"{float(orc['hi'].iloc[0]):+.4f}] over Static-Map: that much of the day's loss is learnable from "
+                  f"labelled recent traffic. The best configuration a switch runs unsupervised, {best['a']}, reaches "
+                  f"{best['diff']:+.4f} ({share:+.0%} of the oracle's gain).", ""]
+    return lines
+
+
 def _oracle(run: RunView) -> list[str]:
     if not run.has(T.ORACLE):
         return []
@@ -223,6 +257,7 @@ def render(run: RunView) -> list[str]:
     lines += _oracle(run)
     lines += _differences(s, run.table(T.DIFFERENCES) if run.has(T.DIFFERENCES) else None)
     lines += _drift(run)
+    lines += _verdict(run)
     lines += ["## F1 over the day", "", *figure_lines(run, [run.rel(p) for p in figs]), "",
               "Lines: macro-F1 per bin (test packets; the mean over training seeds), bands: 95% intervals from "
               "resampling the bin's flows; dashed: the oracle; grey: offered load (all packets); hatched: the "
