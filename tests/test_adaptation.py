@@ -211,3 +211,17 @@ def test_the_stability_kind_runs_every_configuration_with_seeds(tmp_path: Path) 
     for text in ("## The oracle", "paired by training seed and time bin (2 seeds)", "## What drifts",
                  "| Prior-Only − Static-Map |"):
         assert text in report, text
+
+
+def test_bins_of_several_seeds_are_averaged_never_run_together() -> None:
+    """A cell's F1 trace over seeds is the per-bin mean; bins of several runs without their seed would be read as
+    one long trace (every seed's day after the other: spurious oscillations), so that is refused."""
+    from chimera.metrics.timeseries import seed_mean, trace_stability
+    day = [pd.DataFrame({"configuration": "Chimera", "bin": range(24), "t_mid_h": np.arange(24) + 0.5,
+                         "f1": 0.9 - 0.002 * np.arange(24) + off, "f1_lo": 0.88 - 0.002 * np.arange(24) + off,
+                         "f1_hi": 0.92 - 0.002 * np.arange(24) + off}) for off in (0.0, 0.03, -0.03)]
+    with pytest.raises(ValueError, match="seed"):
+        seed_mean(pd.concat(day))
+    mean = seed_mean(pd.concat([d.assign(seed=i) for i, d in enumerate(day)]))
+    assert len(mean) == 24 and np.allclose(mean["f1"], day[0]["f1"])
+    assert trace_stability(mean, None)["label"] == "stable"

@@ -245,8 +245,12 @@ def stability(b: Book) -> str:
         r = b.runs.need("stability24h")
     s = r.table(STABILITY).set_index("configuration")
     c = s.loc["Chimera"]
+    k = int(c["seeds"]) if "seeds" in c and pd.notna(c["seeds"]) else 1
+    size = (n(c['replayed'] / k) + " packets" if "replayed" in c and pd.notna(c["replayed"]) else
+            n(c['new_flows']) + " flows")
     out = [f"The drifting day, uncompressed under the {r.manifest.clock} clock on the {r.target} target ({r.cite()}): "
-           f"{n(c['replayed']) + ' packets' if 'replayed' in c else n(c['new_flows']) + ' flows'}. Mean F1 over the day: " +
+           f"{size}{f', each configuration run with {k} training seeds' if k > 1 else ''}. Mean F1 over the day"
+           f"{' (the mean over seeds)' if k > 1 else ''}: " +
            fmt.words([f"{k} {f(v)}" for k, v in s["f1_mean"].items()]) +
            f"; first to last bin, Chimera {f(c['f1_first'])} to {f(c['f1_last'])}. The slow loop's own effect, "
            f"Chimera − Fast-Only: {signed(c['diff_vs_fast_only'])} ({_interval_words(r)} "
@@ -256,8 +260,10 @@ def stability(b: Book) -> str:
     tb = b.runs.latest("stability24h", lambda x: on_testbed(x) and not x.manifest.dataset_override)
     if tb is not None and tb is not r:
         t = tb.table(STABILITY).set_index("configuration")
-        out.append(f"The newest testbed run of the day ({tb.target}, {tb.cite()}): {n(t.loc['Chimera', 'replayed'])} "
-                   f"packets, {n(t['lost'].sum())} lost and {n(t['reference_mismatches'].sum())} verdicts different "
+        tk = int(t.loc["Chimera", "seeds"]) if "seeds" in t and pd.notna(t.loc["Chimera", "seeds"]) else 1
+        out.append(f"The newest testbed run of the day ({tb.target}, {tb.cite()}): {n(t.loc['Chimera', 'replayed'] / tk)} "
+                   f"packets per replay, {len(t) * tk} replays ({len(t)} configurations x {tk} seeds), "
+                   f"{n(t['lost'].sum())} lost and {n(t['reference_mismatches'].sum())} verdicts different "
                    f"from the reference; its Chimera − Fast-Only {signed(t.loc['Chimera', 'diff_vs_fast_only'])}, "
                    f"Chimera − Static-Map {signed(t.loc['Chimera', 'diff_vs_static_map'])}.")
     elif on_testbed(r):

@@ -167,6 +167,9 @@ def f1_by_seed(bins: dict[int, pd.DataFrame], after_h: float, block: int, bootst
 def seed_mean(bins: pd.DataFrame) -> pd.DataFrame:
     """Per configuration and bin, the mean over training seeds of binned_f1's columns (no seed column: as is)."""
     if "seed" not in bins:
+        if "configuration" in bins and bins.duplicated(["configuration", "bin"]).any():
+            raise ValueError("bins of several runs per configuration without a seed column: label each run's bins "
+                             "with its seed before averaging them")
         return bins
     num = [c for c in ("t_start_h", "t_mid_h", "f1", "f1_lo", "f1_hi", "load_packets", "packets", "flows") if c in bins]
     return bins.groupby(["configuration", "bin"], sort=False)[num].mean().reset_index()

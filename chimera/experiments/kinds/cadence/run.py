@@ -115,7 +115,7 @@ def run(ctx: RunContext[CadenceExperiment]) -> None:
     block = block_bins(st)
     cells: list[dict[str, Any]] = []
     for (eta, t_cp), rows in cell_rows.items():
-        bins = seed_mean(pd.concat([b.assign(configuration="Chimera") for b in cell_bins[(eta, t_cp)].values()]))
+        bins = seed_mean(pd.concat([b.assign(configuration="Chimera", seed=sd) for sd, b in cell_bins[(eta, t_cp)].items()]))
         lab = trace_stability(bins, st.drift_step_at_hour, after_h=st.train_hours)
         row = pooled(rows, cell_bins[(eta, t_cp)], st, cfg.seed)
         dm, dlo, dhi, _ = paired_by_seed(cell_bins[(eta, t_cp)], static_bins, st.train_hours, block, seed=cfg.seed)
