@@ -204,8 +204,8 @@ def quantize(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: Compil
         # alone, with unit weight, and the learned soft weights stay out of the decision as before
         soft_w, b_f = np.zeros_like(np.asarray(soft_w, np.float64)), 1.0
     wmax = float(soft_w.max()) if soft_w.size else 0.0
-    if ccfg.prior_logits > 0:  # headroom: the prior rule's largest weight is prior_logits of fused score
-        wmax = max(wmax, ccfg.prior_logits / b_f)
+    # headroom: the prior rule's largest weight is prior_logits of fused score (0: no prior rule)
+    wmax = max(wmax, ccfg.prior_logits / b_f) if ccfg.prior_logits > 0 else wmax
     scale_w = vtop / wmax if wmax > 0 else 1.0
     w_int = np.clip(np.rint(soft_w * scale_w), 0, vtop).astype(np.int64).reshape(len(rules.soft), Y)
     alpha_i, beta_i, gamma_i = _ratios([a_f / nn_scale, b_f / scale_w if wmax > 0 else 0.0, fusion.gamma],

@@ -143,7 +143,8 @@ class SlowLoop:
         if self.prior is not None:
             t0 = time.perf_counter()
             est = self.prior.estimate(words)
-            cur = self.current.prior if self.current.prior is not None else est.weights
+            cur = self.current.prior
+            assert cur is not None  # PriorShift.of refused an artifact without a prior rule
             st.prior_shift = float(np.abs(est.bias - self.prior.bias_of(cur)).max())
             st.prior_estimate = " ".join(f"{x:.4f}" for x in est.priors)
             st.prior_clipped = est.clipped

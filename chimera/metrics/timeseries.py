@@ -96,21 +96,6 @@ def trace_stability(bins: pd.DataFrame, step_h: float | None, after_h: float = 0
     return {"noise": noise, "oscillations": osc, "response_h": response, "label": label}
 
 
-def paired_difference(a: pd.DataFrame, b: pd.DataFrame, after_h: float, bootstrap: int = 2000,
-                      seed: int = 0) -> tuple[float, float, float]:
-    """Mean F1 difference a - b over the bins after ``after_h``, with a 95% interval from resampling the
-    *bins* (pairs: the same time bin of both runs), so the day's common ups and downs cancel.
-    (nan, nan, nan) where no bin has both."""
-    ja = a[a["t_mid_h"] >= after_h].set_index("bin")["f1"]
-    jb = b[b["t_mid_h"] >= after_h].set_index("bin")["f1"]
-    d = (ja - jb).dropna().to_numpy()
-    if d.size == 0:
-        return float("nan"), float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    means = d[rng.integers(0, d.size, (bootstrap, d.size))].mean(1) if bootstrap else np.array([d.mean()])
-    return float(d.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
-
-
 def block_indices(rng: np.random.Generator, n: int, block: int) -> np.ndarray:
     """One circular moving-block resample of ``n`` consecutive bins (Politis and Romano's circular block
     bootstrap): blocks of ``block`` neighbours keep the bins' autocorrelation that an i.i.d. resample breaks."""
@@ -139,29 +124,32 @@ def seed_block_mean(per_seed: np.ndarray, block: int, bootstrap: int = 2000, see
     return float(np.nanmean(d)), float(np.nanpercentile(means, 2.5)), float(np.nanpercentile(means, 97.5))
 
 
+def _after(bins: pd.DataFrame, after_h: float) -> pd.Series:
+    return bins[bins["t_mid_h"] >= after_h].set_index("bin")["f1"]
+
+
+def _by_seed(cols: list[pd.Series]) -> np.ndarray:
+    """[seeds, bins] from one F1 series per seed, aligned on the bin (NaN where a seed has none)."""
+    return pd.concat(cols, axis=1).sort_index().to_numpy().T
+
+
 def paired_by_seed(a: dict[int, pd.DataFrame], b: dict[int, pd.DataFrame], after_h: float, block: int,
                    bootstrap: int = 2000, seed: int = 0) -> tuple[float, float, float, int]:
     """Mean F1 difference a - b over the bins after ``after_h``, paired per training seed and time bin, with the
     seed-and-block interval of ``seed_block_mean``; returns (mean, lo, hi, seeds paired)."""
     seeds = sorted(set(a) & set(b))
-    rows = []
-    for s in seeds:
-        ja = a[s][a[s]["t_mid_h"] >= after_h].set_index("bin")["f1"]
-        jb = b[s][b[s]["t_mid_h"] >= after_h].set_index("bin")["f1"]
-        rows.append((ja - jb))
-    if not rows:
+    if not seeds:
         return float("nan"), float("nan"), float("nan"), 0
-    d = pd.concat(rows, axis=1).sort_index().to_numpy().T
+    d = _by_seed([_after(a[s], after_h) - _after(b[s], after_h) for s in seeds])
     return (*seed_block_mean(d, block, bootstrap, seed), len(seeds))
 
 
 def f1_by_seed(bins: dict[int, pd.DataFrame], after_h: float, block: int, bootstrap: int = 2000,
                seed: int = 0) -> tuple[float, float, float]:
     """Mean F1 over the bins after ``after_h`` and training seeds, with the seed-and-block interval."""
-    cols = [b[b["t_mid_h"] >= after_h].set_index("bin")["f1"] for _, b in sorted(bins.items())]
-    if not cols:
+    if not bins:
         return float("nan"), float("nan"), float("nan")
-    return seed_block_mean(pd.concat(cols, axis=1).sort_index().to_numpy().T, block, bootstrap, seed)
+    return seed_block_mean(_by_seed([_after(b, after_h) for _, b in sorted(bins.items())]), block, bootstrap, seed)
 
 
 def seed_mean(bins: pd.DataFrame) -> pd.DataFrame:

@@ -119,9 +119,7 @@ def run(ctx: RunContext[CadenceExperiment]) -> None:
         lab = trace_stability(bins, st.drift_step_at_hour, after_h=st.train_hours)
         row = pooled(rows, cell_bins[(eta, t_cp)], st, cfg.seed)
         dm, dlo, dhi, _ = paired_by_seed(cell_bins[(eta, t_cp)], static_bins, st.train_hours, block, seed=cfg.seed)
-        row.update({**lab, "f1_last": float(np.mean([r["f1_last"] for r in rows])),
-                    "diff_vs_static_map": dm, "diff_vs_static_map_lo": dlo, "diff_vs_static_map_hi": dhi})
-        row.pop("configuration", None)
+        row.update({**lab, "diff_vs_static_map": dm, "diff_vs_static_map_lo": dlo, "diff_vs_static_map_hi": dhi})
         cells.append(row)
         log.info("[cadence] eta %.3g, T_cp %gs: F1 %.4f [%.4f, %.4f] over %d seeds, vs Static-Map %+.4f [%+.4f, %+.4f]"
                  ", %s", eta, t_cp, row["f1_mean"], row["f1_mean_lo"], row["f1_mean_hi"], len(rows), dm, dlo, dhi,

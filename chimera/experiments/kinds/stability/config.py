@@ -87,6 +87,11 @@ class StabilitySpec(BaseModel):
         """The configurations a switch runs (the oracle runs on the reference only)."""
         return [c for c in self.configurations if not ADAPTATIONS[c].oracle]
 
+    @property
+    def oracle_configurations(self) -> list[str]:
+        """The oracles: run offline on the reference, reported apart from what a switch runs."""
+        return [c for c in self.configurations if ADAPTATIONS[c].oracle]
+
     @model_validator(mode="after")
     def _inside_the_day(self) -> "StabilitySpec":
         if self.train_hours >= self.day_hours:

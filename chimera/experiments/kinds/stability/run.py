@@ -25,7 +25,8 @@ from chimera.experiments.stages.dataset import PreparedData, prepare, record_dat
 from chimera.experiments.stages.rules import LearnedRules, learn_rules
 from chimera.experiments.stages.train import ModelCache, TrainedVariant, train_variant
 from chimera.formats.artifact import Artifact
-from chimera.data.tokens import dataplane_eligible, tokenize
+from chimera.data.pcap import PacketTable
+from chimera.data.tokens import Tokens, dataplane_eligible, tokenize
 from chimera.metrics.drift import drift_bins
 from chimera.metrics.timeseries import binned_f1, f1_by_seed, paired_by_seed, window_mean
 from chimera.model.tokenizer import MAP_KEYS
@@ -76,9 +77,14 @@ def prepare_day(ctx: RunContext[SE]) -> PreparedData:
     return data
 
 
+def hours_of(ts_ns: np.ndarray, st: StabilitySpec) -> np.ndarray:
+    """Simulated time of day (hours) of trace timestamps."""
+    return (ts_ns - TIME_BASE_NS) / 1e9 * st.factor / 3600
+
+
 def day_hours(data: PreparedData, st: StabilitySpec, rows: np.ndarray) -> np.ndarray:
     """Simulated time of day (hours) of packets ``rows``."""
-    return (data.ds.table.ts_ns[rows] - TIME_BASE_NS) / 1e9 * st.factor / 3600
+    return hours_of(data.ds.table.ts_ns[rows], st)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,18 +140,23 @@ def control_for(cfg: StabilityExperiment, configuration: str, art: Artifact, pri
                     prior_model=prior if cpc.enabled and cpc.prior == "em" else None)
 
 
+def f1_summary(bins: pd.DataFrame, st: StabilitySpec) -> dict[str, float]:
+    """The F1 columns of a row: after the training hours (mean, worst bin), the training hours, the last hours."""
+    after = bins[bins["t_mid_h"] >= st.train_hours]
+    return {"f1_mean": float(after["f1"].mean()), "f1_worst_bin": float(after["f1"].min()),
+            "f1_first": window_mean(bins, 0, st.train_hours),
+            "f1_last": window_mean(bins, st.day_hours - st.last_hours, st.day_hours)}
+
+
 def summarize(configuration: str, bins: pd.DataFrame, loop: SlowLoop, st: StabilitySpec, t_cp_s: float,
               columns: dict[str, Any]) -> dict[str, Any]:
     """One row of stability.csv."""
     steps = pd.DataFrame(loop.log_rows())
     inst = steps[steps["decision"] == "install"] if len(steps) else steps
-    after = bins[bins["t_mid_h"] >= st.train_hours]
     dt = inst["install_ms"].to_numpy() if len(inst) else np.zeros(0)
     measured = inst["install_ms_measured"].dropna().to_numpy() if len(inst) else np.zeros(0)
     row: dict[str, Any] = {
-        "configuration": configuration, "f1_mean": float(after["f1"].mean()),
-        "f1_worst_bin": float(after["f1"].min()), "f1_first": window_mean(bins, 0, st.train_hours),
-        "f1_last": window_mean(bins, st.day_hours - st.last_hours, st.day_hours),
+        "configuration": configuration, **f1_summary(bins, st),
         "installs": int(len(inst)),
         "failed_installs": int((steps["decision"] == "failed").sum()) if len(steps) else 0,
         "churn_total": int(inst["churn"].sum()) if len(inst) else 0,
@@ -265,13 +276,13 @@ def oracle_swaps(ctx: RunContext[StabilityExperiment], data: PreparedData, model
     return ModelSwaps(at, model)
 
 
-def drift_table(data: PreparedData, art: Artifact, st: StabilitySpec, hours_of: np.ndarray | None = None
-                ) -> pd.DataFrame:
-    """The day's drift decomposition per time bin (chimera.metrics.drift), over every labelled packet."""
-    rows = np.flatnonzero(dataplane_eligible(data.ds.table) & (data.ds.labels >= 0))
-    keys = keys_of_tokens(data.tokens, rows, art.len_lo)
-    return drift_bins(day_hours(data, st, rows), keys, data.y(rows), st.train_hours, st.bin_minutes / 60,
-                      st.day_hours, MAP_KEYS, len(data.classes))
+def drift_of(table: PacketTable, tokens: Tokens, labels: np.ndarray, len_lo: np.ndarray, n_classes: int,
+             st: StabilitySpec) -> pd.DataFrame:
+    """A day's drift decomposition per time bin (chimera.metrics.drift), over every labelled packet."""
+    rows = np.flatnonzero(dataplane_eligible(table) & (labels >= 0))
+    return drift_bins(hours_of(table.ts_ns[rows], st), keys_of_tokens(tokens, rows, len_lo),
+                      labels[rows].astype(np.int64), st.train_hours, st.bin_minutes / 60, st.day_hours, MAP_KEYS,
+                      n_classes)
 
 
 def knob_table(ctx: RunContext[StabilityExperiment], art: Artifact) -> pd.DataFrame:
@@ -293,11 +304,7 @@ def knob_table(ctx: RunContext[StabilityExperiment], art: Artifact) -> pd.DataFr
         day = cfg.model_copy(update={"dataset": cfg.the_dataset().model_copy(update={"synthetic": syn.model_copy(
             update=over)})})
         ds = resolve_dataset(day_dataset(day), ctx.data_root)
-        tok = tokenize(ds.table, ds.flows)
-        rows = np.flatnonzero(dataplane_eligible(ds.table) & (ds.labels >= 0))
-        h = (ds.table.ts_ns[rows] - TIME_BASE_NS) / 1e9 * st.factor / 3600
-        b = drift_bins(h, keys_of_tokens(tok, rows, art.len_lo), ds.labels[rows].astype(np.int64), st.train_hours,
-                       st.bin_minutes / 60, st.day_hours, MAP_KEYS, len(ds.classes))
+        b = drift_of(ds.table, tokenize(ds.table, ds.flows), ds.labels, art.len_lo, len(ds.classes), st)
         last = b[b["t_mid_h"] >= st.day_hours - st.last_hours]
         floor = b[b["in_training_hours"]]
         out.append({"knob": name, "setting": setting,
@@ -362,17 +369,13 @@ def run(ctx: RunContext[StabilityExperiment]) -> None:
             log.info("[stability] %s, seed %d: mean F1 %.4f, first %.4f, last %.4f, %d installs; lost %s, %s differ",
                      conf, sd, row["f1_mean"], row["f1_first"], row["f1_last"], row["installs"], row.get("lost"),
                      row.get("reference_mismatches"))
-        if "Oracle" in st.configurations:
+        for conf in st.oracle_configurations:
             swaps = oracle_swaps(ctx, data, models)
-            with ctx.timed("target:Oracle"):
+            with ctx.timed(f"target:{conf}"):
                 v, _ = run_controlled(models.static, data.replay_table, swaps)
-            bins = scored("Oracle", sd, v.label)
-            per_seed.setdefault("Oracle", []).append({
-                "configuration": "Oracle", "seed": sd, "f1_mean": float(bins[bins["t_mid_h"] >= st.train_hours]["f1"].mean()),
-                "f1_worst_bin": float(bins[bins["t_mid_h"] >= st.train_hours]["f1"].min()),
-                "f1_first": window_mean(bins, 0, st.train_hours),
-                "f1_last": window_mean(bins, st.day_hours - st.last_hours, st.day_hours),
-                "installs": len(swaps.swapped), "target": "reference"})
+            bins = scored(conf, sd, v.label)
+            per_seed.setdefault(conf, []).append({"configuration": conf, "seed": sd, **f1_summary(bins, st),
+                                                  "installs": len(swaps.swapped), "target": "reference"})
     assert first is not None
     seed_rows = [r for conf in per_seed for r in per_seed[conf]]
     rows = [pooled(per_seed[c], all_bins[c], st, cfg.seed) for c in st.configurations if c in per_seed]
@@ -380,18 +383,20 @@ def run(ctx: RunContext[StabilityExperiment]) -> None:
         r["f1_drop"] = r["f1_first"] - r["f1_last"]
     diffs = differences(all_bins, st, cfg.seed)
     _on_chimera_row(rows, diffs)
-    switch = [r for r in rows if r["configuration"] != "Oracle"]
-    T.STABILITY.write(pd.DataFrame(switch), ctx.run.path)
+    oracle = [r for r in rows if r["configuration"] in st.oracle_configurations]
+    T.STABILITY.write(pd.DataFrame([r for r in rows if r["configuration"] not in st.oracle_configurations]),
+                      ctx.run.path)
     T.STABILITY_SEEDS.write(pd.DataFrame(seed_rows), ctx.run.path)
     T.STABILITY_BINS.write(pd.concat([b for c in all_bins.values() for b in c.values()], ignore_index=True),
                            ctx.run.path)
     T.DIFFERENCES.write(diffs, ctx.run.path)
-    if "Oracle" in per_seed:
-        T.ORACLE.write(pd.DataFrame([r for r in rows if r["configuration"] == "Oracle"]), ctx.run.path)
+    if oracle:
+        T.ORACLE.write(pd.DataFrame(oracle), ctx.run.path)
     if logs:
         T.CONTROL.write(pd.concat(logs, ignore_index=True), ctx.run.path)
     with ctx.timed("drift"):
-        T.DRIFT.write(drift_table(data, first.static, st), ctx.run.path)
+        T.DRIFT.write(drift_of(data.ds.table, data.tokens, data.ds.labels, first.static.len_lo, len(data.classes),
+                               st), ctx.run.path)
         if st.drift_knobs:
             T.DRIFT_KNOBS.write(knob_table(ctx, first.static), ctx.run.path)
     if st.diagnose:
