@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 from pathlib import Path
 
@@ -110,14 +111,16 @@ def mutate(c: Context, files: str = "reference,ebpf", budget: str = "30m", seed:
     print((out / "summary.md").read_text())  # noqa: T201 - the summary is the command's output
 
 
-@task(help={"what": "ingest | reference | install | switch | fidelity | scale | sweep | zeroloss | bmv2ratio | bmv2files",
+@task(help={"what": "ingest | reference | install | switch | fidelity | scale | sweep | zeroloss | shards | bmv2ratio | "
+                    "bmv2files",
             "pcap": "capture to benchmark (ingest)",
             "seeds": "fidelity: comma-separated seeds (default 1,2,3)",
             "only": "fidelity: comma-separated parts of data names to run (the docs are then left alone)",
-            "baseline": "bmv2files: the git revision whose chimera.p4 the shipped one is timed against"})
+            "baseline": "bmv2files: the git revision whose chimera.p4 the shipped one is timed against",
+            "sizes": "scale: comma-separated dataset sizes in packets (default 100000,1000000,10000000)"})
 @cli
 def bench(c: Context, what: str = "ingest", pcap: str = "", seeds: str = "", only: str = "", baseline: str = "",
-          verbose: bool = False) -> None:
+          sizes: str = "", verbose: bool = False) -> None:
     """Benchmarks; each prints its measured rates and ratios (chimera/bench/__init__.py lists them)."""
     from chimera.bench import dispatch
     from chimera.errors import ConfigError
@@ -125,19 +128,25 @@ def bench(c: Context, what: str = "ingest", pcap: str = "", seeds: str = "", onl
         seed_list = tuple(int(x) for x in seeds.split(",") if x)
     except ValueError:
         raise ConfigError(f"--seeds {seeds!r}: not a comma-separated list of integers", "e.g. --seeds 1,2,3") from None
+    try:
+        size_list = tuple(int(float(x)) for x in sizes.split(",") if x)
+    except ValueError:
+        raise ConfigError(f"--sizes {sizes!r}: not a comma-separated list of packet counts",
+                          "e.g. --sizes 100000,1000000") from None
     dispatch(what, pcap=Path(pcap) if pcap else None, seeds=seed_list, only=tuple(x for x in only.split(",") if x),
-             baseline=baseline)
+             baseline=baseline, sizes=size_list)
 
 
 @task(help={"k": "pytest -k expression", "x": "stop at first failure",
-            "workers": "pytest-xdist workers (default: one per core; 0: in this process, one test at a time)"})
+            "workers": "pytest-xdist workers (default: one per core and one more; 0: in this process, one test at a time)"})
 def test(c: Context, k: str = "", x: bool = False, workers: int = -1) -> None:
     """Run the test suite (tests needing root/BMv2 skip with a reason where absent).
 
-    Test files run in parallel, one worker per core (pytest-xdist, a file's tests on one worker so its module
-    fixtures are built once); the testbed tests take turns through the machine-wide testbed lock."""
+    Test files run in parallel, one worker per core and one more (pytest-xdist, a file's tests on one worker so
+    its module fixtures are built once): the testbed tests take turns through the machine-wide testbed lock and
+    wait on their replays' pace, and the extra worker keeps the cores busy meanwhile."""
     py = python()
-    par = [] if workers == 0 else ["-n", "auto" if workers < 0 else str(workers), "--dist", "loadfile",
+    par = [] if workers == 0 else ["-n", str((os.cpu_count() or 1) + 1) if workers < 0 else str(workers), "--dist", "loadfile",
                                    "--durations", "10"]
     args = ["-m", "pytest", "-ra", "-q", *par] + (["-k", k] if k else []) + (["-x"] if x else [])
     r = subprocess.run([py, *args], cwd=ROOT, check=False)

@@ -21,12 +21,14 @@ from tasks._common import cli
             "clock": "trace (verdicts on the capture's timestamps, any pace) | switch (the switch's own clock)",
             "pps": "trace clock: replay at this rate instead of the target's measured zero-loss rate",
             "max_replay": "refuse a replay expected to take longer than this many seconds (default 1800)",
-            "compression": "stability/cadence: simulated seconds per trace second (1 = the real day)"})
+            "compression": "stability/cadence: simulated seconds per trace second (1 = the real day)",
+            "shards": "replay over this many testbeds at once, each flow on one (docs/pipeline.md, 'Shards')",
+            "ray": "with --shards: HEAD:PORT of the Ray cluster whose nodes run the shards (default: local processes)"})
 @cli
 def run_experiment(c: Context, name: str = "quickstart", target: str = "", dataset: str = "",
                    adapter: str = "ciciot2022", layout: str = "sequential", max_packets_per_class: int = 0,
                    results: str = "results", clock: str = "", pps: int = 0, max_replay: float = 0.0,
-                   compression: float = 0.0, verbose: bool = False) -> None:
+                   compression: float = 0.0, shards: int = 1, ray: str = "", verbose: bool = False) -> None:
     """Run an experiment end to end; results land in results/<name>/<run-id>/."""
     from chimera.experiments.load import load_experiment
     from chimera.experiments.overrides import cli_overrides
@@ -34,7 +36,7 @@ def run_experiment(c: Context, name: str = "quickstart", target: str = "", datas
     over = cli_overrides(name, dataset, adapter, layout, max_packets_per_class, compression)
     cfg = load_experiment(name, over or None)
     out = run(cfg, target=target or None, results_root=results, experiment_file=name, dataset_override=dataset,
-              clock=clock or None, pps=pps or None, max_replay_s=max_replay or None)
+              clock=clock or None, pps=pps or None, max_replay_s=max_replay or None, shards=shards, ray=ray or None)
     logging.getLogger("tasks").info("report: %s", out / "report.md")
 
 

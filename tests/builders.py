@@ -28,6 +28,7 @@ def quickstart_trained(data_root: Path = ROOT / "data", **model: Any):  # type: 
 
 
 STRESS_PCAP = ROOT / "pcaps" / "stress.pcap"
+COALESCED_PCAP = ROOT / "pcaps" / "coalesced.pcap"
 TINY_MULTICLASS = ROOT / "pcaps" / "tiny-multiclass"
 
 

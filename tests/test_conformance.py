@@ -18,15 +18,18 @@ import pytest
 
 from chimera.data.pcap import PacketTable, read_pcap
 from chimera.formats.artifact import Artifact
+from chimera.formats.snap import REPLAY_SNAP
 from chimera.formats.verdict import VerdictFlag
 from chimera.reference.pipeline import dataplane_parsed, run_reference
 from chimera.targets.base import Capability, Target, TargetResult
 from chimera.targets.registry import TARGETS, target_class
+from chimera.targets.testbed import TestbedTarget
 from chimera.testbed.nodes import BuildOptions
 from chimera.testbed.replay import ReplayConfig
 
-from builders import STRESS_PCAP, assert_conformant, quickstart_artifact
+from builders import COALESCED_PCAP, STRESS_PCAP, assert_conformant, quickstart_artifact
 from chimera.fuzz.oracle import oracle, rows_of
+from chimera.metrics.classification import macro_f1
 
 #: (target, clock) for every registered target and every clock its record names (the reference: the capture's
 #: own timestamps, the trace's clock, only). Each replays at its record's ``conformance_pps``, a rate it holds with
@@ -130,6 +133,30 @@ def test_conformance_stress_collisions_and_malformed(case: tuple[Target, ReplayC
     unparsed = flags & VerdictFlag.UNPARSED > 0
     assert 0.1 < unparsed.mean() < 0.3  # ARP, IPv6, fragments, VLAN, truncated, bad IP: flagged, not dropped
     assert np.all(res.verdicts.label[unparsed] == 0xFF)
+
+
+def test_conformance_coalesced_frames_up_to_64k(case: tuple[Target, ReplayConfig], tmp_path: Path) -> None:
+    """Frames a capturing host coalesced (GRO/TSO), up to the largest IPv4 packet (a 65,549-byte frame): every one
+    is sent, those over the replay snap cut to it, and each is classified as the reference classifies the whole
+    frame, so the F1 on any labelling is the reference's."""
+    t, replay = case
+    art = quickstart_artifact().art
+    table = read_pcap(COALESCED_PCAP)
+    big = table.caplen > REPLAY_SNAP
+    assert int(big.sum()) > 20 and int(table.caplen.max()) == 65_549
+    res = t.run(art, table, tmp_path, "coalesced", replay=replay)
+    check(t, res, art, table)
+    if res.outcome is not None:
+        acc = res.outcome.accounting
+        assert (acc.not_sent, acc.verdicts) == (0, len(table))
+        if isinstance(t, TestbedTarget):  # sent through the sender's MTU: the frames over the snap are cut, and counted
+            assert acc.cut_frames == int(big.sum())
+    if replay.clock == "trace":  # the testbed's verdicts on the cut frames are the reference's on the whole ones
+        ref, _ = run_reference(art, table)
+        for f in ("label", "score", "rule_id", "centroid"):
+            assert np.array_equal(getattr(res.verdicts, f), getattr(ref, f)), f
+        y = (table.sport % 3).astype(np.int64)  # any labelling: the F1s are equal because every verdict is
+        assert macro_f1(y, res.verdicts.label.astype(np.int64)) == macro_f1(y, ref.label.astype(np.int64))
 
 
 def test_conformance_fast_path_prior(case: tuple[Target, ReplayConfig], tmp_path: Path) -> None:

@@ -253,3 +253,27 @@ def test_pcapng_short_simple_packet_block_is_corrupt_not_a_frame(tmp_path: Path)
     p.write_bytes(shb + idb + epb + spb12)
     t = read_pcap(p)
     assert len(t) == 1 and t.corrupt  # the one real frame; no phantom frame from the 12-byte block
+
+
+def test_replay_snap_preserves_every_field_and_verdict(tmp_path: Path) -> None:
+    """Coalesced frames up to 65,549 bytes, cut to the replay snap: every parsed field but the frame's own lengths
+    is the same, and so is every verdict and register of the reference (docs/pipeline.md, "Frame length")."""
+    from chimera.data.pcapwrite import normalized_frames, write_pcap
+    from chimera.formats.snap import REPLAY_SNAP, snap
+    from chimera.reference.pipeline import run_reference
+
+    from builders import COALESCED_PCAP, quickstart_artifact
+    whole = read_pcap(COALESCED_PCAP)
+    frames, cut = snap(normalized_frames(whole, np.arange(len(whole))))
+    assert int(cut.sum()) == int(np.sum(whole.caplen > REPLAY_SNAP)) > 20
+    assert max(len(f) for f in frames) == REPLAY_SNAP
+    write_pcap(tmp_path / "cut.pcap", frames, whole.ts_ns)
+    short = read_pcap(tmp_path / "cut.pcap")
+    for c in whole.COLUMNS:
+        if c not in ("caplen", "wirelen", "offset"):
+            assert np.array_equal(getattr(whole, c), getattr(short, c)), c
+    art = quickstart_artifact().art
+    (a, sa), (b, sb) = run_reference(art, whole), run_reference(art, short)
+    for f in ("label", "flags", "score", "rule_id", "centroid"):
+        assert np.array_equal(getattr(a, f), getattr(b, f)), f
+    assert np.array_equal(sa.ema, sb.ema) and np.array_equal(sa.sample, sb.sample)

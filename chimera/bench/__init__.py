@@ -35,6 +35,10 @@ class FidelityOptions(NoOptions):
     only: tuple[str, ...] | None = None
 
 
+class ScaleOptions(NoOptions):
+    sizes: tuple[int, ...] | None = None   # packets per dataset (default 10^5, 10^6, 10^7)
+
+
 class Bmv2FilesOptions(NoOptions):
     baseline: str | None = None       # the git revision whose chimera.p4 the shipped one is timed against
 
@@ -111,9 +115,10 @@ BENCHES: dict[str, Bench] = {b.name: b for b in (
           nightly=_switch, metric="switch_ratio"),
     Bench("fidelity", "chimera.bench.fidelity", "integer pipeline against trees, forests and the float model",
           FidelityOptions),
-    Bench("scale", "chimera.bench.scale", "10 M packets through every offline stage"),
+    Bench("scale", "chimera.bench.scale", "10^5, 10^6 and 10^7 packets through every offline stage", ScaleOptions),
     Bench("sweep", "chimera.bench.sweep", "Ray against sequential"),
     Bench("zeroloss", "chimera.bench.zeroloss", "the highest fixed rate with 0 loss, per target"),
+    Bench("shards", "chimera.bench.shards", "the aggregate 0-loss rate of K testbeds at once, against K"),
     Bench("bmv2ratio", "chimera.bench.bmv2ratio", "chimera.p4 against plain forwarding on the same BMv2",
           target="bmv2"),
     Bench("bmv2files", "chimera.bench.bmv2files", "chimera.p4 alone in BMv2's file mode against a revision",

@@ -36,6 +36,18 @@ def benched() -> tuple[str, ...]:
     return tuple(c.name for c in with_capability(Capability.TESTBED) if c.bench is not None)
 
 
+def runnable_switches(targets: tuple[str, ...] | None, bench: str) -> tuple[list[str], dict[str, str]]:
+    """The switch targets a bench measures here (default: every benched one), and why each other cannot run; none
+    runnable is an error naming each one's reason."""
+    targets = targets or benched()
+    why = describe_all()
+    runnable = [t for t in targets if why.get(t) is None]
+    if not runnable:
+        raise ConfigError("no switch target can run here: " + "; ".join(f"{t}: {why[t]}" for t in targets),
+                          f"run the {bench} bench as root where the eBPF testbed works (see README)")
+    return runnable, {t: str(why[t]) for t in targets if t not in runnable}
+
+
 def profile(name: str) -> BenchProfile:
     """A target's goals and settings: the replay pace (one forced install per tick), T_cp, packets replayed."""
     p = target_class(name).bench
@@ -70,15 +82,10 @@ class InstallResult(BenchResult):
 
 
 def main(targets: tuple[str, ...] | None = None) -> dict[str, Any]:
-    targets = targets or benched()
-    why = describe_all()
-    runnable = [t for t in targets if why.get(t) is None]
-    if not runnable:
-        raise ConfigError("no switch target can run here: " + "; ".join(f"{t}: {why[t]}" for t in targets),
-                          "run the install bench as root where the eBPF testbed works (see README)")
+    runnable, skipped = runnable_switches(targets, "install")
     built = build_artifact("quickstart")
     art = built.art
-    with bench_run("install", {"targets": runnable, "skipped": {t: why[t] for t in targets if t not in runnable},
+    with bench_run("install", {"targets": runnable, "skipped": skipped,
                                "settings": {t: (profile(t).install_pace, profile(t).install_t_cp_s,
                                                 profile(t).install_max_packets) for t in runnable}, "model": "quickstart"}) as run:
         rows: list[dict[str, Any]] = []

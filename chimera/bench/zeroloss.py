@@ -16,13 +16,11 @@ import pandas as pd
 
 from chimera.bench.results import BenchResult, bench_run
 from chimera.formats.rundir import Manifest
-from chimera.errors import ConfigError
 from chimera.experiments.load import load_experiment
 from chimera.experiments.kinds.throughput import KIND as THROUGHPUT_KIND
 from chimera.experiments.kinds.throughput.config import ThroughputSection
 from chimera.experiments.runner import run_experiment
-from chimera.bench.install import benched, profile
-from chimera.targets.registry import describe_all
+from chimera.bench.install import profile, runnable_switches
 
 log = logging.getLogger(__name__)
 
@@ -33,17 +31,12 @@ class ZeroLossResult(BenchResult):
 
 def main(targets: tuple[str, ...] | None = None) -> dict[str, Any]:
     """The highest 0-loss rate of each testbed the benches hold to goals (the target record's ``bench``)."""
-    targets = targets or benched()
-    why = describe_all()
-    runnable = [t for t in targets if why.get(t) is None]
-    if not runnable:
-        raise ConfigError("no switch target can run here: " + "; ".join(f"{t}: {why[t]}" for t in targets),
-                          "run it as root where the eBPF testbed works")
+    runnable, skipped = runnable_switches(targets, "zeroloss")
     rows = []
     ladder = {t: list(profile(t).zero_loss_ladder) for t in runnable}
     packets = {t: profile(t).zero_loss_packets for t in runnable}
     with bench_run("zeroloss", {"targets": runnable, "ladder": ladder, "packets": packets,
-                                "skipped": {t: why[t] for t in targets if t not in runnable}}) as run:
+                                "skipped": skipped}) as run:
         for t in runnable:
             cfg = load_experiment("throughput", {"throughput": {"sizes": ["mix"], "max_packets": packets[t],
                                                                 "ladder_pps": ladder[t], "software": False}})

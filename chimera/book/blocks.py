@@ -33,6 +33,7 @@ from chimera.experiments.kinds.variants.tables import ABLATION
 from chimera.report.provenance import ROOT
 from chimera.bench.bmv2files import Bmv2FilesResult
 from chimera.bench.bmv2ratio import Bmv2RatioResult
+from chimera.bench.scale import GOAL_GIB, GOAL_S, MACHINE_GIB, PROJECT_TO, ScaleResult
 from chimera.bench.results import BenchParams
 from chimera.report.sections import FuzzResult, MutatePlan, NightMeasured, section
 from chimera.targets.base import Capability
@@ -504,6 +505,41 @@ def bmv2_rates(b: Book) -> str:
                    f"{'every verdict and register equal to the reference' if files.conformant else 'NOT conformant'}"
                    f" ({fl.cite()}).")
     return " ".join(out) if out else "No BMv2 rate is published."
+
+
+@block("scale")
+def scale(b: Book) -> str:
+    """Each offline stage's time and the peak memory at every published size, and how they grow."""
+    r = b.runs.latest("bench-scale")
+    res = r.manifest.get("result", ScaleResult) if r is not None else None
+    if r is None or res is None:
+        return "No scale run is published."
+    t = r.csv("scale.csv")
+    per = t.groupby("packets").agg(seconds=("seconds", "sum"), peak=("peak_rss_gib", "max"))
+    stages = t.pivot(index="stage", columns="packets", values="seconds").reindex(t["stage"].drop_duplicates())
+    rows = [[f"`{st}`", *(f(v, 1) for v in vals)] for st, vals in stages.iterrows()]
+    rows.append(["**total**", *(f"**{f(v, 1)}**" for v in per["seconds"])])
+    rows.append(["peak memory (GiB)", *(f(v, 2) for v in per["peak"])])
+    top = max(res.sizes)
+    grow = r.csv("growth.csv")
+    last = grow[grow["to_packets"] == top]
+    exps = fmt.words([f"{s} {f(x, 2)}" for s, x in zip(last["stage"], last["time_exponent"])])
+    fig = (r.path / "figures" / "scale.png").relative_to(b.root).as_posix()
+    par = r.manifest.get("params", BenchParams) or BenchParams()
+    cap = n((par.model_extra or {}).get("max_train_packets", 0))
+    return (f"Every offline stage on synthetic datasets (the iscxvpn profile, headers-only capture) of "
+            f"{fmt.words([n(s) for s in res.sizes])} packets, each size in a process of its own ({r.cite()}); "
+            f"seconds per stage, on this project's 2-core machine:\n\n"
+            + fmt.table(["stage", *(n(s) for s in per.index)], rows) +
+            f"\n\n{n(top)} packets took {n(res.total_s)} s and {f(res.peak_rss_gib, 2)} GiB at the peak (goal "
+            f"<= {n(GOAL_S)} s and <= {f(GOAL_GIB, 0)} GiB: {'met' if res.goal_met else 'not met'}). Growth from "
+            f"{n(int(last['from_packets'].iloc[0]))} to {n(top)} packets (time ~ packets^b, 1 is linear): {exps}; "
+            f"{'faster than linear: ' + fmt.words(res.superlinear) if res.superlinear else 'no stage grows faster than linearly'}. "
+            f"Training reads a seeded sample of whole flows (at most {cap} packets), so its cost stops growing past it. Carried to {n(PROJECT_TO)} packets (each stage by its last "
+            f"exponent, the data's memory at least linearly): about {n(res.projected_s / 60)} min and "
+            f"{f(res.projected_gib, 1)} GiB, which {'fits' if res.projected_gib <= MACHINE_GIB else 'does not fit'} "
+            f"this machine's {n(MACHINE_GIB)} GiB."
+            f"\n\n![time per stage and peak memory against dataset size]({fig})")
 
 
 # ------------------------------------------------------------------------------------------------ fuzz, mutation

@@ -2,6 +2,9 @@
 
 - ``stress.pcap``: the conformance stress capture (chimera.data.stress): many flows,
   slot collisions at small slot counts, and malformed frames of every kind.
+- ``coalesced.pcap``: frames a capturing host coalesced (GRO/TSO), up to the 65,535-byte IPv4 packet
+  (chimera.data.coalesced): every frame of a real capture must be replayed and classified as the reference
+  classifies it.
 - ``tiny-multiclass/<CLASS>/*.pcap``: a tiny labelled three-class capture set in the
   class-folder layout of CICIoT2022/PeerRush (synthetic, chimera.data.synthetic),
   so the adapters and their error paths run on a clean clone.
@@ -16,11 +19,13 @@ import shutil
 from pathlib import Path
 
 from chimera import paths
+from chimera.data.coalesced import write_coalesced_pcap
 from chimera.data.stress import write_stress_pcap
 from chimera.data.synthetic import SyntheticSpec, write_class_folders
 
 PCAPS = paths.PCAPS
 STRESS_ARGS = {"seed": 3, "flows": 400, "packets": 1500}
+COALESCED_ARGS = {"seed": 7, "flows": 8}
 TINY_SPEC = SyntheticSpec(profile="peerrush", flows=36, seed=5, duration_s=8.0, max_packets_per_flow=8,
                           class_weights={"Frostwire": 0.0, "Skype": 0.0})
 
@@ -28,10 +33,11 @@ TINY_SPEC = SyntheticSpec(profile="peerrush", flows=36, seed=5, duration_s=8.0, 
 def write_bundled(out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     stress = write_stress_pcap(out / "stress.pcap", **STRESS_ARGS)
+    coalesced = write_coalesced_pcap(out / "coalesced.pcap", **COALESCED_ARGS)
     tiny = out / "tiny-multiclass"
     shutil.rmtree(tiny, ignore_errors=True)
     write_class_folders(TINY_SPEC, tiny)
-    return [stress, *sorted(tiny.rglob("*.pcap"))]
+    return [stress, coalesced, *sorted(tiny.rglob("*.pcap"))]
 
 
 def main() -> None:

@@ -26,6 +26,7 @@ from chimera.experiments.stages.context import RunContext
 from chimera.experiments.stages.preflight import preflight
 from chimera.experiments.stages.rules import rules_path
 from chimera.formats.rundir import RunDir, git_state
+from chimera.targets.sharded import sharded
 from chimera.targets.registry import environment, with_capability
 from chimera.rules.spec import load_rules
 from chimera.targets.base import Capability
@@ -49,11 +50,14 @@ def resolve_clock(cfg: ExperimentConfig, clock: str | None = None) -> Clock:
 
 def run_experiment(cfg: ExperimentConfig, *, target: str | None = None, results_root: str | Path = "results",
                    data_root: str | Path = "data", experiment_file: str = "", dataset_override: str = "",
-                   clock: str | None = None, pps: int | None = None, max_replay_s: float | None = None) -> Path:
+                   clock: str | None = None, pps: int | None = None, max_replay_s: float | None = None,
+                   shards: int = 1, ray: str | None = None) -> Path:
     """Run ``cfg`` on ``target``; returns the finished run directory.
 
     ``dataset_override``: the --dataset the user gave in place of the experiment's own data (the report says so).
     ``clock``, ``pps``, ``max_replay_s``: the command line's replay settings, over the YAML's.
+    ``shards``, ``ray``: replay over that many testbeds at once, locally or on that Ray cluster
+    (chimera.targets.sharded).
     """
     kind = kind_of(cfg.kind)
     chosen = resolve_clock(cfg, clock)
@@ -63,7 +67,7 @@ def run_experiment(cfg: ExperimentConfig, *, target: str | None = None, results_
     variants = resolve_variants(cfg, experiment_file or cfg.name)
     rule_file = load_rules(rules_path(cfg.rules))  # a bad rule file fails here, before any run directory exists
     sel = select_target(target or cfg.target)
-    with sel.target as tgt:
+    with sharded(sel.target, shards, ray) as tgt:
         if kind.needs_testbed and not tgt.can(Capability.TESTBED):
             raise ConfigError(f"kind {kind.name} measures a testbed: the {tgt.name} target has none",
                               "run it as root with --target " + " or ".join(

@@ -92,10 +92,10 @@ F, I, S, B = "float", "int", "str", "bool"
 #: what a replay through a switch adds to a row (chimera.testbed.outcome.ReplayOutcome.columns)
 REPLAY_COLUMNS: dict[str, Dtype] = {
     "clock": S, "pace": S, "replay_attempts": I, "replayed": I, "verdicts": I, "not_sent": I, "not_sent_reason": S,
-    "dropped_by_capture": I, "lost": I, "foreign_frames": I, "unmarked_frames": I, "reference_mismatches": I,
+    "dropped_by_capture": I, "lost": I, "cut_frames": I, "foreign_frames": I, "unmarked_frames": I, "reference_mismatches": I,
     "register_mismatches": I, "conformance_checked": I, "install_ms": F, "latency_switch_p50_us": F,
     "latency_switch_p99_us": F, "latency_host_p50_us": F, "latency_host_p99_us": F, "sent_pps": F, "switch_pps": F,
-    "recv_pps": F, "new_flows": I}
+    "recv_pps": F, "new_flows": I, "shards": I, "macro_f1_unsharded_reference": F}
 
 SUMMARY_METRICS: dict[str, Dtype] = {"macro_precision": F, "macro_recall": F, "macro_f1": F, "accuracy": F,
                                      "packets": I}

@@ -10,7 +10,9 @@ of a chart is a link to its night's summary and is labelled with its commit.
 
 from __future__ import annotations
 
+import hashlib
 import html
+import json
 import io
 import logging
 import os
@@ -129,6 +131,25 @@ def chart_svg(g: pd.DataFrame, metric: str, gold: float | None, bnd: tuple[float
     return svg[svg.index("<svg"):]  # inline: drop the XML prologue and doctype
 
 
+#: charts already drawn in this process, by what they draw: a night redraws only the metrics whose history moved
+#: (the published nights' charts, the same at every call, are drawn once)
+_CHARTS: dict[str, str] = {}
+CHART_COLUMNS = ("value", "iqr", "night_status", "git")
+
+
+def cached_chart(g: pd.DataFrame, metric: str, gold: float | None, bnd: tuple[float, float, str] | None,
+                 links: list[str]) -> str:
+    """``chart_svg``, drawn once per distinct input in this process."""
+    cols = [c for c in CHART_COLUMNS if c in g]
+    key = hashlib.sha256(json.dumps([metric, gold, bnd, links, cols, g[cols].astype(str).values.tolist()],
+                                    default=str).encode()).hexdigest()
+    if key not in _CHARTS:
+        if len(_CHARTS) > 512:
+            _CHARTS.clear()
+        _CHARTS[key] = chart_svg(g, metric, gold, bnd, links)
+    return _CHARTS[key]
+
+
 def _checks_table(night: Night | None) -> tuple[str, str]:
     """(the verdict line, the checks table) of a night, failing checks first and highlighted."""
     if night is None or night.path is None or not (night.path / "checks.csv").is_file():
@@ -207,7 +228,7 @@ def write_site(history_path: Path, nightly_root: Path, golden: Golden | None = N
         bnd = judged_band(str(metric), history, host, gold)
         links = [(_rel(by_id[str(r)].path / "summary.md", site)  # type: ignore[operator]
                   if str(r) in by_id and by_id[str(r)].path is not None else "") for r in g["run_id"]]
-        svg = chart_svg(g, str(metric), gold, bnd, links)
+        svg = cached_chart(g, str(metric), gold, bnd, links)
         charts.append(f'<figure class="chart" data-metric="{html.escape(str(metric))}">'
                       f"<figcaption>{html.escape(str(metric))}</figcaption>{svg}</figure>")
     verdict, checks = _checks_table(latest)

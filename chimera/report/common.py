@@ -133,7 +133,12 @@ def replay_accounting(df: pd.DataFrame, key: str = "variant") -> list[str]:
              "capture (the kernel's count at h2), or lost (no tool reports it):", "", table(df[[key, *cols]], cols),
              ""]
     reasons = sorted({r for r in df.get("not_sent_reason", pd.Series(dtype=str)).fillna("") if r})
-    return lines + [f"Not sent: {r}." for r in reasons] + ([""] if reasons else [])
+    cuts = pd.to_numeric(df.get("cut_frames", pd.Series(dtype=float)), errors="coerce").fillna(0)
+    cut = int(cuts.max()) if len(cuts) else 0
+    snapped = [f"Up to {cut} frames per replay were longer than the replay snap (coalesced by the capturing host) "
+               "and were sent cut to it, headers and IP total length kept: every target classifies them as the "
+               "whole frames (docs/pipeline.md, 'Frame length')."] if cut else []
+    return lines + [f"Not sent: {r}." for r in reasons] + snapped + ([""] if reasons or snapped else [])
 
 
 def reproduce(run: RunView, extra: str = "") -> list[str]:

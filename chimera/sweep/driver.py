@@ -70,7 +70,8 @@ def start_ray(address: str | None, num_cpus: int | None = None) -> Any:
     if address:
         ray.init(address=address, **kw)
     else:
-        ray.init(num_cpus=num_cpus or os.cpu_count(), resources={"testbed": 1}, **kw)
+        # address "local": a new instance of its own, never a cluster another process happens to run here
+        ray.init(address="local", num_cpus=num_cpus or os.cpu_count(), resources={"testbed": 1}, **kw)
     log.info("ray: %d nodes, resources %s", len(ray.nodes()), ray.cluster_resources())
     return ray
 

@@ -84,6 +84,8 @@ class TargetResult:
     latency: PerPacketLatency | None = None
     received: np.ndarray | None = None      # testbeds: which replayed frames came back with a verdict
     registers: dict[str, Any] | None = None  # the state registers as read after the run (where readable)
+    shards: int = 1                          # testbeds the packets were split over (chimera.targets.sharded)
+    unsharded: Verdicts | None = None        # sharded runs: the unsharded reference's verdicts, to report beside
 
     @property
     def evictions(self) -> int | None:
@@ -93,6 +95,8 @@ class TargetResult:
         """Table columns of this result (the outcome's, and the counters everyone has)."""
         out: dict[str, Any] = self.outcome.columns() if self.outcome else {}
         out["new_flows"] = None if self.counters is None else self.counters.new_flows
+        if self.shards > 1:
+            out["shards"] = self.shards
         return out
 
 

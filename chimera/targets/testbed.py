@@ -48,7 +48,8 @@ from chimera.formats.verdict import VerdictFlag
 from chimera.reference.pipeline import Verdicts, run_reference, run_reference_versions
 from chimera.targets.base import Capability, Target, TargetResult
 from chimera.testbed.collect import Collected, account, collect, latency_summary, per_packet_latency, rates
-from chimera.testbed.nodes import SENDER_MTU, BuildOptions, TargetSwitch
+from chimera.testbed.nodes import BuildOptions, TargetSwitch
+from chimera.formats.snap import REPLAY_SNAP, SENDER_MTU, snap
 from chimera.testbed.outcome import Conformance, InstallReport, ReplayOutcome, SwitchCounters
 from chimera.testbed.pacing import LADDER, PaceCache, PaceRecord, calibrate
 from chimera.testbed.replay import Pace, ReplayConfig, ReplayPlan, ReplaySession
@@ -121,7 +122,7 @@ def conformance(art: Artifact | dict[int, Artifact], replayed: PacketTable, got:
 class Prepared:
     """One table prepared for replay under one clock: the frames, their pcap, the clock they carry."""
 
-    frames: list[bytes]            # as captured (what the collector recovers)
+    frames: list[bytes]            # as captured, cut to the replay snap (what the collector recovers)
     sent: list[bytes]              # as sent (shimmed under the trace clock)
     pcap: Path                     # what tcpreplay sends (``sent``)
     replayed: PacketTable          # the frames parsed back (what the reference classifies)
@@ -129,6 +130,7 @@ class Prepared:
     overhead: int                  # bytes added to each frame on the wire (the shim)
     compression: Compression | None
     span_ns: int
+    cut: np.ndarray | None = None  # per frame: the replay snap shortened it (chimera.formats.snap)
 
 
 class TestbedTarget(Target):
@@ -149,6 +151,8 @@ class TestbedTarget(Target):
         self.testbed: Testbed | None = None
         self._stack = ExitStack()
         self._prepared: dict[tuple[int, str, int, bool], tuple[PacketTable, Prepared]] = {}
+        #: the CPU the sender (tcpreplay) runs on: 0, or one per shard when a machine runs several testbeds
+        self.sender_cpu = 0
 
     @classmethod
     def unavailable_reason(cls) -> str | None:
@@ -203,6 +207,13 @@ class TestbedTarget(Target):
             return held[1]
         rows = np.arange(len(table))
         frames = captured_frames(table, rows) if as_captured else normalized_frames(table, rows)
+        cut = None
+        if not as_captured:  # as captured means byte for byte: a frame over the MTU is then not sent, and counted
+            frames, cut = snap(frames)
+            if cut.any():
+                log.info("%d of %d frames are longer than %d bytes (coalesced by the capturing host): they are sent "
+                         "cut to that length, headers and IP total length kept (docs/pipeline.md, 'Frame length')",
+                         int(cut.sum()), len(frames), REPLAY_SNAP)
         d = run_dir / "replay"
         d.mkdir(parents=True, exist_ok=True)
         tag = f"{clock}{'-gc' if compress else ''}-{len(self._prepared)}"
@@ -220,9 +231,9 @@ class TestbedTarget(Target):
             shimmed = shim.insert_all(frames, clock_ns)
             sent = d / f"replay-{tag}.shim.pcap"
             write_pcap(sent, shimmed, table.ts_ns)
-            prep = Prepared(frames, shimmed, sent, replayed, clock_ns, shim.SHIM_LEN, None, _span(table.ts_ns))
+            prep = Prepared(frames, shimmed, sent, replayed, clock_ns, shim.SHIM_LEN, None, _span(table.ts_ns), cut)
         else:
-            prep = Prepared(frames, frames, plain, replayed, None, 0, comp, _span(ts))
+            prep = Prepared(frames, frames, plain, replayed, None, 0, comp, _span(ts), cut)
         self._prepared[key] = (table, prep)
         return prep
 
@@ -288,7 +299,8 @@ class TestbedTarget(Target):
             got, files, regs = self._replay_once(art, prep, plan, run_dir, f"{slug}-{attempt}" if attempt > 1 else slug,
                                                  control if live else None)
             acc, _ = account(prep.frames, got, files.failed_to_send, files.dropped_at_receiver, SENDER_MTU,
-                             prep.overhead, limit=plan.frames)
+                             prep.overhead, limit=plan.frames,
+                             cut=int(prep.cut[:plan.frames].sum()) if prep.cut is not None else 0)
             lossy = acc.lost + acc.dropped_by_capture
             if plan.clock == "trace" and lossy and attempt < MAX_ATTEMPTS and plan.pace.mode == "pps":
                 s1.unload()
@@ -318,7 +330,8 @@ class TestbedTarget(Target):
         tb = self.testbed
         assert tb is not None
         s1 = tb.s1
-        with ReplaySession(tb.h1, tb.h2, run_dir / "replay", tag, switch_alive=s1.alive) as session:
+        with ReplaySession(tb.h1, tb.h2, run_dir / "replay", tag, switch_alive=s1.alive,
+                           cpu=self.sender_cpu) as session:
             if control is not None and plan.clock == "trace":
                 assert prep.clock_ns is not None
                 seg = _SwitchSegments(session, s1, prep, plan, run_dir / "replay", tag)
@@ -346,7 +359,8 @@ class TestbedTarget(Target):
             pcap = work / f"probe-{pps}.pcap"
             ts = np.arange(frames, dtype=np.int64) * 1000
             write_pcap(pcap, shim.insert_all(sub, ts), ts)
-            with ReplaySession(tb.h1, tb.h2, work, f"probe-{pps}", switch_alive=s1.alive) as sess:
+            with ReplaySession(tb.h1, tb.h2, work, f"probe-{pps}", switch_alive=s1.alive,
+                               cpu=self.sender_cpu) as sess:
                 sess.send(pcap, Pace("pps", pps=pps), frames, desc=f"pace {pps} pps")
             got = collect(sub, sess.files.sent, sess.files.received)
             acc, _ = account(sub, got, sess.files.failed_to_send, sess.files.dropped_at_receiver, SENDER_MTU,

@@ -136,15 +136,18 @@ def per_packet_latency(c: Collected) -> PerPacketLatency:
 def rates(c: Collected) -> Rates:
     """The offered rate (h1's send timestamps), the rate the switch saw (its ingress timestamps) and the rate
     delivered to h2 (its capture timestamps), pps."""
-    return Rates(span_rate(c.t_send[c.t_send > 0]), span_rate(c.ts_in[c.received]),
-                 span_rate(c.t_recv[c.received & (c.t_recv > 0)]))
+    sent, recv = c.t_send[c.t_send > 0], c.t_recv[c.received & (c.t_recv > 0)]
+    return Rates(span_rate(sent), span_rate(c.ts_in[c.received]), span_rate(recv),
+                 (int(sent.min()), int(sent.max())) if sent.size else None,
+                 (int(recv.min()), int(recv.max())) if recv.size else None, int(sent.size), int(recv.size))
 
 
 def account(replayed: list[bytes], got: Collected, failed_to_send: int, dropped_at_receiver: int,
-            sender_mtu: int, overhead: int = 0, limit: int = 0) -> tuple[Accounting, np.ndarray]:
+            sender_mtu: int, overhead: int = 0, limit: int = 0, cut: int = 0) -> tuple[Accounting, np.ndarray]:
     """The accounting of a replay, and which frames were not sent (frames larger than the sender's MTU
     cannot leave it; tcpreplay counts them as failed). ``overhead``: bytes the harness added to every frame
-    it sent (the trace-time shim); ``limit``: only the first ``limit`` frames were sent (replay.max_packets)."""
+    it sent (the trace-time shim); ``limit``: only the first ``limit`` frames were sent (replay.max_packets);
+    ``cut``: how many of them the replay snap shortened (chimera.formats.snap: sent, and counted apart)."""
     n = len(replayed)
     limit = limit or n
     too_big = np.fromiter((len(f) + overhead > sender_mtu + 14 for f in replayed[:limit]), bool, limit)
@@ -161,7 +164,7 @@ def account(replayed: list[bytes], got: Collected, failed_to_send: int, dropped_
     missing = n - int(got.received.sum()) - not_sent
     dropped = min(dropped_at_receiver, max(missing, 0))
     return Accounting(n, int(got.received.sum()), not_sent, "; ".join(reasons), dropped,
-                      max(missing - dropped, 0)), too_big
+                      max(missing - dropped, 0), cut), too_big
 
 
 def span_rate(ts_ns: np.ndarray) -> float | None:

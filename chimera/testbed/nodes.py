@@ -20,15 +20,15 @@ from typing import Any
 from mininet.node import Switch
 
 from chimera.formats.artifact import Artifact
-from chimera.formats.shim import SHIM_LEN
 from chimera.formats.verdict import VERDICT_LEN
 from chimera.testbed.outcome import InstallReport
+from chimera.formats.snap import SENDER_MTU
 
 log = logging.getLogger(__name__)
 
-#: MTUs: the sender's fits a 9000-byte frame plus the trace-time shim; every port after the switch has room for
-#: the verdict header too (a shimmed frame leaves the switch SHIM_LEN shorter than it came, plus VERDICT_LEN)
-SENDER_MTU = 9000 + SHIM_LEN
+#: MTUs: the sender's (chimera.formats.snap) fits the longest frame sent plus the trace-time shim; every port
+#: after the switch has room for the verdict header too (a shimmed frame leaves the switch SHIM_LEN shorter than
+#: it came, plus VERDICT_LEN)
 SWITCHED_MTU = SENDER_MTU + VERDICT_LEN + 64
 OFFLOADS = ("rx", "tx", "tso", "gso", "gro", "lro", "sg")
 

@@ -21,6 +21,7 @@ class Accounting:
     not_sent_reason: str
     dropped_by_capture: int      # the switch forwarded them; the kernel dropped them before tcpdump at h2
     lost: int                    # unexplained: sent, not captured, no tool reports a drop
+    cut_frames: int = 0          # sent cut to the replay snap (chimera.formats.snap): headers and IP length kept
 
     @property
     def unaccounted(self) -> int:
@@ -52,6 +53,12 @@ class Rates:
     sent_pps: float | None = None
     switch_pps: float | None = None
     recv_pps: float | None = None
+    #: h1's and h2's capture times (ns, one machine's clock) of the first and last frame: testbeds that ran at
+    #: once are one replay from the earliest first to the latest last (chimera.targets.sharded)
+    sent_span_ns: tuple[int, int] | None = None
+    recv_span_ns: tuple[int, int] | None = None
+    sent: int = 0
+    received: int = 0
 
 
 @dataclass(frozen=True)
@@ -126,6 +133,7 @@ class ReplayOutcome:
         return {"clock": self.clock, "pace": self.pace, "replay_attempts": self.attempts,
                 "replayed": a.replayed, "verdicts": a.verdicts, "not_sent": a.not_sent,
                 "not_sent_reason": a.not_sent_reason, "dropped_by_capture": a.dropped_by_capture, "lost": a.lost,
+                "cut_frames": a.cut_frames,
                 "foreign_frames": self.foreign_frames, "unmarked_frames": self.unmarked_frames,
                 "reference_mismatches": c.reference_mismatches if c else None,
                 "register_mismatches": c.register_mismatches if c else None,
@@ -137,7 +145,8 @@ class ReplayOutcome:
     @staticmethod
     def column_types() -> dict[str, str]:
         """The dtype of every column ``columns`` writes (table schemas take them from here)."""
-        ints = ("replay_attempts", "replayed", "verdicts", "not_sent", "dropped_by_capture", "lost", "foreign_frames",
+        ints = ("replay_attempts", "replayed", "verdicts", "not_sent", "dropped_by_capture", "lost", "cut_frames",
+                "foreign_frames",
                 "unmarked_frames", "reference_mismatches", "register_mismatches", "conformance_checked")
         strs = ("clock", "pace", "not_sent_reason")
         cols = ReplayOutcome("", "", Accounting(0, 0, 0, "", 0, 0), Rates(), LatencySummary()).columns()

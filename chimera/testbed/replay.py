@@ -244,12 +244,13 @@ class ReplaySession(AbstractContextManager["ReplaySession"]):
     ``switch_alive`` returns why the switch is dead, or None; it is checked before,
     polled during every send and checked after, and a dead switch fails the run.
     ``rx_filter``: h2's capture filter (default: verdict-marked frames only; "" takes every frame, for plain
-    forwarding).
+    forwarding). ``cpu``: the one CPU the sender runs on (testbeds sharded over a machine use one each).
     """
 
     def __init__(self, h1: Any, h2: Any, out_dir: Path, tag: str,
-                 switch_alive: Callable[[], str | None] = lambda: None, rx_filter: str | None = None) -> None:
-        self.h1, self.h2, self.alive = h1, h2, switch_alive
+                 switch_alive: Callable[[], str | None] = lambda: None, rx_filter: str | None = None,
+                 cpu: int = 0) -> None:
+        self.h1, self.h2, self.alive, self.cpu = h1, h2, switch_alive, cpu
         self.files = ReplayFiles(out_dir / f"{tag}.sent.pcap", out_dir / f"{tag}.recv.pcap", "")
         self.rx_filter = f"ether proto 0x{ETH_P_VERDICT:04x}" if rx_filter is None else rx_filter
         self.sent = 0
@@ -285,7 +286,7 @@ class ReplaySession(AbstractContextManager["ReplaySession"]):
         extra = ["--limit", str(limit)] if limit else []
         # one CPU: the switch sees packets in send order and its per-flow state is never raced;
         # stdbuf: tcpreplay's per-second progress lines arrive as they are written
-        cmd = ["taskset", "-c", "0", "stdbuf", "-oL", "tcpreplay", "-i", "h1-eth0", "--stats=1", *pace.args(),
+        cmd = ["taskset", "-c", str(self.cpu), "stdbuf", "-oL", "tcpreplay", "-i", "h1-eth0", "--stats=1", *pace.args(),
                *extra, str(pcap)]
         r = self.h1.popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         lines: list[str] = []

@@ -26,13 +26,16 @@ from mininet.net import Mininet
 from mininet.node import Host
 from mininet.topo import Topo
 
-from chimera.testbed.nodes import (SENDER_MTU, SWITCHED_MTU, BuildOptions, TargetSwitch, offloads_off,
+from chimera.formats.snap import SENDER_MTU
+from chimera.testbed.nodes import (SWITCHED_MTU, BuildOptions, TargetSwitch, offloads_off,
                                    quiet_host)
 
 log = logging.getLogger(__name__)
 STATE_DIR = Path(os.environ.get("CHIMERA_STATE_DIR", "/run/chimera-testbed"))
 #: one testbed at a time on a machine: Mininet's node and interface names (h1, s1-eth1) would clash
 LOCK_NAME = "testbed.lock"
+#: the signals that stop what a testbed starts (tcpdump, tcpreplay, the switch): never blocked in them
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 #: set while a process holds the machine: its descendants (a test's subprocess, a mutant's worker) nest in it
 LOCK_OWNER_ENV = "CHIMERA_TESTBED_LOCK_OWNER"
 
@@ -214,6 +217,7 @@ class Testbed:
         self.net: Mininet | None = None
         self.state_file = STATE_DIR / f"{os.getpid()}.json"
         self._old_term: Any = None
+        self._old_mask: set[Any] | None = None
         self._lock = False
 
     def _take_lock(self) -> None:
@@ -227,6 +231,9 @@ class Testbed:
 
     def __enter__(self) -> "Testbed":
         self._take_lock()
+        # every process the testbed starts inherits this thread's signal mask, and a tcpdump that inherits a
+        # blocked SIGINT never stops (a Ray worker blocks it): unblocked while the testbed is up
+        self._old_mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
         cleanup_stale()
         # SIGTERM (a nightly job's timeout) unwinds like Ctrl-C, so `finally` blocks run
         self._old_term = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
@@ -307,6 +314,9 @@ class Testbed:
         if self._old_term is not None:
             signal.signal(signal.SIGTERM, self._old_term)
             self._old_term = None
+        if self._old_mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, self._old_mask)
+            self._old_mask = None
         self._release_lock()
 
     def _state(self) -> dict[str, Any]:

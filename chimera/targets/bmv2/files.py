@@ -35,6 +35,7 @@ from chimera.targets.bmv2.thrift import THRIFT_PORT, read_state, run_cli
 from chimera.targets.testbed import conformance
 from chimera.testbed.collect import collect
 from chimera.testbed.nodes import BuildOptions
+from chimera.formats.snap import snap
 
 log = logging.getLogger(__name__)
 TOOLS = ("p4c-bm2-ss", "simple_switch", "simple_switch_CLI")
@@ -92,7 +93,7 @@ def run_files(art: Artifact, table: PacketTable, work: Path, timeout_s: float = 
         raise ToolMissingError(f"BMv2 file-mode conformance cannot run: {why}", INSTALL_HINT)
     work.mkdir(parents=True, exist_ok=True)
     js = compile_p4(art, work / "build", build)
-    frames = normalized_frames(table, np.arange(len(table)))
+    frames, _ = snap(normalized_frames(table, np.arange(len(table))))  # as a testbed replay sends them
     write_pcap(work / "frames.pcap", frames, table.ts_ns)
     replayed = read_pcap(work / "frames.pcap")
     clock_ns = np.asarray(table.ts_ns, np.int64) - shim.trace_origin(table.ts_ns)

@@ -23,7 +23,7 @@ from chimera.targets.base import TargetResult
 from chimera.targets.software.classifier import SoftwareClassifier
 from chimera.testbed.collect import account, collect, latency_summary, per_packet_latency, rates
 from chimera.testbed.outcome import Conformance, ReplayOutcome
-from chimera.testbed.nodes import SENDER_MTU
+from chimera.formats.snap import SENDER_MTU
 from chimera.testbed.replay import Pace, ReplayConfig, replay
 
 log = logging.getLogger(__name__)
