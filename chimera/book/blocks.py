@@ -33,7 +33,7 @@ from chimera.experiments.kinds.variants.tables import ABLATION
 from chimera.report.provenance import ROOT
 from chimera.bench.bmv2files import Bmv2FilesResult
 from chimera.bench.bmv2ratio import Bmv2RatioResult
-from chimera.bench.scale import GOAL_GIB, GOAL_S, MACHINE_GIB, PROJECT_TO, ScaleResult
+from chimera.bench.scale import GOAL_GIB, GOAL_S, MACHINE_GIB, PROJECT_TO, SUPERLINEAR, ScaleResult
 from chimera.bench.results import BenchParams
 from chimera.report.sections import FuzzResult, MutatePlan, NightMeasured, section
 from chimera.targets.base import Capability
@@ -534,12 +534,52 @@ def scale(b: Book) -> str:
             f"\n\n{n(top)} packets took {n(res.total_s)} s and {f(res.peak_rss_gib, 2)} GiB at the peak (goal "
             f"<= {n(GOAL_S)} s and <= {f(GOAL_GIB, 0)} GiB: {'met' if res.goal_met else 'not met'}). Growth from "
             f"{n(int(last['from_packets'].iloc[0]))} to {n(top)} packets (time ~ packets^b, 1 is linear): {exps}; "
-            f"{'faster than linear: ' + fmt.words(res.superlinear) if res.superlinear else 'no stage grows faster than linearly'}. "
+            f"{'above ' + f(SUPERLINEAR, 2) + ', so faster than linear beyond the noise of one run: ' + fmt.words(res.superlinear) if res.superlinear else 'no stage grows faster than linearly (no exponent above ' + f(SUPERLINEAR, 2) + ')'}. "
             f"Training reads a seeded sample of whole flows (at most {cap} packets), so its cost stops growing past it. Carried to {n(PROJECT_TO)} packets (each stage by its last "
             f"exponent, the data's memory at least linearly): about {n(res.projected_s / 60)} min and "
             f"{f(res.projected_gib, 1)} GiB, which {'fits' if res.projected_gib <= MACHINE_GIB else 'does not fit'} "
             f"this machine's {n(MACHINE_GIB)} GiB."
             f"\n\n![time per stage and peak memory against dataset size]({fig})")
+
+
+@block("coalesced")
+def coalesced(b: Book) -> str:
+    """The quickstart on the real application set on a testbed beside the reference: every frame sent (the
+    coalesced ones cut to the replay snap) and the same F1."""
+    where = on_dataset("suricata-zeek-apps")
+    tb = b.runs.latest("quickstart", lambda r: where(r) and on_testbed(r))
+    ref = b.runs.latest("quickstart", lambda r: where(r) and r.target == "reference")
+    if tb is None or ref is None:
+        return "No quickstart on the real application set is published on both a testbed and the reference."
+    t, rf = tb.table(ABLATION).set_index("variant"), ref.table(ABLATION).set_index("variant")
+    same = [v for v in t.index if v in rf.index and t.at[v, "macro_f1"] == rf.at[v, "macro_f1"]]
+    return (f"On the real application set (suricata-zeek-apps, small; {tb.target}, {tb.cite()}): "
+            f"{n(int(t['replayed'].iloc[0]))} frames replayed per variant, {n(int(t['cut_frames'].iloc[0]))} of them "
+            f"longer than the replay snap and sent cut, {n(int(t['not_sent'].sum()))} not sent, "
+            f"{n(int(t['lost'].sum()))} lost, {n(int(t['reference_mismatches'].sum()))} verdicts different from the "
+            f"reference. Macro-F1 " + fmt.words([f"{v} {f(t.at[v, 'macro_f1'], 4)}" for v in t.index]) +
+            f"; on the reference target ({ref.cite()}) " + fmt.words([f"{v} {f(rf.at[v, 'macro_f1'], 4)}"
+                                                                       for v in rf.index]) +
+            f": {'equal, variant for variant' if len(same) == len(t.index) else 'NOT equal'}.")
+
+
+@block("shards")
+def shards(b: Book) -> str:
+    """The aggregate 0-loss rate of K testbeds at once, per target, and the scaling efficiency."""
+    r = b.runs.latest("bench-shards")
+    if r is None:
+        return "No shards bench is published."
+    t = r.csv("shards.csv")
+    rows = [[x.target, n(x.shards), f"{'at least ' if bool(x.lower_bound) else ''}{n(x.aggregate_zero_loss_pps)}",
+             f(x.efficiency, 2)] for x in t.itertuples()]
+    par = r.manifest.get("params", BenchParams) or BenchParams()
+    missing = fmt.words([f"{k} ({v})" for k, v in par.skipped.items()])
+    return (f"`invoke bench --what shards` ({r.cite()}): the rate the senders of K testbeds put on the wire together "
+            "with 0 frames lost and every verdict the sharded reference's, on this project's 2-core machine:\n\n"
+            + fmt.table(["target", "K", "aggregate 0-loss rate (pps)", "efficiency"], rows) +
+            "\n\nEfficiency is agg(K) / (K x agg(1)); \"at least\": every step of the ladder held, so the limit lies "
+            "above it (the senders' own rate, not the switches')."
+            + (f" Not measured here: {missing}." if missing else ""))
 
 
 # ------------------------------------------------------------------------------------------------ fuzz, mutation
