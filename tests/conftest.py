@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,3 +40,16 @@ def tiny_multiclass(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from chimera.data.adapters import normalize
     from builders import TINY_MULTICLASS
     return normalize("folders", TINY_MULTICLASS, tmp_path_factory.mktemp("ds") / "tiny")
+
+
+@pytest.fixture
+def machine_to_ourselves() -> Iterator[None]:
+    """The machine's testbed lock for the whole test: no other testbed (another xdist worker's) comes up or goes
+    down meanwhile, so what a test finds new in the kernel's tables is its own; its subprocesses nest in it. A test
+    that loads our programs outside a testbed takes it too, so such a check never counts them."""
+    from chimera.testbed.topology import PROCESS_LOCK
+    PROCESS_LOCK.acquire()
+    try:
+        yield
+    finally:
+        PROCESS_LOCK.release()

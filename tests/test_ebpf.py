@@ -134,6 +134,7 @@ INTERRUPT_AT = {
 
 
 @pytest.mark.parametrize("stage", list(INTERRUPT_AT))
+@pytest.mark.usefixtures("machine_to_ourselves")
 def test_ctrl_c_at_every_stage_leaves_nothing(stage: str, tmp_path: Path) -> None:
     """SIGINT during bring-up, install, replay or collect: afterwards no node process, no namespace (and so no
     veth or tc filter), no BPF program or map of the run, no state file, nothing under /run."""
@@ -302,6 +303,7 @@ def test_mid_burst_flip_at_top_speed_mixes_no_versions(target: EbpfTarget, tmp_p
     assert np.mean(res.verdicts.centroid[k:] != old_only.centroid[k:]) > 0.5  # the new version really differs
 
 
+@pytest.mark.usefixtures("machine_to_ourselves")  # it loads a program outside a testbed
 def test_failed_install_leaves_the_active_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A write that fails midway (e.g. a map update error) is never flipped to: the active slot and its
     map version stay; the next install succeeds and flips."""
