@@ -140,6 +140,38 @@ REGISTRY_LINES = {
 }
 
 
+#: the toy test's command-line steps, run in one interpreter of the copied checkout; each says what it found on a
+#: line "STEP-<name> <value>"
+CLI_STEPS = """
+import json
+from pathlib import Path
+from invoke import Program
+from tasks import ns
+
+def invoke(*argv):
+    try:
+        Program(namespace=ns, binary="invoke").run(["invoke", *argv])
+    except SystemExit as e:
+        if e.code:
+            raise
+
+invoke("run-experiment", "--name", "chimera/experiments/kinds/toy/toy.yaml", "--target", "toy", "--results", "{results}")
+(out,) = (Path("{results}") / "toy-counts").iterdir()
+print("STEP-first-report", json.dumps((out / "report.md").read_text()), flush=True)
+(out / "report.md").unlink()
+invoke("report", str(out))
+invoke("compare", str(out), str(out))
+from chimera.sweep.plan import plan
+print("STEP-plan", [t.name for t in plan("chimera/experiments/kinds/toy/toy.yaml", [1, 2], None, "toy")], flush=True)
+from chimera.experiments.load import load_experiment
+try:
+    load_experiment("quickstart", {{"toy": {{"top": 1}}}})
+    print("STEP-foreign-section accepted", flush=True)
+except Exception as e:
+    print("STEP-foreign-section refused", " ".join(str(e).split()), flush=True)
+"""
+
+
 def _copy_of_the_checkout(dest: Path) -> None:
     """The tracked and untracked-but-not-ignored files of this checkout (its published results left out), as a
     git repository of its own: `git status` there lists what the toys changed."""
@@ -190,27 +222,24 @@ def test_a_toy_testbed_target_and_kind_need_their_own_folder_and_one_line_each(t
         assert not ok or r.returncode == 0, f"{' '.join(a)} failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
         return r
 
-    # the command line: the toy kind on the toy testbed, and the toy target in the target list
-    run("-m", "invoke", "run-experiment", "--name", "chimera/experiments/kinds/toy/toy.yaml", "--target", "toy",
-        "--results", str(tmp_path / "cli"))
-    (out,) = (tmp_path / "cli" / "toy-counts").iterdir()
+    # the command line, in one interpreter (an import of the project costs seconds; each step goes through
+    # invoke's own parser, as `invoke ...` does): the toy kind on the toy testbed; its report deleted and re-rendered
+    # by the kind's own renderer; the run compared with itself, matched on its keys; the sweep plans the toy's
+    # tasks; and the toy section is the toy kind's alone
+    cli = tmp_path / "cli"
+    steps = run("-c", CLI_STEPS.format(results=str(cli)), ok=False)
+    assert steps.returncode == 0, f"the command-line steps failed:\n{steps.stdout[-3000:]}\n{steps.stderr[-3000:]}"
+    said = dict(line.split(" ", 1) for line in steps.stdout.splitlines() if line.startswith("STEP-"))
+    (out,) = (cli / "toy-counts").iterdir()
     m = json.loads((out / "manifest.json").read_text())
     assert (m["kind"], m["target"], m["sections"]["toy"]["classes_seen"]) == ("toy", "toy", 2)
     counts = pd.read_csv(out / "toy_counts.csv")
     assert len(counts) == 2 and (counts[["lost", "reference_mismatches", "register_mismatches"]] == 0).all().all()
-    assert "# toy" in (out / "report.md").read_text()
-    (out / "report.md").unlink()
-    run("-m", "invoke", "report", str(out))  # re-rendered by the kind's own renderer
+    assert "# toy" in json.loads(said["STEP-first-report"])
     assert "classes seen: 2" in (out / "report.md").read_text()
-    assert "toy_counts.csv" in run("-m", "invoke", "compare", str(out), str(out)).stdout  # matched on its keys
-    # one interpreter for both (an import of the project costs seconds): the sweep plans the toy's tasks, and the
-    # toy section is the toy kind's alone
-    both = run("-c", "from chimera.sweep.plan import plan; print([t.name for t in plan("
-               "'chimera/experiments/kinds/toy/toy.yaml', [1, 2], None, 'toy')]); "
-               "from chimera.experiments.load import load_experiment; "
-               "load_experiment('quickstart', {'toy': {'top': 1}})", ok=False)
-    assert both.stdout.strip() == "['seed1-all', 'seed2-all']", both.stderr[-2000:]
-    assert both.returncode != 0 and "Extra inputs" in both.stderr
+    assert "toy_counts.csv" in steps.stdout  # compare's table, matched on its keys
+    assert said["STEP-plan"] == "['seed1-all', 'seed2-all']", steps.stderr[-2000:]
+    assert said["STEP-foreign-section"].startswith("refused") and "Extra inputs" in said["STEP-foreign-section"]
 
     # the nightly suite: the quickstart's variants on the toy testbed, the toy kind, and the toy's mutants
     small = {"synthetic": {"profile": "ciciot", "flows": 120, "duration_s": 10, "max_packets_per_flow": 12,

@@ -119,6 +119,7 @@ BENCHES: dict[str, Bench] = {b.name: b for b in (
     Bench("sweep", "chimera.bench.sweep", "Ray against sequential"),
     Bench("zeroloss", "chimera.bench.zeroloss", "the highest fixed rate with 0 loss, per target"),
     Bench("shards", "chimera.bench.shards", "the aggregate 0-loss rate of K testbeds at once, against K"),
+    Bench("suite", "chimera.bench.suite", "the README's test command timed here, with every tool this machine has"),
     Bench("bmv2ratio", "chimera.bench.bmv2ratio", "chimera.p4 against plain forwarding on the same BMv2",
           target="bmv2"),
     Bench("bmv2files", "chimera.bench.bmv2files", "chimera.p4 alone in BMv2's file mode against a revision",

@@ -35,6 +35,7 @@ from chimera.bench.bmv2files import Bmv2FilesResult
 from chimera.bench.bmv2ratio import Bmv2RatioResult
 from chimera.bench.scale import GOAL_GIB, GOAL_S, MACHINE_GIB, PROJECT_TO, SUPERLINEAR, ScaleResult
 from chimera.bench.results import BenchParams
+from chimera.bench.suite import SuiteResult
 from chimera.report.sections import FuzzResult, MutatePlan, NightMeasured, section
 from chimera.targets.base import Capability
 from chimera.targets.registry import with_capability
@@ -82,6 +83,24 @@ def fresh_check(b: Book) -> str:
             f"({r.cite()}): the first command took {n(t.get('command_1'))} s (Debian packages and Python wheels "
             f"included), the second {n(t.get('command_2'))} s; the rootfs ({cfg.get('suite')}, "
             f"{cfg.get('variant')}) took {n(t.get('rootfs'))} s.")
+
+
+@block("suite-here")
+def suite_here(b: Book) -> str:
+    """The test command timed on this machine with every tool it has (BMv2 included where built)."""
+    r = b.runs.latest("bench-suite")
+    if r is None:
+        return "No suite bench is published (`invoke bench --what suite` times the test command here)."
+    res = r.manifest.get("result", SuiteResult)
+    assert res is not None, f"{r.rel}: a suite bench without its result"
+    par = r.manifest.get("params", BenchParams) or BenchParams()
+    skips = r.csv("skips.csv")
+    absent = fmt.words([f"{k} ({v})" for k, v in par.skipped.items()])
+    return (f"On the same machine with every tool it has (targets that could run: {fmt.words(res.targets)}), "
+            f"`{res.command}` took {n(res.wall_s)} s at `{(r.manifest.git.commit or '')[:7]}` ({r.cite()}): "
+            f"{n(res.passed)} passed, {n(res.skipped)} skipped"
+            + (f", {n(int(skips['tests'].sum()))} of them for a reason in `skips.csv`" if len(skips) else "")
+            + "." + (f" Absent here: {absent}." if absent else ""))
 
 
 @block("wheels")

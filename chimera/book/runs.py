@@ -41,12 +41,34 @@ class Freshness:
         return f" **[stale: made at {self.commit[:7]}; its code changed in {span}]**"
 
 
+class WorkingTree:
+    """The code a book is rendered against, its fingerprint taken once: a book is rendered at one moment, and
+    reading the whole tree again for each run it looks at cost a night's book most of its time."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._of: dict[str, Freshness] = {}
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        return code_fingerprint(self.root)
+
+    def freshness(self, commit: str) -> Freshness:
+        """A committed run's freshness, found once per commit (runs of one commit share it)."""
+        if commit not in self._of:
+            fresh = fingerprint_at(commit, self.root) == self.fingerprint
+            self._of[commit] = Freshness(True, commit) if fresh else \
+                Freshness(False, commit, tuple(code_commits(commit, self.root)))
+        return self._of[commit]
+
+
 @dataclass
 class Run:
     """One run directory of a run set: its view (manifest, config, tables) and where it is cited from."""
     view: RunView
     rel: str                 # the path a reader opens, relative to the repository root
     root: Path
+    tree: WorkingTree | None = None  # its set's (shared by every run the set reads); its own where none
 
     @property
     def manifest(self) -> Manifest:
@@ -73,9 +95,7 @@ class Run:
         commit = self.manifest.git.commit
         if commit is None or self.manifest.git.dirty:
             return Freshness(False, commit or "unknown")
-        if fingerprint_at(commit, self.root) == code_fingerprint(self.root):
-            return Freshness(True, commit)
-        return Freshness(False, commit, tuple(code_commits(commit, self.root)))
+        return (self.tree or WorkingTree(self.root)).freshness(commit)
 
     def cite(self, sub: str = "") -> str:
         """`results/published/<experiment>/<run-id>[/sub]`, with the stale mark where the run is stale."""
@@ -99,12 +119,14 @@ class Run:
         a, b = (dt.datetime.fromisoformat(x) for x in (self.manifest.started, self.manifest.finished))
         return (b - a).total_seconds() / 60
 
+    @functools.cached_property
+    def _nested(self) -> tuple["Run", ...]:
+        return tuple(Run(RunView.open(m.parent), f"{self.rel}/{m.parent.relative_to(self.path).as_posix()}", self.root,
+                         self.tree) for m in sorted((self.path / "runs").glob("*/*/manifest.json")))
+
     def nested(self) -> list["Run"]:
-        """The runs a night (or a bench) made, under its ``runs/``."""
-        out = []
-        for m in sorted((self.path / "runs").glob("*/*/manifest.json")):
-            out.append(Run(RunView.open(m.parent), f"{self.rel}/{m.parent.relative_to(self.path).as_posix()}", self.root))
-        return out
+        """The runs a night (or a bench) made, under its ``runs/`` (read once: each keeps its freshness)."""
+        return list(self._nested)
 
 
 @dataclass
@@ -113,8 +135,10 @@ class RunSet:
     base: Path = PUBLISHED
     root: Path = ROOT
     _runs: list[Run] = field(default_factory=list, repr=False)
+    tree: WorkingTree | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        self.tree = self.tree or WorkingTree(self.root)
         if not self._runs:
             for m in sorted(self.base.glob("*/*/manifest.json")):
                 self._add(m.parent)
@@ -128,12 +152,12 @@ class RunSet:
             rel = d.resolve().relative_to(self.root.resolve()).as_posix()
         except ValueError:
             rel = d.as_posix()
-        self._runs.append(Run(view, rel, self.root))
+        self._runs.append(Run(view, rel, self.root, self.tree))
 
     def with_runs(self, dirs: list[Path]) -> "RunSet":
         """This set plus the complete run directories ``dirs`` (a night and the runs it made): a book rendered
         from it cites tonight's runs where they are the newest of their experiment."""
-        out = RunSet(self.base, self.root, list(self._runs))
+        out = RunSet(self.base, self.root, list(self._runs), self.tree)
         for d in dirs:
             out._add(d)
         return out

@@ -2,8 +2,9 @@
 
 Written independently of chimera.reference.pipeline (import-linter forbids it any import of the reference, the
 dataplanes or the compiler): Python ints, dicts, zlib.crc32 and explicit loops, following the prose of
-docs/pipeline.md. It is slow on purpose and shares nothing with the implementations under test except the
-artifact it reads. The window is always re-summed from the ring (the batch form), so it also checks that the
+docs/pipeline.md. It is plain rather than fast and shares nothing with the implementations under test except
+the artifact it reads; two things only are done once instead of per packet, neither changing a sum: the tables are
+read into lists at ``install``, and a token's projection onto the output weights is remembered until the next one. The window is always re-summed from the ring (the batch form), so it also checks that the
 reference's incremental accumulators equal it. ``Oracle.install`` changes the Map tables between two packets
 and keeps the state, as a switch's version flip does.
 """
@@ -66,6 +67,14 @@ class Oracle:
         self.len_lo, self.fine_lo = art.len_lo.tolist(), art.len_fine_lo.tolist()
         self.flag_rows = art.flag_ternary.tolist()
         self.map = art.map.tolist()
+        # the tables as Python lists, read once per install rather than once per packet (the same entries, in order)
+        gt, hr, sr = art.global_table, art.hard_rules, art.soft_rules
+        self.global_rows = [(int(gt.c_value[e]), int(gt.c_mask[e]), int(gt.pc_value[e]), int(gt.pc_mask[e]),
+                             [int(x) for x in gt.g[e]], int(gt.gz[e])) for e in range(len(gt))]
+        self.hard_rows = [(hr.value[e].tolist(), hr.mask[e].tolist()) for e in range(len(hr))]
+        self.soft_rows = [[(sr.value[e].tolist(), sr.mask[e].tolist()) for e in range(len(sr)) if sr.rule[e] == r]
+                          for r in range(self.C["SOFT_RULES"])]
+        self._proj: dict[int, list[int]] = {}  # token -> sum_e W[e][y] * v[e], as computed below, remembered
 
     def _value(self, tok: int) -> list[int]:
         s = [(tok >> 8) & 0xFFFF, (tok >> 24) & 0xFF, (tok >> 32) & 0xFF, (tok >> 40) & 0xFF, (tok >> 48) & 0xFF]
@@ -115,24 +124,25 @@ class Oracle:
         if C["USE_WINDOW"]:
             for t in sl.ring[: min(npk, L)]:
                 k = self.K[c][t & 0xFF]
-                v = self._value(t)
+                proj = self._proj.get(t)
+                if proj is None:
+                    v = self._value(t)
+                    proj = self._proj[t] = [sum(self.W[e][y] * v[e] for e in range(C["D_V"])) for y in range(Y)]
                 Z += k
                 for y in range(Y):
-                    A[y] += k * sum(self.W[e][y] * v[e] for e in range(C["D_V"]))
-        gt = art.global_table
-        for e in range(len(gt)):
-            if (c & gt.c_mask[e]) == (gt.c_value[e] & gt.c_mask[e]) and \
-                    (pc & gt.pc_mask[e]) == (gt.pc_value[e] & gt.pc_mask[e]):
+                    A[y] += k * proj[y]
+        for cv, cm, pv, pm, g, gz in self.global_rows:
+            if (c & cm) == (cv & cm) and (pc & pm) == (pv & pm):
                 flags |= 0x10
-                A = [A[y] + int(gt.g[e, y]) for y in range(Y)]
-                Z += int(gt.gz[e])
+                A = [A[y] + g[y] for y in range(Y)]
+                Z += gz
                 break
         key7 = [p["proto"], p["flags"], d, min(npk, 255), p["sport"], p["dport"], p["ip_len"]]
-        hr, sr = art.hard_rules, art.soft_rules
-        hard = next((e for e in range(len(hr)) if _ternary(key7, hr.value[e].tolist(), hr.mask[e].tolist())), None)
+        hr = art.hard_rules
+        hard = next((e for e, (v7, m7) in enumerate(self.hard_rows) if _ternary(key7, v7, m7)), None)
         S = [0] * Y
-        for r in range(C["SOFT_RULES"]):
-            if any(_ternary(key7, sr.value[e].tolist(), sr.mask[e].tolist()) for e in range(len(sr)) if sr.rule[e] == r):
+        for r, entries in enumerate(self.soft_rows):
+            if any(_ternary(key7, v7, m7) for v7, m7 in entries):
                 S = [S[y] + int(art.soft_weights[r][y]) for y in range(Y)]
         fused = [C["ALPHA"] * A[y] + C["BETA"] * S[y] * Z + ((C["GAMMA"] * self.cema[y] * Z) >> C["EMA_FRAC"])
                  for y in range(Y)]
