@@ -194,18 +194,50 @@ def alias_of(f: FrameSpec, hi_ip: int, lo_port: int, hi_port: int) -> FrameSpec 
     return g
 
 
+def _source_port_slots(f: FrameSpec, dport: int, slots: int) -> np.ndarray | None:
+    """The slot of ``f``'s addresses and protocol with destination port ``dport``, for every source port (index):
+    CRC-32 is affine over GF(2), so 16 CRCs give all 65536. None where the canonical order could depend on the
+    source port (equal addresses)."""
+    if f.src == f.dst:
+        return None
+
+    def crc(sport: int) -> int:
+        return zlib.crc32(canonical(replace(f, sport=sport, dport=dport)))
+    base = crc(0)
+    table = np.array([base], np.uint32)
+    for i in range(16):
+        table = np.concatenate([table, table ^ np.uint32(crc(1 << i) ^ base)])
+    return table & np.uint32(slots - 1)
+
+
 def collider(ctx: Context, f: FrameSpec, start: int) -> FrameSpec:
     """Another flow in ``f``'s slot: the same addresses and protocol, source (then destination) ports searched
-    from ``start`` (a slot of 65536 is found in about as many tries)."""
+    from ``start`` (a slot of 65536 is found in about as many tries: each destination port's 65536 source ports
+    are computed at once, in the search's order)."""
     want = slot_of(f, ctx.flow_slots)
-    for k in range(1 << 18):
-        sp, dp = (start + k) & 0xFFFF, (f.dport + (k >> 16)) & 0xFFFF
-        if (sp, dp) == (f.sport, f.dport):
+
+    def frame(sp: int, dp: int) -> FrameSpec:
+        return FrameSpec(f.kind, f.ethertype, f.src, f.dst, f.proto, sp, dp, f.tcp_flags, f.ihl, f.version,
+                         f.ip_len, f.frag, f.payload, f.l4, f.truncate)
+    for j in range(4):
+        dp = (f.dport + j) & 0xFFFF
+        order = (start + np.arange(1 << 16)) & 0xFFFF
+        at = _source_port_slots(f, dp, ctx.flow_slots)
+        if at is not None:
+            hit = at[order] == want
+            if dp == f.dport:
+                hit &= order != f.sport
+            if hit.any():
+                g = frame(int(order[int(np.argmax(hit))]), dp)
+                assert slot_of(g, ctx.flow_slots) == want  # the affine shortcut, checked on the one it found
+                return g
             continue
-        g = FrameSpec(f.kind, f.ethertype, f.src, f.dst, f.proto, sp, dp, f.tcp_flags, f.ihl, f.version, f.ip_len,
-                      f.frag, f.payload, f.l4, f.truncate)
-        if slot_of(g, ctx.flow_slots) == want:
-            return g
+        for sp in order.tolist():
+            if (sp, dp) == (f.sport, f.dport):
+                continue
+            g = frame(sp, dp)
+            if slot_of(g, ctx.flow_slots) == want:
+                return g
     return replace(f, sport=(f.sport + 1) & 0xFFFF)
 
 
