@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import copy
+import json
 from pathlib import Path
 from typing import Any
 
 from chimera.experiments.load import BuiltArtifact, build_artifact
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+#: artifacts this process built, by what they were built from (training is deterministic: the same inputs give the
+#: same artifact, so a test file's cases train it once); each caller gets its own copy to change
+_BUILT: dict[str, BuiltArtifact] = {}
 
 
 def quickstart_artifact(data_root: Path = ROOT / "data", dataset: dict[str, Any] | None = None,
@@ -18,7 +25,10 @@ def quickstart_artifact(data_root: Path = ROOT / "data", dataset: dict[str, Any]
                             "fusion": fusion or {}}
     if dataset is not None:
         over["dataset"] = dataset
-    return build_artifact("quickstart", data_root=data_root, overrides=over)
+    key = json.dumps([str(data_root), over], sort_keys=True, default=str)
+    if key not in _BUILT:
+        _BUILT[key] = build_artifact("quickstart", data_root=data_root, overrides=over)
+    return copy.deepcopy(_BUILT[key])
 
 
 def quickstart_trained(data_root: Path = ROOT / "data", **model: Any):  # type: ignore[no-untyped-def]
