@@ -85,6 +85,30 @@ def fresh_check(b: Book) -> str:
             f"{cfg.get('variant')}) took {n(t.get('rootfs'))} s.")
 
 
+@block("vm-boot")
+def vm_boot(b: Book) -> str:
+    """The README's commands in a Debian 12 VM on its own kernel: the eBPF program verified by a second kernel."""
+    r = b.runs.latest("vm-boot")
+    if r is None:
+        return "No VM-boot record is published."
+    vm, t, cfg = r.manifest.sections.get("vm", {}), r.manifest.timings_s, r.manifest.config
+    qs = next((x for x in r.nested() if x.experiment == "quickstart"), None)
+    said = ""
+    if qs is not None:
+        tab = qs.table(ABLATION)
+        said = (f" The guest's quickstart ran on `{qs.target}` ({qs.manifest.target_reason or 'asked for'}): "
+                f"{n(int(tab['replayed'].sum()))} frames replayed, {n(int(tab['lost'].sum()))} lost, "
+                f"{n(int(tab['reference_mismatches'].sum()))} verdicts different from the reference.")
+    return (f"`scripts/vm-boot` ({r.cite()}): Debian {cfg.get('suite')} on its own kernel, "
+            f"{vm.get('guest_kernel') or 'unknown'}, booted with qemu ({cfg.get('accel')}, {cfg.get('cpus')} vCPUs; "
+            f"this machine runs {r.manifest.environment.get('host_kernel')}); the first command took "
+            f"{n(t.get('command_1'))} s (exit {vm.get('exit_1') or '-'})"
+            + (f", the second {n(t.get('command_2'))} s (exit {vm.get('exit_2') or '-'})" if t.get('command_2') else
+               ", the second was not run")
+            + f"; {vm.get('bpf_programs_loaded') or 0} Chimera program(s) loaded in the guest after the first."
+            + said)
+
+
 @block("suite-here")
 def suite_here(b: Book) -> str:
     """The test command timed on this machine with every tool it has (BMv2 included where built)."""

@@ -27,7 +27,8 @@ log = logging.getLogger(__name__)
 
 #: how the runs that are not experiments are remade (then `invoke publish RUN_DIR`)
 REMAKE = {"nightly": "invoke nightly", "fuzz": "invoke fuzz --targets reference,ebpf,bmv2 --budget 10m",
-          "mutate": "invoke mutate --files reference,ebpf,p4", "fresh-check": "scripts/fresh-check"}
+          "mutate": "invoke mutate --files reference,ebpf,p4", "fresh-check": "scripts/fresh-check",
+          "vm-boot": "scripts/vm-boot"}
 
 
 @dataclass
