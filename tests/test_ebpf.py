@@ -260,11 +260,15 @@ def _other_version(art):  # type: ignore[no-untyped-def]
     return MapVersion(art.c("MAP_VERSION") + 1, lo, art.len_fine_lo, (art.map + 7) % art.c("NUM_CENTROIDS"))
 
 
-def test_mid_burst_flip_at_top_speed_mixes_no_versions(target: EbpfTarget, tmp_path: Path) -> None:
-    """A Map update flips halfway through a burst sent at top speed (~100 kpps here; the rate is the
-    sender's, so the test only requires tens of kpps): the verdicts switch version exactly once, and every
-    packet equals the reference computed with its one version (a packet that mixed old and new tables
-    would get a centroid neither version gives)."""
+def test_mid_burst_flip_mixes_no_versions(target: EbpfTarget, tmp_path: Path) -> None:
+    """A Map update flips halfway through a burst sent at 40 kpps: the verdicts switch version exactly once, and
+    every packet equals the reference computed with its one version (a packet that mixed old and new tables would
+    get a centroid neither version gives).
+
+    The judgement needs every frame back: the reference replays exactly the frames the capture kept, so one the
+    capture missed on a busy machine (another worker's BMv2, say) shifts the flow state after it. Such an attempt
+    proves nothing either way and is run again (at most three); how fast the sender went, and when a capture
+    starts to miss frames, are the benches' to measure, never this test's."""
     from chimera.controlplane.config import ControlPlaneConfig
     from chimera.controlplane.loop import ControlStep, SlowLoop
     from chimera.controlplane.recluster import Proposal
@@ -288,11 +292,13 @@ def test_mid_burst_flip_at_top_speed_mixes_no_versions(target: EbpfTarget, tmp_p
             st.decision = "hold"
             return st, None
 
-    loop = FlipAtHalf(art, ControlPlaneConfig(t_cp_s=1.0), compression=200.0)  # a tick every 5 ms
-    res = target.run(art, table, tmp_path, "burst", replay=ReplayConfig(clock="switch", mode="topspeed"), control=loop)
+    for attempt in range(3):
+        loop = FlipAtHalf(art, ControlPlaneConfig(t_cp_s=1.0), compression=200.0)  # a tick every 5 ms
+        res = target.run(art, table, tmp_path / f"attempt-{attempt}", "burst",
+                         replay=ReplayConfig(clock="switch", mode="pps", pps=40_000), control=loop)
+        if res.outcome.accounting.dropped_by_capture == 0:
+            break
     _check(res, n)
-    sent = res.outcome.rates.sent_pps
-    assert sent >= 20_000, sent  # a burst, not a trickle (timing is the bench's)
     ver = res.verdicts.map_version.astype(np.int64)
     assert set(np.unique(ver)) == {art.c("MAP_VERSION"), art.c("MAP_VERSION") + 1}
     assert np.all(np.diff(ver) >= 0)  # one switch, in arrival order

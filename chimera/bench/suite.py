@@ -78,8 +78,9 @@ def main(results_root: str | Path = "results") -> SuiteResult:
         got = parse(r.stdout)
         c = got["counts"]
         if r.returncode != 0 or c.get("failed", 0) or c.get("error", 0):
-            raise ResultsError(f"the suite failed (exit {r.returncode}: {got['summary'] or 'no summary'}); "
-                               f"its output is in {run.path / 'pytest.log'}", "fix the failing tests, then time it")
+            raise ResultsError(f"the suite failed (exit {r.returncode}: {got['summary'] or 'no summary'}); its "
+                               f"output (pytest.log) is kept with the failed run under "
+                               f"{Path(results_root) / 'bench-suite' / '.failed'}", "fix the failing tests, then time it")
         pd.DataFrame(got["skips"], columns=["tests", "where", "reason"]).to_csv(run.path / "skips.csv", index=False)
         pd.DataFrame(got["slowest"], columns=["seconds", "phase", "test"]).to_csv(run.path / "slowest.csv",
                                                                                  index=False)
