@@ -94,10 +94,15 @@ def test_bootstrap_without_root_asks_sudo_where_there_is_one(with_sudo: bool) ->
     import tempfile
     with tempfile.TemporaryDirectory(prefix="chimera-bootstrap-") as d:  # readable by the other user (pytest's are not)
         Path(d).chmod(0o755)
-        _bootstrap_as_nobody(Path(d) / "bin", with_sudo)
+        # a copy of the script where the other user can read it: a checkout under /root (mode 700, as a reader
+        # root on a minimal Debian clones it) is not
+        script = Path(d) / "scripts" / "bootstrap"
+        script.parent.mkdir(mode=0o755)
+        shutil.copy2(ROOT / "scripts" / "bootstrap", script)
+        _bootstrap_as_nobody(Path(d) / "bin", script, with_sudo)
 
 
-def _bootstrap_as_nobody(bin_dir: Path, with_sudo: bool) -> None:
+def _bootstrap_as_nobody(bin_dir: Path, script: Path, with_sudo: bool) -> None:
     import shutil
     import subprocess
     bin_dir.mkdir()
@@ -107,11 +112,11 @@ def _bootstrap_as_nobody(bin_dir: Path, with_sudo: bool) -> None:
         (bin_dir / "sudo").write_text("#!/bin/sh\necho \"sudo called: $*\"\n")
         (bin_dir / "sudo").chmod(0o755)
     r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/env", "-i",
-                        f"PATH={bin_dir}", "/bin/bash", str(ROOT / "scripts" / "bootstrap")],
+                        f"PATH={bin_dir}", "/bin/bash", str(script)],
                        capture_output=True, text=True, timeout=60)
     assert "command not found" not in r.stderr, r.stderr
     if with_sudo:
-        assert r.returncode == 0 and f"sudo called: -- {ROOT / 'scripts' / 'bootstrap'}" in r.stdout, r.stderr
+        assert r.returncode == 0 and f"sudo called: -- {script}" in r.stdout, r.stderr
     else:
         assert r.returncode == 1 and "no sudo here: run it as root" in r.stderr
 
