@@ -36,7 +36,6 @@ SLOW = re.compile(r"^([\d.]+)s (call|setup|teardown)\s+(\S+)$", re.M)
 class SuiteResult(BenchResult):
     wall_s: float
     passed: int
-    failed: int
     skipped: int
     command: str
     targets: list[str]                   # the targets that could run here (their tests ran); the others skipped
@@ -84,7 +83,7 @@ def main(results_root: str | Path = "results") -> SuiteResult:
         pd.DataFrame(got["skips"], columns=["tests", "where", "reason"]).to_csv(run.path / "skips.csv", index=False)
         pd.DataFrame(got["slowest"], columns=["seconds", "phase", "test"]).to_csv(run.path / "slowest.csv",
                                                                                  index=False)
-        res = SuiteResult(wall_s=round(wall, 1), passed=c.get("passed", 0), failed=0, skipped=c.get("skipped", 0),
+        res = SuiteResult(wall_s=round(wall, 1), passed=c.get("passed", 0), skipped=c.get("skipped", 0),
                           command=cmd, targets=runnable)
         run.manifest.put("result", res)
         (run.path / "report.md").write_text(

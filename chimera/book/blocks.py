@@ -73,6 +73,17 @@ CHIMERA = "Chimera (PRF, hybrid, incremental, cascade)"
 REAL = {"ciciot2022-sonos": "CICIoT2022 sample (real)", "suricata-zeek-apps": "suricata-zeek-apps (real)"}
 
 
+def params_of(r: Run) -> BenchParams:
+    """A bench run's parameters (defaults where an old run recorded none)."""
+    return r.manifest.get("params", BenchParams) or BenchParams()
+
+
+def not_run_here(r: Run) -> str:
+    """The targets a bench could not measure where it ran, each with its reason ("" where it measured them all)."""
+    par = params_of(r)
+    return fmt.words([f"{k} ({v})" for k, v in par.skipped.items()]) if par.skipped else ""
+
+
 # ------------------------------------------------------------------------------------------------ set-up
 @block("fresh-check")
 def fresh_check(b: Book) -> str:
@@ -117,14 +128,13 @@ def suite_here(b: Book) -> str:
         return "No suite bench is published (`invoke bench --what suite` times the test command here)."
     res = r.manifest.get("result", SuiteResult)
     assert res is not None, f"{r.rel}: a suite bench without its result"
-    par = r.manifest.get("params", BenchParams) or BenchParams()
     skips = r.csv("skips.csv")
-    absent = fmt.words([f"{k} ({v})" for k, v in par.skipped.items()])
+    absent = not_run_here(r)
     return (f"On the same machine with every tool it has (targets that could run: {fmt.words(res.targets)}), "
             f"`{res.command}` took {n(res.wall_s)} s at `{(r.manifest.git.commit or '')[:7]}` ({r.cite()}): "
             f"{n(res.passed)} passed, {n(res.skipped)} skipped" + (" (each with its reason in `skips.csv`)"
                                                                     if len(skips) else "")
-            + "." + (f" Absent here: {absent}." if par.skipped else ""))
+            + "." + (f" Absent here: {absent}." if absent else ""))
 
 
 @block("wheels")
@@ -541,7 +551,7 @@ def bmv2_rates(b: Book) -> str:
     fl = b.runs.latest("bench-bmv2files")
     files = fl.manifest.get("result", Bmv2FilesResult) if fl is not None else None
     if fl is not None and files is not None:
-        par = fl.manifest.get("params", BenchParams) or BenchParams()
+        par = params_of(fl)
         out.append(f"In BMv2's file mode chimera.p4 as shipped ran {f(files.shipped_fps.median, 1)} frames/s "
                    f"against {f(files.baseline_fps.median, 1)} at `{par.baseline or '?'}` "
                    f"({signed(100 * (files.ratio - 1), 1)}%), "
@@ -568,7 +578,7 @@ def scale(b: Book) -> str:
     last = grow[grow["to_packets"] == top]
     exps = fmt.words([f"{s} {f(x, 2)}" for s, x in zip(last["stage"], last["time_exponent"])])
     fig = (r.path / "figures" / "scale.png").relative_to(b.root).as_posix()
-    par = r.manifest.get("params", BenchParams) or BenchParams()
+    par = params_of(r)
     cap = n((par.model_extra or {}).get("max_train_packets", 0))
     return (f"Every offline stage on synthetic datasets (the iscxvpn profile, headers-only capture) of "
             f"{fmt.words([n(s) for s in res.sizes])} packets, each size in a process of its own ({r.cite()}); "
@@ -615,8 +625,7 @@ def shards(b: Book) -> str:
     t = r.csv("shards.csv")
     rows = [[x.target, n(x.shards), f"{'at least ' if bool(x.lower_bound) else ''}{n(x.aggregate_zero_loss_pps)}",
              f(x.efficiency, 2)] for x in t.itertuples()]
-    par = r.manifest.get("params", BenchParams) or BenchParams()
-    missing = fmt.words([f"{k} ({v})" for k, v in par.skipped.items()])
+    missing = not_run_here(r)
     return (f"`invoke bench --what shards` ({r.cite()}): the rate the senders of K testbeds put on the wire together "
             "with 0 frames lost and every verdict the sharded reference's, on this project's 2-core machine:\n\n"
             + fmt.table(["target", "K", "aggregate 0-loss rate (pps)", "efficiency"], rows) +
@@ -732,7 +741,7 @@ def bmv2_diet_runs(b: Book) -> str:
     rows = []
     for r in b.runs.all("bench-bmv2files"):
         res = r.manifest.get("result", Bmv2FilesResult)
-        par = r.manifest.get("params", BenchParams) or BenchParams()
+        par = params_of(r)
         if res is None:
             continue
         rows.append([r.cite(), "file mode", f"{f(res.shipped_fps.median, 1)} frames/s (IQR "

@@ -219,9 +219,9 @@ def collider(ctx: Context, f: FrameSpec, start: int) -> FrameSpec:
     def frame(sp: int, dp: int) -> FrameSpec:
         return FrameSpec(f.kind, f.ethertype, f.src, f.dst, f.proto, sp, dp, f.tcp_flags, f.ihl, f.version,
                          f.ip_len, f.frag, f.payload, f.l4, f.truncate)
+    order = (start + np.arange(1 << 16)) & 0xFFFF
     for j in range(4):
         dp = (f.dport + j) & 0xFFFF
-        order = (start + np.arange(1 << 16)) & 0xFFFF
         at = _source_port_slots(f, dp, ctx.flow_slots)
         if at is not None:
             hit = at[order] == want
