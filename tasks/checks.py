@@ -114,7 +114,7 @@ def mutate(c: Context, files: str = "reference,ebpf", budget: str = "30m", seed:
 @task(help={"what": "ingest | reference | install | switch | fidelity | scale | sweep | zeroloss | shards | bmv2ratio | "
                     "bmv2files",
             "pcap": "capture to benchmark (ingest)",
-            "seeds": "fidelity: comma-separated seeds (default 1,2,3)",
+            "seeds": "fidelity: comma-separated seeds (default: development 1,2,3 and held-out 11-15)",
             "only": "fidelity: comma-separated parts of data names to run (the docs are then left alone)",
             "baseline": "bmv2files: the git revision whose chimera.p4 the shipped one is timed against",
             "sizes": "scale: comma-separated dataset sizes in packets (default 100000,1000000,10000000)"})

@@ -238,23 +238,29 @@ def test_conformance_across_live_prior_installs(case: tuple[Target, ReplayConfig
 SOFTWARE_HOSTS = [n for n in TARGETS if target_class(n).can(Capability.SOFTWARE_HOST)]
 
 
+@pytest.mark.parametrize("clock", ["switch", "trace"])
 @pytest.mark.parametrize("name", SOFTWARE_HOSTS)
-def test_software_classifier_host(name: str, tmp_path: Path) -> None:
+def test_software_classifier_host(name: str, clock: str, tmp_path: Path) -> None:
     """A † configuration (exact softmax: no switch tables) on every target with a software classifier host:
     the switch carries h1 -> sc -> h2 (eBPF: tc redirects; BMv2: p4/redirect.p4), every packet is marked by sc,
-    and sc's verdicts equal an offline re-run of the same classifier on the same frames and clock (the host's
-    own: the switch clock). Afterwards the switch runs chimera.p4 again, conformant."""
+    and sc's verdicts equal an offline re-run of the same classifier on the same frames and clock. Under the
+    trace clock that clock is the trace's own (the shim), so the verdicts equal the classifier run offline on
+    the capture's timestamps: a † row does not move between runs. Afterwards the switch runs chimera.p4 again,
+    conformant."""
     cls = target_class(name)
     why = cls.unavailable_reason()
     if why is not None:
         pytest.skip(f"{name} cannot run here: {why}")
-    from chimera.targets.software.classifier import export_model
+    import json
+
+    from chimera.data.pcapwrite import normalized_frames
+    from chimera.targets.software.classifier import SoftwareClassifier, export_model
 
     from builders import quickstart_trained
     data, rules, v, trained = quickstart_trained(attention="softmax")
     mj = export_model(trained.model, rules.rules, rules.weights, v.fusion, trained.beta, tmp_path / "sw.json")
     n = min(600, cls.conformance_frames or 600)
-    replay = ReplayConfig(clock="switch", mode="pps", pps=cls.conformance_pps or 1)
+    replay = ReplayConfig(clock=clock, mode="pps", pps=cls.conformance_pps or 1)
     with cls(build=mutant_build(name), build_dir=tmp_path / "build") as t:
         table = data.ds.table.take(data.replay_rows[:n])
         res = t.run_software(mj, table, tmp_path, "softmax", replay=replay)
@@ -262,6 +268,11 @@ def test_software_classifier_host(name: str, tmp_path: Path) -> None:
         assert out.accounting.lost == 0 and out.conformance.reference_mismatches == 0
         assert out.conformance.checked == n
         assert out.latency.switch_p50_us > 0
+        if clock == "trace":
+            clf = SoftwareClassifier(json.loads(mj.read_text()))
+            offline = [clf.classify(f, int(ts)) for f, ts in zip(normalized_frames(table, np.arange(n)), table.ts_ns)]
+            assert np.array_equal(res.verdicts.label, np.array([o[1] for o in offline]))
+            assert np.array_equal(res.verdicts.centroid, np.array([o[4] for o in offline]))
         built = quickstart_artifact()  # the switch's own pipeline comes back clean
         table = limit(t, built.data.replay_table).take(np.arange(200))
         check(t, t.run(built.art, table, tmp_path, "after-software", replay=replay), built.art, table)

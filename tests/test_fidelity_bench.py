@@ -56,7 +56,7 @@ def test_window_features_is_windowed_over_exact_columns(tmp_path: Path) -> None:
 def _fake_run(d: Path) -> None:
     rows = []
     for name in ("a (synthetic)", "b (real)"):
-        for seed in (1, 2, 3):
+        for seed in (1, 2, 3, 11, 13):  # development and held-out seeds
             r = {"data": name, "seed": seed, "test_packets": 100, "test_flows": 5, "goal_met": seed != 2,
                  "window": 8, "chosen_window": 8 if seed != 2 else 1}
             for c in ("chimera_int_f1", "chimera_float_f1", "forest_f1", "tree_f1", "gap_to_forest",
@@ -78,7 +78,10 @@ def test_doc_tables_are_rendered_from_the_run_directory(tmp_path: Path) -> None:
     _fake_run(tmp_path)
     text = F.tables_markdown(tmp_path, "results/published/bench-fidelity/RUN")
     assert "`results/published/bench-fidelity/RUN`" in text
-    assert "| a (synthetic) | 3 | 100 (5) | 0.520 ± 0.025 |" in text  # mean of 0.51, 0.52, 0.53 with its t-interval
+    # each seed set apart: development 0.51, 0.52, 0.53 and held-out 0.61, 0.63, each mean with its t-interval
+    assert "| a (synthetic) | development (1, 2, 3) | 100 (5) | 0.520 ± 0.025 |" in text
+    assert "| a (synthetic) | held-out (11, 13) | 100 (5) | 0.620 ± 0.127 |" in text
+    assert text.index("| a (synthetic) | development") < text.index("| a (synthetic) | held-out")
     assert "b (real), seed 3: not measurable, so the row's mean and interval are over the other seeds: no test" in text
     assert "**not met** (2/3 seeds) | 8, 1, 8 |" in text
     assert text.count("| b (real) | Y | 10 | 0.250 | 0.250 | 0.250 |") == 1

@@ -145,21 +145,53 @@ class _AE(nn.Module):
 class FloatAutoEncoder:
     model: _AE
     offset: np.ndarray | None = None  # benign median error by packets present (as the table AutoEncoder)
+    epochs_run: int = 0
+    stopped_by: str = "cap"
+
+    val_f1: float = float("nan")
 
     @classmethod
-    def fit(cls, enc_benign: np.ndarray, seed: int = 1, epochs: int = 10, batch: int = 512) -> "FloatAutoEncoder":
+    def fit(cls, enc_benign: np.ndarray, seed: int = 1, epochs: int = 10, batch: int = 512, lr: float = 3e-3,
+            val: tuple[np.ndarray, np.ndarray] | None = None, patience: int = 0,
+            quantile: float = 0.99) -> "FloatAutoEncoder":
+        """Train on benign windows. With ``val`` (validation windows, and which are attacks) and ``patience``:
+        after each epoch, threshold at the benign validation windows' score ``quantile`` and score
+        benign-vs-attack macro-F1 on validation; keep the best epoch and stop ``patience`` epochs after it (the
+        comparison's early stopping, on the metric every method is chosen by). Else train ``epochs`` epochs."""
+        from chimera.metrics.classification import macro_f1
         torch.manual_seed(seed)
         x = torch.from_numpy(enc_benign.reshape(len(enc_benign), -1))
         m = _AE(x.shape[1])
-        opt = torch.optim.Adam(m.parameters(), lr=3e-3)
+        opt = torch.optim.Adam(m.parameters(), lr=lr)
         rng = np.random.default_rng(seed)
+        best, best_state, stale, run, why = -1.0, None, 0, 0, "cap"
         for _ in range(epochs):
+            run += 1
+            m.train()
             for i in range(0, len(x), batch):
                 b = torch.from_numpy(rng.integers(0, len(x), min(batch, len(x))))
                 opt.zero_grad()
                 ((m(x[b]) - x[b]) ** 2).mean().backward()
                 opt.step()
-        return cls(m).calibrate(enc_benign)
+            if val is None or not patience:
+                continue
+            ae = cls(m).calibrate(enc_benign)
+            f1 = macro_f1(val[1].astype(np.int64), (ae.score(val[0]) > ae.threshold(val[0][~val[1]], quantile))
+                          .astype(np.int64))
+            if f1 > best:
+                best, best_state, stale = f1, {k: v.clone() for k, v in m.state_dict().items()}, 0
+            else:
+                stale += 1
+                if stale >= patience:
+                    why = "patience"
+                    break
+        if best_state is not None:
+            m.load_state_dict(best_state)
+        return cls(m, epochs_run=run, stopped_by=why, val_f1=best).calibrate(enc_benign)
+
+    def threshold(self, enc_benign: np.ndarray, quantile: float) -> float:
+        """The score above which a window is an attack: the ``quantile`` of these benign windows' scores."""
+        return float(np.quantile(self.score(enc_benign), quantile)) if len(enc_benign) else float("inf")
 
     @torch.no_grad()
     def raw_score(self, enc: np.ndarray) -> np.ndarray:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.tree import DecisionTreeClassifier
 
+from chimera.baselines.budget import CLASS_WEIGHT
 from chimera.baselines.features import FIELD_BITS, WindowSpec
 from chimera.compile.build import bits_for
 
@@ -107,5 +108,5 @@ class IntegerTree:
 
 def fit_leo(x_tr: np.ndarray, y_tr: np.ndarray, spec: WindowSpec, depth: int, seed: int
             ) -> tuple[DecisionTreeClassifier, IntegerTree]:
-    tree = DecisionTreeClassifier(max_depth=depth, class_weight="balanced", random_state=seed).fit(x_tr, y_tr)
+    tree = DecisionTreeClassifier(max_depth=depth, class_weight=CLASS_WEIGHT, random_state=seed).fit(x_tr, y_tr)
     return tree, IntegerTree.from_sklearn(tree, spec)

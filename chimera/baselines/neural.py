@@ -7,7 +7,8 @@ current packet, the protocol class one-hot and its other inputs normalized
 (ports / 65535, packet index / 255), repeated on every lag. MLPs see the window
 flattened; RNNs and CNNs see it as a sequence, oldest packet first. Training
 keeps the epoch with the best validation macro-F1 and stops after ``patience``
-epochs without a better one (Chimera's own rule).
+epochs without a better one (Chimera's own rule); learning rate and batch size
+come from the comparison's budget (chimera.baselines.budget), tuned on validation.
 
 - N3IC: a binary MLP (sign weights and activations, straight-through gradients),
   as N3IC runs binary neural networks on NIC/switch hardware.
@@ -31,6 +32,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from chimera.baselines.budget import EPOCH_CAP, PATIENCE, stopped_by
 from chimera.baselines.features import MISSING, WindowSpec
 from chimera.data.tokens import PROTO_CLASSES, proto_class
 from chimera.metrics.classification import macro_f1
@@ -184,16 +186,38 @@ def model_bits(m: nn.Module) -> int:
 
 @dataclass
 class TrainSettings:
-    epochs: int = 40
-    patience: int = 8
+    epochs: int = EPOCH_CAP
+    patience: int = PATIENCE
     batch_size: int = 512
     lr: float = 3e-3
 
 
+@dataclass
+class Fit:
+    """A trained model's test predictions, measured size, validation macro-F1 and how its training ended."""
+
+    pred: np.ndarray
+    model_bits: int
+    val_f1: float
+    epochs_run: int
+    stopped_by: str
+
+
 def fit_predict(name: str, x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray, y_va: np.ndarray,
-                x_te: np.ndarray, n_classes: int, seed: int, ts: TrainSettings) -> tuple[np.ndarray, int, int]:
+                x_te: np.ndarray, n_classes: int, seed: int, ts: TrainSettings) -> Fit:
     """Train on (x_tr, y_tr) with balanced class weights; keep the epoch with the best validation macro-F1 and
-    stop ``patience`` epochs after it; return (test predictions, measured model bits, epochs run)."""
+    stop ``patience`` epochs after it (or at the cap, which the result says). Single-threaded, as Chimera's
+    training: multi-threaded float reductions would make the result depend on thread scheduling."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _fit_predict(name, x_tr, y_tr, x_va, y_va, x_te, n_classes, seed, ts)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _fit_predict(name: str, x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray, y_va: np.ndarray,
+                 x_te: np.ndarray, n_classes: int, seed: int, ts: TrainSettings) -> Fit:
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     model = build(name, x_tr.shape[1], n_classes, x_tr.shape[2])
@@ -202,7 +226,7 @@ def fit_predict(name: str, x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray,
     opt = torch.optim.Adam(model.parameters(), lr=ts.lr)
     loss_fn = nn.CrossEntropyLoss(weight=w)
     xt, yt = torch.from_numpy(x_tr), torch.from_numpy(y_tr.astype(np.int64))
-    best, best_state, stale, epochs = -1.0, None, 0, 0
+    best, best_state, stale, epochs, patience_hit = -1.0, None, 0, 0, False
     for _ in range(ts.epochs):
         epochs += 1
         model.train()
@@ -220,10 +244,11 @@ def fit_predict(name: str, x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray,
         else:
             stale += 1
             if stale >= ts.patience:
+                patience_hit = True
                 break
     assert best_state is not None
     model.load_state_dict(best_state)
-    return predict(model, x_te), model_bits(model), epochs
+    return Fit(predict(model, x_te), model_bits(model), best, epochs, stopped_by(epochs, ts.epochs, patience_hit))
 
 
 @torch.no_grad()

@@ -2,9 +2,10 @@
 
 Both are scikit-learn models trained on exactly Chimera's training packets and scored on its test packets,
 reading what every method reads (chimera.baselines.features.fair_inputs: Chimera's window of token features,
-the protocol, both ports in raw and canonical forms, the responder port and the packet index). Their few
-hyper-parameters are chosen on the validation split only (``TREE_DEPTHS``, ``FOREST_MAX_FEATURES``) and
-reported with every result. Never weakened: every training packet.
+the protocol, both ports in raw and canonical forms, the responder port and the packet index). Their grids,
+their class weighting (balanced, as every method's) and the selection on the validation split are the
+comparison's budget (chimera.baselines.budget), reported with every result. Never weakened: every training
+packet.
 """
 
 from __future__ import annotations
@@ -16,15 +17,15 @@ import numpy as np
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
 
+from chimera.baselines.budget import CLASS_WEIGHT, SEARCHES, Search, Tuning
 from chimera.baselines.features import fair_inputs, window_features
 from chimera.data.dataset import Dataset
 from chimera.data.tokens import Tokens
 from chimera.metrics.classification import macro_f1
 
 FOREST_TREES = 100
-#: the grids tuned on the validation split (macro-F1); ties go to the smaller model
-TREE_DEPTHS = (8, 12, 16, 24)
-FOREST_MAX_FEATURES: tuple[Any, ...] = ("sqrt", 0.33, 0.66)
+TREE = SEARCHES["Tree (yardstick)"]
+FOREST = SEARCHES["Forest (yardstick)"]
 
 
 @dataclass
@@ -39,27 +40,29 @@ class Tuned:
         return np.asarray(self.model.predict(x))
 
 
-def _tune(name: str, grid: tuple[Any, ...], fit: Any, x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray,
-          y_va: np.ndarray) -> Tuned:
-    """Fit each candidate on the training rows; keep the first with the best validation macro-F1."""
-    fitted, scores = [], {}
-    for value in grid:
-        m = fit(value).fit(x_tr, y_tr)
-        scores[f"{name}={value}"] = macro_f1(y_va, m.predict(x_va)) if len(y_va) else 0.0
+def _tune(grid: Search, fit: Any, x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray, y_va: np.ndarray,
+          tuning: Tuning) -> Tuned:
+    """Fit each configuration on the training rows; keep the first with the best validation macro-F1."""
+    fitted, scores, configs = [], {}, grid.configs(tuning)
+    for config in configs:
+        m = fit(**config).fit(x_tr, y_tr)
+        scores[Search.label(config)] = macro_f1(y_va, m.predict(x_va)) if len(y_va) else 0.0
         fitted.append(m)
     k = int(np.argmax(list(scores.values())))
-    return Tuned(fitted[k], {name: grid[k]}, scores)
+    return Tuned(fitted[k], configs[k], scores)
 
 
-def tune_tree(x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray, y_va: np.ndarray, seed: int) -> Tuned:
-    return _tune("depth", TREE_DEPTHS, lambda d: DecisionTreeClassifier(max_depth=d, random_state=seed),
-                 x_tr, y_tr, x_va, y_va)
+def tune_tree(x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray, y_va: np.ndarray, seed: int,
+              tuning: Tuning = "full") -> Tuned:
+    return _tune(TREE, lambda depth: DecisionTreeClassifier(max_depth=depth, class_weight=CLASS_WEIGHT,
+                                                            random_state=seed), x_tr, y_tr, x_va, y_va, tuning)
 
 
-def tune_forest(x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray, y_va: np.ndarray, seed: int) -> Tuned:
-    return _tune("max_features", FOREST_MAX_FEATURES,
-                 lambda mf: RandomForestClassifier(n_estimators=FOREST_TREES, max_features=mf, random_state=seed,
-                                                   n_jobs=-1), x_tr, y_tr, x_va, y_va)
+def tune_forest(x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray, y_va: np.ndarray, seed: int,
+                tuning: Tuning = "full") -> Tuned:
+    return _tune(FOREST, lambda max_features: RandomForestClassifier(
+        n_estimators=FOREST_TREES, max_features=max_features, class_weight=CLASS_WEIGHT, random_state=seed,
+        n_jobs=-1), x_tr, y_tr, x_va, y_va, tuning)
 
 
 @dataclass
@@ -71,11 +74,12 @@ class YardstickResult:
 
 
 def fit_yardsticks(ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray, np.ndarray, np.ndarray],
-                   labels: tuple[np.ndarray, np.ndarray], window: int, seed: int) -> YardstickResult:
+                   labels: tuple[np.ndarray, np.ndarray], window: int, seed: int, tuning: Tuning = "full"
+                   ) -> YardstickResult:
     """Both yardsticks on the (train, validation, test) rows, tuned on validation, predicting test."""
     spec = fair_inputs(window)
     tr, va, te = rows
     x_tr, x_va, x_te = (window_features(ds.table, tokens, ds.flows, r, spec) for r in (tr, va, te))
-    forest = tune_forest(x_tr, labels[0], x_va, labels[1], seed)
-    tree = tune_tree(x_tr, labels[0], x_va, labels[1], seed)
+    forest = tune_forest(x_tr, labels[0], x_va, labels[1], seed, tuning)
+    tree = tune_tree(x_tr, labels[0], x_va, labels[1], seed, tuning)
     return YardstickResult(forest.predict(x_te), tree.predict(x_te), forest.chosen, tree.chosen)

@@ -9,10 +9,13 @@
 Every method reads what Chimera reads (chimera.baselines.features.fair_inputs:
 the token fields of the flow's last ``window`` packets, the protocol, the ports
 raw and in canonical forms, the packet index), each in its own form (trees split
-on the integers; the neural models read a normalized encoding), and trains under
-Chimera's budget: every training packet, at most Chimera's epoch cap, early
-stopping on validation macro-F1 with Chimera's patience. Each returns one verdict
-per test packet, so packet-level macro-F1 is the same metric for every row.
+on the integers; the neural models read a normalized encoding), over Chimera's
+window (Leo too), and is tuned under the comparison's budget
+(chimera.baselines.budget): the same number of configurations, chosen on
+validation macro-F1, balanced class weights, early stopping by patience. Each
+returns one verdict per test packet, so packet-level macro-F1 is the same metric
+for every row, and reports the configuration it chose, every configuration's
+validation score and (trained in epochs) how many it ran and why it stopped.
 Input scale (bits of input per decision) and model size are measured from what
 was built.
 """
@@ -28,12 +31,14 @@ import numpy as np
 
 from chimera.baselines import neural
 from chimera.baselines.anomaly import FloatAutoEncoder
+from chimera.baselines.budget import EPOCH_CAP, PATIENCE, SEARCHES, Search, Tuning
 from chimera.baselines.features import FIELD_BITS, WindowSpec, fair_inputs, input_bits, window_features
 from chimera.baselines.leo import fit_leo
 from chimera.baselines.yardsticks import FOREST_TREES, tune_forest, tune_tree
 from chimera.data.dataset import Dataset
 from chimera.data.tokens import Tokens
 from chimera.errors import ConfigError
+from chimera.metrics.classification import macro_f1
 
 log = logging.getLogger(__name__)
 
@@ -78,22 +83,21 @@ def check_names(names: list[str], where: str) -> None:
 
 @dataclass
 class BaselineSettings:
-    """Inputs and training budget. ``epochs``, ``patience`` and ``max_train_packets`` are Chimera's own
-    (chimera.model.config.ModelConfig): every method trains under the same budget."""
+    """Inputs and budget. ``window`` is Chimera's (every method, Leo included, reads the same packets);
+    ``epochs`` (the guard cap), ``patience`` and the grids are the comparison's budget
+    (chimera.baselines.budget); ``max_train_packets`` is Chimera's training sample."""
 
     window: int = 8
-    leo_depth: int = 8
-    leo_window: int = 4
-    epochs: int = 40
-    patience: int = 8
+    epochs: int = EPOCH_CAP
+    patience: int = PATIENCE
     max_train_packets: int = 0
+    tuning: Tuning = "full"
     autoencoder_quantile: float = 0.99
 
     @staticmethod
     def like(model: Any, **kw: Any) -> "BaselineSettings":
-        """Chimera's training budget (its model config) with the baselines' own settings ``kw``."""
-        return BaselineSettings(epochs=model.epochs, patience=model.patience,
-                                max_train_packets=model.max_train_packets, **kw)
+        """The budget with Chimera's training sample (its model config) and the settings ``kw``."""
+        return BaselineSettings(max_train_packets=model.max_train_packets, **kw)
 
 
 @dataclass
@@ -136,8 +140,25 @@ def stored_bits(spec: WindowSpec) -> int:
 
 
 def spec_of(name: str, st: BaselineSettings) -> WindowSpec:
-    """What ``name`` reads per decision: Chimera's inputs, over Leo's own look-back for Leo."""
-    return fair_inputs(st.leo_window if name == "Leo" else st.window)
+    """What ``name`` reads per decision: Chimera's inputs over Chimera's window, for every method."""
+    return fair_inputs(st.window)
+
+
+@dataclass
+class Candidate:
+    """One configuration of a method's grid, trained, with its validation macro-F1."""
+
+    config: dict[str, Any]
+    val_f1: float
+    result: Any
+
+
+def choose(candidates: list[Candidate]) -> tuple[Candidate, dict[str, Any]]:
+    """The candidate with the best validation macro-F1 (ties: the first), and the columns every method's row
+    carries: the chosen configuration and each configuration's validation score."""
+    best = max(candidates, key=lambda c: c.val_f1)  # max keeps the first of equals
+    return best, {"configs_tried": len(candidates), "chosen": Search.label(best.config), "val_f1": best.val_f1,
+                  "validation": "; ".join(f"{Search.label(c.config)}: {c.val_f1:.4f}" for c in candidates)}
 
 
 def run_baseline(name: str, ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -152,35 +173,69 @@ def run_baseline(name: str, ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray,
     sf = cache[spec]
     t0 = time.perf_counter()
     info = BASELINES[name]
+    configs = SEARCHES[name].configs(st.tuning)
     if name == "Leo":
-        tree, itree = fit_leo(sf.x_tr, sf.y_tr, spec, st.leo_depth, seed)
+        cands = []
+        for c in configs:
+            tree, itree = fit_leo(sf.x_tr, sf.y_tr, spec, c["depth"], seed)
+            cands.append(Candidate(c, macro_f1(sf.y_va, itree.predict(sf.x_va)), (tree, itree)))
+        best, cols = choose(cands)
+        tree, itree = best.result
         pred = itree.predict(sf.x_te)
         res = itree.resources()
         return BaselineResult(name, pred, info.where, input_bits(spec), res["model_bits"], itree.per_flow_bits(),
                               time.perf_counter() - t0, res,
                               {"float_tree_agreement": float(np.mean(pred == tree.predict(sf.x_te))),
-                               "leaves": int(len(itree.leaf_class)), "depth": st.leo_depth})
+                               "leaves": int(len(itree.leaf_class)), "depth": best.config["depth"], **cols})
     if name == "AutoEncoder":
-        benign = ~np.isin(sf.y_tr, attack_classes)
-        ae = FloatAutoEncoder.fit(neural.encode(sf.x_tr[benign], spec), seed, epochs=st.epochs)  # benign only:
-        # no labelled validation for early stopping of a reconstruction loss; the epoch cap is Chimera's
-        thr = float(np.quantile(ae.score(neural.encode(sf.x_va[~np.isin(sf.y_va, attack_classes)], spec)),
-                                st.autoencoder_quantile))
-        pred = (ae.score(neural.encode(sf.x_te, spec)) > thr).astype(np.int64)
-        return BaselineResult(name, pred, info.where, input_bits(spec), ae.model_bits(), stored_bits(spec),
-                              time.perf_counter() - t0, extra={"threshold": thr,
-                                                               "benign_quantile": st.autoencoder_quantile})
+        return _autoencoder(sf, spec, attack_classes, st, configs, seed, t0)
     if info.family == "yardstick":
-        tuned = (tune_forest if name.startswith("Forest") else tune_tree)(sf.x_tr, sf.y_tr, sf.x_va, sf.y_va, seed)
+        tuned = (tune_forest if name.startswith("Forest") else tune_tree)(sf.x_tr, sf.y_tr, sf.x_va, sf.y_va, seed,
+                                                                          st.tuning)
         m = tuned.model
         nodes = sum(e.tree_.node_count for e in m.estimators_) if hasattr(m, "estimators_") else m.tree_.node_count
+        cols = {"configs_tried": len(tuned.validation), "chosen": Search.label(tuned.chosen),
+                "val_f1": max(tuned.validation.values()),
+                "validation": "; ".join(f"{k}: {v:.4f}" for k, v in tuned.validation.items())}
         # size: per node a feature id (8 bits), a 32-bit threshold and two 32-bit child/leaf words
         return BaselineResult(name, tuned.predict(sf.x_te), info.where, input_bits(spec), nodes * (8 + 32 + 64),
                               stored_bits(spec), time.perf_counter() - t0,
-                              extra={"nodes": int(nodes), **{f"tuned_{k}": v for k, v in tuned.chosen.items()}})
+                              extra={"nodes": int(nodes), **{f"tuned_{k}": v for k, v in tuned.chosen.items()},
+                                     **cols})
     enc = (lambda x: neural.encode(x, spec))
-    pred, bits, epochs = neural.fit_predict(name, enc(sf.x_tr), sf.y_tr, enc(sf.x_va), sf.y_va, enc(sf.x_te),
-                                            n_classes, seed, neural.TrainSettings(epochs=st.epochs,
-                                                                                  patience=st.patience))
-    return BaselineResult(name, pred, info.where, input_bits(spec), bits, stored_bits(spec), time.perf_counter() - t0,
-                          extra={"epochs_run": epochs})
+    x_tr, x_va, x_te = enc(sf.x_tr), enc(sf.x_va), enc(sf.x_te)
+    cands = []
+    for c in configs:
+        fit = neural.fit_predict(name, x_tr, sf.y_tr, x_va, sf.y_va, x_te, n_classes, seed,
+                                 neural.TrainSettings(epochs=st.epochs, patience=st.patience, **c))
+        cands.append(Candidate(c, fit.val_f1, fit))
+    best, cols = choose(cands)
+    fit = best.result
+    return BaselineResult(name, fit.pred, info.where, input_bits(spec), fit.model_bits, stored_bits(spec),
+                          time.perf_counter() - t0,
+                          extra={"epochs_run": fit.epochs_run, "stopped_by": fit.stopped_by, "epoch_cap": st.epochs,
+                                 "cap_reached_in": sum(c.result.stopped_by == "cap" for c in cands), **cols})
+
+
+def _autoencoder(sf: SplitFeatures, spec: WindowSpec, attack_classes: list[int], st: BaselineSettings,
+                 configs: list[dict[str, Any]], seed: int, t0: float) -> BaselineResult:
+    """Trained on benign windows only; the threshold is the benign validation windows' score quantile; early
+    stopping and the choice of configuration on the validation split's benign-vs-attack macro-F1 (its labels
+    say which windows are attacks), the metric every method is chosen by."""
+    benign = ~np.isin(sf.y_tr, attack_classes)
+    attack_va = np.isin(sf.y_va, attack_classes)
+    x_tr, x_va = neural.encode(sf.x_tr[benign], spec), neural.encode(sf.x_va, spec)
+    cands = []
+    for c in configs:
+        ae = FloatAutoEncoder.fit(x_tr, seed, epochs=st.epochs, batch=c["batch_size"], lr=c["lr"],
+                                  val=(x_va, attack_va), patience=st.patience, quantile=st.autoencoder_quantile)
+        cands.append(Candidate(c, ae.val_f1, ae))
+    best, cols = choose(cands)
+    ae = best.result
+    thr = ae.threshold(x_va[~attack_va], st.autoencoder_quantile)
+    pred = (ae.score(neural.encode(sf.x_te, spec)) > thr).astype(np.int64)
+    return BaselineResult("AutoEncoder", pred, BASELINES["AutoEncoder"].where, input_bits(spec), ae.model_bits(),
+                          stored_bits(spec), time.perf_counter() - t0,
+                          extra={"threshold": thr, "benign_quantile": st.autoencoder_quantile,
+                                 "epochs_run": ae.epochs_run, "stopped_by": ae.stopped_by, "epoch_cap": st.epochs,
+                                 "cap_reached_in": sum(c.result.stopped_by == "cap" for c in cands), **cols})

@@ -184,6 +184,7 @@ class TrainedModel:
     global_values: np.ndarray          # [PROTO_CLASSES, n_global, d_v]
     val_f1: float = float("nan")
     epochs_run: int = 0
+    stopped_by: str = "cap"            # "patience" (early stopping) or "cap" (ran config.epochs)
 
     def global_scores(self) -> tuple[np.ndarray, np.ndarray]:
         """(G [C, P, Y], Gz [C, P]) in float."""
@@ -310,6 +311,7 @@ def _train(cfg: ModelConfig, classes: list[str], mp: MapTables, tv: TokenView, t
     best = (-1.0, {k: v.clone() for k, v in model.state_dict().items()})
     val_in = _inputs(tv, val_ctx, None, dense) if val_ctx is not None and y_val is not None and len(y_val) else None
     stale = epoch = 0
+    why = "cap"
     for epoch in tqdm(range(cfg.epochs), desc=f"train {cfg.attention}/{cfg.keys}", unit="epoch", leave=False):
         model.train()
         for sel in _batches(train_ctx, cfg.batch_size, gen):
@@ -328,14 +330,15 @@ def _train(cfg: ModelConfig, classes: list[str], mp: MapTables, tv: TokenView, t
         else:
             stale += 1
             if stale >= cfg.patience:
+                why = "patience"
                 break
     if val_in is not None and best[0] >= 0:
         model.load_state_dict(best[1])
-    return _export(model, cfg, classes, mp, best[0], epoch + 1)
+    return _export(model, cfg, classes, mp, best[0], epoch + 1, why)
 
 
 def _export(model: AttentionClassifier, cfg: ModelConfig, classes: list[str], mp: MapTables, val_f1: float,
-            epochs: int) -> TrainedModel:
+            epochs: int, stopped_by: str = "cap") -> TrainedModel:
     with torch.no_grad():
         e = model.emb
         kernel = model.kernel_of(e[:, None, :], e[None, :, :])
@@ -352,4 +355,4 @@ def _export(model: AttentionClassifier, cfg: ModelConfig, classes: list[str], mp
             global_kernel=gkern.numpy().astype(np.float64),
             global_phi_k=model.phi(gk @ model.wk).numpy().astype(np.float64) if prf else None,
             global_values=model.g_value[:, :ng].numpy().astype(np.float64),
-            val_f1=val_f1, epochs_run=epochs)
+            val_f1=val_f1, epochs_run=epochs, stopped_by=stopped_by)

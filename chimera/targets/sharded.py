@@ -20,6 +20,7 @@ Live installs (the slow loop) are not sharded: one control plane drives one swit
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import multiprocessing
 import os
@@ -128,7 +129,7 @@ EXECUTORS: dict[str, Executor] = {"here": in_this_process, "processes": local_pr
 def merge_verdicts(parts: list[Verdicts], rows: list[np.ndarray], n: int) -> Verdicts:
     """The shards' verdicts back in the replay's row order."""
     out = {}
-    for f in ("label", "flags", "score", "rule_id", "centroid", "map_version", "fused"):
+    for f in (x.name for x in dataclasses.fields(Verdicts)):
         first = getattr(parts[0], f)
         a = np.zeros((n, *first.shape[1:]), first.dtype)
         for p, r in zip(parts, rows):
@@ -260,7 +261,7 @@ class ShardedTarget(Target):
             received = np.zeros(n, bool)
             for p, r in zip(parts, rows):
                 received[r] = p.received
-        unsharded, _ = run_reference(art, table, ts_ns=None)
+        unsharded, _ = run_reference(art, table)
         return TargetResult(merge_verdicts([p.verdicts for p in parts], rows, n),
                             merge_counters([p.counters for p in parts]), outcome, latency, received, None,
                             shards=self.shards, unsharded=unsharded)

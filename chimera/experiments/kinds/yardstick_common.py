@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from chimera.baselines.budget import Tuning
 from chimera.baselines.features import fair_inputs, input_bits
 from chimera.baselines.zoo import BASELINES, SEQUENCE_BASELINES, BaselineResult, BaselineSettings, run_baseline
 from chimera.errors import ChimeraError
@@ -20,7 +21,7 @@ from chimera.experiments.stages.context import RunContext
 from chimera.experiments.stages.dataset import PreparedData, dataset_record, prepare, resolve_dataset
 from chimera.experiments.stages.rules import LearnedRules, learn_rules
 from chimera.experiments.stages.target import run_variant
-from chimera.experiments.stages.train import ModelCache, train_variant
+from chimera.experiments.stages.train import ModelCache, train_variant, tune_variant
 from chimera.formats.artifact import Artifact
 from chimera.metrics import classification as cm
 
@@ -28,15 +29,15 @@ log = logging.getLogger(__name__)
 
 
 class BaselinesSpec(BaseModel):
-    """The paper's baselines (chimera.baselines.zoo), trained on Chimera's training packets under Chimera's
-    training budget (its epoch cap, patience and training sample: chimera.model.config), reading what it reads."""
+    """The paper's baselines (chimera.baselines.zoo), trained on Chimera's training packets, reading what it
+    reads over its window, every method (Chimera too) under the comparison's budget (chimera.baselines.budget)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     methods: list[str] = Field(default_factory=lambda: list(BASELINES), min_length=1)
     window: int | None = Field(None, ge=1, le=64, description="packets per decision of the window models "
                                "(default: Chimera's window)")
-    leo_depth: int = Field(8, ge=1, le=16, description="Leo's tree depth (leaf table <= 2^depth entries)")
-    leo_window: int = Field(4, ge=1, le=64, description="packets Leo's features may look back on")
+    tuning: Tuning = Field("full", description="full: every configuration of each method's grid, chosen on "
+                           "validation; first: the first configuration only (a smoke run, labelled as such)")
 
     @field_validator("methods")
     @classmethod
@@ -128,11 +129,15 @@ def per_flow_allocation(art: Artifact) -> tuple[int, str]:
         return int(art.resources["per_flow_bits"]["total"]), "packed formula (eBPF object not buildable here)"
 
 
-def run_chimera(ctx: RunContext, nd: NamedData, v: ResolvedVariant, label: str) -> dict[str, Any]:
-    """Train, compile and run one Chimera variant on ``nd``; one row with P/R/F1 and measured sizes."""
+def run_chimera(ctx: RunContext, nd: NamedData, v: ResolvedVariant, label: str, tuning: Tuning | None = None
+                ) -> dict[str, Any]:
+    """Train, compile and run one Chimera variant on ``nd``; one row with P/R/F1 and measured sizes. With
+    ``tuning``: under the comparison's budget (chimera.baselines.budget), as the baselines are."""
     v = v.model_copy(update={"name": label})
     with ctx.timed(f"train:{label}"):
-        trained = train_variant(nd.data, nd.rules, v, ctx.cfg.seed, nd.cache)
+        trained = (train_variant(nd.data, nd.rules, v, ctx.cfg.seed, nd.cache) if tuning is None else
+                   tune_variant(nd.data, nd.rules, v, ctx.cfg.seed, nd.cache, tuning))
+    v = v.model_copy(update={"model": trained.model.config})  # what was compiled: the configuration kept
     art = None
     if not v.software_only:
         with ctx.timed(f"compile:{label}"):
@@ -148,7 +153,13 @@ def run_chimera(ctx: RunContext, nd: NamedData, v: ResolvedVariant, label: str) 
                            "task": "classification", "precision": s["macro_precision"], "recall": s["macro_recall"],
                            "f1": s["macro_f1"], "accuracy": s["accuracy"],
                            "input_bits": input_bits(fair_inputs(v.model.window)),
-                           "seconds": ex.seconds}
+                           "seconds": ex.seconds, "epochs_run": trained.model.epochs_run,
+                           "stopped_by": trained.model.stopped_by, "epoch_cap": v.model.epochs,
+                           "beta": trained.beta}
+    if trained.validation:
+        row.update({"configs_tried": len(trained.validation), "chosen": trained.chosen, "val_f1": trained.val_f1,
+                    "cap_reached_in": trained.cap_reached_in,
+                    "validation": "; ".join(f"{k}: {f:.4f}" for k, f in trained.validation.items())})
     if art is not None:
         bits, src = per_flow_allocation(art)
         row.update({"model_kbits": art.resources["table_bits"] / 1000, "per_flow_bits": bits,
@@ -177,8 +188,7 @@ def baseline_row(nd: NamedData, r: BaselineResult, task: str) -> dict[str, Any]:
 
 def baseline_settings(ctx: RunContext) -> BaselineSettings:
     b = baselines_spec(ctx.cfg)
-    return BaselineSettings.like(ctx.cfg.model, window=b.window or ctx.cfg.model.window, leo_depth=b.leo_depth,
-                                 leo_window=b.leo_window)
+    return BaselineSettings.like(ctx.cfg.model, window=b.window or ctx.cfg.model.window, tuning=b.tuning)
 
 
 def run_baselines(ctx: RunContext, nd: NamedData, methods: list[str], st: BaselineSettings) -> list[dict[str, Any]]:

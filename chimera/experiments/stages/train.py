@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from chimera.baselines.budget import CLASS_WEIGHT, EPOCH_CAP, PATIENCE, SEARCHES, Search, Tuning
 from chimera.data.tokens import Tokens
 from chimera.experiments.config import ResolvedVariant
 from chimera.experiments.stages.dataset import PreparedData
@@ -60,6 +61,9 @@ class TrainedVariant:
     fallback: str | None = None
     val_f1: float = float("nan")     # validation macro-F1 of the fused float prediction (what selects)
     window_val_f1: dict[int, float] = field(default_factory=dict)  # per window tried (window_choices)
+    validation: dict[str, float] = field(default_factory=dict)     # per budget configuration tried (tune_variant)
+    chosen: str = ""                                                 # the configuration kept (tune_variant)
+    cap_reached_in: int = 0                                          # configurations whose training hit the cap
 
     @property
     def model(self) -> TrainedModel:
@@ -131,6 +135,25 @@ def train_variant(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, s
         log.info("%s: window %d chosen on validation (macro-F1 %s)", v.name, best,
                  ", ".join(f"window {w}: {t.val_f1:.4f}" for w, t in tried.items()))
     return dataclasses.replace(tried[best], window_val_f1={w: t.val_f1 for w, t in tried.items()})
+
+
+def tune_variant(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, seed: int, cache: ModelCache,
+                 tuning: Tuning = "full") -> TrainedVariant:
+    """The variant under the comparison's budget (chimera.baselines.budget), as every baseline is tuned: each
+    configuration of Chimera's grid trained with balanced class weights, the budget's patience and guard cap
+    (β picked per configuration, as ``train_variant`` does); the best validation macro-F1 kept, ties to the first."""
+    assert CLASS_WEIGHT == "balanced"  # Chimera's class_weight_power 1 is inverse frequency
+    tried: list[tuple[str, TrainedVariant]] = []
+    for config in SEARCHES["Chimera"].configs(tuning):
+        model = v.model.model_copy(update={**config, "epochs": EPOCH_CAP, "patience": PATIENCE,
+                                           "class_weight_power": 1.0})
+        tried.append((Search.label(config), train_variant(data, rules, v.model_copy(update={"model": model}), seed,
+                                                          cache)))
+    label, best = max(tried, key=lambda t: t[1].val_f1)  # max keeps the first of equals
+    log.info("%s: %s chosen on validation (macro-F1 %s)", v.name, label,
+             "; ".join(f"{k}: {t.val_f1:.4f}" for k, t in tried))
+    return dataclasses.replace(best, validation={k: t.val_f1 for k, t in tried}, chosen=label,
+                               cap_reached_in=sum(t.model.stopped_by == "cap" for _, t in tried))
 
 
 def _train_fused(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, model_cfg: ModelConfig, seed: int,

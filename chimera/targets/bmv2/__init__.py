@@ -86,11 +86,13 @@ class Bmv2Target(TestbedTarget):
     def run_software(self, model_json: Path, table: PacketTable, run_dir: Path, slug: str, *,
                      replay: ReplayConfig) -> TargetResult:
         """A † configuration: BMv2 runs p4/redirect.p4 (h1 -> sc -> h2) while the software classifier host sc
-        marks the frames, on its own clock; chimera.p4 is pushed afresh by the next ``load``."""
+        marks the frames (on the trace clock's shim, or its own clock); chimera.p4 is pushed afresh by the next
+        ``load``."""
         tb = self._ensure_testbed(run_dir)
-        prep = self._prepare(table, run_dir, "switch", 1, False)
+        prep = self._prepare(table, run_dir, "trace" if replay.clock == "trace" else "switch", 1, False)
         with tb.s1.fixed_program(compile_fixed(REDIRECT_SOURCE, self.build_dir)):
-            return run_on_classifier_host(tb, model_json, prep.pcap, prep.frames, host_pace(replay), run_dir, slug)
+            return run_on_classifier_host(tb, model_json, prep.pcap, prep.frames, host_pace(replay), run_dir, slug,
+                                          prep.sent, prep.overhead)
 
     @classmethod
     def limits(cls) -> dict[str, int]:

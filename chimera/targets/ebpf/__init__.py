@@ -111,13 +111,14 @@ class EbpfTarget(TestbedTarget):
     def run_software(self, model_json: Path, table: PacketTable, run_dir: Path, slug: str, *,
                      replay: ReplayConfig) -> TargetResult:
         """A † configuration: s1 redirects h1's frames to the software classifier host sc, which marks
-        them and sends them back through s1 to h2 (always on the classifier host's own clock)."""
+        them and sends them back through s1 to h2; on the trace clock's shim, or the host's own clock."""
         tb = self._ensure_testbed(run_dir)
-        prep = self._prepare(table, run_dir, "switch", 1, False)
+        prep = self._prepare(table, run_dir, "trace" if replay.clock == "trace" else "switch", 1, False)
         s1 = tb.s1
         s1.load_redirect([(f"{s1.name}-eth1", f"{s1.name}-eth3"), (f"{s1.name}-eth3", f"{s1.name}-eth2")])
         try:
-            return run_on_classifier_host(tb, model_json, prep.pcap, prep.frames, host_pace(replay), run_dir, slug)
+            return run_on_classifier_host(tb, model_json, prep.pcap, prep.frames, host_pace(replay), run_dir, slug,
+                                          prep.sent, prep.overhead)
         finally:
             s1.unload()
 

@@ -7,9 +7,14 @@ float fusion and hard veto of the runner), inserts the verdict header and
 sends the frame back to s1, which forwards it to h2. So their latency and
 throughput are measured through the network, not asserted.
 
-``SoftwareClassifier.classify`` is the single per-packet function: the daemon
+``SoftwareClassifier.on_wire`` is the single per-packet function: the daemon
 calls it on live frames, and the conformance check calls it offline on the
 same frames with the daemon's own timestamps, which must give the same verdicts.
+Its clock is the switch's rule (chimera.formats.shim): a frame carrying the
+trace-time shim is classified on the shim's trace time, the shim removed and its
+index returned as the verdict's ``seq``; any other frame on the host's own clock.
+So under the trace clock a † verdict depends on the trace alone, not on the pace
+or the host's scheduling, as a switch's verdict does.
 
     python -m chimera.targets.software.classifier --model MODEL.json --intf sc-eth0
 """
@@ -32,8 +37,8 @@ import numpy as np
 
 from chimera.data.pcap import LINKTYPE_ETHERNET, parse_frames
 from chimera.data.tokens import IAT_BUCKETS, IAT_SHIFT, TS_UNIT_MASK
-from chimera.formats import verdict
-from chimera.formats.verdict import ETH_P_VERDICT, NO_LABEL, NO_RULE, SCORE_MAX, VerdictFlag
+from chimera.formats import shim, verdict
+from chimera.formats.verdict import ETH_P_VERDICT, NO_LABEL, NO_RULE, NO_SEQ, SCORE_MAX, VerdictFlag
 from chimera.model.config import FusionConfig
 from chimera.model.tokenizer import flag_class
 from chimera.model.train import TrainedModel
@@ -100,6 +105,15 @@ class SoftwareClassifier:
         sid, did = self.port_id.get(sport, 0), self.port_id.get(dport, 0)
         return did if sid == 0 or (did != 0 and did < sid) else sid
 
+    def on_wire(self, frame: bytes, t_in: int) -> tuple[bytes, tuple[int, int, int, int, int], int]:
+        """(the frame without any shim, its verdict, its seq) for a frame as it arrives at ``t_in`` ns:
+        a shimmed frame on the shim's trace time (seq = its index), any other on ``t_in`` (seq = NO_SEQ)."""
+        try:
+            fields, orig = shim.strip(frame)
+        except ValueError:
+            return frame, self.classify(frame, t_in), NO_SEQ
+        return orig, self.classify(orig, int(fields["trace_ns"])), int(fields["index"])
+
     def classify(self, frame: bytes, ts_ns: int) -> tuple[int, int, int, int, int]:
         """(flags, label, rule_id, score, centroid) for one untagged Ethernet frame."""
         buf = np.frombuffer(frame, np.uint8)
@@ -157,12 +171,12 @@ class SoftwareClassifier:
         return flags, label, rule, score, c
 
 
-def mark(frame: bytes, v: tuple[int, int, int, int, int], t_in: int, t_out: int) -> bytes:
+def mark(frame: bytes, v: tuple[int, int, int, int, int], t_in: int, t_out: int, seq: int = NO_SEQ) -> bytes:
     """The frame with the verdict header inserted after Ethernet."""
     flags, label, rule, score, c = v
     orig_type = struct.unpack_from("!H", frame, 12)[0] if len(frame) >= 14 else 0
     hdr = verdict.pack(flags=flags, label=label, rule_id=rule, score=score, centroid=c, ts_in=t_in, ts_out=t_out,
-                       orig_type=orig_type)
+                       orig_type=orig_type, seq=seq)
     return frame[:12] + struct.pack("!H", ETH_P_VERDICT) + hdr + frame[14:]
 
 
@@ -180,8 +194,8 @@ def serve(model_path: Path, intf: str, ready_file: Path | None = None) -> None:
         if addr[2] == PACKET_OUTGOING:
             continue
         t_in = time.monotonic_ns()
-        v = clf.classify(frame, t_in)
-        s.send(mark(frame, v, t_in, time.monotonic_ns()))
+        out, v, seq = clf.on_wire(frame, t_in)
+        s.send(mark(out, v, t_in, time.monotonic_ns(), seq))
 
 
 def main() -> None:

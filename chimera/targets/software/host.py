@@ -3,7 +3,9 @@
 The switch (already redirecting h1 -> sc -> h2) is the caller's; this starts the
 classifier daemon on sc, replays, collects, and re-runs the same classifier
 offline on the same frames with the daemon's own timestamps (conformance of
-the software path).
+the software path). Under the trace clock the frames carry the trace-time shim
+and sc classifies on it (chimera.targets.software.classifier), so a † row is the
+same in every run of a seed; under the switch clock it is sc's own.
 """
 
 from __future__ import annotations
@@ -40,7 +42,11 @@ def host_pace(replay: ReplayConfig) -> Pace:
 
 
 def run_on_classifier_host(tb: Any, model_json: Path, pcap: Path, frames: list[bytes], pace: Pace,
-                           run_dir: Path, slug: str) -> TargetResult:
+                           run_dir: Path, slug: str, sent: list[bytes] | None = None, overhead: int = 0
+                           ) -> TargetResult:
+    """``frames``: the replayed frames without a shim; ``sent``/``overhead``: the frames as ``pcap`` holds them
+    and the bytes the shim adds (trace clock), else ``frames`` and 0."""
+    sent = frames if sent is None else sent
     ready = run_dir / "replay" / f"{slug}.sc-ready"
     ready.unlink(missing_ok=True)
     with open(run_dir / "replay" / f"{slug}.sc.log", "wb") as log_f:
@@ -64,13 +70,13 @@ def run_on_classifier_host(tb: Any, model_json: Path, pcap: Path, frames: list[b
                 daemon.kill()
                 daemon.wait()
     got = collect(frames, files.sent, files.received)
-    acc, _ = account(frames, got, files.failed_to_send, files.dropped_at_receiver, SENDER_MTU)
+    acc, _ = account(frames, got, files.failed_to_send, files.dropped_at_receiver, SENDER_MTU, overhead)
     clf = SoftwareClassifier(json.loads(model_json.read_text()))
     rows = np.flatnonzero(got.received)
     v = got.verdicts
     mism = 0
     for i in rows:
-        mism += clf.classify(frames[i], int(got.ts_in[i])) != (int(v.flags[i]), int(v.label[i]), int(v.rule_id[i]),
+        mism += clf.on_wire(sent[i], int(got.ts_in[i]))[1] != (int(v.flags[i]), int(v.label[i]), int(v.rule_id[i]),
                                                                 int(v.score[i]), int(v.centroid[i]))
     if mism:
         log.error("software classifier: %d verdicts differ from the offline re-run", mism)

@@ -57,6 +57,36 @@ def plot_pareto(df: pd.DataFrame, out: Path) -> list[Path]:
     return save(fig, out, "pareto")
 
 
+TUNING_COLUMNS = ("dataset", "method", "configs_tried", "chosen", "val_f1", "epochs_run", "stopped_by",
+                  "cap_reached_in", "validation")
+
+
+def tuning_lines(df: pd.DataFrame) -> list[str]:
+    """The budget as this run spent it: per method the configurations tried, the one kept on validation, and
+    (methods trained in epochs) the epochs it ran and why it stopped, so a binding cap shows. Runs from before
+    the budget (no ``configs_tried`` column) say so."""
+    if "configs_tried" not in df:
+        return ["## Tuning", "", "This run predates the equal tuning budget (chimera.baselines.budget): its methods "
+                "were not tuned alike.", ""]
+    t = df[df["configs_tried"].notna()].copy()
+    for c in ("chosen", "stopped_by", "validation"):
+        if c in t:
+            t[c] = t[c].fillna("—")
+    cols = [c for c in TUNING_COLUMNS if c in t]
+    tried = sorted({int(x) for x in t["configs_tried"]})
+    capped = t[t["stopped_by"] == "cap"] if "stopped_by" in t else t.iloc[:0]
+    lines = ["## Tuning", "", f"Every method below tried {' or '.join(map(str, tried))} configuration(s) of its grid "
+             "(chimera.baselines.budget), trained on the training split, and kept the one with the best validation "
+             "macro-F1; the test split was read once, by the kept model. Class weights: balanced for every method.",
+             "", table(t[cols], ("configs_tried", "epochs_run", "cap_reached_in")), ""]
+    if "stopped_by" in t and t["stopped_by"].notna().any():
+        lines += [("**The epoch cap bound** for " + ", ".join(f"{r.method} on {r.dataset}" for r in capped.itertuples())
+                   + ": their kept model stopped at the cap, not by patience.") if len(capped) else
+                  f"No kept model stopped at the epoch cap ({int(t['epoch_cap'].max())}): every one stopped by "
+                  "patience.", ""]
+    return lines
+
+
 def render(run: RunView) -> list[str]:
     df = run.table(T.ACCURACY)
     out = run.figures_dir
@@ -98,6 +128,7 @@ def render(run: RunView) -> list[str]:
         lines.append(f"- {ds}: {verdict}{yard}.")
     lines += ["", "The paper claims Chimera attains the best macro-F1 within switch budgets; where a row above "
               "beats it, on this data it does not, and we say so.", "", *[f"> {h}" for h in HONESTY], ""]
+    lines += tuning_lines(df)
     lines += ["## Figures", "", *figure_lines(run, [run.rel(p) for p in figs]), "",
               "Pareto: F1 against per-flow state bits, log scale, classification rows only. Solid step: the front "
               "of the methods that run as switch tables (Chimera, Leo); dashed: the front of every method, "

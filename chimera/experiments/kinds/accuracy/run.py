@@ -19,7 +19,7 @@ def run(ctx: RunContext[AccuracyExperiment]) -> None:
     st = baseline_settings(ctx)
     for nd in named_data(ctx):
         v = ctx.variants[0]
-        rows.append(run_chimera(ctx, nd, v, f"{nd.name}-{v.name}"))
+        rows.append(run_chimera(ctx, nd, v, f"{nd.name}-{v.name}", ctx.cfg.baselines.tuning))
         rows += run_baselines(ctx, nd, ctx.cfg.baselines.methods, st)
         T.ACCURACY.write(pd.DataFrame(rows), ctx.run.path)  # partial progress stays readable
     ctx.record(ctx.cfg.baselines)

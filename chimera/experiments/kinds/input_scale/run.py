@@ -37,9 +37,9 @@ def run(ctx: RunContext[InputScaleExperiment]) -> None:
     rows: list[dict[str, Any]] = []
     for nd in named_data(ctx):
         for L in tqdm(sw.windows, desc=f"{nd.name}: window", unit="L"):
-            r = run_chimera(ctx, nd, variants[L], f"{nd.name}-Chimera-L{L}")
+            r = run_chimera(ctx, nd, variants[L], f"{nd.name}-Chimera-L{L}", b.tuning)
             rows.append({**r, "window": L})
-            st = BaselineSettings.like(base.model, window=L, leo_depth=b.leo_depth, leo_window=b.leo_window)
+            st = BaselineSettings.like(base.model, window=L, tuning=b.tuning)
             rows += [{**x, "window": L} for x in run_baselines(ctx, nd, sw.sequence_baselines, st)]
             T.INPUT_SCALE.write(pd.DataFrame(rows), ctx.run.path)
 

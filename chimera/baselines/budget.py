@@ -1,0 +1,78 @@
+"""The tuning budget of a comparison: what every method gets, declared once.
+
+The comparison kinds (accuracy, input_scale) and the fidelity bench train every method, Chimera included, under
+this budget, and ``docs/baselines.md`` is rendered from it (chimera.book), so the page and the code cannot
+disagree. The rules:
+
+- **The same number of configurations** (``CONFIGS``) for every method, from a grid stated here per method.
+  Each configuration is trained on the training split; the one with the best validation macro-F1 is kept
+  (ties: the first in grid order). The test split is read once, by the kept model.
+- **The same class weighting** for every method: balanced (inverse class frequency), the yardsticks included.
+- **Early stopping by patience** (``PATIENCE`` epochs without a better validation score, keeping the best
+  epoch) for every method trained in epochs. ``EPOCH_CAP`` is a guard, not a budget: a run that reaches it is
+  reported (``stopped_by: cap``), so a binding cap shows.
+- Choices that need no retraining are declared with the grid (``Search.also``): Chimera's fusion weight β is
+  picked on validation for each configuration, from the fusion's own grid.
+
+The gradient-trained methods share one optimizer grid (``OPTIMIZER``): the two learning rates and batch sizes
+the methods used before this budget (the neural baselines' 3e-3 and 512, Chimera's 0.02 and 2048), crossed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+CONFIGS = 4
+PATIENCE = 8
+EPOCH_CAP = 200
+CLASS_WEIGHT = "balanced"
+SELECTION = "validation macro-F1; ties go to the first configuration in grid order"
+
+#: ``full``: every configuration of the grid; ``first``: the grid's first configuration only (smoke tests
+#: and quick looks; a run says which it used, and the book never cites a ``first`` run as a comparison)
+Tuning = Literal["full", "first"]
+
+
+@dataclass(frozen=True)
+class Search:
+    """One method's grid: ``CONFIGS`` value tuples of ``params``; ``also``: choices made without retraining."""
+
+    params: tuple[str, ...]
+    grid: tuple[tuple[Any, ...], ...]
+    trained_in_epochs: bool
+    also: str = ""
+
+    def configs(self, tuning: Tuning = "full") -> list[dict[str, Any]]:
+        grid = self.grid if tuning == "full" else self.grid[:1]
+        return [dict(zip(self.params, values)) for values in grid]
+
+    @staticmethod
+    def label(config: dict[str, Any]) -> str:
+        """``lr=0.003 batch_size=512``: how a configuration is named in a run's tables."""
+        return " ".join(f"{k}={v}" for k, v in config.items())
+
+
+OPTIMIZER_GRID: tuple[tuple[Any, ...], ...] = ((0.003, 512), (0.003, 2048), (0.02, 512), (0.02, 2048))
+OPTIMIZER = Search(("lr", "batch_size"), OPTIMIZER_GRID, trained_in_epochs=True)
+NEURAL = ("N3IC", "MLP-B", "BoS", "RNN-B", "CNN-B", "CNN-M", "CNN-L")
+
+SEARCHES: dict[str, Search] = {
+    "Chimera": Search(OPTIMIZER.params, OPTIMIZER_GRID, True,
+                      also="fusion weight β per configuration, from the fusion's beta_grid (no retraining)"),
+    **{name: OPTIMIZER for name in NEURAL},
+    "AutoEncoder": Search(OPTIMIZER.params, OPTIMIZER_GRID, True,
+                          also="threshold: the benign validation windows' score quantile (autoencoder_quantile)"),
+    "Leo": Search(("depth",), ((6,), (8,), (10,), (12,)), False),
+    "Tree (yardstick)": Search(("depth",), ((8,), (12,), (16,), (24,)), False),
+    "Forest (yardstick)": Search(("max_features",), (("sqrt",), (0.2,), (0.33,), (0.66,)), False),
+}
+
+
+def search(method: str) -> Search:
+    return SEARCHES[method]
+
+
+def stopped_by(epochs_run: int, cap: int, patience_hit: bool) -> str:
+    """Why training ended: ``patience`` (early stopping) or ``cap`` (the guard bound)."""
+    return "patience" if patience_hit or epochs_run < cap else "cap"

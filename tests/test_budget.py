@@ -1,0 +1,71 @@
+"""The comparison's tuning budget (chimera.baselines.budget): one declaration, the same for every method, and
+what the code trains with (a grid that drifts from it, a yardstick without class weights, Leo on its own
+window, a choice made on anything but validation fails here)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from chimera.baselines import budget as B
+from chimera.baselines.features import fair_inputs
+from chimera.baselines.zoo import BASELINES, BaselineSettings, Candidate, choose, run_baseline, spec_of
+
+from builders import quickstart_artifact
+
+
+def test_every_method_gets_the_same_number_of_configurations() -> None:
+    assert set(B.SEARCHES) == {"Chimera", *BASELINES}
+    for name, s in B.SEARCHES.items():
+        assert len(s.configs()) == B.CONFIGS, name
+        assert len({B.Search.label(c) for c in s.configs()}) == B.CONFIGS, f"{name}: repeated configurations"
+        assert len(s.configs("first")) == 1
+    # the gradient-trained methods share one optimizer grid: the settings Chimera and the baselines used before
+    trained = [n for n, s in B.SEARCHES.items() if s.trained_in_epochs]
+    assert {B.SEARCHES[n].grid for n in trained} == {B.OPTIMIZER_GRID}
+    assert {(0.003, 512), (0.02, 2048)} <= set(B.OPTIMIZER_GRID)
+
+
+def test_the_choice_is_on_validation_and_ties_go_to_the_first() -> None:
+    cands = [Candidate({"depth": d}, f, None) for d, f in ((6, 0.5), (8, 0.9), (10, 0.9), (12, 0.1))]
+    best, cols = choose(cands)
+    assert best.config == {"depth": 8} and cols["chosen"] == "depth=8" and cols["configs_tried"] == 4
+    assert cols["validation"].split("; ")[0] == "depth=6: 0.5000"
+
+
+def test_leo_reads_chimeras_window() -> None:
+    st = BaselineSettings(window=8)
+    assert spec_of("Leo", st) == fair_inputs(8) == spec_of("CNN-M", st)
+
+
+@pytest.mark.parametrize("name", ["Leo", "Tree (yardstick)"])
+def test_trees_are_tuned_on_validation_with_balanced_weights(name: str) -> None:
+    """The kept depth is the grid's best on validation, and the fitted tree carries balanced class weights."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    from chimera.baselines.zoo import SplitFeatures
+    from chimera.metrics.classification import macro_f1
+    d = quickstart_artifact().data
+    rows = (d.train_rows, d.val_rows, d.test_rows)
+    st = BaselineSettings(window=4, max_train_packets=4000)
+    cache: dict = {}
+    r = run_baseline(name, d.ds, d.tokens, rows, len(d.classes), [], st, 1, cache)
+    sf: SplitFeatures = next(iter(cache.values()))
+    val = {}
+    for c in B.SEARCHES[name].configs():
+        t = DecisionTreeClassifier(max_depth=c["depth"], class_weight="balanced", random_state=1).fit(sf.x_tr, sf.y_tr)
+        val[c["depth"]] = macro_f1(sf.y_va, t.predict(sf.x_va))
+    assert r.extra["configs_tried"] == B.CONFIGS
+    assert r.extra["chosen"] == f"depth={max(val, key=lambda k: val[k])}"
+    assert np.isclose(r.extra["val_f1"], max(val.values()))
+
+
+def test_neural_training_says_why_it_stopped() -> None:
+    from chimera.baselines import neural
+    rng = np.random.default_rng(0)
+    x = rng.random((400, 4, 14), dtype=np.float32)
+    y = (x[:, -1, 1] > 0.5).astype(np.int64)
+    capped = neural.fit_predict("MLP-B", x, y, x, y, x, 2, 1, neural.TrainSettings(epochs=3, patience=50))
+    assert capped.epochs_run == 3 and capped.stopped_by == "cap"
+    early = neural.fit_predict("MLP-B", x, y, x, y, x, 2, 1, neural.TrainSettings(epochs=500, patience=2))
+    assert early.stopped_by == "patience" and early.epochs_run < 500
