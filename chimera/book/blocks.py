@@ -487,7 +487,8 @@ def fidelity(b: Book) -> str:
     return (f"From {r.cite()} (mean ± 95% t-interval over each set's seeds; development seeds are the ones design "
             "decisions looked at, held-out seeds the final numbers; macro-F1 on test packets; the real sets are "
             "small, see their README):\n\n" +
-            fmt.table(["data", "seed set (seeds)", "Chimera (in-switch)", "tree", "forest", "goal"], rows))
+            fmt.table(["data", "seed set (seeds)", "Chimera (in-switch)", "tree", "forest", "goal"], rows) +
+            older_fidelity_rows(b, r))
 
 
 @block("fidelity-history")
@@ -513,7 +514,34 @@ def fidelity_history(b: Book) -> str:
 def fidelity_tables(b: Book) -> str:
     from chimera.bench.fidelity import tables_markdown
     r = b.runs.need("bench-fidelity")
-    return tables_markdown(r.path, r.rel) + (f"\n{r.freshness.mark().strip()}\n" if not r.freshness.fresh else "")
+    out = tables_markdown(r.path, r.rel) + (f"\n{r.freshness.mark().strip()}\n" if not r.freshness.fresh else "")
+    return out + older_fidelity_rows(b, r)
+
+
+def older_fidelity_rows(b: Book, newest: Run) -> str:
+    """A fidelity run made for some kinds of data only (``--only``) leaves the others to older runs: name, for
+    each kind the newest run lacks, the newest run that has it, with its Chimera/tree/forest means. Nothing is
+    dropped from the page silently, and nothing old is passed off as new."""
+    have = set(newest.csv("fidelity.csv")["data"])
+    rows, seen = [], set(have)
+    for r in reversed(b.runs.all("bench-fidelity")):
+        if r.run_id == newest.run_id:
+            continue
+        s = fidelity_summary(r)
+        s = s if "seed_set" in s else s.assign(seed_set="development")
+        for data in dict.fromkeys(s["data"]):
+            if data in seen:
+                continue
+            seen.add(data)
+            for sset, g in s[s.data == data].groupby("seed_set", sort=False):
+                m = g.set_index("measure")["mean"]
+                rows.append([str(data), str(sset), f(m["chimera_int_f1"], 3), f(m["tree_f1"], 3),
+                             f(m["forest_f1"], 3), r.cite()])
+    if not rows:
+        return ""
+    return ("\nNot in that run, from the newest published run that has them (older code and, where the run "
+            "predates the equal budget, methods not tuned alike):\n\n" +
+            fmt.table(["data", "seed set", "Chimera (integer)", "tree", "forest", "run"], rows) + "\n")
 
 
 # ------------------------------------------------------------------------------------------------ benches
