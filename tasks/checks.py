@@ -111,11 +111,11 @@ def mutate(c: Context, files: str = "reference,ebpf", budget: str = "30m", seed:
     print((out / "summary.md").read_text())  # noqa: T201 - the summary is the command's output
 
 
-@task(help={"what": "ingest | reference | install | switch | fidelity | scale | sweep | zeroloss | shards | bmv2ratio | "
+@task(help={"what": "ingest | reference | install | switch | fidelity | directions | scale | sweep | zeroloss | shards | bmv2ratio | "
                     "bmv2files",
             "pcap": "capture to benchmark (ingest)",
-            "seeds": "fidelity: comma-separated seeds (default: development 1,2,3 and held-out 11-15)",
-            "only": "fidelity: comma-separated parts of data names to run (the docs are then left alone)",
+            "seeds": "fidelity, directions: comma-separated seeds (default: development 1,2,3 and held-out 11-15)",
+            "only": "fidelity, directions: comma-separated parts of data names to run",
             "baseline": "bmv2files: the git revision whose chimera.p4 the shipped one is timed against",
             "sizes": "scale: comma-separated dataset sizes in packets (default 100000,1000000,10000000)"})
 @cli

@@ -115,6 +115,8 @@ BENCHES: dict[str, Bench] = {b.name: b for b in (
           nightly=_switch, metric="switch_ratio"),
     Bench("fidelity", "chimera.bench.fidelity", "integer pipeline against trees, forests and the float model",
           FidelityOptions),
+    Bench("directions", "chimera.bench.directions", "a recency term and a class-aware Map against Chimera as it is, "
+          "decided on validation", FidelityOptions),
     Bench("scale", "chimera.bench.scale", "10^5, 10^6 and 10^7 packets through every offline stage", ScaleOptions),
     Bench("sweep", "chimera.bench.sweep", "Ray against sequential"),
     Bench("zeroloss", "chimera.bench.zeroloss", "the highest fixed rate with 0 loss, per target"),

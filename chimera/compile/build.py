@@ -155,6 +155,9 @@ def quantize(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: Compil
     if cfg.software_only:
         raise ConfigError(f"attention={cfg.attention}, keys={cfg.keys} cannot be compiled to switch tables",
                           "it runs as the software classifier (marked † in the ablation)")
+    if model.decay is not None:
+        raise ConfigError("the model has the recency term, which no dataplane implements",
+                          "it is measured offline only (invoke bench --what directions)")
     b = ccfg.bits
     C, Y, m = cfg.centroids, len(model.classes), cfg.features
     kmax, vtop = (1 << b) - 1, (1 << (b - 1)) - 1

@@ -198,9 +198,24 @@ def ports_by_peers(sport: np.ndarray, dport: np.ndarray, k: int) -> np.ndarray:
     return top[peers[top] > 0].astype(np.int64)
 
 
+def class_profile(keys: np.ndarray, labels: np.ndarray, n_classes: int) -> np.ndarray:
+    """[MAP_KEYS, n_classes]: each key's class distribution on the training tokens (add-one smoothed)."""
+    c = np.zeros((MAP_KEYS, n_classes))
+    np.add.at(c, (np.asarray(keys, np.int64), np.asarray(labels, np.int64)), 1.0)
+    c += 1.0
+    return c / c.sum(1, keepdims=True)
+
+
 def fit_map(tok: Tokens, n_centroids: int, seed: int, *, len_fine: int = LEN_FINE_MAX, port_ids: int = PORT_IDS_MAX,
-            sport: np.ndarray | None = None, dport: np.ndarray | None = None) -> MapTables:
-    """Length bins from quantiles, k-means over the observed coarse keys, a port vocabulary (either side)."""
+            sport: np.ndarray | None = None, dport: np.ndarray | None = None, labels: np.ndarray | None = None,
+            class_weight: float = 0.0) -> MapTables:
+    """Length bins from quantiles, k-means over the observed coarse keys, a port vocabulary (either side).
+
+    ``labels`` and ``class_weight`` > 0: a class-aware Map (a supervised partition, in the manner of Pegasus):
+    each key's class distribution on the training tokens joins its features, scaled so that at weight 1 it
+    spreads as much as the features do, so keys that separate the classes tend to get centroids of their own.
+    Keys never seen in training are placed by their features alone. The Map stays a key -> centroid table: every
+    implementation reads it as it is."""
     lens = np.asarray(tok.ip_len, np.int64)
     edges = quantile_edges(lens, LEN_BINS)
     repr_len = bin_repr(edges)
@@ -212,8 +227,13 @@ def fit_map(tok: Tokens, n_centroids: int, seed: int, *, len_fine: int = LEN_FIN
     feats = key_features(repr_len)
     seen = np.flatnonzero(counts > 0)
     k = min(n_centroids, seen.size)
-    km = KMeans(n_clusters=k, n_init=4, random_state=seed).fit(feats[seen], sample_weight=counts[seen])
-    centers = km.cluster_centers_
+    fit_on = feats[seen]
+    if labels is not None and class_weight > 0:
+        prof = class_profile(m.keys(tok), labels, int(np.max(labels)) + 1)[seen]
+        spread = float(np.sqrt(fit_on.var(0).sum() / max(prof.var(0).sum(), 1e-12)))
+        fit_on = np.column_stack([fit_on, class_weight * spread * prof])
+    km = KMeans(n_clusters=k, n_init=4, random_state=seed).fit(fit_on, sample_weight=counts[seen])
+    centers = km.cluster_centers_[:, :feats.shape[1]]
     if k < n_centroids:  # fewer distinct keys than centroids: spare centroids stay unused
         centers = np.vstack([centers, np.full((n_centroids - k, centers.shape[1]), 1e6)])
     d2 = ((feats[:, None, :] - centers[None, :, :]) ** 2).sum(-1)

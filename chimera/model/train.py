@@ -86,7 +86,8 @@ def build_contexts(flows: Flows, rows: np.ndarray, window: int) -> Contexts:
 class AttentionClassifier(torch.nn.Module):
     """Centroid embeddings -> q, k -> kernel; sub-token embeddings -> values -> class head."""
 
-    def __init__(self, cfg: ModelConfig, n_classes: int, sizes: tuple[int, ...], seed: int) -> None:
+    def __init__(self, cfg: ModelConfig, n_classes: int, sizes: tuple[int, ...], seed: int,
+                 recency: bool = False) -> None:
         super().__init__()
         gen = torch.Generator().manual_seed(seed)
         C, d = cfg.centroids, cfg.d_model
@@ -105,6 +106,16 @@ class AttentionClassifier(torch.nn.Module):
         self.g_value = param(PROTO_CLASSES, ng, cfg.d_v, scale=0.1)
         m = cfg.features if cfg.attention == "prf" else max(cfg.features // 2, 1)
         self.register_buffer("omega", torch.randn(m, cfg.d_k, generator=gen))
+        # the recency term (measured offline, docs/fidelity.md): a learned geometric decay of the attention
+        # weight with the token's age in the window, rho^lag, rho = exp(-softplus(r)); one parameter, and the
+        # form an incremental accumulator could carry (multiply by rho per packet)
+        self.recency = torch.nn.Parameter(torch.tensor(-3.0)) if recency else None
+
+    def decay(self, L: int) -> torch.Tensor:
+        """[L] recency weights rho^lag (lag 0: the packet itself); ones without the recency term."""
+        if self.recency is None:
+            return torch.ones(L)
+        return torch.exp(-torch.nn.functional.softplus(self.recency) * torch.arange(L, dtype=torch.float32))
 
     def phi(self, x: torch.Tensor) -> torch.Tensor:
         """Random feature map [..., d_k] -> [..., m]."""
@@ -161,6 +172,8 @@ class AttentionClassifier(torch.nn.Module):
             z = (phi_q * kk).sum(1)
         else:
             w = self.kernel_of(self.emb[q][:, None, :], self.emb[win_c]) * mask       # [N, L]
+            if self.recency is not None:
+                w = w * self.decay(win_c.shape[1])
             u = self.token_values(win_sub) @ self.wo                                  # [N, L, Y]
             a = (w[..., None] * u).sum(1)
             z = w.sum(1)
@@ -185,6 +198,7 @@ class TrainedModel:
     val_f1: float = float("nan")
     epochs_run: int = 0
     stopped_by: str = "cap"            # "patience" (early stopping) or "cap" (ran config.epochs)
+    decay: np.ndarray | None = None    # [L] recency weights (the offline-only recency term); None: none
 
     def global_scores(self) -> tuple[np.ndarray, np.ndarray]:
         """(G [C, P, Y], Gz [C, P]) in float."""
@@ -222,6 +236,8 @@ class TrainedModel:
                 mask = ctx.window >= 0
                 wc = tv.centroid[np.maximum(ctx.window, 0)]
                 w = self.kernel[q[:, None], wc] * mask
+                if self.decay is not None:
+                    w = w * self.decay[None, :]
                 a = a + np.einsum("nl,nly->ny", w, u_all[np.maximum(ctx.window, 0)])
                 z = z + w.sum(1)
         return a / np.maximum(z, KERNEL_FLOOR)[:, None]
@@ -277,7 +293,7 @@ def _inputs(tv: TokenView, ctx: Contexts, sel: np.ndarray | None, dense: bool) -
 
 
 def train(cfg: ModelConfig, classes: list[str], mp: MapTables, tv: TokenView, train_ctx: Contexts, y_train: np.ndarray,
-          val_ctx: Contexts | None, y_val: np.ndarray | None, seed: int) -> TrainedModel:
+          val_ctx: Contexts | None, y_val: np.ndarray | None, seed: int, recency: bool = False) -> TrainedModel:
     """Fit the classifier; keeps the epoch with the best validation macro-F1 (early stopping).
 
     Labels are given in the contexts' row order. Runs single-threaded: the model is
@@ -291,17 +307,20 @@ def train(cfg: ModelConfig, classes: list[str], mp: MapTables, tv: TokenView, tr
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _train(cfg, classes, mp, tv, train_ctx, y_train, val_ctx, y_val, seed)
+        return _train(cfg, classes, mp, tv, train_ctx, y_train, val_ctx, y_val, seed, recency)
     finally:
         torch.set_num_threads(threads)
 
 
 def _train(cfg: ModelConfig, classes: list[str], mp: MapTables, tv: TokenView, train_ctx: Contexts,
-           y_train: np.ndarray, val_ctx: Contexts | None, y_val: np.ndarray | None, seed: int) -> TrainedModel:
+           y_train: np.ndarray, val_ctx: Contexts | None, y_val: np.ndarray | None, seed: int,
+           recency: bool = False) -> TrainedModel:
+    if recency and not cfg.uses_window or recency and cfg.keys == "dense":
+        raise ValueError(f"the recency term weighs a window's tokens by age: keys={cfg.keys} has no window")
     torch.manual_seed(seed)
     n_cls = len(classes)
     dense = cfg.keys == "dense"
-    model = AttentionClassifier(cfg, n_cls, mp.sizes, seed)
+    model = AttentionClassifier(cfg, n_cls, mp.sizes, seed, recency)
     yt = torch.from_numpy(y_train.astype(np.int64))
     freq = np.bincount(y_train, minlength=n_cls).astype(np.float64)
     w = np.where(freq > 0, (freq.sum() / np.maximum(freq, 1) / n_cls) ** cfg.class_weight_power, 0.0)
@@ -355,4 +374,5 @@ def _export(model: AttentionClassifier, cfg: ModelConfig, classes: list[str], mp
             global_kernel=gkern.numpy().astype(np.float64),
             global_phi_k=model.phi(gk @ model.wk).numpy().astype(np.float64) if prf else None,
             global_values=model.g_value[:, :ng].numpy().astype(np.float64),
-            val_f1=val_f1, epochs_run=epochs, stopped_by=stopped_by)
+            val_f1=val_f1, epochs_run=epochs, stopped_by=stopped_by,
+            decay=model.decay(cfg.window).numpy().astype(np.float64) if model.recency is not None else None)

@@ -27,6 +27,16 @@ log = logging.getLogger(__name__)
 TOKEN_FIELDS = ("ip_len", "iat_bucket", "direction", "tcp_flags", "proto")
 
 
+@dataclass(frozen=True)
+class Directions:
+    """The two directions docs/fidelity.md named, measured offline by ``invoke bench --what directions``
+    (chimera.bench.directions) and off everywhere else: a recency term in attention, and a class-aware Map
+    (``map_class_weight`` > 0: the keys' class distributions join the k-means features)."""
+
+    recency: bool = False
+    map_class_weight: float = 0.0
+
+
 @dataclass
 class ModelCache:
     maps: dict[tuple, tuple[MapTables, TokenView]] = field(default_factory=dict)
@@ -95,23 +105,26 @@ def _contexts(data: PreparedData, cache: ModelCache, window: int, which: str, ro
     return cache.contexts[key]
 
 
-def train_model(data: PreparedData, cfg: ModelConfig, seed: int, cache: ModelCache | None = None) -> FittedModel:
+def train_model(data: PreparedData, cfg: ModelConfig, seed: int, cache: ModelCache | None = None,
+                directions: Directions = Directions()) -> FittedModel:
     """The float model for ``cfg`` with its contexts; cached by what it depends on."""
     cache = cache if cache is not None else ModelCache()
     tr = train_sample(data, cfg.max_train_packets, seed)
-    mk = (cfg.centroids, cfg.len_fine, seed, cfg.max_train_packets)
+    mk = (cfg.centroids, cfg.len_fine, seed, cfg.max_train_packets, directions.map_class_weight)
     if mk not in cache.maps:
         t = data.ds.table
         mp = fit_map(_sub(data.tokens, tr), cfg.centroids, seed, len_fine=cfg.len_fine, sport=t.sport[tr],
-                     dport=t.dport[tr])
+                     dport=t.dport[tr], labels=data.y(tr) if directions.map_class_weight else None,
+                     class_weight=directions.map_class_weight)
         cache.maps[mk] = (mp, token_view(t, data.tokens, data.ds.flows, mp))
     mp, tv = cache.maps[mk]
     ctr = _contexts(data, cache, cfg.window, f"train:{cfg.max_train_packets}", tr)
     cva = _contexts(data, cache, cfg.window, "val", data.val_rows)
     cte = _contexts(data, cache, cfg.window, "test", data.test_rows)
-    k = cfg.model_dump_json(exclude={"aggregation"})  # batch and incremental share the float model
+    k = cfg.model_dump_json(exclude={"aggregation"}) + repr(directions)  # batch and incremental share one model
     if k not in cache.models:
-        cache.models[k] = train(cfg, data.classes, mp, tv, ctr, data.y(ctr.rows), cva, data.y(cva.rows), seed)
+        cache.models[k] = train(cfg, data.classes, mp, tv, ctr, data.y(ctr.rows), cva, data.y(cva.rows), seed,
+                                directions.recency)
     m = cache.models[k]
     if m.config != cfg:
         m = dataclasses.replace(m, config=cfg)
@@ -119,7 +132,7 @@ def train_model(data: PreparedData, cfg: ModelConfig, seed: int, cache: ModelCac
 
 
 def train_variant(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, seed: int,
-                  cache: ModelCache) -> TrainedVariant:
+                  cache: ModelCache, directions: Directions = Directions()) -> TrainedVariant:
     """Train the variant's model and pick beta on the validation split (float fusion); with
     ``model.window_choices``, one model per window and the one with the best validation macro-F1 (ties: the
     smaller window), as the yardsticks' depth is chosen on validation.
@@ -129,7 +142,7 @@ def train_variant(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, s
     """
     choices = sorted(set(v.model.window_choices)) or [v.model.window]
     tried = {w: _train_fused(data, rules, v, v.model.model_copy(update={"window": w, "window_choices": ()}), seed,
-                             cache) for w in choices}
+                             cache, directions) for w in choices}
     best = max(tried, key=lambda w: (tried[w].val_f1, -w))
     if len(tried) > 1:
         log.info("%s: window %d chosen on validation (macro-F1 %s)", v.name, best,
@@ -157,8 +170,8 @@ def tune_variant(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, se
 
 
 def _train_fused(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, model_cfg: ModelConfig, seed: int,
-                 cache: ModelCache) -> TrainedVariant:
-    fm = train_model(data, model_cfg, seed, cache)
+                 cache: ModelCache, directions: Directions = Directions()) -> TrainedVariant:
+    fm = train_model(data, model_cfg, seed, cache, directions)
     fusion, beta, fallback = v.fusion, v.fusion.beta, None
     if v.fusion.mode in ("cascade", "soft"):
         y_val, s_val = data.y(data.val_rows), fm.scores("val")

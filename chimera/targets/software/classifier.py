@@ -37,6 +37,7 @@ import numpy as np
 
 from chimera.data.pcap import LINKTYPE_ETHERNET, parse_frames
 from chimera.data.tokens import IAT_BUCKETS, IAT_SHIFT, TS_UNIT_MASK
+from chimera.errors import ConfigError
 from chimera.formats import shim, verdict
 from chimera.formats.verdict import ETH_P_VERDICT, NO_LABEL, NO_RULE, NO_SEQ, SCORE_MAX, VerdictFlag
 from chimera.model.config import FusionConfig
@@ -55,6 +56,9 @@ SCORE_SCALE = 1_000_000  # float margin -> verdict score (fixed point, saturatin
 def export_model(model: TrainedModel, rules: Rules, W: np.ndarray, fusion: FusionConfig, beta: float,
                  path: Path) -> Path:
     """Write everything the classifier needs as one JSON file: the float tables, not the integer ones."""
+    if model.decay is not None:
+        raise ConfigError("the model has the recency term, which the software classifier host does not implement",
+                          "it is measured offline only (invoke bench --what directions)")
     cfg = model.config
     a, b = fusion.coefficients(beta)
     G, Gz = model.global_scores()
