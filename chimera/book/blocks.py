@@ -254,8 +254,16 @@ def accuracy(b: Book) -> str:
     first = runs[0].table(ACCURACY).drop_duplicates("method").set_index("method")
     soft = {m: str(first.loc[m, "where"]) == "software" for m in df.index if m in first.index}
     rows = [[m + (" †" if soft.get(m) else "")] + [f(df.loc[m, c]) for c in df.columns] for m in df.index]
-    out = [f"Every method reads Chimera's per-packet inputs and trains under the same budget, on the same split "
-           f"(seed 1), reference target; Chimera's column is the compiled integer pipeline, bit-exact with eBPF "
+    tuned = [r for r in runs if "configs_tried" in r.table(ACCURACY)]
+    budget = ("every method, Chimera and the yardsticks included, is tuned under one budget (docs/baselines.md: "
+              "the same number of configurations chosen on validation, balanced class weights, early stopping by "
+              "patience; each run's `## Tuning` table shows what was chosen and why training stopped)"
+              if len(tuned) == len(runs) else
+              "**runs made before the equal budget** (" + fmt.words([r.cite() for r in runs if r not in tuned]) +
+              "): there the methods were not tuned alike (Leo on 4 packets at depth 8, the neural models at one "
+              "learning rate under a binding epoch cap, the yardsticks unweighted)")
+    out = [f"Every method reads Chimera's per-packet inputs, on the same split (seed 1, a development seed), "
+           f"reference target; {budget}. Chimera's column is the compiled integer pipeline, bit-exact with eBPF "
            f"and BMv2; † runs in software only. Runs: {fmt.words([r.cite() for r in runs])}. The real sets are "
            "small (their README).", "", fmt.table(["method", *df.columns], rows), ""]
     lines = []
@@ -826,3 +834,13 @@ def baselines_budget(b: Book) -> str:
             "window (`chimera.baselines.features.fair_inputs`), Leo included.\n\n" +
             fmt.table(["method", "model", f"grid ({B.CONFIGS} configurations)", "early stopping",
                        "chosen without retraining"], rows))
+
+
+@block("directions")
+def directions(b: Book) -> str:
+    """The newest published measurement of the two named directions, with its decision (docs/fidelity.md)."""
+    from chimera.bench.directions import report
+    r = b.runs.latest("bench-directions")
+    if r is None:
+        return "No measurement of the two directions is published yet (`invoke bench --what directions`)."
+    return report(r.path, r.rel) + (f"\n{r.freshness.mark().strip()}\n" if not r.freshness.fresh else "")
