@@ -112,15 +112,16 @@ def mutate(c: Context, files: str = "reference,ebpf", budget: str = "30m", seed:
 
 
 @task(help={"what": "ingest | reference | install | switch | fidelity | directions | scale | sweep | zeroloss | shards | bmv2ratio | "
-                    "bmv2files",
+                    "bmv2files | toolchain",
             "pcap": "capture to benchmark (ingest)",
             "seeds": "fidelity, directions: comma-separated seeds (default: development 1,2,3 and held-out 11-15)",
             "only": "fidelity, directions: comma-separated parts of data names to run",
             "baseline": "bmv2files: the git revision whose chimera.p4 the shipped one is timed against",
+            "p4c": "toolchain: the bin directory of the p4c build to check (default: the p4c-bm2-ss on PATH)",
             "sizes": "scale: comma-separated dataset sizes in packets (default 100000,1000000,10000000)"})
 @cli
 def bench(c: Context, what: str = "ingest", pcap: str = "", seeds: str = "", only: str = "", baseline: str = "",
-          sizes: str = "", verbose: bool = False) -> None:
+          sizes: str = "", p4c: str = "", verbose: bool = False) -> None:
     """Benchmarks; each prints its measured rates and ratios (chimera/bench/__init__.py lists them)."""
     from chimera.bench import dispatch
     from chimera.errors import ConfigError
@@ -134,7 +135,7 @@ def bench(c: Context, what: str = "ingest", pcap: str = "", seeds: str = "", onl
         raise ConfigError(f"--sizes {sizes!r}: not a comma-separated list of packet counts",
                           "e.g. --sizes 100000,1000000") from None
     dispatch(what, pcap=Path(pcap) if pcap else None, seeds=seed_list, only=tuple(x for x in only.split(",") if x),
-             baseline=baseline, sizes=size_list)
+             baseline=baseline, sizes=size_list, p4c=Path(p4c) if p4c else None)
 
 
 @task(help={"k": "pytest -k expression", "x": "stop at first failure",

@@ -39,6 +39,10 @@ class ScaleOptions(NoOptions):
     sizes: tuple[int, ...] | None = None   # packets per dataset (default 10^5, 10^6, 10^7)
 
 
+class ToolchainOptions(NoOptions):
+    p4c: Path | None = None           # the bin directory of the p4c build to check (default: the one on PATH)
+
+
 class Bmv2FilesOptions(NoOptions):
     baseline: str | None = None       # the git revision whose chimera.p4 the shipped one is timed against
 
@@ -124,6 +128,8 @@ BENCHES: dict[str, Bench] = {b.name: b for b in (
     Bench("suite", "chimera.bench.suite", "the README's test command timed here, with every tool this machine has"),
     Bench("bmv2ratio", "chimera.bench.bmv2ratio", "chimera.p4 against plain forwarding on the same BMv2",
           target="bmv2"),
+    Bench("toolchain", "chimera.bench.toolchain", "one row of the p4c/BMv2 matrix: compile, P4Info, BMv2 conformance",
+          ToolchainOptions, target="bmv2"),
     Bench("bmv2files", "chimera.bench.bmv2files", "chimera.p4 alone in BMv2's file mode against a revision",
           Bmv2FilesOptions, target="bmv2"),
 )}

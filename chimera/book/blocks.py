@@ -844,3 +844,27 @@ def directions(b: Book) -> str:
     if r is None:
         return "No measurement of the two directions is published yet (`invoke bench --what directions`)."
     return report(r.path, r.rel) + (f"\n{r.freshness.mark().strip()}\n" if not r.freshness.fresh else "")
+
+
+@block("p4c-matrix")
+def p4c_matrix(b: Book) -> str:
+    """The p4c/BMv2 version matrix: the newest published toolchain run of each p4c version."""
+    from chimera.bench.toolchain import ToolchainResult
+    newest: dict[str, tuple[Run, ToolchainResult]] = {}
+    for r in b.runs.all("bench-toolchain"):
+        res = r.manifest.get("result", ToolchainResult)
+        if res is not None:
+            newest[res.p4c_version] = (r, res)
+    if not newest:
+        return ("No toolchain run is published yet (`invoke bench --what toolchain --p4c DIR`, one per p4c "
+                "build).")
+    rows = []
+    for version, (r, res) in sorted(newest.items()):
+        rows.append([version, res.bmv2_version, "yes" if res.compiles else "**no**",
+                     "—" if res.p4info_matches is None else "equal" if res.p4info_matches else "**differs**",
+                     f"{res.tests_passed} passed, {res.tests_failed} failed, {res.tests_skipped} skipped",
+                     r.cite()])
+    return ("Each row is one p4c build checked here (`invoke bench --what toolchain --p4c DIR`): chimera.p4 "
+            "compiled for the quickstart model, p4c's P4Info against the committed one, and the BMv2 conformance "
+            "tests (every verdict and register equal to the reference's) with that p4c:\n\n" +
+            fmt.table(["p4c", "BMv2", "compiles", "P4Info", "BMv2 conformance tests", "run"], rows))

@@ -1,0 +1,39 @@
+"""The toolchain bench (one row of the p4c/BMv2 matrix): it reads pytest's verdicts as they are, and refuses a
+p4c directory that holds no p4c, naming it, before it starts anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chimera.bench import toolchain as T
+from chimera.errors import ConfigError
+
+
+def test_junit_counts_each_outcome(tmp_path: Path) -> None:
+    x = tmp_path / "j.xml"
+    x.write_text("""<testsuites><testsuite>
+      <testcase classname="tests.test_conformance" name="a[bmv2-trace]"/>
+      <testcase classname="tests.test_conformance" name="b[bmv2-trace]"><failure message="x"/></testcase>
+      <testcase classname="tests.test_conformance" name="c[bmv2-switch]"><skipped message="no p4c"/></testcase>
+      <testcase classname="tests.test_conformance" name="d[bmv2-switch]"><error message="setup"/></testcase>
+    </testsuite></testsuites>""")
+    assert T._junit(x) == (1, 2, 1, ["tests.test_conformance::b[bmv2-trace]", "tests.test_conformance::d[bmv2-switch]"])
+    assert T._junit(tmp_path / "absent.xml") == (0, 0, 0, [])
+
+
+def test_a_directory_without_p4c_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no p4c-bm2-ss in that directory") as e:
+        T.main(results_root=tmp_path, p4c=tmp_path)
+    assert "bin directory" in e.value.fix
+    assert not (tmp_path / "bench-toolchain").exists()  # refused before a run directory was made
+
+
+def test_a_row_passes_only_when_everything_does() -> None:
+    ok = T.ToolchainResult(p4c="p", p4c_version="v", bmv2_version="b", compiles=True, p4info_matches=True,
+                           tests_passed=18)
+    assert ok.passes
+    assert not ok.model_copy(update={"tests_failed": 1}).passes
+    assert not ok.model_copy(update={"p4info_matches": False}).passes
+    assert not ok.model_copy(update={"tests_passed": 0}).passes  # all skipped is not a pass
