@@ -547,7 +547,7 @@ def older_fidelity_rows(b: Book, newest: Run) -> str:
                              f(m["forest_f1"], 3), r.cite()])
     if not rows:
         return ""
-    return ("\nNot in that run, from the newest published run that has them (older code and, where the run "
+    return ("\n\nNot in that run, from the newest published run that has them (older code and, where the run "
             "predates the equal budget, methods not tuned alike):\n\n" +
             fmt.table(["data", "seed set", "Chimera (integer)", "tree", "forest", "run"], rows) + "\n")
 
