@@ -200,6 +200,7 @@ def ablation(b: Book) -> str:
            "host, whose latency includes the detour.", "",
            fmt.table(["row", "runs on", "F1", "Δ Chimera", "bits/flow", "entries", "switch p50 µs", "p99 µs",
                       "pps", "lost", "≠ reference"], rows)]
+    out += ["", dagger_rows(b, r, d)]
     notes = [(str(v), str(x["row_note"])) for v, x in d.iterrows() if isinstance(x["row_note"], str) and x["row_note"]]
     if notes:
         out += ["", "What the rows say of themselves (`row_note`):", ""] + [f"- {v}: {t}" for v, t in notes]
@@ -215,10 +216,44 @@ def ablation(b: Book) -> str:
                 f"{other.program} there and on {lead.program} here, {len(same)} score exactly as on {lead.title}; "
                 f"on {other.title}'s switch rows "
                 f"{n(sw_b['lost'].sum())} lost, {n(sw_b['reference_mismatches'].sum())} verdicts and "
-                f"{n(sw_b['register_mismatches'].sum())} registers different from the reference. The † rows run on "
-                "the software classifier host on its own clock, so they move between runs: " +
-                fmt.words([f"{v} {x} on {other.title}'s run against {y} on {lead.title}'s" for v, x, y in dag]) + "."]
+                f"{n(sw_b['register_mismatches'].sum())} registers different from the reference. The † rows: " +
+                fmt.words([f"{v} {x} on {other.title}'s run against {y} on {lead.title}'s" for v, x, y in dag]) +
+                (" (that run's software host classified on its own clock)" if not _on_trace(db) else "") + "."]
     return "\n".join(out)
+
+
+def _on_trace(d: pd.DataFrame) -> bool:
+    """The run's † rows were classified on the trace clock: equal to the offline float model on every packet
+    (the software host reads the trace-time shim since the fix; before it, on its own clock, they were not)."""
+    dag = d[d["software_only"].astype(bool)]
+    return "offline_agreement" in d and len(dag) > 0 and bool((dag["offline_agreement"] == 1.0).all())
+
+
+def dagger_rows(b: Book, r: Run, d: pd.DataFrame) -> str:
+    """What the † rows are, and whether they repeat: every other published run of the ablation on the same
+    target made from the same result-determining code, row by row."""
+    from chimera.report.provenance import fingerprint_at
+    dag = d[d["software_only"].astype(bool)]
+    if dag.empty:
+        return ""
+    if _on_trace(d):
+        text = ("The † rows ran on the software classifier host on the trace clock: their verdicts equal the "
+                "offline float model's on every packet (offline agreement 1).")
+    else:
+        text = ("The † rows ran on the software classifier host on its own clock (offline agreement " +
+                fmt.words([f"{v} {f(x['offline_agreement'])}" for v, x in dag.iterrows()]) +
+                "), so they may move between runs.")
+    same = [p for p in b.runs.all("ablation", on_target(r.target)) if p.run_id != r.run_id and
+            fingerprint_at(p.freshness.commit, b.root) == fingerprint_at(r.freshness.commit, b.root)]
+    if not same:
+        return text
+    pairs = [(p, _ablation(p)) for p in same]
+    diff = [(p, v) for p, dp in pairs for v in dag.index if v in dp.index and dp.loc[v, "macro_f1"] !=
+            d.loc[v, "macro_f1"]]
+    return text + (f" Made again from the same code ({fmt.words([p.cite() for p, _ in pairs])}): " +
+                   ("every † row scored the same, bit for bit." if not diff else
+                    "the † rows differ: " + fmt.words([f"{v} {f(_ablation(p).loc[v, 'macro_f1'])} there" for p, v in diff])
+                    + "."))
 
 
 # ------------------------------------------------------------------------------------------------ Table 1
