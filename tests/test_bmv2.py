@@ -91,9 +91,11 @@ def test_bmv2_conformance_across_live_installs(held: str, target: Bmv2Target, tm
     built = quickstart_artifact()
     table = built.data.ds.table.take(built.data.replay_rows[:1500])
     loop = SlowLoop(built.art, ControlPlaneConfig(t_cp_s=1.0, tau_map=0.0, min_samples=16, rebin="all"))
-    res = target.run(built.art, table, tmp_path, f"live-{held}", replay=PACED, control=loop)
+    # on the trace clock the loop decides on trace time, so how many installs happen does not depend on how busy
+    # the machine is (on the switch clock a slow install left room for one only; how long an install takes is
+    # the install bench's to measure)
+    res = target.run(built.art, table, tmp_path, f"live-{held}", replay=PACED.with_clock("trace"), control=loop)
     _check(res, len(table))
     inst = [s for s in loop.steps if s.decision == "install"]
-    # how long an install takes is the install bench's to measure (a busy machine slows it, not a defect)
     assert len(inst) >= 2 and all(s.install_ms > 0 and not s.error for s in inst)
     assert len(np.unique(res.verdicts.map_version)) >= 2

@@ -25,7 +25,7 @@ def test_the_best_validation_window_is_kept(monkeypatch: pytest.MonkeyPatch, sco
                                             chosen: int) -> None:
     trained: list[int] = []
 
-    def fake(data, rules, v, model_cfg, seed, cache):  # type: ignore[no-untyped-def]
+    def fake(data, rules, v, model_cfg, seed, cache, *directions):  # type: ignore[no-untyped-def]
         trained.append(model_cfg.window)
         assert model_cfg.window_choices == ()
         fitted = SimpleNamespace(model=SimpleNamespace(config=model_cfg))
@@ -40,7 +40,7 @@ def test_the_best_validation_window_is_kept(monkeypatch: pytest.MonkeyPatch, sco
 
 def test_without_choices_the_window_is_trained_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[int] = []
-    monkeypatch.setattr(T, "_train_fused", lambda data, rules, v, cfg, seed, cache: seen.append(cfg.window) or
+    monkeypatch.setattr(T, "_train_fused", lambda data, rules, v, cfg, seed, cache, *_: seen.append(cfg.window) or
                         T.TrainedVariant(None, 0.0, None, None, None, 0.5))  # type: ignore[arg-type]
     T.train_variant(None, None, SimpleNamespace(name="x", model=ModelConfig(window=4)), 1,  # type: ignore[arg-type]
                     T.ModelCache())
