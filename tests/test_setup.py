@@ -5,6 +5,8 @@ Only the local-wheel path can be exercised on this project's machines; the plan 
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from types import ModuleType
 
@@ -60,6 +62,9 @@ def test_provision_vm_plan(tmp_path: Path, os_id: str, version: str, dist: str) 
     assert f"home:/p4lang/{dist}/" in r.stdout
     assert "apt-get install -y -q p4lang-p4c p4lang-bmv2 p4lang-pi" in r.stdout
     assert r.stdout.rstrip().splitlines()[-2] == "+ scripts/bootstrap"  # then the README's own set-up
+    # the installed p4c is compared with the builds the published toolchain matrix checked
+    checked = re.search(r"compare the installed p4c with the checked builds: (.*)", r.stdout)
+    assert checked and "1.2.4.8" in checked.group(1).split()
     skip = subprocess.run([str(ROOT / "scripts" / "provision-vm"), "--dry-run", "--no-p4lang"], capture_output=True,
                           text=True, env={"PATH": "/usr/bin:/bin", "OS_RELEASE": str(osr)}, check=True)
     assert "p4lang" not in skip.stdout.replace("--no-p4lang", "")
