@@ -261,11 +261,13 @@ def _pm(s: pd.DataFrame, data: str, measure: str, sset: str = "development") -> 
     return f"{r['mean']:.3f}" + ("" if np.isnan(r["ci95"]) else f" ± {r['ci95']:.3f}")
 
 
-def tables_markdown(run_dir: Path, cite: str) -> str:
-    """docs/fidelity.md's measured tables, from the run directory's CSVs alone."""
+def tables_markdown(run_dir: Path, cite: str, only: Sequence[str] | None = None) -> str:
+    """docs/fidelity.md's measured tables, from the run directory's CSVs alone (``only``: these kinds of data)."""
     table = pd.read_csv(run_dir / "fidelity.csv")
     s = pd.read_csv(run_dir / "summary.csv")
     per = pd.read_csv(run_dir / "per_class.csv")
+    if only is not None:
+        table, s, per = (x[x["data"].isin(list(only))] for x in (table, s, per))
     sets = groups(table)
     tuned = "chimera_chosen" in table
     out = [f"Measured by `invoke bench --what fidelity` in `{cite}`: mean ± 95% t-interval over the seeds of each "
@@ -292,6 +294,8 @@ def tables_markdown(run_dir: Path, cite: str) -> str:
                    f"{', '.join(str(int(w)) for w in g['chosen_window' if 'chosen_window' in g else 'window'])} |")
     un = run_dir / "unscored.csv"
     unscored = pd.read_csv(un) if un.exists() else pd.DataFrame(columns=["data", "seed", "reason"])
+    if only is not None:
+        unscored = unscored[unscored["data"].isin(list(only))]
     for _, u in unscored.iterrows():
         out.append(f"\n{u['data']}, seed {u['seed']}: not measurable, so the row's mean and interval are over the "
                    f"other seeds: {u['reason']}.")

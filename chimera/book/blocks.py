@@ -505,33 +505,51 @@ def fidelity_summary(r: Run) -> pd.DataFrame:
     return r.csv("summary.csv")
 
 
+def fidelity_runs(b: Book) -> list[tuple[Run, list[str]]]:
+    """The fidelity runs the book shows, newest first, each with the kinds of data it is the newest run of: a run
+    made for some kinds only (``--only``) leaves the others to the newest run that has them. Nothing is dropped
+    from the page, and every row names its run."""
+    out: list[tuple[Run, list[str]]] = []
+    seen: set[str] = set()
+    for r in reversed(b.runs.all("bench-fidelity")):
+        kinds = [d for d in dict.fromkeys(r.csv("fidelity.csv")["data"]) if d not in seen]
+        if kinds:
+            out.append((r, kinds))
+            seen.update(kinds)
+    if not out:
+        raise ResultsError(f"no published run of bench-fidelity under {b.runs.base}",
+                           "run `invoke bench --what fidelity` and `invoke publish` the run")
+    return out
+
+
 @block("fidelity")
 def fidelity(b: Book) -> str:
-    """Per kind of data and seed set (development, held-out): Chimera against the tuned yardsticks."""
+    """Per kind of data and seed set (development, held-out): Chimera against the tuned yardsticks, each kind
+    from the newest run that has it."""
     from chimera.bench.fidelity import groups
-    r = b.runs.need("bench-fidelity")
-    s = fidelity_summary(r)
-    s = s if "seed_set" in s else s.assign(seed_set="development")
-
-    def mean(data: str, sset: str, m: str) -> float:
-        return float(s[(s.data == data) & (s.measure == m) & (s.seed_set == sset)]["mean"].iloc[0])
-
-    def pm(data: str, sset: str, m: str) -> str:
-        x = s[(s.data == data) & (s.measure == m) & (s.seed_set == sset)].iloc[0]
-        return f(x["mean"], 3) + ("" if np.isnan(x["ci95"]) else f" ± {f(x['ci95'], 3)}")
     rows = []
-    for data, sset, g in groups(r.csv("fidelity.csv")):
-        met = int(g["goal_met"].sum())
-        ch, tr = mean(data, sset, "chimera_int_f1"), mean(data, sset, "tree_f1")
-        goal = "met" if met == len(g) else f"**not met** on {len(g) - met} of {len(g)} seeds" + (
-            f": {f(tr - ch, 3)} below the tree" if ch < tr else "")
-        rows.append([data, f"{sset} ({', '.join(str(int(x)) for x in g.seed)})", pm(data, sset, "chimera_int_f1"),
-                     pm(data, sset, "tree_f1"), pm(data, sset, "forest_f1"), goal])
-    return (f"From {r.cite()} (mean ± 95% t-interval over each set's seeds; development seeds are the ones design "
-            "decisions looked at, held-out seeds the final numbers; macro-F1 on test packets; the real sets are "
-            "small, see their README):\n\n" +
-            fmt.table(["data", "seed set (seeds)", "Chimera (in-switch)", "tree", "forest", "goal"], rows) +
-            older_fidelity_rows(b, r))
+    for r, kinds in fidelity_runs(b):
+        s = fidelity_summary(r)
+        s = s if "seed_set" in s else s.assign(seed_set="development")
+        t = r.csv("fidelity.csv")
+        tuned = "yes" if "chimera_chosen" in t else "**no** (before the budget)"
+        for data, sset, g in groups(t[t["data"].isin(kinds)]):
+            x = s[(s.data == data) & (s.seed_set == sset)].set_index("measure")
+
+            def pm(m: str) -> str:
+                return f(x.loc[m, "mean"], 3) + ("" if np.isnan(x.loc[m, "ci95"]) else f" ± {f(x.loc[m, 'ci95'], 3)}")
+            met = int(g["goal_met"].sum())
+            ch, tr = float(x.loc["chimera_int_f1", "mean"]), float(x.loc["tree_f1", "mean"])
+            goal = "met" if met == len(g) else f"**not met** on {len(g) - met} of {len(g)} seeds" + (
+                f": {f(tr - ch, 3)} below the tree" if ch < tr else "")
+            rows.append([data, f"{sset} ({', '.join(str(int(v)) for v in g.seed)})", pm("chimera_int_f1"),
+                         pm("tree_f1"), pm("forest_f1"), goal, tuned, r.cite()])
+    return ("Mean ± 95% t-interval over each set's seeds; development seeds are the ones design decisions looked "
+            "at, held-out seeds the final numbers; macro-F1 on test packets; each kind of data from the newest "
+            "published run that has it; equal budget: Chimera, tree and forest tuned alike (docs/baselines.md). "
+            "The real sets are small, see their README.\n\n" +
+            fmt.table(["data", "seed set (seeds)", "Chimera (in-switch)", "tree", "forest", "goal", "equal budget",
+                       "run"], rows))
 
 
 @block("fidelity-history")
@@ -555,36 +573,13 @@ def fidelity_history(b: Book) -> str:
 
 @block("fidelity-tables")
 def fidelity_tables(b: Book) -> str:
+    """docs/fidelity.md's tables: each contributing run's, for the kinds of data it is the newest run of."""
     from chimera.bench.fidelity import tables_markdown
-    r = b.runs.need("bench-fidelity")
-    out = tables_markdown(r.path, r.rel) + (f"\n{r.freshness.mark().strip()}\n" if not r.freshness.fresh else "")
-    return out + older_fidelity_rows(b, r)
-
-
-def older_fidelity_rows(b: Book, newest: Run) -> str:
-    """A fidelity run made for some kinds of data only (``--only``) leaves the others to older runs: name, for
-    each kind the newest run lacks, the newest run that has it, with its Chimera/tree/forest means. Nothing is
-    dropped from the page silently, and nothing old is passed off as new."""
-    have = set(newest.csv("fidelity.csv")["data"])
-    rows, seen = [], set(have)
-    for r in reversed(b.runs.all("bench-fidelity")):
-        if r.run_id == newest.run_id:
-            continue
-        s = fidelity_summary(r)
-        s = s if "seed_set" in s else s.assign(seed_set="development")
-        for data in dict.fromkeys(s["data"]):
-            if data in seen:
-                continue
-            seen.add(data)
-            for sset, g in s[s.data == data].groupby("seed_set", sort=False):
-                m = g.set_index("measure")["mean"]
-                rows.append([str(data), str(sset), f(m["chimera_int_f1"], 3), f(m["tree_f1"], 3),
-                             f(m["forest_f1"], 3), r.cite()])
-    if not rows:
-        return ""
-    return ("\n\nNot in that run, from the newest published run that has them (older code and, where the run "
-            "predates the equal budget, methods not tuned alike):\n\n" +
-            fmt.table(["data", "seed set", "Chimera (integer)", "tree", "forest", "run"], rows) + "\n")
+    parts = []
+    for r, kinds in fidelity_runs(b):
+        parts.append(tables_markdown(r.path, r.rel, kinds) +
+                     (f"\n{r.freshness.mark().strip()}\n" if not r.freshness.fresh else ""))
+    return "\n\n".join(parts)
 
 
 # ------------------------------------------------------------------------------------------------ benches
@@ -800,15 +795,17 @@ def bmv2_quickstart(b: Book) -> str:
 
 @block("fidelity-seeds")
 def fidelity_seeds(b: Book) -> str:
-    """Every seed's row of the newest fidelity run: what the per-data means hide."""
-    r = b.runs.need("bench-fidelity")
-    t = r.csv("fidelity.csv")
+    """Every seed's row, each kind of data from the newest fidelity run that has it: what the means hide."""
     from chimera.bench.fidelity import with_sets
-    t = with_sets(t)
-    rows = [[str(x["data"]), f"{int(x['seed'])} ({x['seed_set']})", n(x["test_packets"]), f(x["chimera_int_f1"], 3),
-             f(x["tree_f1"], 3), f(x["forest_f1"], 3), f(x["tree_quantized_f1"], 3), f(x["chimera_w1_f1"], 3),
-             "met" if bool(x["goal_met"]) else "not met"] for _, x in t.iterrows()]
-    return (f"From {r.cite()}:\n\n" +
+    rows, cites = [], []
+    for r, kinds in fidelity_runs(b):
+        t = with_sets(r.csv("fidelity.csv"))
+        cites.append(r.cite())
+        rows += [[str(x["data"]), f"{int(x['seed'])} ({x['seed_set']})", n(x["test_packets"]),
+                  f(x["chimera_int_f1"], 3), f(x["tree_f1"], 3), f(x["forest_f1"], 3), f(x["tree_quantized_f1"], 3),
+                  f(x["chimera_w1_f1"], 3), "met" if bool(x["goal_met"]) else "not met"]
+                 for _, x in t[t["data"].isin(kinds)].iterrows()]
+    return (f"From {fmt.words(cites)}:\n\n" +
             fmt.table(["data", "seed", "test packets", "Chimera", "tree", "forest", "tree, quantized inputs",
                        "Chimera, window 1", "goal"], rows))
 
