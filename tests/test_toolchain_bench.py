@@ -37,3 +37,20 @@ def test_a_row_passes_only_when_everything_does() -> None:
     assert not ok.model_copy(update={"tests_failed": 1}).passes
     assert not ok.model_copy(update={"p4info_matches": False}).passes
     assert not ok.model_copy(update={"tests_passed": 0}).passes  # all skipped is not a pass
+
+
+def test_the_compile_cache_keys_on_the_compiler(tmp_path: Path) -> None:
+    """Two p4c binaries never share a cached JSON: the key holds the binary's identity, and the P4Info name is one
+    every p4c release reads (1.2.4.2 rejects .txtpb)."""
+    import os
+
+    from chimera.targets.bmv2.compiler import P4C_P4INFO, compiler_identity
+    a, b = tmp_path / "a" / "p4c-bm2-ss", tmp_path / "b" / "p4c-bm2-ss"
+    for p, body in ((a, "#!/bin/sh\n"), (b, "#!/bin/sh\n")):
+        p.parent.mkdir()
+        p.write_text(body)
+    assert compiler_identity(str(a)) != compiler_identity(str(b))
+    before = compiler_identity(str(a))
+    os.utime(a, ns=(0, 0))  # the same path, upgraded in place
+    assert compiler_identity(str(a)) != before
+    assert P4C_P4INFO.endswith(".txt")

@@ -18,6 +18,10 @@ INSTALL_HINT = ("install p4c and BMv2 from the p4lang project's packages (Ubuntu
                 "Vagrantfile provisions them), or use --target ebpf / reference")
 
 
+#: p4c's own P4Info beside the BMv2 JSON (text format)
+P4C_P4INFO = "p4c.p4info.txt"
+
+
 class CompilationError(TargetError):
     """p4c-bm2-ss rejected chimera.p4 for this artifact."""
 
@@ -36,18 +40,20 @@ def compiled_in(header: str, source: Path = P4_SOURCE) -> str:
 
 def compile_p4(art: Artifact, build_dir: Path, build: BuildOptions | None = None) -> Path:
     """Compile chimera.p4 (or the build's mutant source) for ``art`` with the build's defines; cached by (source,
-    compiled-in constants, defines). Returns the BMv2 JSON.
+    compiled-in constants, defines, the p4c binary). Returns the BMv2 JSON.
 
     The source is copied next to the artifact's header: a quoted #include searches the
     source's own directory first, where p4/chimera_constants.h (the quickstart model's) lives.
-    p4c's own P4Info is written beside the JSON (``invoke p4info --check`` diffs it).
+    p4c's own P4Info is written beside the JSON (``invoke p4info --check`` diffs it), as ``P4C_P4INFO``: a
+    ``.txt`` name, the text-format suffix every p4c release reads (p4c 1.2.4.2, what p4lang's packages ship,
+    rejects ``.txtpb``: "Could not detect p4runtime info file format").
     """
     p4c = p4c_binary()
     b = build or BuildOptions()
     source = b.source or P4_SOURCE
     header = render(art)
     key = hashlib.sha256(source.read_bytes() + compiled_in(header, source).encode()
-                         + " ".join(b.defines()).encode()).hexdigest()[:16]
+                         + " ".join(b.defines()).encode() + compiler_identity(p4c).encode()).hexdigest()[:16]
     out = build_dir / f"bmv2-{key}"
     js = out / "chimera.json"
     if js.exists():
@@ -56,7 +62,7 @@ def compile_p4(art: Artifact, build_dir: Path, build: BuildOptions | None = None
     (out / "chimera_constants.h").write_text(header)
     src = out / P4_SOURCE.name
     shutil.copyfile(source, src)
-    return run_p4c(p4c, src, js, [*b.defines(), "--p4runtime-files", str(out / "p4c.p4info.txtpb")],
+    return run_p4c(p4c, src, js, [*b.defines(), "--p4runtime-files", str(out / P4C_P4INFO)],
                    "this is a bug in chimera.p4 for this configuration: report it with the header", name=P4_SOURCE)
 
 
@@ -70,6 +76,15 @@ def compile_fixed(source: Path, build_dir: Path) -> Path:
         return js
     js.parent.mkdir(parents=True, exist_ok=True)
     return run_p4c(p4c, source, js, [], f"fix {source}")
+
+
+def compiler_identity(p4c: str) -> str:
+    """What the compile cache keys on besides the source: which p4c binary (its real path, size and mtime) and
+    the name its P4Info is written under. A p4c upgraded or switched (the toolchain matrix) never reuses another
+    p4c's JSON."""
+    real = Path(p4c).resolve()
+    st = real.stat()
+    return f"{real}:{st.st_size}:{st.st_mtime_ns}:{P4C_P4INFO}"
 
 
 def p4c_binary() -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 from google.protobuf import text_format
 
 from chimera.formats.artifact import Artifact
-from chimera.targets.bmv2.compiler import compile_p4
+from chimera.targets.bmv2.compiler import P4C_P4INFO, compile_p4
 from chimera.targets.bmv2.schema import P4INFO
 
 
@@ -32,7 +32,7 @@ def check_against_p4c(art: Artifact, build_dir: Path) -> list[str]:
 
     js = compile_p4(art, build_dir)
     theirs, ours = p4i.P4Info(), p4i.P4Info()
-    text_format.Parse((js.parent / "p4c.p4info.txtpb").read_text(), theirs)
+    text_format.Parse((js.parent / P4C_P4INFO).read_text(), theirs)
     text_format.Parse(P4INFO.read_text(), ours)
     a, b = _summary(theirs), _summary(ours)
     return [f"{k}: p4c {a.get(k)} != committed {b.get(k)}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
