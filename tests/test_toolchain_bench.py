@@ -54,3 +54,32 @@ def test_the_compile_cache_keys_on_the_compiler(tmp_path: Path) -> None:
     os.utime(a, ns=(0, 0))  # the same path, upgraded in place
     assert compiler_identity(str(a)) != before
     assert P4C_P4INFO.endswith(".txt")
+
+
+def test_both_compile_caches_key_on_the_compiler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """chimera.p4 and the fixed programs: another p4c compiles afresh; the same p4c reuses its JSON."""
+    from chimera.targets.bmv2 import compiler as C
+    from chimera.targets.bmv2.schema import REDIRECT_SOURCE
+
+    from builders import quickstart_artifact
+    calls: list[str] = []
+
+    def fake_p4c(p4c: str, src: Path, js: Path, extra: list[str], fix: str, name: Path | None = None) -> Path:
+        calls.append(p4c)
+        js.write_text("{}")
+        return js
+    monkeypatch.setattr(C, "run_p4c", fake_p4c)
+    bins = []
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "p4c-bm2-ss").write_text(f"#!/bin/sh\n# {d}\n")
+        bins.append(str(tmp_path / d / "p4c-bm2-ss"))
+    art = quickstart_artifact().art
+    for compile_ in (lambda: C.compile_p4(art, tmp_path / "build"),
+                     lambda: C.compile_fixed(REDIRECT_SOURCE, tmp_path / "build")):
+        calls.clear()
+        outs = []
+        for b in (bins[0], bins[1], bins[0]):
+            monkeypatch.setattr(C, "p4c_binary", lambda b=b: b)
+            outs.append(compile_())
+        assert calls == bins and outs[0] == outs[2] != outs[1]

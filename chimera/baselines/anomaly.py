@@ -147,7 +147,6 @@ class FloatAutoEncoder:
     offset: np.ndarray | None = None  # benign median error by packets present (as the table AutoEncoder)
     epochs_run: int = 0
     stopped_by: str = "cap"
-
     val_f1: float = float("nan")
 
     @classmethod

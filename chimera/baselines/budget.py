@@ -69,10 +69,8 @@ SEARCHES: dict[str, Search] = {
 }
 
 
-def search(method: str) -> Search:
-    return SEARCHES[method]
-
-
-def stopped_by(epochs_run: int, cap: int, patience_hit: bool) -> str:
-    """Why training ended: ``patience`` (early stopping) or ``cap`` (the guard bound)."""
-    return "patience" if patience_hit or epochs_run < cap else "cap"
+def tuning_columns(chosen: str, validation: dict[str, float]) -> dict[str, Any]:
+    """The columns every method's row carries: how many configurations it tried, the one kept, its validation
+    macro-F1 and every configuration's (``validation``: label -> validation macro-F1, in grid order)."""
+    return {"configs_tried": len(validation), "chosen": chosen, "val_f1": validation[chosen],
+            "validation": "; ".join(f"{k}: {v:.4f}" for k, v in validation.items())}

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from chimera.baselines.budget import EPOCH_CAP, PATIENCE, stopped_by
+from chimera.baselines.budget import EPOCH_CAP, PATIENCE
 from chimera.baselines.features import MISSING, WindowSpec
 from chimera.data.tokens import PROTO_CLASSES, proto_class
 from chimera.metrics.classification import macro_f1
@@ -248,7 +248,7 @@ def _fit_predict(name: str, x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray
                 break
     assert best_state is not None
     model.load_state_dict(best_state)
-    return Fit(predict(model, x_te), model_bits(model), best, epochs, stopped_by(epochs, ts.epochs, patience_hit))
+    return Fit(predict(model, x_te), model_bits(model), best, epochs, "patience" if patience_hit else "cap")
 
 
 @torch.no_grad()

@@ -31,7 +31,7 @@ import numpy as np
 
 from chimera.baselines import neural
 from chimera.baselines.anomaly import FloatAutoEncoder
-from chimera.baselines.budget import EPOCH_CAP, PATIENCE, SEARCHES, Search, Tuning
+from chimera.baselines.budget import EPOCH_CAP, PATIENCE, SEARCHES, Search, Tuning, tuning_columns
 from chimera.baselines.features import FIELD_BITS, WindowSpec, fair_inputs, input_bits, window_features
 from chimera.baselines.leo import fit_leo
 from chimera.baselines.yardsticks import FOREST_TREES, tune_forest, tune_tree
@@ -157,8 +157,7 @@ def choose(candidates: list[Candidate]) -> tuple[Candidate, dict[str, Any]]:
     """The candidate with the best validation macro-F1 (ties: the first), and the columns every method's row
     carries: the chosen configuration and each configuration's validation score."""
     best = max(candidates, key=lambda c: c.val_f1)  # max keeps the first of equals
-    return best, {"configs_tried": len(candidates), "chosen": Search.label(best.config), "val_f1": best.val_f1,
-                  "validation": "; ".join(f"{Search.label(c.config)}: {c.val_f1:.4f}" for c in candidates)}
+    return best, tuning_columns(Search.label(best.config), {Search.label(c.config): c.val_f1 for c in candidates})
 
 
 def run_baseline(name: str, ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -194,9 +193,7 @@ def run_baseline(name: str, ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray,
                                                                           st.tuning)
         m = tuned.model
         nodes = sum(e.tree_.node_count for e in m.estimators_) if hasattr(m, "estimators_") else m.tree_.node_count
-        cols = {"configs_tried": len(tuned.validation), "chosen": Search.label(tuned.chosen),
-                "val_f1": max(tuned.validation.values()),
-                "validation": "; ".join(f"{k}: {v:.4f}" for k, v in tuned.validation.items())}
+        cols = tuning_columns(Search.label(tuned.chosen), tuned.validation)
         # size: per node a feature id (8 bits), a 32-bit threshold and two 32-bit child/leaf words
         return BaselineResult(name, tuned.predict(sf.x_te), info.where, input_bits(spec), nodes * (8 + 32 + 64),
                               stored_bits(spec), time.perf_counter() - t0,

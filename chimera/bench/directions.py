@@ -28,7 +28,6 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from chimera.baselines.budget import EPOCH_CAP, PATIENCE
 from chimera.bench.fidelity import DATA, DEV_SEEDS, HELD_OUT_SEEDS, Data, seed_set
 from chimera.bench.results import BenchResult, bench_run
 from chimera.errors import DatasetError
@@ -36,7 +35,7 @@ from chimera.experiments.config import resolve_variants
 from chimera.experiments.load import load_experiment
 from chimera.experiments.stages.dataset import prepare, resolve_dataset
 from chimera.experiments.stages.rules import load_and_learn
-from chimera.experiments.stages.train import Directions, ModelCache, train_variant
+from chimera.experiments.stages.train import Directions, ModelCache, budget_model, train_variant
 from chimera.metrics.classification import macro_f1
 from chimera.metrics.intervals import ci95
 
@@ -51,7 +50,7 @@ def measure(d: Data, seed: int, data_root: Path) -> list[dict[str, Any]]:
     """One row per arm: validation and test macro-F1 of the fused float prediction."""
     cfg = load_experiment("quickstart", {"dataset": d.dataset, "seed": seed})
     v = resolve_variants(cfg)[0]
-    v = v.model_copy(update={"model": v.model.model_copy(update={"epochs": EPOCH_CAP, "patience": PATIENCE})})
+    v = v.model_copy(update={"model": budget_model(v.model, {})})  # its own lr and batch, the budget's rules
     data = prepare(resolve_dataset(cfg.the_dataset(), data_root), seed)
     rules = load_and_learn(cfg.rules, data, seed, cfg.rule_precision_floor)
     y = data.y(data.test_rows)

@@ -44,7 +44,7 @@ from tqdm import tqdm
 from chimera import paths
 from chimera.baselines.features import (FAIR_EXTRA, TOKEN_FIELDS, WindowSpec, column, fair_inputs, responder_port,
                                        windowed)
-from chimera.baselines.budget import SEARCHES, Search
+from chimera.baselines.budget import SEARCHES, Search, tuning_columns
 from chimera.baselines.yardsticks import FOREST_TREES, fit_yardsticks, tune_tree
 from chimera.bench.results import BenchResult, bench_run
 from chimera.errors import DatasetError
@@ -54,7 +54,7 @@ from chimera.experiments.stages.compile import compile_variant
 from chimera.experiments.stages.dataset import PreparedData, prepare, resolve_dataset
 from chimera.experiments.stages.rules import LearnedRules, load_and_learn
 from chimera.formats.artifact import Artifact
-from chimera.experiments.stages.train import ModelCache, TrainedVariant, train_variant, tune_variant
+from chimera.experiments.stages.train import ModelCache, TrainedVariant, budget_model, train_variant, tune_variant
 from chimera.metrics.classification import macro_f1, per_class
 from chimera.metrics.intervals import ci95
 from chimera.model.tokenizer import DIRS, PORT_IDS_MAX, SUB_TOKENS, MapTables, most_frequent_ports
@@ -82,6 +82,11 @@ def with_sets(table: pd.DataFrame) -> pd.DataFrame:
     if "seed_set" not in table:
         table = table.assign(seed_set=[seed_set(int(x)) for x in table["seed"]])
     return table
+
+
+def summary_sets(s: pd.DataFrame) -> pd.DataFrame:
+    """A summary with its ``seed_set`` column (summaries from before the sets hold development seeds only)."""
+    return s if "seed_set" in s else s.assign(seed_set="development")
 
 
 SYNTHETIC = {"flows": 2000, "seed": 1, "duration_s": 50, "max_packets_per_flow": 200}
@@ -169,9 +174,8 @@ def chimera_f1(data: PreparedData, dataset: dict[str, Any], seed: int, window: i
     if fixed is None:
         trained = tune_variant(data, rules, v, seed, ModelCache())
     else:
-        keep = {k: getattr(fixed.model.config, k) for k in (*SEARCHES["Chimera"].params, "epochs", "patience",
-                                                              "class_weight_power")}
-        trained = train_variant(data, rules, v.model_copy(update={"model": v.model.model_copy(update=keep)}), seed,
+        kept = {k: getattr(fixed.model.config, k) for k in SEARCHES["Chimera"].params}
+        trained = train_variant(data, rules, v.model_copy(update={"model": budget_model(v.model, kept)}), seed,
                                 ModelCache())
     v = v.model_copy(update={"model": trained.model.config})  # what is compiled: the configuration kept
     art = compile_variant(data, rules, v, trained)
@@ -203,9 +207,8 @@ def measure(d: Data, seed: int, data_root: Path) -> tuple[dict[str, Any], pd.Dat
         "window": window, "chosen_window": trained.model.config.window,
         "bits_per_flow": art.resources["per_flow_bits"]["total"], "artifact_sha256": art.sha256,
         "dataset_sha256": data.ds.manifest.get("packets_sha256"), "fusion": trained.fusion.mode,
-        "beta": trained.beta, "chimera_chosen": trained.chosen, "chimera_val_f1": trained.val_f1,
-        "chimera_epochs_run": trained.model.epochs_run, "chimera_stopped_by": trained.model.stopped_by,
-        "chimera_validation": "; ".join(f"{k}: {x:.4f}" for k, x in trained.validation.items())}
+        "beta": trained.beta, **{f"chimera_{k}": x for k, x in tuning_columns(trained.chosen, trained.validation).items()},
+        "chimera_epochs_run": trained.model.epochs_run, "chimera_stopped_by": trained.model.stopped_by}
     # the diagnosis: the same tuned tree on other inputs
     fair = fair_inputs(window)
     exact = {c: column(c, data.ds.table, data.tokens, data.ds.flows) for c in (*fair.fields, *fair.extra)}
@@ -254,9 +257,8 @@ def groups(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
     return [(d, ss, t[(t.data == d) & (t.seed_set == ss)]) for d, ss in keys]
 
 
-def _pm(s: pd.DataFrame, data: str, measure: str, sset: str = "development") -> str:
-    """``mean ± ci95`` of a measure (summaries from before the seed sets hold development seeds only)."""
-    s = s if "seed_set" in s else s.assign(seed_set="development")
+def pm(s: pd.DataFrame, data: str, measure: str, sset: str) -> str:
+    """``mean ± ci95`` of a measure of a summary (``summary_sets``) for one kind of data and seed set."""
     r = s[(s.data == data) & (s.measure == measure) & (s.seed_set == sset)].iloc[0]
     return f"{r['mean']:.3f}" + ("" if np.isnan(r["ci95"]) else f" ± {r['ci95']:.3f}")
 
@@ -264,7 +266,7 @@ def _pm(s: pd.DataFrame, data: str, measure: str, sset: str = "development") -> 
 def tables_markdown(run_dir: Path, cite: str, only: Sequence[str] | None = None) -> str:
     """docs/fidelity.md's measured tables, from the run directory's CSVs alone (``only``: these kinds of data)."""
     table = pd.read_csv(run_dir / "fidelity.csv")
-    s = pd.read_csv(run_dir / "summary.csv")
+    s = summary_sets(pd.read_csv(run_dir / "summary.csv"))
     per = pd.read_csv(run_dir / "per_class.csv")
     if only is not None:
         table, s, per = (x[x["data"].isin(list(only))] for x in (table, s, per))
@@ -287,9 +289,9 @@ def tables_markdown(run_dir: Path, cite: str, only: Sequence[str] | None = None)
         met = int(g.goal_met.sum())
         out.append(f"| {n} | {ss} ({', '.join(str(int(x)) for x in g.seed)}) | "
                    f"{int(g.test_packets.mean()):,} ({int(g.test_flows.mean())}) | "
-                   f"{_pm(s, n, 'chimera_int_f1', ss)} | {_pm(s, n, 'chimera_float_f1', ss)} | "
-                   f"{_pm(s, n, 'tree_f1', ss)} | {_pm(s, n, 'forest_f1', ss)} | {_pm(s, n, 'margin_over_tree', ss)} | "
-                   f"{_pm(s, n, 'gap_to_forest', ss)} | "
+                   f"{pm(s, n, 'chimera_int_f1', ss)} | {pm(s, n, 'chimera_float_f1', ss)} | "
+                   f"{pm(s, n, 'tree_f1', ss)} | {pm(s, n, 'forest_f1', ss)} | {pm(s, n, 'margin_over_tree', ss)} | "
+                   f"{pm(s, n, 'gap_to_forest', ss)} | "
                    f"{'met' if met == len(g) else f'**not met** ({met}/{len(g)} seeds)'} | "
                    f"{', '.join(str(int(w)) for w in g['chosen_window' if 'chosen_window' in g else 'window'])} |")
     un = run_dir / "unscored.csv"
@@ -304,7 +306,7 @@ def tables_markdown(run_dir: Path, cite: str, only: Sequence[str] | None = None)
             "| data | seed set | " + " | ".join(label for _, label in DIAGNOSIS) + " |",
             "| --- | --- |" + " --- |" * len(DIAGNOSIS)]
     for n, ss, _ in sets:
-        out.append(f"| {n} | {ss} | " + " | ".join(_pm(s, n, c, ss) for c, _ in DIAGNOSIS) + " |")
+        out.append(f"| {n} | {ss} | " + " | ".join(pm(s, n, c, ss) for c, _ in DIAGNOSIS) + " |")
     if tuned:
         out += ["", "### Chimera's configuration, chosen on validation (per seed)", "",
                 "| data | seed | chosen | validation macro-F1 per configuration | epochs run | stopped by |",

@@ -248,12 +248,11 @@ def dagger_rows(b: Book, r: Run, d: pd.DataFrame) -> str:
     if not same:
         return text
     pairs = [(p, _ablation(p)) for p in same]
-    diff = [(p, v) for p, dp in pairs for v in dag.index if v in dp.index and dp.loc[v, "macro_f1"] !=
-            d.loc[v, "macro_f1"]]
+    diff = [f"{v} {f(dp.loc[v, 'macro_f1'])} in {p.cite()}" for p, dp in pairs for v in dag.index
+            if v in dp.index and dp.loc[v, "macro_f1"] != d.loc[v, "macro_f1"]]
     return text + (f" Made again from the same code ({fmt.words([p.cite() for p, _ in pairs])}): " +
                    ("every † row scored the same, bit for bit." if not diff else
-                    "the † rows differ: " + fmt.words([f"{v} {f(_ablation(p).loc[v, 'macro_f1'])} there" for p, v in diff])
-                    + "."))
+                    f"the † rows differ: {fmt.words(diff)}."))
 
 
 # ------------------------------------------------------------------------------------------------ Table 1
@@ -502,7 +501,8 @@ def throughput_latency(b: Book) -> str:
 
 # ------------------------------------------------------------------------------------------------ fidelity
 def fidelity_summary(r: Run) -> pd.DataFrame:
-    return r.csv("summary.csv")
+    from chimera.bench.fidelity import summary_sets
+    return summary_sets(r.csv("summary.csv"))
 
 
 def fidelity_runs(b: Book) -> list[tuple[Run, list[str]]]:
@@ -526,24 +526,21 @@ def fidelity_runs(b: Book) -> list[tuple[Run, list[str]]]:
 def fidelity(b: Book) -> str:
     """Per kind of data and seed set (development, held-out): Chimera against the tuned yardsticks, each kind
     from the newest run that has it."""
-    from chimera.bench.fidelity import groups
+    from chimera.bench.fidelity import groups, pm
     rows = []
     for r, kinds in fidelity_runs(b):
         s = fidelity_summary(r)
-        s = s if "seed_set" in s else s.assign(seed_set="development")
         t = r.csv("fidelity.csv")
         tuned = "yes" if "chimera_chosen" in t else "**no** (before the budget)"
         for data, sset, g in groups(t[t["data"].isin(kinds)]):
-            x = s[(s.data == data) & (s.seed_set == sset)].set_index("measure")
-
-            def pm(m: str) -> str:
-                return f(x.loc[m, "mean"], 3) + ("" if np.isnan(x.loc[m, "ci95"]) else f" ± {f(x.loc[m, 'ci95'], 3)}")
+            x = s[(s.data == data) & (s.seed_set == sset)].set_index("measure")["mean"]
             met = int(g["goal_met"].sum())
-            ch, tr = float(x.loc["chimera_int_f1", "mean"]), float(x.loc["tree_f1", "mean"])
+            ch, tr = float(x["chimera_int_f1"]), float(x["tree_f1"])
             goal = "met" if met == len(g) else f"**not met** on {len(g) - met} of {len(g)} seeds" + (
                 f": {f(tr - ch, 3)} below the tree" if ch < tr else "")
-            rows.append([data, f"{sset} ({', '.join(str(int(v)) for v in g.seed)})", pm("chimera_int_f1"),
-                         pm("tree_f1"), pm("forest_f1"), goal, tuned, r.cite()])
+            rows.append([data, f"{sset} ({', '.join(str(int(v)) for v in g.seed)})",
+                         *(pm(s, data, m, sset) for m in ("chimera_int_f1", "tree_f1", "forest_f1")), goal, tuned,
+                         r.cite()])
     return ("Mean ± 95% t-interval over each set's seeds; development seeds are the ones design decisions looked "
             "at, held-out seeds the final numbers; macro-F1 on test packets; each kind of data from the newest "
             "published run that has it; equal budget: Chimera, tree and forest tuned alike (docs/baselines.md). "
@@ -560,7 +557,6 @@ def fidelity_history(b: Book) -> str:
     cols: dict[str, dict[str, str]] = {}
     for r in runs:
         s = fidelity_summary(r)
-        s = s if "seed_set" in s else s.assign(seed_set="development")
         for sset, g in s[s.measure == "chimera_int_f1"].groupby("seed_set", sort=False):
             cols[f"`{r.run_id}` ({r.freshness.commit[:7]}, {sset})"] = {
                 d: f(x, 3) for d, x in g.set_index("data")["mean"].items()}

@@ -31,6 +31,7 @@ from tqdm import tqdm
 from chimera.data.flows import Flows
 from chimera.data.pcap import PacketTable
 from chimera.data.tokens import PROTO_CLASSES, Tokens, proto_class
+from chimera.errors import ConfigError
 from chimera.metrics.classification import macro_f1
 from chimera.model.config import ModelConfig
 from chimera.model.tokenizer import SUB_TOKENS, MapTables
@@ -315,8 +316,9 @@ def train(cfg: ModelConfig, classes: list[str], mp: MapTables, tv: TokenView, tr
 def _train(cfg: ModelConfig, classes: list[str], mp: MapTables, tv: TokenView, train_ctx: Contexts,
            y_train: np.ndarray, val_ctx: Contexts | None, y_val: np.ndarray | None, seed: int,
            recency: bool = False) -> TrainedModel:
-    if recency and not cfg.uses_window or recency and cfg.keys == "dense":
-        raise ValueError(f"the recency term weighs a window's tokens by age: keys={cfg.keys} has no window")
+    if recency and (not cfg.uses_window or cfg.keys == "dense"):
+        raise ConfigError(f"the recency term weighs a window's tokens by their age, and keys={cfg.keys} has no "
+                          "window", "measure it with keys hybrid or local")
     torch.manual_seed(seed)
     n_cls = len(classes)
     dense = cfg.keys == "dense"

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from chimera.baselines.budget import Tuning
+from chimera.baselines.budget import Tuning, tuning_columns
 from chimera.baselines.features import fair_inputs, input_bits
 from chimera.baselines.zoo import BASELINES, SEQUENCE_BASELINES, BaselineResult, BaselineSettings, run_baseline
 from chimera.errors import ChimeraError
@@ -157,9 +157,7 @@ def run_chimera(ctx: RunContext, nd: NamedData, v: ResolvedVariant, label: str, 
                            "stopped_by": trained.model.stopped_by, "epoch_cap": v.model.epochs,
                            "beta": trained.beta}
     if trained.validation:
-        row.update({"configs_tried": len(trained.validation), "chosen": trained.chosen, "val_f1": trained.val_f1,
-                    "cap_reached_in": trained.cap_reached_in,
-                    "validation": "; ".join(f"{k}: {f:.4f}" for k, f in trained.validation.items())})
+        row.update({**tuning_columns(trained.chosen, trained.validation), "cap_reached_in": trained.cap_reached_in})
     if art is not None:
         bits, src = per_flow_allocation(art)
         row.update({"model_kbits": art.resources["table_bits"] / 1000, "per_flow_bits": bits,

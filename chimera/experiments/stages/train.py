@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -150,18 +151,22 @@ def train_variant(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, s
     return dataclasses.replace(tried[best], window_val_f1={w: t.val_f1 for w, t in tried.items()})
 
 
+def budget_model(model: ModelConfig, config: dict[str, Any]) -> ModelConfig:
+    """``model`` with one configuration of Chimera's grid and the budget's training rules: its patience, its
+    guard cap and balanced class weights (Chimera's class_weight_power 1 is inverse frequency)."""
+    assert CLASS_WEIGHT == "balanced"
+    return model.model_copy(update={**config, "epochs": EPOCH_CAP, "patience": PATIENCE, "class_weight_power": 1.0})
+
+
 def tune_variant(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, seed: int, cache: ModelCache,
                  tuning: Tuning = "full") -> TrainedVariant:
     """The variant under the comparison's budget (chimera.baselines.budget), as every baseline is tuned: each
     configuration of Chimera's grid trained with balanced class weights, the budget's patience and guard cap
     (β picked per configuration, as ``train_variant`` does); the best validation macro-F1 kept, ties to the first."""
-    assert CLASS_WEIGHT == "balanced"  # Chimera's class_weight_power 1 is inverse frequency
     tried: list[tuple[str, TrainedVariant]] = []
     for config in SEARCHES["Chimera"].configs(tuning):
-        model = v.model.model_copy(update={**config, "epochs": EPOCH_CAP, "patience": PATIENCE,
-                                           "class_weight_power": 1.0})
-        tried.append((Search.label(config), train_variant(data, rules, v.model_copy(update={"model": model}), seed,
-                                                          cache)))
+        tried.append((Search.label(config), train_variant(
+            data, rules, v.model_copy(update={"model": budget_model(v.model, config)}), seed, cache)))
     label, best = max(tried, key=lambda t: t[1].val_f1)  # max keeps the first of equals
     log.info("%s: %s chosen on validation (macro-F1 %s)", v.name, label,
              "; ".join(f"{k}: {t.val_f1:.4f}" for k, t in tried))

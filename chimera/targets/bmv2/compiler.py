@@ -68,10 +68,11 @@ def compile_p4(art: Artifact, build_dir: Path, build: BuildOptions | None = None
 
 def compile_fixed(source: Path, build_dir: Path) -> Path:
     """Compile a fixed v1model program that needs no constants header and no P4Runtime (p4/forward.p4,
-    p4/redirect.p4); cached by its source. Returns the BMv2 JSON, which simple_switch takes on its command
-    line."""
+    p4/redirect.p4); cached by its source and the p4c binary. Returns the BMv2 JSON, which simple_switch takes
+    on its command line."""
     p4c = p4c_binary()
-    js = build_dir / f"bmv2-{source.stem}-{hashlib.sha256(source.read_bytes()).hexdigest()[:16]}" / f"{source.stem}.json"
+    key = hashlib.sha256(source.read_bytes() + compiler_identity(p4c).encode()).hexdigest()[:16]
+    js = build_dir / f"bmv2-{source.stem}-{key}" / f"{source.stem}.json"
     if js.exists():
         return js
     js.parent.mkdir(parents=True, exist_ok=True)
