@@ -27,3 +27,7 @@ from tasks.setup import setup  # noqa: E402
 
 ns = Collection(setup, dataset, run_experiment, sweep, nightly, dashboard, fuzz, mutate, publish, republish, book,
                 reproduce, report, compare, replay, topo, build, p4info, p4header, bench, test, clean)
+# No task reads the terminal (apt-get runs with -y), so invoke does not mirror stdin into the commands it runs. Its
+# stdin mirroring asks the terminal for its foreground process group, which fails (ENOTTY) where stdin is a
+# terminal the process does not control: a VM's init console (scripts/vm-boot's guest), setsid, some CI runners.
+ns.configure({"run": {"in_stream": False}})

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from chimera.baselines.features import WindowSpec, column, fair_inputs, window_features, windowed
 from chimera.bench import fidelity as F
@@ -128,3 +129,28 @@ def test_a_seed_that_cannot_be_scored_is_reported_not_fatal(tmp_path: Path, monk
     run = next((tmp_path / "bench-fidelity").iterdir())
     assert pd.read_csv(run / "unscored.csv").seed.tolist() == [2]
     assert "x (synthetic), seed 2: not measurable" in (run / "report.md").read_text()
+
+
+def test_the_book_shows_each_kind_of_data_from_the_newest_run_that_has_it(tmp_path: Path) -> None:
+    """A run made for some kinds only (``--only``) is the newest of those kinds; the kinds it lacks stay on the
+    page from the older run that has them, and nothing is shown twice."""
+    import json
+
+    from chimera.book.blocks import Book, fidelity_runs
+    from chimera.book.runs import RunSet
+    from chimera.errors import ResultsError
+    from chimera.report.provenance import ROOT
+    base = tmp_path / "published"
+    with pytest.raises(ResultsError, match="invoke bench --what fidelity"):
+        fidelity_runs(Book(RunSet(base, ROOT), ROOT))
+    for rid, kinds in (("20260101-000000-local", ["a (synthetic)", "b (real)"]),
+                       ("20260102-000000-local", ["b (real)"]),
+                       ("20260103-000000-local", ["c (real)", "b (real)"])):
+        d = base / "bench-fidelity" / rid
+        d.mkdir(parents=True)
+        (d / "manifest.json").write_text(json.dumps({"experiment": "bench-fidelity", "run_id": rid, "target": "local",
+                                                     "status": "complete", "git": {"commit": "0" * 40}}))
+        pd.DataFrame([{"data": k, "seed": s} for k in kinds for s in (1, 11)]).to_csv(d / "fidelity.csv", index=False)
+    got = [(r.run_id, kinds) for r, kinds in fidelity_runs(Book(RunSet(base, ROOT), ROOT))]
+    assert got == [("20260103-000000-local", ["c (real)", "b (real)"]),
+                   ("20260101-000000-local", ["a (synthetic)"])]  # the middle run's only kind is shown newer

@@ -144,3 +144,24 @@ def test_vagrantfile_validates_for_both_providers(provider: str) -> None:
                        text=True, cwd=ROOT, env={**os.environ, "VAGRANT_DEFAULT_PROVIDER": provider},
                        timeout=300)
     assert r.returncode == 0 and "validated successfully" in r.stdout, r.stdout + r.stderr
+
+
+def test_tasks_run_commands_where_stdin_is_a_terminal_they_do_not_control() -> None:
+    """Seen in scripts/vm-boot's guest: its init's stdin is the console, a terminal that is no process's
+    controlling one, and invoke's stdin mirroring died on it (tcgetpgrp: ENOTTY) at `invoke setup`'s first
+    command. Here: a new session whose stdin is a pseudo-terminal it does not control runs a command through the
+    tasks' own configuration."""
+    import os
+    import pty
+    import subprocess
+    import sys
+    code = ("import sys; sys.path.insert(0, '.'); from tasks import ns; from invoke import Config, Context; "
+            "print(Context(Config(overrides=ns.configuration())).run('echo ran', hide=True).stdout.strip())")
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, stdin=slave, capture_output=True, text=True,
+                           start_new_session=True, timeout=120)
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert p.returncode == 0 and p.stdout.strip() == "ran", p.stderr[-2000:]
