@@ -138,6 +138,9 @@ def bench(c: Context, what: str = "ingest", pcap: str = "", seeds: str = "", onl
              baseline=baseline, sizes=size_list, p4c=Path(p4c) if p4c else None)
 
 
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 @task(help={"k": "pytest -k expression", "x": "stop at first failure",
             "workers": "pytest-xdist workers (default: one per core and one more; 0: in this process, one test at a time)"})
 def test(c: Context, k: str = "", x: bool = False, workers: int = -1) -> None:
@@ -145,12 +148,15 @@ def test(c: Context, k: str = "", x: bool = False, workers: int = -1) -> None:
 
     Test files run in parallel, one worker per core and one more (pytest-xdist, a file's tests on one worker so
     its module fixtures are built once): the testbed tests take turns through the machine-wide testbed lock and
-    wait on their replays' pace, and the extra worker keeps the cores busy meanwhile."""
+    wait on their replays' pace, and the extra worker keeps the cores busy meanwhile. The workers are the
+    parallelism: each runs its math libraries on one thread (OMP/OpenBLAS/MKL, unless set already), since their
+    thread pools on every worker at once oversubscribe the cores and spin."""
     py = python()
+    one = {} if workers == 0 else {v: os.environ.get(v, "1") for v in THREAD_VARS}
     par = [] if workers == 0 else ["-n", str((os.cpu_count() or 1) + 1) if workers < 0 else str(workers), "--dist", "loadfile",
                                    "--durations", "10"]
     args = ["-m", "pytest", "-ra", "-q", *par] + (["-k", k] if k else []) + (["-x"] if x else [])
-    r = subprocess.run([py, *args], cwd=ROOT, check=False)
+    r = subprocess.run([py, *args], cwd=ROOT, check=False, env={**os.environ, **one})
     if r.returncode == 5:
         raise Exit("no tests were collected", code=1)
     if r.returncode != 0:

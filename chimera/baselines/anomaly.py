@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from chimera.baselines.features import MISSING, WindowSpec
+from chimera.determinism import single_threaded
 from chimera.model.tokenizer import FLAG_CLASSES, LEN_BINS, flag_class, len_bin, quantile_edges
 
 FIELDS = ("len_bin", "iat_bucket", "direction", "flag_class")
@@ -156,7 +157,14 @@ class FloatAutoEncoder:
         """Train on benign windows. With ``val`` (validation windows, and which are attacks) and ``patience``:
         after each epoch, threshold at the benign validation windows' score ``quantile`` and score
         benign-vs-attack macro-F1 on validation; keep the best epoch and stop ``patience`` epochs after it (the
-        comparison's early stopping, on the metric every method is chosen by). Else train ``epochs`` epochs."""
+        comparison's early stopping, on the metric every method is chosen by). Else train ``epochs`` epochs.
+        Single-threaded, as every trained model here (chimera.determinism)."""
+        with single_threaded():
+            return cls._fit(enc_benign, seed, epochs, batch, lr, val, patience, quantile)
+
+    @classmethod
+    def _fit(cls, enc_benign: np.ndarray, seed: int, epochs: int, batch: int, lr: float,
+             val: tuple[np.ndarray, np.ndarray] | None, patience: int, quantile: float) -> "FloatAutoEncoder":
         from chimera.metrics.classification import macro_f1
         torch.manual_seed(seed)
         x = torch.from_numpy(enc_benign.reshape(len(enc_benign), -1))

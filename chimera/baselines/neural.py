@@ -35,6 +35,7 @@ from torch import nn
 from chimera.baselines.budget import EPOCH_CAP, PATIENCE
 from chimera.baselines.features import MISSING, WindowSpec
 from chimera.data.tokens import PROTO_CLASSES, proto_class
+from chimera.determinism import single_threaded
 from chimera.metrics.classification import macro_f1
 
 log = logging.getLogger(__name__)
@@ -208,12 +209,8 @@ def fit_predict(name: str, x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray,
     """Train on (x_tr, y_tr) with balanced class weights; keep the epoch with the best validation macro-F1 and
     stop ``patience`` epochs after it (or at the cap, which the result says). Single-threaded, as Chimera's
     training: multi-threaded float reductions would make the result depend on thread scheduling."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with single_threaded():
         return _fit_predict(name, x_tr, y_tr, x_va, y_va, x_te, n_classes, seed, ts)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _fit_predict(name: str, x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray, y_va: np.ndarray,

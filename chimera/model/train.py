@@ -31,6 +31,7 @@ from tqdm import tqdm
 from chimera.data.flows import Flows
 from chimera.data.pcap import PacketTable
 from chimera.data.tokens import PROTO_CLASSES, Tokens, proto_class
+from chimera.determinism import single_threaded
 from chimera.errors import ConfigError
 from chimera.metrics.classification import macro_f1
 from chimera.model.config import ModelConfig
@@ -305,12 +306,8 @@ def train(cfg: ModelConfig, classes: list[str], mp: MapTables, tv: TokenView, tr
     if pinned and torch.backends.cpu.get_cpu_capability().lower() != pinned.lower():
         log.warning("torch runs %s kernels, not the pinned %s (torch was imported before chimera): a seed may not "
                     "reproduce another machine's tables bit for bit", torch.backends.cpu.get_cpu_capability(), pinned)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with single_threaded():
         return _train(cfg, classes, mp, tv, train_ctx, y_train, val_ctx, y_val, seed, recency)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _train(cfg: ModelConfig, classes: list[str], mp: MapTables, tv: TokenView, train_ctx: Contexts,

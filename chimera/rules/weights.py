@@ -19,10 +19,18 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from chimera.determinism import single_threaded
+
 
 def learn_soft_weights(fires: np.ndarray, y: np.ndarray, n_classes: int, *, seed: int, epochs: int = 200,
                        lam: float = 1e-3, class_weight_power: float = 0.5) -> np.ndarray:
-    """W [R, Y] >= 0 from rule firings [N, R] (bool) and labels [N]."""
+    """W [R, Y] >= 0 from rule firings [N, R] (bool) and labels [N]; single-threaded, as the model's training."""
+    with single_threaded():
+        return _learn(fires, y, n_classes, seed=seed, epochs=epochs, lam=lam, class_weight_power=class_weight_power)
+
+
+def _learn(fires: np.ndarray, y: np.ndarray, n_classes: int, *, seed: int, epochs: int, lam: float,
+           class_weight_power: float) -> np.ndarray:
     n_rules = fires.shape[1]
     if n_rules == 0 or fires.shape[0] == 0:
         return np.zeros((n_rules, n_classes))

@@ -129,12 +129,9 @@ def _on_node(node_id: str) -> Any:
 
 def run_sequential(tasks: list[SweepTask], target: str, work_root: Path, data_root: Path) -> list[dict[str, Any]]:
     """The same tasks, one after another in this process (the reference for the bit-identical check)."""
-    import torch
-    threads = torch.get_num_threads()
-    try:
+    from chimera.determinism import single_threaded
+    with single_threaded():  # as each Ray task runs; the caller's setting is restored after
         return [run_task(t, target, str(work_root), str(data_root)) for t in tqdm(tasks, desc="tasks", unit="task")]
-    finally:
-        torch.set_num_threads(threads)
 
 
 def merge(outcomes: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
