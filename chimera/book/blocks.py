@@ -107,7 +107,9 @@ def vm_boot(b: Book) -> str:
     said = ""
     if qs is not None:
         tab = qs.table(ABLATION)
-        said = (f" The guest's quickstart ran on `{qs.target}` ({qs.manifest.target_reason or 'asked for'}): "
+        kernel = qs.manifest.target_detail.get("kernel")
+        said = (f" The guest's quickstart ran on `{qs.target}` ({qs.manifest.target_reason or 'asked for'})"
+                + (f", its program loaded and verified by the guest's kernel, {kernel}" if kernel else "") + ": "
                 f"{n(int(tab['replayed'].sum()))} frames replayed, {n(int(tab['lost'].sum()))} lost, "
                 f"{n(int(tab['reference_mismatches'].sum()))} verdicts different from the reference.")
     return (f"`scripts/vm-boot` ({r.cite()}): Debian {cfg.get('suite')} on its own kernel, "
@@ -115,9 +117,7 @@ def vm_boot(b: Book) -> str:
             f"this machine runs {r.manifest.environment.get('host_kernel')}); the first command took "
             f"{n(t.get('command_1'))} s (exit {vm.get('exit_1') or '-'})"
             + (f", the second {n(t.get('command_2'))} s (exit {vm.get('exit_2') or '-'})" if t.get('command_2') else
-               ", the second was not run")
-            + f"; {vm.get('bpf_programs_loaded') or 0} Chimera program(s) loaded in the guest after the first."
-            + said)
+               ", the second was not run") + "." + said)
 
 
 @block("suite-here")

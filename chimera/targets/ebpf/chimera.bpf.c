@@ -319,8 +319,13 @@ static __always_inline __u32 crc32_13(const __u8 *b)
 {
 	__u32 crc = 0xFFFFFFFF;
 #pragma unroll
-	for (int i = 0; i < 13; i++)
-		crc = crc_table[(crc ^ b[i]) & 0xFF] ^ (crc >> 8);
+	for (int i = 0; i < 13; i++) {
+		__u32 idx = crc ^ b[i];
+		/* the mask after the barrier: clang may otherwise fold it into the byte's own bound, which kernel
+		 * 6.1's verifier cannot see (it rejected the table access as unbounded; 6.18's accepted it) */
+		barrier_var(idx);
+		crc = crc_table[idx & 0xFF] ^ (crc >> 8);
+	}
 	return ~crc;
 }
 
