@@ -165,3 +165,28 @@ def test_tasks_run_commands_where_stdin_is_a_terminal_they_do_not_control() -> N
         os.close(master)
         os.close(slave)
     assert p.returncode == 0 and p.stdout.strip() == "ran", p.stderr[-2000:]
+
+
+def test_test_files_start_longest_first_and_their_costs_are_recorded(tmp_path: Path) -> None:
+    """`invoke test`'s order: a worker is handed whole files, longest recorded cost first (a file with no cost
+    first of all), not xdist's default of most tests first; `--store-costs` records each whole file's seconds,
+    from the controller that saw every worker's reports. Two tiny files on one worker: the long one, with fewer
+    tests, starts first."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+    from tasks.checks import pytest_args
+    shutil.copy(ROOT / "tests" / "conftest.py", tmp_path / "conftest.py")
+    log = tmp_path / "started.txt"
+    for name, n in (("test_a_many", 3), ("test_z_long", 1)):
+        (tmp_path / f"{name}.py").write_text("".join(
+            f"def test_{i}():\n    open({str(log)!r}, 'a').write('{name}\\n')\n" for i in range(n)))
+    (tmp_path / "file_costs.json").write_text(json.dumps({"test_a_many.py": 1.0, "test_z_long.py": 90.0}))
+    r = subprocess.run([sys.executable, "-m", "pytest", *pytest_args(1), "-p", "no:cacheprovider", "--store-costs",
+                        str(tmp_path)],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert log.read_text().split() == ["test_z_long"] + ["test_a_many"] * 3
+    costs = json.loads((tmp_path / "file_costs.json").read_text())
+    assert set(costs) == {"test_z_long.py", "test_a_many.py"} and costs["test_z_long.py"] < 90.0

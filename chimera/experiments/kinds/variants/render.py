@@ -69,7 +69,7 @@ def render(run: RunView) -> list[str]:
     t = ablation[[c for c in cols if c in ablation]].copy()
     t["variant"] = t["variant"] + t["software_only"].map({True: " †", False: ""})
     if "row_note" in t:
-        t["row_note"] = t["row_note"].fillna("").astype(str)
+        t["row_note"] = t["row_note"].astype(object).fillna("").astype(str)
     t = t.drop(columns=["software_only"])
     lines += ["## Results (test split, packet level)", "", table(t, T.ABLATION), "",
               "† control-plane only: cannot run in a switch; evaluated by the float software classifier.",
