@@ -110,10 +110,13 @@ def vm_boot(b: Book) -> str:
         kernel = qs.manifest.target_detail.get("kernel")
         said = (f" The guest's quickstart ran on `{qs.target}` ({qs.manifest.target_reason or 'asked for'})"
                 + (f", its program loaded and verified by the guest's kernel, {kernel}" if kernel else "") + ": "
-                f"{n(int(tab['replayed'].sum()))} frames replayed, {n(int(tab['lost'].sum()))} lost, "
+                f"{n(int(tab['replayed'].sum()))} frames replayed over its {len(tab)} variants, "
+                f"{n(int(tab['lost'].sum()))} lost, "
                 f"{n(int(tab['reference_mismatches'].sum()))} verdicts different from the reference.")
     return (f"`scripts/vm-boot` ({r.cite()}): Debian {cfg.get('suite')} on its own kernel, "
-            f"{vm.get('guest_kernel') or 'unknown'}, booted with qemu ({cfg.get('accel')}, {cfg.get('cpus')} vCPUs; "
+            f"{vm.get('guest_kernel') or 'unknown'}, booted with qemu ({cfg.get('accel')}"
+            + (f", emulated CPU {cfg['tcg_cpu']}" if cfg.get('accel') == "tcg" and cfg.get('tcg_cpu') else "")
+            + f", {cfg.get('cpus')} vCPUs; "
             f"this machine runs {r.manifest.environment.get('host_kernel')}); the first command took "
             f"{n(t.get('command_1'))} s (exit {vm.get('exit_1') or '-'})"
             + (f", the second {n(t.get('command_2'))} s (exit {vm.get('exit_2') or '-'})" if t.get('command_2') else
