@@ -1,5 +1,5 @@
 """The toolchain bench (one row of the p4c/BMv2 matrix): it reads pytest's verdicts as they are, and refuses a
-p4c directory that holds no p4c, naming it, before it starts anything."""
+p4c or BMv2 directory that holds no p4c or BMv2, naming it, before it starts anything."""
 
 from __future__ import annotations
 
@@ -28,6 +28,13 @@ def test_a_directory_without_p4c_is_refused(tmp_path: Path) -> None:
         T.main(results_root=tmp_path, p4c=tmp_path)
     assert "bin directory" in e.value.fix
     assert not (tmp_path / "bench-toolchain").exists()  # refused before a run directory was made
+
+
+def test_a_directory_without_bmv2_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"--bmv2 .*: no simple_switch_grpc in that directory") as e:
+        T.main(results_root=tmp_path, bmv2=tmp_path)
+    assert "BMv2 build" in e.value.fix
+    assert not (tmp_path / "bench-toolchain").exists()
 
 
 def test_a_row_passes_only_when_everything_does() -> None:
