@@ -153,18 +153,16 @@ def pytest_args(workers: int) -> list[str]:
 
 @task(help={"k": "pytest -k expression", "x": "stop at first failure",
             "workers": "pytest-xdist workers (default: one per core and one more; 0: in this process, one test at a time)",
-            "store-costs": "record each test file's seconds in tests/file_costs.json (the order files start in)"})
+            "store-costs": "record each test's seconds in tests/test_costs.json (the order files start in)"})
 def test(c: Context, k: str = "", x: bool = False, workers: int = -1, store_costs: bool = False) -> None:
     """Run the test suite (tests needing root/BMv2 skip with a reason where absent).
 
     Test files run in parallel, one worker per core and one more (pytest-xdist, a file's tests on one worker so
-    its module fixtures are built once), longest first by their recorded costs (tests/conftest.py says why;
-    --store-costs refreshes them): the testbed tests take turns through the machine-wide testbed lock and
+    its module fixtures are built once), longest first by their tests' recorded costs (tests/conftest.py says
+    why; --store-costs refreshes them): the testbed tests take turns through the machine-wide testbed lock and
     wait on their replays' pace, and the extra worker keeps the cores busy meanwhile. The workers are the
     parallelism: each runs its math libraries on one thread (OMP/OpenBLAS/MKL, unless set already), since their
     thread pools on every worker at once oversubscribe the cores and spin."""
-    if store_costs and k:
-        raise Exit("--store-costs records whole files' seconds: run it without -k", code=2)
     py = python()
     one = {} if workers == 0 else {v: os.environ.get(v, "1") for v in THREAD_VARS}
     args = ["-m", "pytest", *pytest_args(workers)] + (["-k", k] if k else []) + (["-x"] if x else []) + (
