@@ -118,11 +118,11 @@ def mutate(c: Context, files: str = "reference,ebpf", budget: str = "30m", seed:
             "only": "fidelity, directions: comma-separated parts of data names to run",
             "baseline": "bmv2files: the git revision whose chimera.p4 the shipped one is timed against",
             "p4c": "toolchain: the bin directory of the p4c build to check (default: the p4c-bm2-ss on PATH)",
-            "bmv2": "toolchain: the bin directory of the BMv2 build to check (default: the simple_switch_grpc on PATH)",
+            "switch": "toolchain: the bin directory of the BMv2 build to check (default: the simple_switch_grpc on PATH)",
             "sizes": "scale: comma-separated dataset sizes in packets (default 100000,1000000,10000000)"})
 @cli
 def bench(c: Context, what: str = "ingest", pcap: str = "", seeds: str = "", only: str = "", baseline: str = "",
-          sizes: str = "", p4c: str = "", bmv2: str = "", verbose: bool = False) -> None:
+          sizes: str = "", p4c: str = "", switch: str = "", verbose: bool = False) -> None:
     """Benchmarks; each prints its measured rates and ratios (chimera/bench/__init__.py lists them)."""
     from chimera.bench import dispatch
     from chimera.errors import ConfigError
@@ -137,7 +137,7 @@ def bench(c: Context, what: str = "ingest", pcap: str = "", seeds: str = "", onl
                           "e.g. --sizes 100000,1000000") from None
     dispatch(what, pcap=Path(pcap) if pcap else None, seeds=seed_list, only=tuple(x for x in only.split(",") if x),
              baseline=baseline, sizes=size_list, p4c=Path(p4c) if p4c else None,
-             bmv2=Path(bmv2) if bmv2 else None)
+             switch=Path(switch) if switch else None)
 
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")

@@ -31,8 +31,8 @@ def test_a_directory_without_p4c_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_directory_without_bmv2_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"--bmv2 .*: no simple_switch_grpc in that directory") as e:
-        T.main(results_root=tmp_path, bmv2=tmp_path)
+    with pytest.raises(ConfigError, match=r"--switch .*: no simple_switch_grpc in that directory") as e:
+        T.main(results_root=tmp_path, switch=tmp_path)
     assert "BMv2 build" in e.value.fix
     assert not (tmp_path / "bench-toolchain").exists()
 

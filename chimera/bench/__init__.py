@@ -41,7 +41,7 @@ class ScaleOptions(NoOptions):
 
 class ToolchainOptions(NoOptions):
     p4c: Path | None = None           # the bin directory of the p4c build to check (default: the one on PATH)
-    bmv2: Path | None = None          # the bin directory of the BMv2 build to check (default: the one on PATH)
+    switch: Path | None = None        # the bin directory of the BMv2 build to check (default: the one on PATH)
 
 
 class Bmv2FilesOptions(NoOptions):

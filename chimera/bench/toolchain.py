@@ -1,7 +1,7 @@
 """One row of the p4c/BMv2 version matrix (issue 36): does chimera.p4 hold on this toolchain?
 
-``invoke bench --what toolchain [--p4c DIR] [--bmv2 DIR]`` takes the p4c-bm2-ss in ``--p4c``'s directory and
-the BMv2 in ``--bmv2``'s (private builds' ``bin`` directories; default: the ones on PATH; a private BMv2 finds
+``invoke bench --what toolchain [--p4c DIR] [--switch DIR]`` takes the p4c-bm2-ss in ``--p4c``'s directory and
+the BMv2 in ``--switch``'s (private builds' ``bin`` directories; default: the ones on PATH; a private BMv2 finds
 the PI it was built against through its own run path), and records, for that pair:
 
 1. the versions (``p4c-bm2-ss --version``, ``simple_switch_grpc --version``);
@@ -43,7 +43,7 @@ def tests() -> tuple[str, ...]:
 class ToolchainResult(BenchResult):
     p4c: str                   # the p4c-bm2-ss binary
     p4c_version: str
-    bmv2: str = ""             # the simple_switch_grpc binary (older runs: the one on PATH, unrecorded)
+    switch: str = ""           # the simple_switch_grpc binary (older runs: the one on PATH, unrecorded)
     bmv2_version: str
     compiles: bool
     compile_error: str = ""
@@ -97,17 +97,17 @@ def _first_on_path(path: str, option: str, build: Path | None, binary: str, what
     return f"{Path(build).resolve()}{os.pathsep}{path}"
 
 
-def main(results_root: str | Path = "results", p4c: Path | None = None, bmv2: Path | None = None) -> ToolchainResult:
-    path = _first_on_path(os.environ.get("PATH", ""), "--bmv2", bmv2, "simple_switch_grpc", "BMv2")
+def main(results_root: str | Path = "results", p4c: Path | None = None, switch: Path | None = None) -> ToolchainResult:
+    path = _first_on_path(os.environ.get("PATH", ""), "--switch", switch, "simple_switch_grpc", "BMv2")
     path = _first_on_path(path, "--p4c", p4c, "p4c-bm2-ss", "p4c")
     binary = shutil.which("p4c-bm2-ss", path=path)
-    switch = shutil.which("simple_switch_grpc", path=path)
-    if binary is None or switch is None:
+    server = shutil.which("simple_switch_grpc", path=path)
+    if binary is None or server is None:
         raise ToolMissingError("p4c-bm2-ss or simple_switch_grpc is not installed",
                                "build p4c and BMv2 (README, 'BMv2'), then --p4c DIR for the p4c to check")
     t0 = time.perf_counter()
-    with bench_run("toolchain", {"p4c": binary, "bmv2": switch, "tests": " ".join(tests())}, results_root) as run:
-        res = ToolchainResult(p4c=binary, p4c_version=_version(binary), bmv2=switch, bmv2_version=_version(switch),
+    with bench_run("toolchain", {"p4c": binary, "switch": server, "tests": " ".join(tests())}, results_root) as run:
+        res = ToolchainResult(p4c=binary, p4c_version=_version(binary), switch=server, bmv2_version=_version(server),
                               compiles=False)
         old = os.environ["PATH"]
         os.environ["PATH"] = path  # the compile and P4Info steps below find this p4c first
