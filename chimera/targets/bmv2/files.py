@@ -132,7 +132,10 @@ def _drive(sw: subprocess.Popen[bytes], art: Artifact, frames: int, out: Path, w
                 raise TargetError(f"simple_switch did not start within {THRIFT_TIMEOUT_S:.0f} s (see "
                                   f"{work / 'switch.log'})", "check the BMv2 install")
             time.sleep(POLL_S)
-        out_text = run_cli(cli_commands(art))
+        # the input file is read unpaced, and simple_switch drops a frame that finds its egress queue full (64
+        # frames by default): on a loaded host egress lags and the tail of a large capture went missing. A queue
+        # that holds every frame makes the file run lossless whatever the load.
+        out_text = run_cli([f"set_queue_depth {max(frames, 64)}", *cli_commands(art)])
         bad = [line for line in out_text.splitlines() if "Error" in line or "Invalid" in line]
         if bad:
             raise TargetError(f"simple_switch_CLI rejected entries: {bad[:3]}",
