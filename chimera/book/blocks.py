@@ -879,23 +879,23 @@ def directions(b: Book) -> str:
 
 @block("p4c-matrix")
 def p4c_matrix(b: Book) -> str:
-    """The p4c/BMv2 version matrix: the newest published toolchain run of each p4c version."""
+    """The p4c/BMv2 version matrix: the newest published toolchain run of each p4c and BMv2 pair."""
     from chimera.bench.toolchain import ToolchainResult
-    newest: dict[str, tuple[Run, ToolchainResult]] = {}
+    newest: dict[tuple[str, str], tuple[Run, ToolchainResult]] = {}
     for r in b.runs.all("bench-toolchain"):
         res = r.manifest.get("result", ToolchainResult)
         if res is not None:
-            newest[res.p4c_version] = (r, res)
+            newest[res.p4c_version, res.bmv2_version] = (r, res)
     if not newest:
         return ("No toolchain run is published yet (`invoke bench --what toolchain --p4c DIR`, one per p4c "
                 "build).")
     rows = []
-    for version, (r, res) in sorted(newest.items()):
-        rows.append([version, res.bmv2_version, "yes" if res.compiles else "**no**",
+    for (version, switch), (r, res) in sorted(newest.items()):
+        rows.append([version, switch, "yes" if res.compiles else "**no**",
                      "—" if res.p4info_matches is None else "equal" if res.p4info_matches else "**differs**",
                      f"{res.tests_passed} passed, {res.tests_failed} failed, {res.tests_skipped} skipped",
                      r.cite()])
-    return ("Each row is one p4c build checked here (`invoke bench --what toolchain --p4c DIR`): chimera.p4 "
-            "compiled for the quickstart model, p4c's P4Info against the committed one, and the BMv2 conformance "
-            "tests (every verdict and register equal to the reference's) with that p4c:\n\n" +
+    return ("Each row is one p4c and BMv2 pair checked here (`invoke bench --what toolchain --p4c DIR "
+            "[--switch DIR]`): chimera.p4 compiled for the quickstart model, p4c's P4Info against the committed one, "
+            "and the BMv2 conformance tests (every verdict and register equal to the reference's) on that pair:\n\n" +
             fmt.table(["p4c", "BMv2", "compiles", "P4Info", "BMv2 conformance tests", "run"], rows))
