@@ -62,9 +62,11 @@ def test_provision_vm_plan(tmp_path: Path, os_id: str, version: str, dist: str) 
     assert f"home:/p4lang/{dist}/" in r.stdout
     assert "apt-get install -y -q p4lang-p4c p4lang-bmv2 p4lang-pi" in r.stdout
     assert r.stdout.rstrip().splitlines()[-2] == "+ scripts/bootstrap"  # then the README's own set-up
-    # the installed p4c is compared with the builds the published toolchain matrix checked
+    # the installed p4c and BMv2 are compared with the builds the published toolchain matrix checked
     checked = re.search(r"compare the installed p4c with the checked builds: (.*)", r.stdout)
     assert checked and "1.2.4.8" in checked.group(1).split()
+    switches = re.search(r"compare the installed BMv2 with the checked builds: (.*)", r.stdout)
+    assert switches and {"1.15.0", "1.15.5"} <= set(switches.group(1).split())
     skip = subprocess.run([str(ROOT / "scripts" / "provision-vm"), "--dry-run", "--no-p4lang"], capture_output=True,
                           text=True, env={"PATH": "/usr/bin:/bin", "OS_RELEASE": str(osr)}, check=True)
     assert "p4lang" not in skip.stdout.replace("--no-p4lang", "")
