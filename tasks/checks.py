@@ -143,30 +143,21 @@ def bench(c: Context, what: str = "ingest", pcap: str = "", seeds: str = "", onl
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def pytest_args(workers: int) -> list[str]:
-    """pytest's options for `invoke test`: with workers, whole files per worker in the order the collection gives
-    (longest first, tests/conftest.py), not re-sorted by xdist."""
-    par = ["-n", str((os.cpu_count() or 1) + 1) if workers < 0 else str(workers), "--dist", "loadfile",
-           "--no-loadscope-reorder", "--durations", "10"]
-    return ["-ra", "-q", *(par if workers else [])]
-
-
 @task(help={"k": "pytest -k expression", "x": "stop at first failure",
-            "workers": "pytest-xdist workers (default: one per core and one more; 0: in this process, one test at a time)",
-            "store-costs": "record each test's seconds in tests/test_costs.json (the order files start in)"})
-def test(c: Context, k: str = "", x: bool = False, workers: int = -1, store_costs: bool = False) -> None:
+            "workers": "pytest-xdist workers (default: one per core and one more; 0: in this process, one test at a time)"})
+def test(c: Context, k: str = "", x: bool = False, workers: int = -1) -> None:
     """Run the test suite (tests needing root/BMv2 skip with a reason where absent).
 
     Test files run in parallel, one worker per core and one more (pytest-xdist, a file's tests on one worker so
-    its module fixtures are built once), longest first by their tests' recorded costs (tests/conftest.py says
-    why; --store-costs refreshes them): the testbed tests take turns through the machine-wide testbed lock and
+    its module fixtures are built once): the testbed tests take turns through the machine-wide testbed lock and
     wait on their replays' pace, and the extra worker keeps the cores busy meanwhile. The workers are the
     parallelism: each runs its math libraries on one thread (OMP/OpenBLAS/MKL, unless set already), since their
     thread pools on every worker at once oversubscribe the cores and spin."""
     py = python()
     one = {} if workers == 0 else {v: os.environ.get(v, "1") for v in THREAD_VARS}
-    args = ["-m", "pytest", *pytest_args(workers)] + (["-k", k] if k else []) + (["-x"] if x else []) + (
-        ["--store-costs"] if store_costs else [])
+    par = [] if workers == 0 else ["-n", str((os.cpu_count() or 1) + 1) if workers < 0 else str(workers), "--dist", "loadfile",
+                                   "--durations", "10"]
+    args = ["-m", "pytest", "-ra", "-q", *par] + (["-k", k] if k else []) + (["-x"] if x else [])
     r = subprocess.run([py, *args], cwd=ROOT, check=False, env={**os.environ, **one})
     if r.returncode == 5:
         raise Exit("no tests were collected", code=1)

@@ -168,32 +168,3 @@ def test_tasks_run_commands_where_stdin_is_a_terminal_they_do_not_control() -> N
         os.close(slave)
     assert p.returncode == 0 and p.stdout.strip() == "ran", p.stderr[-2000:]
 
-
-def test_test_files_start_longest_first_and_their_costs_are_recorded(tmp_path: Path) -> None:
-    """`invoke test`'s order: a worker is handed whole files, a file with a test of unknown cost first, then the
-    longest recorded cost, not xdist's default of most tests first; `--store-costs` records each test that ran
-    (not one that skipped), from the controller that saw every worker's reports. Three tiny files on one worker:
-    the new one starts first, then the long one (fewer tests, later name than the short one)."""
-    import json
-    import shutil
-    import subprocess
-    import sys
-    from tasks.checks import pytest_args
-    shutil.copy(ROOT / "tests" / "conftest.py", tmp_path / "conftest.py")
-    log = tmp_path / "started.txt"
-    for name, n in (("test_a_many", 3), ("test_z_long", 1), ("test_m_new", 1)):
-        (tmp_path / f"{name}.py").write_text("import pytest\n" + "".join(
-            f"def test_{i}():\n    open({str(log)!r}, 'a').write('{name}\\n')\n" for i in range(n)))
-    with open(tmp_path / "test_m_new.py", "a") as f:
-        f.write("def test_skips():\n    pytest.skip('not here')\n")
-    (tmp_path / "test_costs.json").write_text(json.dumps(
-        {"test_a_many.py::test_0": 1.0, "test_a_many.py::test_1": 1.0, "test_a_many.py::test_2": 1.0,
-         "test_z_long.py::test_0": 90.0, "test_gone.py::test_0": 5.0}))
-    r = subprocess.run([sys.executable, "-m", "pytest", *pytest_args(1), "-p", "no:cacheprovider", "--store-costs",
-                        str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    assert log.read_text().split() == ["test_m_new", "test_z_long"] + ["test_a_many"] * 3
-    costs = json.loads((tmp_path / "test_costs.json").read_text())
-    assert set(costs) == {"test_a_many.py::test_0", "test_a_many.py::test_1", "test_a_many.py::test_2",
-                          "test_z_long.py::test_0", "test_m_new.py::test_0"}  # not the skip, nor a gone file's
-    assert costs["test_z_long.py::test_0"] < 90.0
