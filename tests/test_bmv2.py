@@ -57,19 +57,11 @@ def test_file_mode_gives_the_egress_queue_room_for_every_frame(tmp_path: Path,
             return "port_map"
         raise RuntimeError("stop after the install")
 
-    class Switch:
-        def poll(self) -> None:
-            return None
-
-        def terminate(self) -> None:
-            pass
-
-        def wait(self, timeout: float) -> int:
-            return 0
-
+    from types import SimpleNamespace
+    switch = SimpleNamespace(poll=lambda: None, terminate=lambda: None, wait=lambda timeout: 0)  # a running switch
     monkeypatch.setattr(files, "run_cli", cli)
     with pytest.raises(RuntimeError, match="stop after the install"):
-        files._drive(Switch(), quickstart_artifact().art, 8492, tmp_path / "out.pcap", tmp_path, 60)  # type: ignore[arg-type]
+        files._drive(switch, quickstart_artifact().art, 8492, tmp_path / "out.pcap", tmp_path, 60)  # type: ignore[arg-type]
     install = sent[1]
     depth = [int(c.split()[1]) for c in install if c.startswith("set_queue_depth ")]
     assert depth and depth[0] >= 8492 and install.index(f"set_queue_depth {depth[0]}") == 0

@@ -167,4 +167,3 @@ def test_tasks_run_commands_where_stdin_is_a_terminal_they_do_not_control() -> N
         os.close(master)
         os.close(slave)
     assert p.returncode == 0 and p.stdout.strip() == "ran", p.stderr[-2000:]
-
