@@ -47,10 +47,12 @@ def run_experiment(c: Context, name: str = "quickstart", target: str = "", datas
             "ray": "HEAD:PORT of a Ray cluster (default: a local Ray instance sized to this machine)",
             "retries": "retries of a task whose worker or node dies (then it is recorded as failed)",
             "sequential": "run the tasks one after another in this process (no Ray)",
+            "join": "one seed of a multi-dataset experiment: also write the experiment's own run from the tasks "
+                    "(results/<name>/<run-id>, the tables a plain run writes; chimera.sweep.join)",
             "results": "results root directory"})
 @cli
 def sweep(c: Context, name: str = "quickstart", seeds: str = "1", datasets: str = "", target: str = "",
-          ray: str = "", retries: int = 2, sequential: bool = False, results: str = "results",
+          ray: str = "", retries: int = 2, sequential: bool = False, join: bool = False, results: str = "results",
           verbose: bool = False) -> None:
     """Fan an experiment's variants x seeds x datasets out as Ray tasks; merge into results/sweep-<name>/<run>/."""
     from chimera.errors import ConfigError
@@ -62,6 +64,18 @@ def sweep(c: Context, name: str = "quickstart", seeds: str = "1", datasets: str 
     out = run(name, seed_list, [d for d in datasets.split(",") if d] or None, target, ray or None, retries, results,
               executor="sequential" if sequential else "ray")
     logging.getLogger("tasks").info("report: %s", out / "report.md")
+    if join:
+        from chimera.sweep.join import join as join_run
+        logging.getLogger("tasks").info("joined run: %s", join_run(out, results) / "report.md")
+
+
+@task(help={"sweep_dir": "a finished one-seed sweep of a multi-dataset experiment (results/sweep-<name>/<run-id>)",
+            "results": "results root directory"})
+@cli
+def join_sweep(c: Context, sweep_dir: str, results: str = "results", verbose: bool = False) -> None:
+    """Write the experiment's own run from a one-seed sweep's dataset tasks (as `invoke sweep --join`)."""
+    from chimera.sweep.join import join as join_run
+    logging.getLogger("tasks").info("joined run: %s", join_run(Path(sweep_dir), results) / "report.md")
 
 
 @task(help={"pcap": "the capture to classify", "target": "reference | ebpf | bmv2 | auto",

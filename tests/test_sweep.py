@@ -132,3 +132,74 @@ def test_testbed_tasks_never_overlap_and_conform(ray_local, tmp_path: Path) -> N
     ab = pd.read_csv(out / "ablation.csv")
     assert len(ab) == 2 and (ab["lost"] == 0).all() and (ab["reference_mismatches"] == 0).all()
     assert set(ab["executed_on"]) == {"ebpf"}
+
+
+TWO_SETS = {"name": "tiny-accuracy", "kind": "accuracy", "seed": 1, "target": "reference",
+            "datasets": {"ciciot": TINY["datasets"]["ciciot"],
+                         "peer": {"synthetic": {"profile": "peerrush", "flows": 100, "seed": 2, "duration_s": 20,
+                                                "max_packets_per_flow": 40}}},
+            "rules": "rules/default.yaml", "model": TINY["model"],
+            "baselines": {"methods": ["Leo", "Tree (yardstick)"], "tuning": "first"}}
+
+
+def test_a_joined_one_seed_sweep_is_the_plain_run(tmp_path: Path) -> None:
+    """Table 1's datasets as parallel tasks, joined: the tables a plain run writes, bit for bit, in the
+    experiment's dataset order whatever order the tasks ran in, with every dataset in the manifest."""
+    from chimera.experiments.load import load_experiment
+    from chimera.experiments.runner import run_experiment
+    from chimera.formats.rundir import Manifest
+    from chimera.sweep.join import join
+    exp = _yaml(tmp_path, TWO_SETS, "tiny-accuracy.yaml")
+    plain = run_experiment(load_experiment(exp), results_root=tmp_path / "plain", data_root=ROOT / "data",
+                           experiment_file=exp)
+    swept = sweep(exp, [1], ["peer", "ciciot"], results_root=tmp_path / "sweep", data_root=ROOT / "data",
+                  executor="sequential")
+    joined = join(swept, tmp_path / "joined")
+    assert joined.parent == tmp_path / "joined" / "tiny-accuracy"
+    a, b = (pd.read_csv(d / "accuracy.csv", float_precision="round_trip") for d in (plain, joined))
+    pd.testing.assert_frame_equal(a.drop(columns="seconds"), b.drop(columns="seconds"), check_exact=True)
+    assert list(b["dataset"].unique()) == ["ciciot", "peer"]
+    mp, mj = Manifest.read(plain / "manifest.json"), Manifest.read(joined / "manifest.json")
+    assert mj.config == mp.config and mj.datasets == mp.datasets and mj.dataset == mp.dataset
+    assert set(mj.timings_s) == set(mp.timings_s) and mj.status == "complete"
+    assert sorted(p.name for p in (joined / "artifacts").iterdir()) == \
+        sorted(p.name for p in (plain / "artifacts").iterdir())
+    assert mj.sections["joined"]["tasks"].keys() == {"ciciot", "peer"} and "## Tuning" in \
+        (joined / "report.md").read_text()
+
+
+def _fake_sweep(tmp: Path, exp: str, seeds: list[int], outcomes: list[dict]) -> Path:
+    """A finished sweep's record as the driver writes it, for the checks that need no training."""
+    from chimera.formats.rundir import Manifest
+    d = tmp / "sweep-x" / "20260101-000000-default"
+    m = Manifest(experiment="sweep-x", run_id=d.name, target="default", status="complete", kind="sweep",
+                 sections={"sweep": {"experiment": exp, "seeds": seeds, "target": "reference", "executor": "ray",
+                                     "planned_tasks": [{"task": o["task"], "cell": o["cell"]} for o in outcomes]}})
+    for o in outcomes:
+        (d / "tasks" / o["task"]).mkdir(parents=True)
+        (d / "tasks" / o["task"] / "outcome.json").write_text(json.dumps(o))
+    (d / "manifest.json").write_text(json.dumps(m.to_json()))
+    return d
+
+
+@pytest.mark.parametrize("case, match", [("seeds", "a run has one seed"), ("cells", "cells"),
+                                         ("failed", "did not finish"), ("commits", "2 commits"),
+                                         ("elsewhere", "not under")])
+def test_join_refuses_what_is_not_one_run(case: str, match: str, tmp_path: Path) -> None:
+    """Several seeds, a kind's cells, a failed task, two commits, task runs on another node: each is not one run,
+    and is refused with its reason before anything is written."""
+    from chimera.errors import ResultsError
+    from chimera.sweep.join import join
+    exp = _yaml(tmp_path, TWO_SETS, "tiny-accuracy.yaml")
+    ok = [{"task": f"seed1-{d}-all", "cell": {"dataset": d, "seed": 1}, "status": "ok",
+           "manifest": {"run_id": "r", "git": {"commit": "a" * 40}}} for d in TWO_SETS["datasets"]]
+    seeds = [1, 2] if case == "seeds" else [1]
+    if case == "cells":
+        ok[0]["cell"]["variant"] = "Chimera"
+    if case == "failed":
+        ok[1].update(status="failed", error="ConfigError: boom")
+    if case == "commits":
+        ok[1]["manifest"]["git"]["commit"] = "b" * 40
+    with pytest.raises(ResultsError, match=match):
+        join(_fake_sweep(tmp_path, exp, seeds, ok), tmp_path / "j")
+    assert not (tmp_path / "j").exists()
