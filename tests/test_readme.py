@@ -129,3 +129,23 @@ def test_a_report_renderer_is_not_result_code() -> None:
                 "chimera/compile/build.py", "experiments/stability24h.yaml", "p4/chimera.p4"):
         assert counts(rel), rel
     assert not counts("chimera/report/common.py") and not counts("chimera/book/blocks.py")
+
+
+def test_no_result_code_imports_a_check_harness() -> None:
+    """A harness is left out of the fingerprint because no experiment can reach it: no module the fingerprint
+    counts imports one (directly; a counted module imports only counted ones, or this fails on the first)."""
+    import ast
+
+    from chimera.report.provenance import HARNESS_FILES, _tree_files
+    harness = {h[:-3].replace("/", ".") for h in HARNESS_FILES}
+    assert all((ROOT / h).is_file() for h in HARNESS_FILES), HARNESS_FILES
+    importers = []
+    for rel, data in _tree_files(ROOT).items():
+        if not rel.endswith(".py"):
+            continue
+        for node in ast.walk(ast.parse(data)):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or "", *(f"{node.module}.{a.name}" for a in node.names)]
+                     if isinstance(node, ast.ImportFrom) else [])
+            importers += [f"{rel} imports {n}" for n in names if n in harness]
+    assert not importers, importers

@@ -1,7 +1,8 @@
 """Which code made a number: the code fingerprint, in the working tree or at any commit.
 
 The fingerprint hashes every source file that can change a measured result: the package less the layers
-that only present, time, orchestrate or check results (``PRESENTATION``), the P4 programs, the rule files and
+that only present, time, orchestrate or check results (``PRESENTATION``, the kinds' renderers and the check
+harnesses no experiment imports), the P4 programs, the rule files and
 the experiment files. Python files are hashed as their syntax tree less docstrings, YAML files as their parsed
 content: a comment, a docstring or a reflowed line changes no number, so it makes no run stale. C and P4
 files are hashed as bytes. Two runs with equal fingerprints were made by the same result-determining code, so a
@@ -37,11 +38,16 @@ SOURCES = ("chimera", "p4", "rules", "experiments")
 #: render.py draws its report and figures from the run's tables, and nothing reads back what they write)
 PRESENTATION_FILES = ("render.py", "yardstick_render.py")
 
+#: check harnesses inside the result-determining targets package: they run a target to compare it with the
+#: reference (the conformance tests, a bench), and no experiment imports them, so a change there cannot change
+#: a published number (tests/test_readme.py checks that no module the fingerprint counts imports one)
+HARNESS_FILES = ("chimera/targets/bmv2/files.py",)
+
 
 def counts(rel: str) -> bool:
     """Whether a repository path (posix, relative to the root) is part of the fingerprint."""
     parts = rel.split("/")
-    if parts[:2] == ["chimera", "experiments"] and parts[-1] in PRESENTATION_FILES:
+    if parts[:2] == ["chimera", "experiments"] and parts[-1] in PRESENTATION_FILES or rel in HARNESS_FILES:
         return False
     if parts[0] == "chimera":
         return len(parts) > 2 and parts[1] not in PRESENTATION and rel.endswith((".py", ".c", ".h")) or \
