@@ -22,6 +22,8 @@ from chimera.fuzz.strategies import Context, sample_sequences
 from chimera.targets.registry import target_class
 from chimera.testbed.nodes import BuildOptions
 
+from builders import testbed_params
+
 TESTBEDS = ["ebpf", "bmv2"]
 
 
@@ -116,7 +118,7 @@ def _negative_ema_sequence() -> Sequence:
     return Sequence(tuple(Event(a if c == "a" else b, 1024, c) for c in pattern))
 
 
-@pytest.mark.parametrize("name", TESTBEDS)
+@pytest.mark.parametrize("name", testbed_params(TESTBEDS))
 def test_negative_ema_register_reads_back(name: str, tmp_path: Path) -> None:
     cls = target_class(name)
     why = cls.unavailable_reason()
@@ -130,6 +132,7 @@ def test_negative_ema_register_reads_back(name: str, tmp_path: Path) -> None:
     assert compare(ref, got) == []
 
 
+@pytest.mark.testbed
 def test_planted_ebpf_mutant_is_killed_and_deterministic(tmp_path: Path) -> None:
     """A mutant left in chimera.bpf.c (an IPv4 header must be 24 bytes) is found on the testbed, traced to its
     sequence, shrunk, and re-run: the same difference every time."""
