@@ -14,7 +14,7 @@ from chimera.experiments.load import BuiltArtifact, build_artifact
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def testbed_params(values: list[Any], target: Any = lambda v: v) -> list[Any]:
+def mark_testbeds(values: list[Any], target: Any = lambda v: v) -> list[Any]:
     """``values`` as parameters, each whose target (``target(value)``, a target's name) brings up a testbed marked
     ``testbed``: the suite runs those tests one after another on one worker (tests/conftest.py)."""
     from chimera.targets.base import Capability

@@ -22,7 +22,7 @@ from chimera.fuzz.strategies import Context, sample_sequences
 from chimera.targets.registry import target_class
 from chimera.testbed.nodes import BuildOptions
 
-from builders import testbed_params
+from builders import mark_testbeds
 
 TESTBEDS = ["ebpf", "bmv2"]
 
@@ -118,7 +118,7 @@ def _negative_ema_sequence() -> Sequence:
     return Sequence(tuple(Event(a if c == "a" else b, 1024, c) for c in pattern))
 
 
-@pytest.mark.parametrize("name", testbed_params(TESTBEDS))
+@pytest.mark.parametrize("name", mark_testbeds(TESTBEDS))
 def test_negative_ema_register_reads_back(name: str, tmp_path: Path) -> None:
     cls = target_class(name)
     why = cls.unavailable_reason()

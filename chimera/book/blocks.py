@@ -299,10 +299,13 @@ def accuracy(b: Book) -> str:
               "**runs made before the equal budget** (" + fmt.words([r.cite() for r in runs if r not in tuned]) +
               "): there the methods were not tuned alike (Leo on 4 packets at depth 8, the neural models at one "
               "learning rate under a binding epoch cap, the yardsticks unweighted)")
+    joined = [r for r in runs if "joined" in r.manifest.sections]
+    how = ("; " + fmt.words([f"`{r.run_id}`" for r in joined]) + ": its datasets ran as parallel tasks of one "
+           "sweep, joined into the run a plain run writes (`invoke sweep --join`)" if joined else "")
     out = [f"Every method reads Chimera's per-packet inputs, on the same split (seed 1, a development seed), "
            f"reference target; {budget}. Chimera's column is the compiled integer pipeline, bit-exact with eBPF "
-           f"and BMv2; † runs in software only. Runs: {fmt.words([r.cite() for r in runs])}. The real sets are "
-           "small (their README).", "", fmt.table(["method", *df.columns], rows), ""]
+           f"and BMv2; † runs in software only. Runs: {fmt.words([r.cite() for r in runs])}{how}. The real sets "
+           "are small (their README).", "", fmt.table(["method", *df.columns], rows), ""]
     lines = []
     for c in df.columns:
         ch = df.loc["Chimera", c]

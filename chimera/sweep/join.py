@@ -123,6 +123,7 @@ def join(sweep_dir: Path, results_root: str | Path = "results") -> Path:
     config["datasets"] = {d: m.config["datasets"][d] for (d, _), m in zip(runs, mans)}
     with RunDir(results_root, first.experiment, first.target) as run:
         man = run.manifest
+        man.started = min(m.started for m in mans)  # when the work began: the tasks', not this join's
         man.record(kind=first.kind, config=config, seed=first.seed, git=first.git, environment=first.environment,
                    target_detail=first.target_detail, target_requested=first.target_requested,
                    target_reason=first.target_reason, target_fallback=first.target_fallback, clock=first.clock,
