@@ -183,9 +183,10 @@ def _fake_sweep(tmp: Path, exp: str, seeds: list[int], outcomes: list[dict]) -> 
     return d
 
 
-@pytest.mark.parametrize("case, match", [("seeds", "a run has one seed"), ("cells", "cells"),
-                                         ("failed", "did not finish"), ("commits", "2 commits"),
-                                         ("elsewhere", "not under")])
+@pytest.mark.parametrize("case, match", [
+    ("seeds", "a run has one seed"), ("cells", "cells"),
+    ("failed", r"did not finish: seed1-peer-all: failed \(ConfigError: boom\)"), ("commits", "2 commits"),
+    ("elsewhere", "not under")])
 def test_join_refuses_what_is_not_one_run(case: str, match: str, tmp_path: Path) -> None:
     """Several seeds, a kind's cells, a failed task, two commits, task runs on another node: each is not one run,
     and is refused with its reason before anything is written."""

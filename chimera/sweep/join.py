@@ -72,7 +72,7 @@ def _check(sw: dict[str, Any], outcomes: list[dict[str, Any]]) -> None:
     if any(set(o["cell"]) - {"dataset", "seed"} for o in outcomes):
         raise ResultsError(f"sweep of {exp} splits the experiment by {kind.name} cells, not only by dataset",
                            "its cells are no single run: cite the sweep itself")
-    bad = [f"{o['task']}: {o.get('status')} ({(o.get('error') or '').splitlines()[-1:] or ''})"
+    bad = [f"{o['task']}: {o.get('status')} ({((o.get('error') or '').splitlines() or ['no error recorded'])[-1]})"
            for o in outcomes if o.get("status") != "ok"]
     if bad:
         raise ResultsError(f"{len(bad)} task(s) of the sweep did not finish: {'; '.join(bad)}",
