@@ -7,20 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from chimera.experiments.load import BuiltArtifact, build_artifact
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def mark_testbeds(values: list[Any], target: Any = lambda v: v) -> list[Any]:
-    """``values`` as parameters, each whose target (``target(value)``, a target's name) brings up a testbed marked
-    ``testbed``: the suite runs those tests one after another on one worker (tests/conftest.py)."""
-    from chimera.targets.base import Capability
-    from chimera.targets.registry import target_class
-    return [pytest.param(v, marks=pytest.mark.testbed) if target_class(target(v)).can(Capability.TESTBED) else v
-            for v in values]
 
 
 #: artifacts this process built, by what they were built from (training is deterministic: the same inputs give the

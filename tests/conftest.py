@@ -1,11 +1,8 @@
-"""Shared fixtures: the real CICIoT2022 sample (workplace-only), the bundled pcaps, small synthetic datasets; and
-how ``invoke test`` spreads the tests over its workers."""
+"""Shared fixtures: the real CICIoT2022 sample (workplace-only), the bundled pcaps, small synthetic datasets."""
 
 from __future__ import annotations
 
 import os
-import warnings
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,50 +53,3 @@ def machine_to_ourselves() -> Iterator[None]:
         yield
     finally:
         PROCESS_LOCK.release()
-
-
-# ------------------------------------------------------------------------------------------- the workers' shares
-TESTBED_GROUP = "testbed"
-#: the node ids of the tests marked ``testbed`` (as collected, before xdist adds a group to them)
-_MARKED: set[str] = set()
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under ``--dist loadgroup`` (invoke test): the tests marked ``testbed`` form one group, run first and one after
-    another on one worker; every other test file is a group of its own (its module fixtures built once, as under
-    loadfile). Testbeds take turns through the machine-wide lock anyway: spread over every worker, as loadfile
-    spread their files, the workers waiting on the lock did nothing while the cores idled. This way one worker
-    owns the lock and the others keep the cores busy. The largest file groups follow, as xdist would order them."""
-    _MARKED.update(item.nodeid for item in items if item.get_closest_marker("testbed"))
-    if config.getoption("dist", "no") != "loadgroup":
-        return
-    size = Counter(item.path.name for item in items)
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(TESTBED_GROUP if item.nodeid in _MARKED else item.path.name))
-    items.sort(key=lambda item: (item.nodeid not in _MARKED, -size[item.path.name], item.path.name))
-
-
-class UnmarkedTestbedWarning(UserWarning):
-    """A test took the testbed lock without the ``testbed`` mark: it waits for the lock on a worker that could run
-    other tests (the suite is slower, not wrong)."""
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _testbed_marks_are_kept() -> Iterator[None]:
-    """Warn when a test without the ``testbed`` mark (or its fixture) takes the machine's testbed lock in this
-    process, so a new testbed test is not left to wait on a worker of its own."""
-    from chimera.testbed import topology
-    lock, real, state_dir = topology.PROCESS_LOCK, topology.PROCESS_LOCK.acquire, topology.STATE_DIR
-
-    def acquire() -> None:
-        test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0].split("@")[0]
-        if test and test not in _MARKED and topology.STATE_DIR == state_dir:  # not a test's own temporary lock
-            warnings.warn(UnmarkedTestbedWarning(f"{test} takes the testbed lock: mark it @pytest.mark.testbed "
-                                                 "(tests/conftest.py)"), stacklevel=2)
-        real()
-    lock.acquire = acquire  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        lock.acquire = real  # type: ignore[method-assign]

@@ -127,7 +127,6 @@ def test_resources_equal_the_allocated_ebpf_maps_and_p4_registers(qs, tmp_path: 
         assert p["source"].startswith("p4c")  # measured from p4c's JSON, and it agrees with the schema
 
 
-@pytest.mark.testbed
 @pytest.mark.usefixtures("machine_to_ourselves")  # it loads our program outside a testbed
 def test_resources_are_read_from_a_loaded_map_as_root(qs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """The declared value size is what the kernel allocates: load the object and ask the map."""

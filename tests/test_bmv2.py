@@ -97,7 +97,6 @@ def test_bmv2_file_mode_conformance(which: str, tmp_path: Path, request: pytest.
 
 @needs_bmv2
 @pytest.mark.root
-@pytest.mark.testbed
 @pytest.mark.parametrize("held", ["read-back"])
 def test_bmv2_conformance_across_live_installs(held: str, target: Bmv2Target, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:

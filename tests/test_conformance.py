@@ -27,7 +27,7 @@ from chimera.targets.testbed import TestbedTarget
 from chimera.testbed.nodes import BuildOptions
 from chimera.testbed.replay import ReplayConfig
 
-from builders import COALESCED_PCAP, STRESS_PCAP, assert_conformant, quickstart_artifact, mark_testbeds
+from builders import COALESCED_PCAP, STRESS_PCAP, assert_conformant, quickstart_artifact
 from chimera.fuzz.oracle import oracle, rows_of
 from chimera.metrics.classification import macro_f1
 
@@ -46,7 +46,7 @@ def mutant_build(target: str) -> BuildOptions:
         BuildOptions()
 
 
-@pytest.fixture(scope="module", params=mark_testbeds(CASES, lambda c: c[0]), ids=[f"{t}-{c}" for t, c in CASES])
+@pytest.fixture(scope="module", params=CASES, ids=[f"{t}-{c}" for t, c in CASES])
 def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Target, ReplayConfig]]:
     name, clock = request.param
     cls = target_class(name)
@@ -239,7 +239,7 @@ SOFTWARE_HOSTS = [n for n in TARGETS if target_class(n).can(Capability.SOFTWARE_
 
 
 @pytest.mark.parametrize("clock", ["switch", "trace"])
-@pytest.mark.parametrize("name", mark_testbeds(SOFTWARE_HOSTS))
+@pytest.mark.parametrize("name", SOFTWARE_HOSTS)
 def test_software_classifier_host(name: str, clock: str, tmp_path: Path) -> None:
     """A † configuration (exact softmax: no switch tables) on every target with a software classifier host:
     the switch carries h1 -> sc -> h2 (eBPF: tc redirects; BMv2: p4/redirect.p4), every packet is marked by sc,

@@ -27,7 +27,7 @@ from chimera.testbed.topology import LOCK_NAME, STATE_DIR
 from builders import ROOT, STRESS_PCAP, assert_conformant, quickstart_artifact
 
 WHY = EbpfTarget.unavailable_reason()
-pytestmark = [pytest.mark.root, pytest.mark.testbed, pytest.mark.skipif(WHY is not None, reason=f"eBPF testbed unavailable here: {WHY}")]
+pytestmark = [pytest.mark.root, pytest.mark.skipif(WHY is not None, reason=f"eBPF testbed unavailable here: {WHY}")]
 FAST = ReplayConfig(clock="trace", pps=4000)  # the trace clock: pacing is free
 OUR_PROGRAMS = ("chimera_ingress", "redirect", "mark_only")
 

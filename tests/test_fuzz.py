@@ -22,8 +22,6 @@ from chimera.fuzz.strategies import Context, sample_sequences
 from chimera.targets.registry import target_class
 from chimera.testbed.nodes import BuildOptions
 
-from builders import mark_testbeds
-
 TESTBEDS = ["ebpf", "bmv2"]
 
 
@@ -118,7 +116,7 @@ def _negative_ema_sequence() -> Sequence:
     return Sequence(tuple(Event(a if c == "a" else b, 1024, c) for c in pattern))
 
 
-@pytest.mark.parametrize("name", mark_testbeds(TESTBEDS))
+@pytest.mark.parametrize("name", TESTBEDS)
 def test_negative_ema_register_reads_back(name: str, tmp_path: Path) -> None:
     cls = target_class(name)
     why = cls.unavailable_reason()
@@ -132,7 +130,6 @@ def test_negative_ema_register_reads_back(name: str, tmp_path: Path) -> None:
     assert compare(ref, got) == []
 
 
-@pytest.mark.testbed
 def test_planted_ebpf_mutant_is_killed_and_deterministic(tmp_path: Path) -> None:
     """A mutant left in chimera.bpf.c (an IPv4 header must be 24 bytes) is found on the testbed, traced to its
     sequence, shrunk, and re-run: the same difference every time."""

@@ -15,7 +15,6 @@ from chimera.targets.ebpf import EbpfTarget
 from builders import ROOT
 
 WHY = EbpfTarget.unavailable_reason()
-pytestmark = pytest.mark.testbed
 
 
 @pytest.mark.skipif(WHY is not None, reason=f"the eBPF testbed cannot run here: {WHY}")

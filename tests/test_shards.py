@@ -18,7 +18,7 @@ from chimera.targets.registry import target_class, with_capability
 from chimera.targets.sharded import merge_verdicts, shard_of, sharded
 from chimera.testbed.replay import ReplayConfig
 
-from builders import STRESS_PCAP, assert_conformant, quickstart_artifact, mark_testbeds
+from builders import STRESS_PCAP, assert_conformant, quickstart_artifact
 
 FIELDS = ("label", "flags", "score", "rule_id", "centroid", "map_version")
 TESTBEDS = [c.name for c in with_capability(Capability.TESTBED)]
@@ -91,7 +91,7 @@ def _check(res: TargetResult, art, table, k: int) -> None:  # type: ignore[no-un
 
 
 @pytest.mark.root
-@pytest.mark.parametrize("name", mark_testbeds(TESTBEDS))
+@pytest.mark.parametrize("name", TESTBEDS)
 def test_two_testbeds_at_once_give_the_sharded_reference(name: str, prior_on, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     cls = target_class(name)
     why = cls.unavailable_reason()

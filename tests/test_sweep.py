@@ -114,7 +114,6 @@ def test_killed_worker_is_retried_or_recorded(retries: int, ray_local, tmp_path:
         assert "failed" in (out / "report.md").read_text()
 
 
-@pytest.mark.testbed
 def test_testbed_tasks_never_overlap_and_conform(ray_local, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Two eBPF variants through Ray on this node (one testbed resource): their runs never overlap in time, and
     each is 0 lost and 0 reference mismatches."""
