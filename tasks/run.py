@@ -61,6 +61,9 @@ def sweep(c: Context, name: str = "quickstart", seeds: str = "1", datasets: str 
         seed_list = [int(x) for x in seeds.split(",") if x.strip()]
     except ValueError:
         raise ConfigError(f"--seeds {seeds!r} is not a comma-separated list of integers", "e.g. --seeds 1,2,3") from None
+    if join:
+        from chimera.sweep.join import joinable
+        joinable(name, seed_list)  # now, not after the tasks have run
     out = run(name, seed_list, [d for d in datasets.split(",") if d] or None, target, ray or None, retries, results,
               executor="sequential" if sequential else "ray")
     logging.getLogger("tasks").info("report: %s", out / "report.md")

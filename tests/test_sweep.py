@@ -204,3 +204,14 @@ def test_join_refuses_what_is_not_one_run(case: str, match: str, tmp_path: Path)
     with pytest.raises(ResultsError, match=match):
         join(_fake_sweep(tmp_path, exp, seeds, ok), tmp_path / "j")
     assert not (tmp_path / "j").exists()
+
+
+def test_sweep_join_refuses_before_any_task_runs(tmp_path: Path) -> None:
+    """`invoke sweep --join` over several seeds, or over a kind's cells, is refused before the tasks run."""
+    from chimera.errors import ResultsError
+    from chimera.sweep.join import joinable
+    with pytest.raises(ResultsError, match="a run has one seed"):
+        joinable(_yaml(tmp_path, TWO_SETS, "tiny-accuracy.yaml"), [1, 2])
+    with pytest.raises(ResultsError, match="cells"):
+        joinable(_yaml(tmp_path, TINY), [1])
+    joinable(_yaml(tmp_path, TWO_SETS, "tiny-accuracy.yaml"), [1])

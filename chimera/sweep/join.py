@@ -59,18 +59,26 @@ def _tasks(sweep_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return sw, outcomes
 
 
-def _check(sw: dict[str, Any], outcomes: list[dict[str, Any]]) -> None:
-    exp = sw["experiment"]
-    if len(sw.get("seeds", [])) != 1:
-        raise ResultsError(f"sweep of {exp} over seeds {sw.get('seeds')}: a run has one seed",
+def joinable(experiment: str, seeds: list[int]) -> None:
+    """Refuse a sweep ``--join`` cannot join before its tasks run (they may take hours)."""
+    if len(seeds) != 1:
+        raise ResultsError(f"sweep of {experiment} over seeds {seeds}: a run has one seed",
                            "join a one-seed sweep (invoke sweep --seeds N); several seeds stay a sweep")
-    cfg = _experiment(sw)
+    cfg = _experiment({"experiment": experiment, "seeds": seeds})
     kind = kind_of(cfg.kind)
     if not kind.multi_dataset:
-        raise ResultsError(f"{exp} (kind {kind.name}) has one dataset: there is nothing to join",
+        raise ResultsError(f"{experiment} (kind {kind.name}) has one dataset: there is nothing to join",
                            "run it with invoke run-experiment")
+    if [c for c in kind.cells(cfg) if c.override]:
+        raise ResultsError(f"sweep of {experiment} splits the experiment by {kind.name} cells, not only by dataset",
+                           "its cells are no single run: cite the sweep itself (leave out --join)")
+
+
+def _check(sw: dict[str, Any], outcomes: list[dict[str, Any]]) -> None:
+    exp = sw["experiment"]
+    joinable(exp, list(sw.get("seeds", [])))
     if any(set(o["cell"]) - {"dataset", "seed"} for o in outcomes):
-        raise ResultsError(f"sweep of {exp} splits the experiment by {kind.name} cells, not only by dataset",
+        raise ResultsError(f"sweep of {exp} splits the experiment by cells, not only by dataset",
                            "its cells are no single run: cite the sweep itself")
     bad = [f"{o['task']}: {o.get('status')} ({((o.get('error') or '').splitlines() or ['no error recorded'])[-1]})"
            for o in outcomes if o.get("status") != "ok"]
