@@ -155,8 +155,8 @@ def test(c: Context, k: str = "", x: bool = False, workers: int = -1) -> None:
     thread pools on every worker at once oversubscribe the cores and spin."""
     py = python()
     one = {} if workers == 0 else {v: os.environ.get(v, "1") for v in THREAD_VARS}
-    par = [] if workers == 0 else ["-n", str((os.cpu_count() or 1) + 1) if workers < 0 else str(workers), "--dist", "loadfile",
-                                   "--durations", "10"]
+    par = [] if workers == 0 else ["-n", str((os.cpu_count() or 1) + 1) if workers < 0 else str(workers),
+                                   "--dist", "loadfile", "--durations", "10"]
     args = ["-m", "pytest", "-ra", "-q", *par] + (["-k", k] if k else []) + (["-x"] if x else [])
     r = subprocess.run([py, *args], cwd=ROOT, check=False, env={**os.environ, **one})
     if r.returncode == 5:

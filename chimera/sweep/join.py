@@ -64,7 +64,7 @@ def joinable(experiment: str, seeds: list[int]) -> None:
     if len(seeds) != 1:
         raise ResultsError(f"sweep of {experiment} over seeds {seeds}: a run has one seed",
                            "join a one-seed sweep (invoke sweep --seeds N); several seeds stay a sweep")
-    cfg = _experiment({"experiment": experiment, "seeds": seeds})
+    cfg = _experiment(experiment, seeds[0])
     kind = kind_of(cfg.kind)
     if not kind.multi_dataset:
         raise ResultsError(f"{experiment} (kind {kind.name}) has one dataset: there is nothing to join",
@@ -90,9 +90,9 @@ def _check(sw: dict[str, Any], outcomes: list[dict[str, Any]]) -> None:
         raise ResultsError(f"the sweep's tasks were made at {len(commits)} commits", "re-run the sweep from one tree")
 
 
-def _experiment(sw: dict[str, Any]) -> Any:
+def _experiment(experiment: str, seed: int) -> Any:
     from chimera.experiments.load import load_experiment
-    return load_experiment(sw["experiment"], {"seed": sw["seeds"][0]})
+    return load_experiment(experiment, {"seed": seed})
 
 
 def _task_run(sweep_dir: Path, o: dict[str, Any]) -> Path:
@@ -111,8 +111,7 @@ def join(sweep_dir: Path, results_root: str | Path = "results") -> Path:
     sweep_dir = Path(sweep_dir)
     sw, outcomes = _tasks(sweep_dir)
     _check(sw, outcomes)
-    cfg = _experiment(sw)
-    order = list(cfg.named_datasets())
+    order = list(_experiment(sw["experiment"], sw["seeds"][0]).named_datasets())
     by_ds = {o["cell"]["dataset"]: o for o in outcomes}
     missing = [d for d in order if d not in by_ds]
     if missing:
