@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import threading
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -17,6 +14,7 @@ import yaml
 from chimera.errors import ConfigError
 from chimera.sweep.driver import merge, run_sequential, sweep
 from chimera.sweep.plan import plan
+from chimera.sweep.task import KILL_ENV, PIDS_FILE
 
 from builders import ROOT
 
@@ -71,46 +69,29 @@ def test_ray_sweep_equals_the_sequential_tasks(ray_local, tmp_path: Path) -> Non
     assert all(t["node"] != "local" and t["pid"] != os.getpid() for t in man["tasks"])
 
 
-def _kill_first_attempt(root: Path, stop: threading.Event, killed: list[int]) -> None:
-    while not stop.is_set():
-        for f in root.rglob("attempts.jsonl"):
-            pid = json.loads(f.read_text().splitlines()[0])["pid"]
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-            except ProcessLookupError:
-                pass
-            return
-        time.sleep(0.02)
-
-
 @pytest.mark.parametrize("retries", [1, 0])
-def test_killed_worker_is_retried_or_recorded(retries: int, ray_local, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """SIGKILL the worker of the first task to start: with a retry it reruns and the merge is complete; without,
-    it is recorded as failed with its error and the other task is still merged."""
+def test_killed_worker_is_retried_or_recorded(retries: int, ray_local, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker of one task SIGKILLs itself on its first attempt (KILL_ENV): with a retry the task reruns in
+    another process and the merge is complete; without, it is recorded as failed with its error and the other
+    task is still merged. The kill is at a known point, not raced against the task."""
     exp = _yaml(tmp_path, TINY)
-    stop, killed = threading.Event(), []
-    watcher = threading.Thread(target=_kill_first_attempt, args=(tmp_path / "results", stop, killed), daemon=True)
-    watcher.start()
-    try:
-        out = sweep(exp, [1], target="reference", retries=retries, results_root=tmp_path / "results",
-                    data_root=ROOT / "data")
-    finally:
-        stop.set()
-        watcher.join(5)
-    assert killed, "the watcher never saw a task start"
+    victim = plan(exp, [1], None, "reference")[0].name
+    monkeypatch.setenv(KILL_ENV, victim)
+    out = sweep(exp, [1], target="reference", retries=retries, results_root=tmp_path / "results",
+                data_root=ROOT / "data")
     man = json.loads((out / "manifest.json").read_text())["sections"]["sweep"]  # the sweep's own record
     by = {t["task"]: t for t in man["tasks"]}
-    victim = next(t for t in by.values() if t.get("attempts", 1) > 1 or t["status"] == "failed")
+    pids = [json.loads(line)["pid"] for line in (out / "work" / victim / PIDS_FILE).read_text().splitlines()]
     rows = pd.read_csv(out / "hyper_dim.csv")
     if retries:
         assert all(t["status"] == "ok" for t in by.values())
-        assert victim["attempts"] == 2 and victim["pid"] != killed[0]
+        assert by[victim]["attempts"] == 2 and len(pids) == 2 and by[victim]["pid"] == pids[1] != pids[0]
         assert len(rows) == 2
     else:
-        assert victim["status"] == "failed" and victim["error"]
-        assert man["failed_tasks"] == [victim["task"]]
-        assert len(rows) == 1 and victim["task"] not in set(rows["sweep_task"])
+        assert len(pids) == 1 and by[victim]["status"] == "failed" and by[victim]["error"]
+        assert man["failed_tasks"] == [victim]
+        assert len(rows) == 1 and victim not in set(rows["sweep_task"])
         assert "failed" in (out / "report.md").read_text()
 
 
