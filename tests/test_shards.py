@@ -18,7 +18,7 @@ from chimera.targets.registry import target_class, with_capability
 from chimera.targets.sharded import merge_verdicts, shard_of, sharded
 from chimera.testbed.replay import ReplayConfig
 
-from builders import STRESS_PCAP, assert_conformant, quickstart_artifact
+from builders import STRESS_PCAP, BuiltArtifact, assert_conformant, quickstart_artifact
 
 FIELDS = ("label", "flags", "score", "rule_id", "centroid", "map_version")
 TESTBEDS = [c.name for c in with_capability(Capability.TESTBED)]
@@ -53,10 +53,10 @@ def test_a_flow_is_on_one_shard_and_slots_split_by_residue() -> None:
     assert np.array_equal(s[ok], (crc[ok] & np.uint32(64 - 1)).astype(np.int64) % 4)
 
 
-def test_the_sharded_reference_is_a_reference_switch_per_shard(prior_on) -> None:  # type: ignore[no-untyped-def]
+def test_the_sharded_reference_is_a_reference_switch_per_shard(prior_on: BuiltArtifact, tmp_path: Path) -> None:
     art, table = prior_on.art, prior_on.data.replay_table
     t = sharded(ReferenceTarget(), 2)
-    res = t.run(art, table, Path("unused"), "ref", replay=ReplayConfig(clock="trace"))
+    res = t.run(art, table, tmp_path, "ref", replay=ReplayConfig(clock="trace"))
     want = sharded_reference(art, table, 2)
     for f in FIELDS:
         assert np.array_equal(getattr(res.verdicts, f), getattr(want, f)), f
@@ -68,13 +68,13 @@ def test_the_sharded_reference_is_a_reference_switch_per_shard(prior_on) -> None
     assert int(np.sum(res.verdicts.label != whole.label)) > 0
 
 
-def test_sharded_runs_refuse_live_installs() -> None:
+def test_sharded_runs_refuse_live_installs(tmp_path: Path) -> None:
     from types import SimpleNamespace
     built = quickstart_artifact()
     t = sharded(ReferenceTarget(), 2)
     assert not t.can(Capability.LIVE_INSTALL)
     with pytest.raises(ConfigError, match="cannot be sharded"):
-        t.run(built.art, built.data.replay_table, Path("unused"), "x", replay=ReplayConfig(clock="trace"),
+        t.run(built.art, built.data.replay_table, tmp_path, "x", replay=ReplayConfig(clock="trace"),
               control=SimpleNamespace(enabled=True))  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="at least 1"):
         sharded(ReferenceTarget(), 0)
