@@ -33,11 +33,15 @@ def _yaml(tmp: Path, cfg: dict, name: str = "tiny-sweep.yaml") -> str:
 
 
 @pytest.fixture(scope="module")
-def ray_local():  # type: ignore[no-untyped-def]
+def ray_local(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """Local Ray for the module; its workers see KILL_ENV (a worker's environment is the raylet's, fixed when Ray
+    starts), so a test can make one task's first attempt crash by a file in that folder."""
     from chimera.sweep.driver import start_ray
-    ray = start_ray(None, 2)
-    yield ray
-    ray.shutdown()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(KILL_ENV, str(tmp_path_factory.mktemp("kill")))
+        ray = start_ray(None, 2)
+        yield ray
+        ray.shutdown()
 
 
 def test_plan_expands_cells_seeds_and_datasets(tmp_path: Path) -> None:
@@ -70,16 +74,19 @@ def test_ray_sweep_equals_the_sequential_tasks(ray_local, tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("retries", [1, 0])
-def test_killed_worker_is_retried_or_recorded(retries: int, ray_local, tmp_path: Path,  # type: ignore[no-untyped-def]
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_killed_worker_is_retried_or_recorded(retries: int, ray_local, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """The worker of one task SIGKILLs itself on its first attempt (KILL_ENV): with a retry the task reruns in
     another process and the merge is complete; without, it is recorded as failed with its error and the other
     task is still merged. The kill is at a known point, not raced against the task."""
     exp = _yaml(tmp_path, TINY)
     victim = plan(exp, [1], None, "reference")[0].name
-    monkeypatch.setenv(KILL_ENV, victim)
-    out = sweep(exp, [1], target="reference", retries=retries, results_root=tmp_path / "results",
-                data_root=ROOT / "data")
+    trigger = Path(os.environ[KILL_ENV]) / victim
+    trigger.touch()
+    try:
+        out = sweep(exp, [1], target="reference", retries=retries, results_root=tmp_path / "results",
+                    data_root=ROOT / "data")
+    finally:
+        trigger.unlink()
     man = json.loads((out / "manifest.json").read_text())["sections"]["sweep"]  # the sweep's own record
     by = {t["task"]: t for t in man["tasks"]}
     pids = [json.loads(line)["pid"] for line in (out / "work" / victim / PIDS_FILE).read_text().splitlines()]
@@ -129,7 +136,7 @@ def test_a_joined_one_seed_sweep_is_the_plain_run(tmp_path: Path) -> None:
     from chimera.experiments.load import load_experiment
     from chimera.experiments.runner import run_experiment
     from chimera.formats.rundir import Manifest
-    from chimera.sweep.join import join
+    from chimera.sweep.join import EXACT_FLOATS, join
     exp = _yaml(tmp_path, TWO_SETS, "tiny-accuracy.yaml")
     plain = run_experiment(load_experiment(exp), results_root=tmp_path / "plain", data_root=ROOT / "data",
                            experiment_file=exp)
@@ -137,7 +144,7 @@ def test_a_joined_one_seed_sweep_is_the_plain_run(tmp_path: Path) -> None:
                   executor="sequential")
     joined = join(swept, tmp_path / "joined")
     assert joined.parent == tmp_path / "joined" / "tiny-accuracy"
-    a, b = (pd.read_csv(d / "accuracy.csv", float_precision="round_trip") for d in (plain, joined))
+    a, b = (pd.read_csv(d / "accuracy.csv", **EXACT_FLOATS) for d in (plain, joined))
     pd.testing.assert_frame_equal(a.drop(columns="seconds"), b.drop(columns="seconds"), check_exact=True)
     assert list(b["dataset"].unique()) == ["ciciot", "peer"]
     mp, mj = Manifest.read(plain / "manifest.json"), Manifest.read(joined / "manifest.json")

@@ -132,7 +132,7 @@ def replay_accounting(df: pd.DataFrame, key: str = "variant") -> list[str]:
     lines = ["Every replayed frame ends as exactly one of: a verdict, not sent (reason below), dropped by the "
              "capture (the kernel's count at h2), or lost (no tool reports it):", "", table(df[[key, *cols]], cols),
              ""]
-    reasons = sorted({r for r in df.get("not_sent_reason", pd.Series(dtype=str)).fillna("") if r})
+    reasons = sorted({r for r in df.get("not_sent_reason", pd.Series(dtype=str)).dropna() if r})
     cuts = pd.to_numeric(df.get("cut_frames", pd.Series(dtype=float)), errors="coerce").fillna(0)
     cut = int(cuts.max()) if len(cuts) else 0
     snapped = [f"Up to {cut} frames per replay were longer than the replay snap (coalesced by the capturing host) "

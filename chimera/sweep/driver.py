@@ -38,7 +38,7 @@ from chimera.targets.registry import environment
 from chimera.formats.tables import TableSchema
 from chimera.metrics.intervals import ci95
 from chimera.sweep.plan import SweepTask, plan
-from chimera.sweep.task import KILL_ENV, failure, run_task
+from chimera.sweep.task import failure, run_task
 
 log = logging.getLogger(__name__)
 ROOT = paths.ROOT
@@ -85,8 +85,6 @@ def run_ray(tasks: list[SweepTask], target: str, work_root: Path, data_root: Pat
         opts: dict[str, Any] = {"num_cpus": 1, "max_retries": retries, "retry_exceptions": True}
         if t.testbed:
             opts["resources"] = {"testbed": 1}
-        if os.environ.get(KILL_ENV):  # a worker's environment is the raylet's: hand the fault to the task itself
-            opts["runtime_env"] = {"env_vars": {KILL_ENV: os.environ[KILL_ENV]}}
         refs[remote.options(**opts).remote(t, target, str(work_root), str(data_root))] = t
     out: dict[str, dict[str, Any]] = {}
     pending = list(refs)

@@ -30,6 +30,12 @@ from chimera.errors import ResultsError
 from chimera.experiments.kinds import kind_of
 from chimera.formats.rundir import Manifest, RunDir
 
+#: read a table's floats back to the last bit: pandas from 3.1 reads every float round-trip (and deprecates the
+#: argument), an older one must be asked
+EXACT_FLOATS: dict[str, Any] = ({} if tuple(int(x) for x in pd.__version__.split(".")[:2]) >= (3, 1)
+                                else {"float_precision": "round_trip"})
+
+
 log = logging.getLogger(__name__)
 
 
@@ -147,7 +153,7 @@ def join(sweep_dir: Path, results_root: str | Path = "results") -> Path:
         (run.path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
         names = sorted({p.name for _, r in runs for p in [*r.glob("*.csv"), *r.glob("*.csv.gz")]})
         for n in names:  # round-trip floats: the joined table holds the tasks' values to the last bit
-            parts = [pd.read_csv(r / n, float_precision="round_trip") for _, r in runs if (r / n).is_file()]
+            parts = [pd.read_csv(r / n, **EXACT_FLOATS) for _, r in runs if (r / n).is_file()]
             pd.concat(parts, ignore_index=True).to_csv(run.path / n, index=False,
                                                        compression="gzip" if n.endswith(".gz") else None)
         for _, r in runs:

@@ -22,10 +22,11 @@ from chimera.errors import ChimeraError
 from chimera.sweep.plan import SweepTask
 
 PIDS_FILE = "attempts.jsonl"
-KILL_ENV = "CHIMERA_SWEEP_KILL_TASK"
-"""Fault injection, for the retry tests: the worker running the first attempt of the task this names SIGKILLs
-itself right after recording the attempt. To Ray that is an OOM kill or a lost node (a real crash), at a known
-point, so the check never races the task."""
+KILL_ENV = "CHIMERA_SWEEP_KILL_DIR"
+"""Fault injection, for the retry tests: where this names a folder that holds a file named as the task, the
+worker running that task's first attempt SIGKILLs itself right after recording the attempt. To Ray that is an
+OOM kill or a lost node (a real crash), at a known point, so the check never races the task. A worker's
+environment is its raylet's, so the variable is set before Ray starts; the file says which task, and when."""
 
 
 def run_task(task: SweepTask, target: str, work_root: str, data_root: str) -> dict[str, Any]:
@@ -54,7 +55,8 @@ def _run(task: SweepTask, target: str, work_root: Path, data_root: str) -> dict[
     with open(here / PIDS_FILE, "a") as f:  # one line per attempt: which process ran it (a retry adds a line)
         f.write(json.dumps(attempt) + "\n")
     base = {"task": task.name, "cell": task.cell, **attempt, "attempts": _attempts(here)}
-    if os.environ.get(KILL_ENV) == task.name and base["attempts"] == 1:
+    kill = os.environ.get(KILL_ENV)
+    if kill and (Path(kill) / task.name).is_file() and base["attempts"] == 1:
         os.kill(os.getpid(), signal.SIGKILL)
     try:
         cfg = load_experiment(task.experiment, task.overrides)
