@@ -186,6 +186,21 @@ def _copy_of_the_checkout(dest: Path) -> None:
         shutil.copy2(ROOT / f, dest / f)
     for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"]):
         subprocess.run(["git", *args], cwd=dest, check=True, capture_output=True)
+    _copy_compiled_reference(dest)
+
+
+def _copy_compiled_reference(dest: Path) -> None:
+    """The reference's numba kernels, compiled here once and copied into the copy's __pycache__ (ignored by git).
+    Numba keys its cache on the source's content, not its path, so each of the copy's processes (the command
+    line, the nightly and its workers, the conformance run) loads them instead of compiling them again."""
+    import shutil
+    from chimera.reference.pipeline import run_reference
+    from test_reference import random_artifact, random_packets
+    run_reference(random_artifact(1), random_packets(1, 20)[0])
+    for f in (ROOT / "chimera").rglob("__pycache__/*.nb[ic]"):
+        to = dest / f.relative_to(ROOT)
+        to.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(f, to)
 
 
 def test_a_toy_testbed_target_and_kind_need_their_own_folder_and_one_line_each(tmp_path: Path) -> None:
