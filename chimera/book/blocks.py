@@ -87,13 +87,26 @@ def not_run_here(r: Run) -> str:
 # ------------------------------------------------------------------------------------------------ set-up
 @block("fresh-check")
 def fresh_check(b: Book) -> str:
+    """The newest record, and the one before it where that ran on another host: the first command's time (the
+    same downloads and installs, where the bootstrap did not change) says how fast each machine was."""
     r = b.runs.need("fresh-check")
     t = r.manifest.timings_s
     cfg = r.manifest.config
-    return (f"On this project's 2-core machine, from a clean clone of `{(r.manifest.git.commit or '')[:7]}` "
-            f"({r.cite()}): the first command took {n(t.get('command_1'))} s (Debian packages and Python wheels "
-            f"included), the second {n(t.get('command_2'))} s; the rootfs ({cfg.get('suite')}, "
-            f"{cfg.get('variant')}) took {n(t.get('rootfs'))} s.")
+    text = (f"On this project's 2-core machine (kernel {r.manifest.environment.get('kernel') or 'not recorded'}), "
+            f"from a clean clone of `{(r.manifest.git.commit or '')[:7]}` ({r.cite()}): the first command took "
+            f"{n(t.get('command_1'))} s (Debian packages and Python wheels included), the second "
+            f"{n(t.get('command_2'))} s; the rootfs ({cfg.get('suite')}, {cfg.get('variant')}) took "
+            f"{n(t.get('rootfs'))} s.")
+    before = [x for x in b.runs.all("fresh-check") if x.run_id < r.run_id]
+    if before:
+        p = max(before, key=lambda x: x.run_id)
+        pk, pt = p.manifest.environment.get("kernel"), p.manifest.timings_s
+        if pk and pk != r.manifest.environment.get("kernel") and pt.get("command_1") and t.get("command_1"):
+            text += (f" The record before it ran on another host (kernel {pk}), from `{(p.manifest.git.commit or '')[:7]}` "
+                     f"({p.cite()}): {n(pt.get('command_1'))} s and {n(pt.get('command_2'))} s. The first command "
+                     f"(the set-up) took {t['command_1'] / pt['command_1']:.2f} times as long here: the hosts "
+                     "differ in speed, so compare the second command across records with that ratio beside it.")
+    return text
 
 
 @block("vm-boot")
