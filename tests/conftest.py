@@ -9,23 +9,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-
-#: the slowest test files, slowest first (each file's seconds on this project's 2-core machine, from
-#: ``--durations 0``: with BMv2, test_bmv2 and test_clock take 250-400; test_sweep about 170, the next ones 60-90,
-#: then 30-40, then 10-30). xdist (--dist loadfile) hands out files in collection order, so these start first and
-#: no long file starts when the others are done (longest-processing-time-first). Only when a file starts changes,
-#: never what a test checks; a file missing from the list keeps its place after them.
-SLOW_FIRST = ("test_bmv2.py", "test_sweep.py", "test_clock.py", "test_conformance.py", "test_nightly.py",
-              "test_ebpf.py", "test_registries.py", "test_fuzz.py", "test_shards.py", "test_latency.py",
-              "test_reproducibility.py", "test_types.py", "test_baseline_zoo.py", "test_baselines.py",
-              "test_experiments.py", "test_adaptation.py")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # a stable sort: within a file, its order
-
-
 SAMPLE = Path(os.environ.get("CHIMERA_SAMPLE", ROOT.parent / "shared" / "datasets" / "ciciot2022-sonos"))
 
 
