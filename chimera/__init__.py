@@ -27,8 +27,8 @@ import-linter, see pyproject.toml):
 Reproducibility across machines: float kernels that dispatch on the CPU's vector
 instruction set give different bits on AVX2 and AVX-512 machines (torch's
 vectorized sin and cos, which the random-Fourier-feature model trains through,
-did: issue 22; so does MKL's GEMM on a CPU with AMX and AVX512-FP16). Importing the package pins them to AVX2 where the CPU has it,
-before torch loads, so a fixed seed trains the same tables on any x86-64
+did: issue 22; so does MKL's GEMM on a CPU with AMX and AVX512-FP16). Importing
+the package pins them to AVX2 where the CPU has it, before torch loads, so a fixed seed trains the same tables on any x86-64
 machine with AVX2. ``CHIMERA_CPU_ISA=native`` keeps the machine's own choice.
 """
 

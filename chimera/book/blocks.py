@@ -97,15 +97,17 @@ def fresh_check(b: Book) -> str:
             f"{n(t.get('command_1'))} s (Debian packages and Python wheels included), the second "
             f"{n(t.get('command_2'))} s; the rootfs ({cfg.get('suite')}, {cfg.get('variant')}) took "
             f"{n(t.get('rootfs'))} s.")
-    before = [x for x in b.runs.all("fresh-check") if x.run_id < r.run_id]
-    if before:
-        p = max(before, key=lambda x: x.run_id)
-        pk, pt = p.manifest.environment.get("kernel"), p.manifest.timings_s
-        if pk and pk != r.manifest.environment.get("kernel") and pt.get("command_1") and t.get("command_1"):
-            text += (f" The record before it ran on another host (kernel {pk}), from `{(p.manifest.git.commit or '')[:7]}` "
-                     f"({p.cite()}): {n(pt.get('command_1'))} s and {n(pt.get('command_2'))} s. The first command "
-                     f"(the set-up) took {t['command_1'] / pt['command_1']:.2f} times as long here: the hosts "
-                     "differ in speed, so compare the second command across records with that ratio beside it.")
+    p = b.runs.latest("fresh-check", lambda x: x.run_id < r.run_id)
+    pk = p.manifest.environment.get("kernel") if p else None
+    if p is None or not pk or pk == r.manifest.environment.get("kernel"):
+        return text
+    pt = p.manifest.timings_s
+    if pt.get("command_1") and t.get("command_1"):
+        text += (f" The record before it ran on another host (kernel {pk}), from "
+                 f"`{(p.manifest.git.commit or '')[:7]}` ({p.cite()}): {n(pt.get('command_1'))} s and "
+                 f"{n(pt.get('command_2'))} s. The first command (the set-up) took "
+                 f"{t['command_1'] / pt['command_1']:.2f} times as long here: the hosts differ in speed, so compare "
+                 "the second command across records with that ratio beside it.")
     return text
 
 

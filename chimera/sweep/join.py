@@ -35,7 +35,6 @@ from chimera.formats.rundir import Manifest, RunDir
 EXACT_FLOATS: dict[str, Any] = ({} if tuple(int(x) for x in pd.__version__.split(".")[:2]) >= (3, 1)
                                 else {"float_precision": "round_trip"})
 
-
 log = logging.getLogger(__name__)
 
 
