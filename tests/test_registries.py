@@ -169,6 +169,17 @@ try:
     print("STEP-foreign-section accepted", flush=True)
 except Exception as e:
     print("STEP-foreign-section refused", " ".join(str(e).split()), flush=True)
+
+# the nightly suite (its exit is judged from its manifest), then the conformance tests, in this interpreter too
+try:
+    Program(namespace=ns, binary="invoke").run(["invoke", "nightly", "--suite", "{suite}", "--history", "{history}",
+                                                "--results", "{night}"])
+except SystemExit:
+    pass
+import pytest
+print("STEP-conformance-begin", flush=True)
+code = pytest.main(["-q", "-p", "no:cacheprovider", "tests/test_conformance.py", "-k", "toy"])
+print("STEP-conformance", int(code), flush=True)
 """
 
 
@@ -190,13 +201,19 @@ def _copy_of_the_checkout(dest: Path) -> None:
 
 
 def _copy_compiled_reference(dest: Path) -> None:
-    """The reference's numba kernels, compiled here once and copied into the copy's __pycache__ (ignored by git).
-    Numba keys its cache on the source's content, not its path, so each of the copy's processes (the command
-    line, the nightly and its workers, the conformance run) loads them instead of compiling them again."""
+    """What the checkout builds once, copied into the copy's ignored folders: the reference's numba kernels
+    (compiled here once; numba keys its cache on the source's content, not its path, so each of the copy's
+    processes, the command line, the nightly and its workers, the conformance run, loads them instead of compiling
+    them again) and the fuzz profiles' artifacts (trained here once, or by another test, and read by the nightly's
+    mutant worker from build/fuzz/artifacts, keyed by what they are built from)."""
     import shutil
+    from chimera.fuzz.profiles import CACHE, PROFILES, artifact
     from chimera.reference.pipeline import run_reference
     from test_reference import random_artifact, random_packets
     run_reference(random_artifact(1), random_packets(1, 20)[0])
+    for name in PROFILES:
+        artifact(name)
+    shutil.copytree(CACHE, dest / CACHE.relative_to(ROOT), dirs_exist_ok=True)
     for f in (ROOT / "chimera").rglob("__pycache__/*.nb[ic]"):
         to = dest / f.relative_to(ROOT)
         to.parent.mkdir(parents=True, exist_ok=True)
@@ -237,14 +254,26 @@ def test_a_toy_testbed_target_and_kind_need_their_own_folder_and_one_line_each(t
         assert not ok or r.returncode == 0, f"{' '.join(a)} failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
         return r
 
+    # the nightly suite: the quickstart's variants on the toy testbed, the toy kind, and the toy's mutants
+    small = {"synthetic": {"profile": "ciciot", "flows": 120, "duration_s": 10, "max_packets_per_flow": 12,
+                           "attacks": ["SCAN"], "attack_share": 0.1}}
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(yaml.safe_dump({
+        "require": ["reference", "toy"],
+        "experiments": [{"name": "quickstart", "targets": ["reference", "toy"]},
+                        {"name": "chimera/experiments/kinds/toy/toy.yaml", "targets": ["toy"]}],
+        "overrides": {"quickstart": {"dataset": small}},
+        "mutate": {"files": ["toy"], "per_file": 1, "fuzz_rounds": 1}, "seed": 1}))
+
     # the command line, in one interpreter (an import of the project costs seconds; each step goes through
     # invoke's own parser, as `invoke ...` does): the toy kind on the toy testbed; its report deleted and re-rendered
     # by the kind's own renderer; the run compared with itself, matched on its keys; the sweep plans the toy's
-    # tasks; and the toy section is the toy kind's alone
+    # tasks; the toy section is the toy kind's alone; then the nightly suite and the conformance tests
     cli = tmp_path / "cli"
-    steps = run("-c", CLI_STEPS.format(results=str(cli)), ok=False)
+    steps = run("-c", CLI_STEPS.format(results=str(cli), suite=str(suite), history=str(tmp_path / "history.csv"),
+                                       night=str(tmp_path / "night")), ok=False)
     assert steps.returncode == 0, f"the command-line steps failed:\n{steps.stdout[-3000:]}\n{steps.stderr[-3000:]}"
-    said = dict(line.split(" ", 1) for line in steps.stdout.splitlines() if line.startswith("STEP-"))
+    said = dict(line.split(" ", 1) for line in steps.stdout.splitlines() if line.startswith("STEP-") and " " in line)
     (out,) = (cli / "toy-counts").iterdir()
     m = json.loads((out / "manifest.json").read_text())
     assert (m["kind"], m["target"], m["sections"]["toy"]["classes_seen"]) == ("toy", "toy", 2)
@@ -256,31 +285,19 @@ def test_a_toy_testbed_target_and_kind_need_their_own_folder_and_one_line_each(t
     assert said["STEP-plan"] == "['seed1-all', 'seed2-all']", steps.stderr[-2000:]
     assert said["STEP-foreign-section"].startswith("refused") and "Extra inputs" in said["STEP-foreign-section"]
 
-    # the nightly suite: the quickstart's variants on the toy testbed, the toy kind, and the toy's mutants
-    small = {"synthetic": {"profile": "ciciot", "flows": 120, "duration_s": 10, "max_packets_per_flow": 12,
-                           "attacks": ["SCAN"], "attack_share": 0.1}}
-    suite = tmp_path / "suite.yaml"
-    suite.write_text(yaml.safe_dump({
-        "require": ["reference", "toy"],
-        "experiments": [{"name": "quickstart", "targets": ["reference", "toy"]},
-                        {"name": "chimera/experiments/kinds/toy/toy.yaml", "targets": ["toy"]}],
-        "overrides": {"quickstart": {"dataset": small}},
-        "mutate": {"files": ["toy"], "per_file": 1, "fuzz_rounds": 1}, "seed": 1}))
-    night = run("-m", "invoke", "nightly", "--suite", str(suite), "--history", str(tmp_path / "history.csv"),
-                "--results", str(tmp_path / "night"), ok=False)
     (nd,) = (tmp_path / "night" / "nightly").glob("*-local")
     measured = json.loads((nd / "manifest.json").read_text())["sections"]["measured"]
     q, ref = measured["experiments"]["quickstart@toy"], measured["experiments"]["quickstart@reference"]
     assert q["f1"] == ref["f1"] and set(q["lost"].values()) == {0} and set(q["reference_mismatches"].values()) == {0}
-    assert measured["experiments"]["toy@toy"]["f1"], night.stdout[-2000:]
+    assert measured["experiments"]["toy@toy"]["f1"], steps.stdout[-2000:]
     score = measured["mutate"]["scores"]["toy"]
     assert score["killed"] + score["timeout"] + score["survived"] + score["invalid"] >= 1, measured["mutate"]
     (mt,) = (nd / "runs" / "mutate").glob("*/mutants.csv")
     assert set(pd.read_csv(mt)["file"]) == {"toy"}
 
     # conformance: the toy's cases come from the registry, like every target's
-    conf = run("-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_conformance.py", "-k", "toy")
-    assert " passed" in conf.stdout and "failed" not in conf.stdout, conf.stdout[-2000:]
+    conf = steps.stdout.split("STEP-conformance-begin", 1)[1]
+    assert said["STEP-conformance"] == "0" and " passed" in conf and "failed" not in conf, conf[-2000:]
 
 
 def test_no_target_is_named_outside_its_folder_and_the_registries() -> None:
