@@ -21,7 +21,7 @@ import yaml
 
 from chimera.errors import ConfigError, ResultsError
 from chimera.nightly import checks as ck
-from chimera.nightly.config import ExperimentEntry, NightlyConfig, load_suite
+from chimera.nightly.config import ExperimentEntry, FuzzEntry, NightlyConfig, load_suite
 from chimera.nightly.golden import Golden
 from chimera.nightly.suite import nightly
 from chimera.report.sections import NightMeasured
@@ -40,8 +40,9 @@ def setup(tmp_path: Path):  # type: ignore[no-untyped-def]
     exp = tmp_path / "tiny-nightly.yaml"
     exp.write_text(yaml.safe_dump(TINY))
     cfg = NightlyConfig(experiments=[ExperimentEntry(name=str(exp), targets=["reference"])])
+    # the book re-rendered from a night's runs takes seconds and is checked on one night of the golden test
     kw = {"baseline_dir": tmp_path / "baseline", "history": tmp_path / "history.csv",
-          "results_root": tmp_path / "results", "data_root": ROOT / "data"}
+          "results_root": tmp_path / "results", "data_root": ROOT / "data", "book": False}
     return cfg, kw
 
 
@@ -65,7 +66,7 @@ def test_golden_then_pass_then_a_broken_reference_regresses(setup, monkeypatch: 
     golden = json.loads((kw["baseline_dir"] / "golden.json").read_text())
     assert not regressed and golden["format_version"] == 2 and len(golden["experiments"]) == 1
     assert golden["updates"][0]["reason"] == "first" and golden["updates"][0]["forced"] is False
-    out, regressed = nightly(cfg, **kw)
+    out, regressed = nightly(cfg, **{**kw, "book": True})
     c = _checks(out)
     assert not regressed and (c[c["name"].str.contains("bit-identical")]["status"] == "pass").all()
     assert len(pd.read_csv(kw["history"])) == 2  # one F1 row per nightly
@@ -163,9 +164,8 @@ def test_a_planted_difference_fails_the_nightly_fuzz(setup, monkeypatch: pytest.
     """The nightly's fuzz budget: a difference between implementations (here a planted one in the oracle) is a
     regression; without it the same night passes."""
     from chimera.fuzz.oracle import Oracle
-    from chimera.nightly.config import FuzzEntry
     cfg, kw = setup
-    cfg = cfg.model_copy(update={"experiments": [], "fuzz": FuzzEntry(budget_s=12, targets=["reference"]), "seed": 3})
+    cfg = cfg.model_copy(update={"experiments": [], "fuzz": FuzzEntry(rounds=1, targets=["reference"]), "seed": 3})
     out, regressed = nightly(cfg, update_baseline=True, reason="first", **kw)
     assert not regressed and _checks(out)["name"].str.startswith("fuzz:").any()
     real = Oracle.step
@@ -274,6 +274,8 @@ def test_suite_file_is_valid_and_consistent(tmp_path: Path) -> None:
         load_suite(bad)
     assert cfg.with_cli(require=["bmv2"]).skip_reason("bmv2") is None
     assert cfg.with_cli(fuzz_budget="0").fuzz is None and cfg.with_cli(fuzz_budget="2m").fuzz.budget_s == 120  # type: ignore[union-attr]
+    rounds = cfg.model_copy(update={"fuzz": FuzzEntry(rounds=3)})  # a budget on the command line replaces rounds
+    assert rounds.with_cli(fuzz_budget="2m").fuzz == FuzzEntry(budget_s=120)
     with pytest.raises(ConfigError, match="at least 5"):
         cfg.with_cli(repeats=3)
 

@@ -31,8 +31,12 @@ class ExperimentEntry(BaseModel):
 
 
 class FuzzEntry(BaseModel):
+    """The night's differential fuzzing: a time budget, or a fixed number of rounds (the same sequences for a
+    seed on any machine, however fast: the rounds decide, as with the mutation sample's, and budget_s is unused)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     budget_s: float = Field(120.0, gt=0)
+    rounds: int | None = Field(None, ge=1, description="fuzz rounds (None: rounds until budget_s is spent)")
     targets: list[str] = Field(default_factory=lambda: ["reference"])
 
 
@@ -89,7 +93,8 @@ class NightlyConfig(BaseModel):
             cfg = cfg.model_copy(update={"repeats": repeats})
         if fuzz_budget is not None:
             s = parse_duration(fuzz_budget, "--fuzz-budget")
-            fz = None if s == 0 else (cfg.fuzz or FuzzEntry()).model_copy(update={"budget_s": s})
+            # a time budget asked for on the command line replaces the suite's rounds too
+            fz = None if s == 0 else (cfg.fuzz or FuzzEntry()).model_copy(update={"budget_s": s, "rounds": None})
             cfg = cfg.model_copy(update={"fuzz": fz})
         if mutate_budget is not None:
             s = parse_duration(mutate_budget, "--mutate-budget")

@@ -25,7 +25,7 @@ from chimera.errors import ChimeraError, ConfigError
 from chimera.experiments.kinds.base import NightlyTrack
 from chimera.formats.rundir import RunDir, git_state
 from chimera.targets.registry import environment
-from chimera.fuzz.mutate import target_of
+from chimera.fuzz.mutate import ROUNDS_CAP_S, target_of
 from chimera.nightly.checks import (Check, bench_checks, experiment_checks, failed, fuzz_checks, mutate_checks,
                                     on_testbed, summary_markdown)
 from chimera.nightly.config import NightlyConfig, load_suite
@@ -132,7 +132,8 @@ def run_benches(cfg: NightlyConfig, unavailable: tuple[dict[str, str], dict[str,
 
 
 def run_fuzz(cfg: NightlyConfig, out_dir: Path, unavailable: tuple[dict[str, str], dict[str, str]]) -> dict[str, Any]:
-    """The night's fuzz budget on the suite's targets, with a seed that rotates with the date (or the suite's)."""
+    """The night's fuzz (a budget or fixed rounds) on the suite's targets, with a seed that rotates with the date
+    (or the suite's)."""
     if cfg.fuzz is None:
         return {}
     from chimera.fuzz.run import FuzzConfig, fuzz
@@ -140,7 +141,10 @@ def run_fuzz(cfg: NightlyConfig, out_dir: Path, unavailable: tuple[dict[str, str
     targets = [t for t in cfg.fuzz.targets if t not in skip_t and t not in miss_t]
     seed = cfg.seed if cfg.seed is not None else int(dt.date.today().strftime("%Y%m%d"))
     try:
-        res = fuzz(FuzzConfig(targets=tuple(targets), budget_s=cfg.fuzz.budget_s, seed=seed), results_root=out_dir)
+        rounds = cfg.fuzz.rounds or 0
+        # fixed rounds: the draw is the seed's alone (no saved failures replayed first); ROUNDS_CAP_S only ends a hang
+        res = fuzz(FuzzConfig(targets=tuple(targets), budget_s=ROUNDS_CAP_S if rounds else cfg.fuzz.budget_s,
+                              seed=seed, rounds=rounds, database=not rounds), results_root=out_dir)
     except ChimeraError as e:
         return {"error": str(e)}
     return {"sequences": res.sequences, "differences": len(res.failures), "seed": seed, "targets": targets,
