@@ -22,7 +22,7 @@ from chimera.formats.verdict import VerdictFlag
 from chimera.reference.pipeline import dataplane_parsed
 from chimera.targets.ebpf import EbpfTarget
 from chimera.testbed.replay import ReplayConfig
-from chimera.testbed.topology import LOCK_NAME, STATE_DIR
+from chimera.testbed.topology import LOCK_NAME, LOCK_OWNER_ENV, PROCESS_LOCK, STATE_DIR
 
 from builders import ROOT, STRESS_PCAP, assert_conformant, quickstart_artifact
 
@@ -134,10 +134,14 @@ INTERRUPT_AT = {
 
 
 @pytest.mark.parametrize("stage", list(INTERRUPT_AT))
-@pytest.mark.usefixtures("machine_to_ourselves")
 def test_ctrl_c_at_every_stage_leaves_nothing(stage: str, tmp_path: Path) -> None:
     """SIGINT during bring-up, install, replay or collect: afterwards no node process, no namespace (and so no
-    veth or tc filter), no BPF program or map of the run, no state file, nothing under /run."""
+    veth or tc filter), no BPF program or map of the run, no state file, nothing under /run.
+
+    The run's process imports the project and trains its model first, then says READY and waits; only then does
+    this test take the machine's testbed lock (so what it finds new in the kernel's tables is that run's alone),
+    note the tables and let the run go on, nested in the lock. The seconds of import and training hold up no
+    other worker's testbed."""
     module, attr = INTERRUPT_AT[stage]
     script = textwrap.dedent(f"""
         import importlib, os, signal, sys, time
@@ -163,6 +167,8 @@ def test_ctrl_c_at_every_stage_leaves_nothing(stage: str, tmp_path: Path) -> Non
             time.sleep(0.2)  # Python raises KeyboardInterrupt at the next bytecode
             return orig(*a, **k)
         setattr(obj, name or owner, interrupted)
+        print("READY", flush=True)
+        sys.stdin.readline()  # the test holds the machine's testbed lock from here on
         t = EbpfTarget(build_dir=Path({str(tmp_path)!r}))
         try:
             t.run(built.art, built.data.replay_table.take(__import__("numpy").arange(300)), Path({str(tmp_path)!r}), "x",
@@ -172,17 +178,33 @@ def test_ctrl_c_at_every_stage_leaves_nothing(stage: str, tmp_path: Path) -> Non
         finally:
             t.close()
     """)
-    before = (bpf_programs(), bpf_maps(), run_state(), node_shells(), namespaces())
-    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
-    assert "INTERRUPTED" in p.stdout, p.stdout[-2000:] + p.stderr[-3000:]
-    programs, maps, state, shells, netns = before
-    # the kernel frees a closed program, map and namespace asynchronously: wait for it (named, bounded), then judge
-    eventually(lambda: bpf_programs() <= programs and bpf_maps() <= maps and namespaces() <= netns)
-    assert bpf_programs() <= programs, "a BPF program of the interrupted run is still loaded"
-    assert bpf_maps() <= maps, "a BPF map of the interrupted run is still there"
-    assert run_state() <= state, f"state left under {STATE_DIR}: {run_state() - state}"
-    assert node_shells() <= shells, "a node shell of the interrupted run survived"
-    assert namespaces() <= netns, "a network namespace of the interrupted run survived (with its veths)"
+    # the run nests in this process's hold on the lock (it is this process's child, named as the holder)
+    p = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env={**os.environ, LOCK_OWNER_ENV: str(os.getpid())})
+    try:
+        said = []
+        while (line := p.stdout.readline()) and line.strip() != "READY":  # type: ignore[union-attr]
+            said.append(line)
+        assert line, "".join(said)[-2000:] + p.stderr.read()[-3000:]  # type: ignore[union-attr]
+        PROCESS_LOCK.acquire()
+        try:
+            programs, maps, state, shells, netns = (bpf_programs(), bpf_maps(), run_state(), node_shells(),
+                                                    namespaces())
+            out, err = p.communicate("go\n", timeout=300)
+            assert "INTERRUPTED" in out, out[-2000:] + err[-3000:]
+            # the kernel frees a closed program, map and namespace asynchronously: wait for it (named, bounded)
+            eventually(lambda: bpf_programs() <= programs and bpf_maps() <= maps and namespaces() <= netns)
+            assert bpf_programs() <= programs, "a BPF program of the interrupted run is still loaded"
+            assert bpf_maps() <= maps, "a BPF map of the interrupted run is still there"
+            assert run_state() <= state, f"state left under {STATE_DIR}: {run_state() - state}"
+            assert node_shells() <= shells, "a node shell of the interrupted run survived"
+            assert namespaces() <= netns, "a network namespace of the interrupted run survived (with its veths)"
+        finally:
+            PROCESS_LOCK.release()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 #: how long teardown may take to show in the kernel's tables (an RCU grace period, a namespace's last reference)
