@@ -87,25 +87,37 @@ def not_run_here(r: Run) -> str:
 # ------------------------------------------------------------------------------------------------ set-up
 @block("fresh-check")
 def fresh_check(b: Book) -> str:
-    """The newest record, and the one before it where that ran on another host: the first command's time (the
-    same downloads and installs, where the bootstrap did not change) says how fast each machine was."""
+    """The newest record, every record before it on the same host (the spread of one host's runs), and the newest
+    on another host: the first command's time (the same downloads and installs, where the bootstrap did not change)
+    says how fast the machine was during each."""
     r = b.runs.need("fresh-check")
     t = r.manifest.timings_s
     cfg = r.manifest.config
-    text = (f"On this project's 2-core machine (kernel {r.manifest.environment.get('kernel') or 'not recorded'}), "
+    kernel = r.manifest.environment.get("kernel")
+    text = (f"On this project's 2-core machine (kernel {kernel or 'not recorded'}), "
             f"from a clean clone of `{(r.manifest.git.commit or '')[:7]}` ({r.cite()}): the first command took "
             f"{n(t.get('command_1'))} s (Debian packages and Python wheels included), the second "
             f"{n(t.get('command_2'))} s; the rootfs ({cfg.get('suite')}, {cfg.get('variant')}) took "
             f"{n(t.get('rootfs'))} s.")
-    p = b.runs.latest("fresh-check", lambda x: x.run_id < r.run_id)
-    pk = p.manifest.environment.get("kernel") if p else None
-    if p is None or not pk or pk == r.manifest.environment.get("kernel"):
+
+    def said(x: Run) -> str:
+        xt = x.manifest.timings_s
+        return (f"`{(x.manifest.git.commit or '')[:7]}` ({x.cite()}): {n(xt.get('command_1'))} s and "
+                f"{n(xt.get('command_2'))} s")
+    same = b.runs.all("fresh-check", lambda x: x.run_id < r.run_id and bool(kernel)
+                      and x.manifest.environment.get("kernel") == kernel)
+    if same:
+        text += (" Earlier records on the same host, oldest first: " + "; ".join(said(x) for x in same) +
+                 ". The same code's second command varies from record to record with the host's speed at the "
+                 "time, which the first command's time shows.")
+    p = b.runs.latest("fresh-check", lambda x: x.run_id < r.run_id and bool(x.manifest.environment.get("kernel"))
+                      and x.manifest.environment.get("kernel") != kernel)
+    if p is None or not kernel:
         return text
     pt = p.manifest.timings_s
     if pt.get("command_1") and t.get("command_1"):
-        text += (f" The record before it ran on another host (kernel {pk}), from "
-                 f"`{(p.manifest.git.commit or '')[:7]}` ({p.cite()}): {n(pt.get('command_1'))} s and "
-                 f"{n(pt.get('command_2'))} s. The first command (the set-up) took "
+        text += (f" The newest record on another host (kernel {p.manifest.environment.get('kernel')}), from "
+                 f"{said(p)}. The first command (the set-up) took "
                  f"{t['command_1'] / pt['command_1']:.2f} times as long here: the hosts differ in speed, so compare "
                  "the second command across records with that ratio beside it.")
     return text
