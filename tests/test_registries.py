@@ -174,8 +174,8 @@ except Exception as e:
 try:
     Program(namespace=ns, binary="invoke").run(["invoke", "nightly", "--suite", "{suite}", "--history", "{history}",
                                                 "--results", "{night}"])
-except SystemExit:
-    pass
+except SystemExit as e:
+    print("STEP-nightly-exit", e.code, flush=True)
 import pytest
 print("STEP-conformance-begin", flush=True)
 code = pytest.main(["-q", "-p", "no:cacheprovider", "tests/test_conformance.py", "-k", "toy"])
@@ -197,10 +197,10 @@ def _copy_of_the_checkout(dest: Path) -> None:
         shutil.copy2(ROOT / f, dest / f)
     for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"]):
         subprocess.run(["git", *args], cwd=dest, check=True, capture_output=True)
-    _copy_compiled_reference(dest)
+    _copy_built_caches(dest)
 
 
-def _copy_compiled_reference(dest: Path) -> None:
+def _copy_built_caches(dest: Path) -> None:
     """What the checkout builds once, copied into the copy's ignored folders: the reference's numba kernels
     (compiled here once; numba keys its cache on the source's content, not its path, so each of the copy's
     processes, the command line, the nightly and its workers, the conformance run, loads them instead of compiling
@@ -247,13 +247,6 @@ def test_a_toy_testbed_target_and_kind_need_their_own_folder_and_one_line_each(t
         [f" M {f}" for f in REGISTRY_LINES])
     assert sorted(git("diff", "--numstat").splitlines()) == sorted(f"1\t0\t{f}" for f in REGISTRY_LINES)
 
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-
-    def run(*a: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-        r = subprocess.run([sys.executable, *a], cwd=repo, capture_output=True, text=True, env=env, timeout=1200)
-        assert not ok or r.returncode == 0, f"{' '.join(a)} failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
-        return r
-
     # the nightly suite: the quickstart's variants on the toy testbed, the toy kind, and the toy's mutants
     small = {"synthetic": {"profile": "ciciot", "flows": 120, "duration_s": 10, "max_packets_per_flow": 12,
                            "attacks": ["SCAN"], "attack_share": 0.1}}
@@ -270,8 +263,10 @@ def test_a_toy_testbed_target_and_kind_need_their_own_folder_and_one_line_each(t
     # by the kind's own renderer; the run compared with itself, matched on its keys; the sweep plans the toy's
     # tasks; the toy section is the toy kind's alone; then the nightly suite and the conformance tests
     cli = tmp_path / "cli"
-    steps = run("-c", CLI_STEPS.format(results=str(cli), suite=str(suite), history=str(tmp_path / "history.csv"),
-                                       night=str(tmp_path / "night")), ok=False)
+    script = CLI_STEPS.format(results=str(cli), suite=str(suite), history=str(tmp_path / "history.csv"),
+                              night=str(tmp_path / "night"))
+    steps = subprocess.run([sys.executable, "-c", script], cwd=repo, capture_output=True, text=True, timeout=1200,
+                           env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     assert steps.returncode == 0, f"the command-line steps failed:\n{steps.stdout[-3000:]}\n{steps.stderr[-3000:]}"
     said = dict(line.split(" ", 1) for line in steps.stdout.splitlines() if line.startswith("STEP-") and " " in line)
     (out,) = (cli / "toy-counts").iterdir()

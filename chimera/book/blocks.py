@@ -104,16 +104,18 @@ def fresh_check(b: Book) -> str:
         xt = x.manifest.timings_s
         return (f"`{(x.manifest.git.commit or '')[:7]}` ({x.cite()}): {n(xt.get('command_1'))} s and "
                 f"{n(xt.get('command_2'))} s")
-    same = b.runs.all("fresh-check", lambda x: x.run_id < r.run_id and bool(kernel)
-                      and x.manifest.environment.get("kernel") == kernel)
+    if not kernel:  # which records share its host is unknown
+        return text
+    before = b.runs.all("fresh-check", lambda x: x.run_id < r.run_id)
+    same = [x for x in before if x.manifest.environment.get("kernel") == kernel]
     if same:
         text += (" Earlier records on the same host, oldest first: " + "; ".join(said(x) for x in same) +
                  ". The same code's second command varies from record to record with the host's speed at the "
                  "time, which the first command's time shows.")
-    p = b.runs.latest("fresh-check", lambda x: x.run_id < r.run_id and bool(x.manifest.environment.get("kernel"))
-                      and x.manifest.environment.get("kernel") != kernel)
-    if p is None or not kernel:
+    other = [x for x in before if x.manifest.environment.get("kernel") not in (None, "", kernel)]
+    if not other:
         return text
+    p = other[-1]
     pt = p.manifest.timings_s
     if pt.get("command_1") and t.get("command_1"):
         text += (f" The newest record on another host (kernel {p.manifest.environment.get('kernel')}), from "
