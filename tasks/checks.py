@@ -150,8 +150,9 @@ def test(c: Context, k: str = "", x: bool = False, workers: int = -1) -> None:
 
     Test files run in parallel, one worker per core and one more (pytest-xdist, a file's tests on one worker so
     its module fixtures are built once), the longest first (tests/conftest.py: LONG_FIRST, kept in that order by
-    --no-loadscope-reorder): the testbed tests take turns through the machine-wide testbed lock and wait on their
-    replays' pace, and the extra worker keeps the cores busy meanwhile. The workers are the
+    --no-loadscope-reorder). The testbed tests take turns through the machine-wide testbed lock and wait on their
+    replays' pace, so at most two workers run testbed files at once while other files are left (conftest:
+    TESTBED_WORKERS), and the extra worker keeps the cores busy meanwhile. The workers are the
     parallelism: each runs its math libraries on one thread (OMP/OpenBLAS/MKL, unless set already), since their
     thread pools on every worker at once oversubscribe the cores and spin."""
     py = python()

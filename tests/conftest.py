@@ -6,28 +6,64 @@ import os
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
 #: the test files that take longest, in the order they start (longest-processing-time first): `invoke test` runs
-#: xdist with --dist loadfile and --no-loadscope-reorder, so files are handed out in collection order. xdist's own
-#: order is by test count, which left few-test long files (the reproducibility trainings, mypy, the latency ladder)
-#: to start last while the other workers had finished. The order is each file's time in a full parallel run on
-#: this project's 2-core machine, longest first, except that test_bmv2 and test_clock lead: with BMv2 they take
-#: minutes. Only when a file starts changes, never what a test checks; a file not listed follows them, files with
-#: more tests first, as xdist would order them.
-LONG_FIRST = ("test_bmv2.py", "test_clock.py", "test_sweep.py", "test_fuzz.py", "test_conformance.py",
-              "test_shards.py", "test_ebpf.py", "test_nightly.py", "test_baseline_zoo.py", "test_registries.py",
-              "test_latency.py", "test_reproducibility.py", "test_types.py", "test_adaptation.py",
-              "test_baselines.py", "test_experiments.py")
+#: xdist with --dist loadfile and --no-loadscope-reorder, so files are handed out in collection order (xdist's own
+#: order is by test count, which left few-test long files to start last), testbed files subject to
+#: TESTBED_WORKERS below. The order is each file's time in a full parallel run on this project's 2-core machine,
+#: longest first, the testbed files' and the others' each, except that test_bmv2 and test_clock lead: with BMv2
+#: they take minutes. Only when a file starts changes, never what a test checks; a file not listed follows them,
+#: files with more tests first, as xdist would order them.
+LONG_FIRST = ("test_bmv2.py", "test_clock.py", "test_conformance.py", "test_fuzz.py", "test_shards.py", "test_ebpf.py",
+              "test_latency.py",
+              "test_sweep.py", "test_nightly.py", "test_reproducibility.py", "test_registries.py", "test_types.py",
+              "test_baseline_zoo.py", "test_baselines.py", "test_adaptation.py", "test_experiments.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(LONG_FIRST)}
     count = Counter(item.path.name for item in items)
     items.sort(key=lambda item: (rank.get(item.path.name, len(rank)), -count[item.path.name], item.path.name))
+
+
+#: the test files that bring up testbeds. Their testbeds take turns through the machine-wide testbed lock, and
+#: while one holds it the cores mostly wait on its replay's pace. With every worker in such a file at once (one
+#: holding the lock, the others waiting for it), a full run here left the cores 60-85 % idle for 80 s. test_sweep
+#: is not one: one of its tests brings up testbeds (inside Ray tasks), and most of its time is Ray's tasks on the
+#: cores.
+TESTBED_FILES = ("test_bmv2.py", "test_clock.py", "test_fuzz.py", "test_conformance.py", "test_shards.py",
+                 "test_ebpf.py", "test_latency.py", "test_topology.py")
+#: how many workers run testbed files at once while other files wait to start: one holds the lock while the other
+#: prepares its next testbed (trains, builds, checks); a third would only wait for the lock
+TESTBED_WORKERS = 2
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadfile`, but a testbed file goes to a worker only while fewer than TESTBED_WORKERS others run
+    one, or when no other file is left to start; the remaining workers keep the cores busy meanwhile."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    def testbed(scope: str) -> bool:
+        return scope.rsplit("/", 1)[-1] in TESTBED_FILES
+
+    class TestbedTakesTurns(LoadFileScheduling):  # type: ignore[misc]
+        def _assign_work_unit(self, node: Any) -> None:
+            busy = sum(any(testbed(scope) and not all(done.values()) for scope, done in work.items())
+                       for other, work in self.assigned_work.items() if other is not node)
+            pick = next((s for s in self.workqueue if not testbed(s) or busy < TESTBED_WORKERS),
+                        next(iter(self.workqueue)))
+            self.workqueue.move_to_end(pick, last=False)  # the base class starts the queue's first file
+            super()._assign_work_unit(node)
+
+    return TestbedTakesTurns(config, log)
 
 
 SAMPLE = Path(os.environ.get("CHIMERA_SAMPLE", ROOT.parent / "shared" / "datasets" / "ciciot2022-sonos"))
@@ -74,3 +110,27 @@ def machine_to_ourselves() -> Iterator[None]:
         yield
     finally:
         PROCESS_LOCK.release()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def tool_versions_asked_once() -> Iterator[None]:
+    """Each run's manifest records every tool's version (chimera.formats.rundir.environment), and a worker makes
+    dozens of runs: `mn --version` alone starts a Python (0.2 s of CPU), about 14 s of a suite's CPU in all. A
+    tool's version does not change within a session, so a worker asks each tool once, by the path PATH finds it
+    at (a test that shadows a tool on PATH gets its own answer). What a manifest records is unchanged."""
+    import shutil
+    from collections.abc import Sequence
+
+    from chimera.formats import rundir
+    real = rundir._first_line
+    seen: dict[tuple[tuple[str, ...], str | None], str | None] = {}
+
+    def once(cmd: Sequence[str]) -> str | None:
+        key = (tuple(cmd), shutil.which(cmd[0]))
+        if key not in seen:
+            seen[key] = real(cmd)
+        return seen[key]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(rundir, "_first_line", once)
+        yield

@@ -1,0 +1,58 @@
+"""The suite's scheduler (tests/conftest.py): files that bring up testbeds take turns, so the cores keep busy."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from conftest import TESTBED_FILES, TESTBED_WORKERS, pytest_xdist_make_scheduler
+
+
+class _Config:
+    """What xdist's load-file scheduler reads of pytest's config: three workers, collection order kept."""
+
+    option = SimpleNamespace(loadscopereorder=False, dist="loadfile")
+
+    def getvalue(self, name: str) -> Any:
+        return {"tx": ["3*popen"], "dist": "loadfile"}[name]
+
+    getoption = getvalue
+
+
+class _Worker:
+    """What the scheduler reads of and sends to an xdist worker; ``queue`` is what it was sent and has not run."""
+
+    def __init__(self, n: int) -> None:
+        self.gateway = SimpleNamespace(id=f"gw{n}")
+        self.shutting_down = False
+        self.queue: list[int] = []
+
+    def send_runtest_some(self, indexes: list[int]) -> None:
+        self.queue += indexes
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+
+def test_at_most_two_workers_run_testbed_files_while_other_files_wait() -> None:
+    testbed = [f for f in TESTBED_FILES if f != "test_topology.py"][:4]
+    files = testbed + ["test_nightly.py", "test_types.py", "test_rules.py", "test_formats.py"]
+    collection = [f"tests/{f}::t{i}" for f in files for i in range(3)]
+    sched = pytest_xdist_make_scheduler(_Config(), None)  # type: ignore[arg-type]
+    workers = [_Worker(n) for n in range(3)]
+    for w in workers:
+        sched.add_node(w)
+        sched.add_node_collection(w, collection)
+    sched.schedule()
+    ran: list[str] = []
+    while any(w.queue for w in workers):
+        running = {w for w in workers for i in w.queue if collection[i].split("/")[1].split("::")[0] in testbed}
+        left = [s for s in sched.workqueue if s.split("/")[1] not in testbed]
+        if left:  # other files are still to start: the testbed files are on at most TESTBED_WORKERS workers
+            assert len(running) <= TESTBED_WORKERS, (len(running), left)
+        for w in workers:  # each worker finishes its next test, in turn
+            if w.queue:
+                i = w.queue.pop(0)
+                ran.append(collection[i])
+                sched.mark_test_complete(w, i)
+    assert sorted(ran) == sorted(collection)  # every test ran once
