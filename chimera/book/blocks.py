@@ -87,9 +87,8 @@ def not_run_here(r: Run) -> str:
 # ------------------------------------------------------------------------------------------------ set-up
 @block("fresh-check")
 def fresh_check(b: Book) -> str:
-    """The newest record, every record before it on the same host (the spread of one host's runs), and the newest
-    on another host: the first command's time (the same downloads and installs, where the bootstrap did not change)
-    says how fast the machine was during each."""
+    """The newest record, every record before it on the same host (the spread of one host's runs, named where the
+    same code ran more than once), and the newest on another host."""
     r = b.runs.need("fresh-check")
     t = r.manifest.timings_s
     cfg = r.manifest.config
@@ -109,9 +108,16 @@ def fresh_check(b: Book) -> str:
     before = b.runs.all("fresh-check", lambda x: x.run_id < r.run_id)
     same = [x for x in before if x.manifest.environment.get("kernel") == kernel]
     if same:
-        text += (" Earlier records on the same host, oldest first: " + "; ".join(said(x) for x in same) +
-                 ". The same code's second command varies from record to record with the host's speed at the "
-                 "time, which the first command's time shows.")
+        text += " Earlier records on the same host, oldest first: " + "; ".join(said(x) for x in same) + "."
+        runs: dict[str, list[float]] = {}
+        for x in [*same, r]:
+            if x.manifest.timings_s.get("command_2"):
+                runs.setdefault((x.manifest.git.commit or "")[:7], []).append(x.manifest.timings_s["command_2"])
+        again = {c: v for c, v in runs.items() if len(v) > 1}
+        if again:
+            text += (" The same code's second command took " +
+                     "; ".join(f"{' and '.join(f'{n(v)} s' for v in vs)} at `{c}`" for c, vs in again.items()) +
+                     " on this host: one record is one draw of the host's speed at the time.")
     other = [x for x in before if x.manifest.environment.get("kernel") not in (None, "", kernel)]
     if not other:
         return text
