@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -75,3 +77,15 @@ def assert_conformant(res: Any, n: int) -> None:
     assert conf.reference_mismatches == 0
     assert out.unmarked_frames == 0
     assert conf.register_mismatches == 0
+
+
+@contextmanager
+def testbed_lock_held() -> Iterator[None]:
+    """The machine's testbed lock, held by this process: no other testbed (another xdist worker's) comes up or goes
+    down meanwhile, so what a test finds new in the kernel's tables is its own; its subprocesses nest in it."""
+    from chimera.testbed.topology import PROCESS_LOCK
+    PROCESS_LOCK.acquire()
+    try:
+        yield
+    finally:
+        PROCESS_LOCK.release()

@@ -104,18 +104,15 @@ def machine_to_ourselves() -> Iterator[None]:
     """The machine's testbed lock for the whole test: no other testbed (another xdist worker's) comes up or goes
     down meanwhile, so what a test finds new in the kernel's tables is its own; its subprocesses nest in it. A test
     that loads our programs outside a testbed takes it too, so such a check never counts them."""
-    from chimera.testbed.topology import PROCESS_LOCK
-    PROCESS_LOCK.acquire()
-    try:
+    from builders import testbed_lock_held
+    with testbed_lock_held():
         yield
-    finally:
-        PROCESS_LOCK.release()
 
 
 @pytest.fixture(autouse=True, scope="session")
 def tool_versions_asked_once() -> Iterator[None]:
     """Each run's manifest records every tool's version (chimera.formats.rundir.environment), and a worker makes
-    dozens of runs: `mn --version` alone starts a Python (0.2 s of CPU), about 14 s of a suite's CPU in all. A
+    dozens of runs: `mn --version` alone starts a Python (0.2 s of CPU), about 17 s of a suite's CPU in all. A
     tool's version does not change within a session, so a worker asks each tool once, by the path PATH finds it
     at (a test that shadows a tool on PATH gets its own answer). What a manifest records is unchanged."""
     import shutil

@@ -22,9 +22,9 @@ from chimera.formats.verdict import VerdictFlag
 from chimera.reference.pipeline import dataplane_parsed
 from chimera.targets.ebpf import EbpfTarget
 from chimera.testbed.replay import ReplayConfig
-from chimera.testbed.topology import LOCK_NAME, LOCK_OWNER_ENV, PROCESS_LOCK, STATE_DIR
+from chimera.testbed.topology import LOCK_NAME, LOCK_OWNER_ENV, STATE_DIR
 
-from builders import ROOT, STRESS_PCAP, assert_conformant, quickstart_artifact
+from builders import ROOT, STRESS_PCAP, assert_conformant, quickstart_artifact, testbed_lock_held
 
 WHY = EbpfTarget.unavailable_reason()
 pytestmark = [pytest.mark.root, pytest.mark.skipif(WHY is not None, reason=f"eBPF testbed unavailable here: {WHY}")]
@@ -186,8 +186,7 @@ def test_ctrl_c_at_every_stage_leaves_nothing(stage: str, tmp_path: Path) -> Non
         while (line := p.stdout.readline()) and line.strip() != "READY":  # type: ignore[union-attr]
             said.append(line)
         assert line, "".join(said)[-2000:] + p.stderr.read()[-3000:]  # type: ignore[union-attr]
-        PROCESS_LOCK.acquire()
-        try:
+        with testbed_lock_held():
             programs, maps, state, shells, netns = (bpf_programs(), bpf_maps(), run_state(), node_shells(),
                                                     namespaces())
             out, err = p.communicate("go\n", timeout=300)
@@ -199,8 +198,6 @@ def test_ctrl_c_at_every_stage_leaves_nothing(stage: str, tmp_path: Path) -> Non
             assert run_state() <= state, f"state left under {STATE_DIR}: {run_state() - state}"
             assert node_shells() <= shells, "a node shell of the interrupted run survived"
             assert namespaces() <= netns, "a network namespace of the interrupted run survived (with its veths)"
-        finally:
-            PROCESS_LOCK.release()
     finally:
         if p.poll() is None:
             p.kill()

@@ -93,15 +93,18 @@ def fresh_check(b: Book) -> str:
     t = r.manifest.timings_s
     cfg = r.manifest.config
     kernel = r.manifest.environment.get("kernel")
+
+    def commit(x: Run) -> str:
+        return (x.manifest.git.commit or "")[:7]
     text = (f"On this project's 2-core machine (kernel {kernel or 'not recorded'}), "
-            f"from a clean clone of `{(r.manifest.git.commit or '')[:7]}` ({r.cite()}): the first command took "
+            f"from a clean clone of `{commit(r)}` ({r.cite()}): the first command took "
             f"{n(t.get('command_1'))} s (Debian packages and Python wheels included), the second "
             f"{n(t.get('command_2'))} s; the rootfs ({cfg.get('suite')}, {cfg.get('variant')}) took "
             f"{n(t.get('rootfs'))} s.")
 
     def said(x: Run) -> str:
         xt = x.manifest.timings_s
-        return (f"`{(x.manifest.git.commit or '')[:7]}` ({x.cite()}): {n(xt.get('command_1'))} s and "
+        return (f"`{commit(x)}` ({x.cite()}): {n(xt.get('command_1'))} s and "
                 f"{n(xt.get('command_2'))} s")
     if not kernel:  # which records share its host is unknown
         return text
@@ -111,8 +114,8 @@ def fresh_check(b: Book) -> str:
         text += " Earlier records on the same host, oldest first: " + "; ".join(said(x) for x in same) + "."
         runs: dict[str, list[float]] = {}
         for x in [*same, r]:
-            if x.manifest.timings_s.get("command_2"):
-                runs.setdefault((x.manifest.git.commit or "")[:7], []).append(x.manifest.timings_s["command_2"])
+            if c2 := x.manifest.timings_s.get("command_2"):
+                runs.setdefault(commit(x), []).append(c2)
         again = {c: v for c, v in runs.items() if len(v) > 1}
         if again:
             text += (" The same code's second command took " +
