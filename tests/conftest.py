@@ -110,6 +110,49 @@ def machine_to_ourselves() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True, scope="session")
+def ebpf_objects_built_once(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Each eBPF testbed compiles its objects (chimera.targets.ebpf.build) into its test's own build folder, so a
+    suite ran clang 75 times (20 s of CPU) for a few distinct objects: the redirect program every time, the same
+    artifacts' programs in many tests. Here each distinct object is compiled once per session, shared by the
+    xdist workers, keyed by every input of the compile: the source, the headers beside it, the artifact's header,
+    the defines, the flags and the clang found. A miss compiles as before (a mutant's source is its own key, and
+    a failing compile or a missing clang raises as before); a hit copies what that compile wrote (the header and
+    the object) into the test's build folder, where the build looks for it."""
+    import hashlib
+    import shutil
+
+    from chimera.targets.ebpf import build
+    real = build._clang
+    session = tmp_path_factory.getbasetemp()
+    store = (session.parent if os.environ.get("PYTEST_XDIST_WORKER") else session) / "ebpf-objects"
+
+    def once(source: Path, header: str | None, build_dir: Path, defines: list[str] | None = None) -> Path:
+        clang = shutil.which("clang")
+        if clang is None:
+            return real(source, header, build_dir, defines)
+        inputs = [source.read_bytes(), *(h.read_bytes() for h in sorted(build.SOURCE.parent.glob("*.h"))),
+                  (header or "").encode(), " ".join(defines or []).encode(), " ".join(build.CFLAGS).encode(),
+                  clang.encode()]
+        key = hashlib.sha256(b"\0".join(inputs)).hexdigest()
+        built = store / key
+        if not built.is_dir():
+            scratch = store / f"{key}.{os.getpid()}"
+            shutil.rmtree(scratch, ignore_errors=True)
+            real(source, header, scratch, defines)
+            try:
+                scratch.rename(built)
+            except OSError:  # another worker stored it first: the same inputs, the same object
+                shutil.rmtree(scratch, ignore_errors=True)
+        (folder,) = built.iterdir()  # the compile's own folder (ebpf-<its key>), as the build names it
+        shutil.copytree(folder, build_dir / folder.name, dirs_exist_ok=True)
+        return build_dir / folder.name / source.name.replace(".c", ".o")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(build, "_clang", once)
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
 def tool_versions_asked_once() -> Iterator[None]:
     """Each run's manifest records every tool's version (chimera.formats.rundir.environment), and a worker makes
     dozens of runs: `mn --version` alone starts a Python (0.2 s of CPU), about 17 s of a suite's CPU in all. A

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -138,21 +139,29 @@ def test_ctrl_c_at_every_stage_leaves_nothing(stage: str, tmp_path: Path) -> Non
     """SIGINT during bring-up, install, replay or collect: afterwards no node process, no namespace (and so no
     veth or tc filter), no BPF program or map of the run, no state file, nothing under /run.
 
-    The run's process imports the project and trains its model first, then says READY and waits; only then does
-    this test take the machine's testbed lock (so what it finds new in the kernel's tables is that run's alone),
-    note the tables and let the run go on, nested in the lock. The seconds of import and training hold up no
-    other worker's testbed."""
+    The run's process imports the project and loads the model this worker trained (training it there too only
+    cost CPU: torch's optimizer imports torch._dynamo, 2 s), then says READY and waits; only then does this
+    test take the machine's testbed lock (so what it finds new in the kernel's tables is that run's alone), note
+    the tables and let the run go on, nested in the lock. The seconds of import hold up no other worker's
+    testbed."""
     module, attr = INTERRUPT_AT[stage]
+    built = quickstart_artifact()
+    built.art.save(tmp_path / "model.json")
+    with open(tmp_path / "frames.pkl", "wb") as f:
+        pickle.dump(built.data.replay_table.take(np.arange(300)), f)
     script = textwrap.dedent(f"""
         import importlib, os, signal, sys, time
         signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal, even when started in the
         # background (a shell without job control starts it with SIGINT ignored, and Python then keeps it so)
-        sys.path.insert(0, {str(ROOT)!r}); sys.path.insert(0, {str(ROOT / "tests")!r})
+        sys.path.insert(0, {str(ROOT)!r})
+        import pickle
         from pathlib import Path
-        from builders import quickstart_artifact
+        from chimera.formats.artifact import Artifact
         from chimera.targets.ebpf import EbpfTarget
         from chimera.testbed.replay import ReplayConfig
-        built = quickstart_artifact()
+        art = Artifact.load({str(tmp_path / "model.json")!r})
+        with open({str(tmp_path / "frames.pkl")!r}, "rb") as f:
+            frames = pickle.load(f)
         mod = importlib.import_module({module!r})
         owner, name = ({attr!r}.split(".") + [None])[:2]
         obj = getattr(mod, owner) if name else mod
@@ -171,8 +180,7 @@ def test_ctrl_c_at_every_stage_leaves_nothing(stage: str, tmp_path: Path) -> Non
         sys.stdin.readline()  # the test holds the machine's testbed lock from here on
         t = EbpfTarget(build_dir=Path({str(tmp_path)!r}))
         try:
-            t.run(built.art, built.data.replay_table.take(__import__("numpy").arange(300)), Path({str(tmp_path)!r}), "x",
-                  replay=ReplayConfig(clock="trace", pps=4000))
+            t.run(art, frames, Path({str(tmp_path)!r}), "x", replay=ReplayConfig(clock="trace", pps=4000))
         except KeyboardInterrupt:
             print("INTERRUPTED", flush=True)
         finally:
