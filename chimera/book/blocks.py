@@ -96,16 +96,20 @@ def fresh_check(b: Book) -> str:
 
     def commit(x: Run) -> str:
         return (x.manifest.git.commit or "")[:7]
+    def suite(x: Run) -> str:
+        """The test suite's own time within the second command (pytest's summary), where the record has it."""
+        s = x.manifest.timings_s.get("tests_2")
+        return f" (the test suite {n(s)} s of it)" if s else ""
     text = (f"On this project's 2-core machine (kernel {kernel or 'not recorded'}), "
             f"from a clean clone of `{commit(r)}` ({r.cite()}): the first command took "
             f"{n(t.get('command_1'))} s (Debian packages and Python wheels included), the second "
-            f"{n(t.get('command_2'))} s; the rootfs ({cfg.get('suite')}, {cfg.get('variant')}) took "
+            f"{n(t.get('command_2'))} s{suite(r)}; the rootfs ({cfg.get('suite')}, {cfg.get('variant')}) took "
             f"{n(t.get('rootfs'))} s.")
 
     def said(x: Run) -> str:
         xt = x.manifest.timings_s
         return (f"`{commit(x)}` ({x.cite()}): {n(xt.get('command_1'))} s and "
-                f"{n(xt.get('command_2'))} s")
+                f"{n(xt.get('command_2'))} s{suite(x)}")
     if not kernel:  # which records share its host is unknown
         return text
     before = b.runs.all("fresh-check", lambda x: x.run_id < r.run_id)
