@@ -80,7 +80,7 @@ def assert_conformant(res: Any, n: int) -> None:
 
 
 @contextmanager
-def testbed_lock_held() -> Iterator[None]:
+def holding_the_testbed_lock() -> Iterator[None]:
     """The machine's testbed lock, held by this process: no other testbed (another xdist worker's) comes up or goes
     down meanwhile, so what a test finds new in the kernel's tables is its own; its subprocesses nest in it."""
     from chimera.testbed.topology import PROCESS_LOCK

@@ -104,8 +104,8 @@ def machine_to_ourselves() -> Iterator[None]:
     """The machine's testbed lock for the whole test: no other testbed (another xdist worker's) comes up or goes
     down meanwhile, so what a test finds new in the kernel's tables is its own; its subprocesses nest in it. A test
     that loads our programs outside a testbed takes it too, so such a check never counts them."""
-    from builders import testbed_lock_held
-    with testbed_lock_held():
+    from builders import holding_the_testbed_lock
+    with holding_the_testbed_lock():
         yield
 
 

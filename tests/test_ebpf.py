@@ -25,7 +25,7 @@ from chimera.targets.ebpf import EbpfTarget
 from chimera.testbed.replay import ReplayConfig
 from chimera.testbed.topology import LOCK_NAME, LOCK_OWNER_ENV, STATE_DIR
 
-from builders import ROOT, STRESS_PCAP, assert_conformant, quickstart_artifact, testbed_lock_held
+from builders import ROOT, STRESS_PCAP, assert_conformant, holding_the_testbed_lock, quickstart_artifact
 
 WHY = EbpfTarget.unavailable_reason()
 pytestmark = [pytest.mark.root, pytest.mark.skipif(WHY is not None, reason=f"eBPF testbed unavailable here: {WHY}")]
@@ -194,7 +194,7 @@ def test_ctrl_c_at_every_stage_leaves_nothing(stage: str, tmp_path: Path) -> Non
         while (line := p.stdout.readline()) and line.strip() != "READY":  # type: ignore[union-attr]
             said.append(line)
         assert line, "".join(said)[-2000:] + p.stderr.read()[-3000:]  # type: ignore[union-attr]
-        with testbed_lock_held():
+        with holding_the_testbed_lock():
             programs, maps, state, shells, netns = (bpf_programs(), bpf_maps(), run_state(), node_shells(),
                                                     namespaces())
             out, err = p.communicate("go\n", timeout=300)

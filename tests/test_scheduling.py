@@ -1,9 +1,12 @@
-"""The suite's scheduler (tests/conftest.py): files that bring up testbeds take turns, so the cores keep busy."""
+"""The suite's own mechanics (tests/conftest.py): files that bring up testbeds take turns, so the cores keep busy;
+every collected test is one the file defines."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 from typing import Any
+
+import pytest
 
 from conftest import TESTBED_FILES, TESTBED_WORKERS, pytest_xdist_make_scheduler
 
@@ -59,3 +62,11 @@ def test_at_most_two_workers_run_testbed_files_while_other_files_wait() -> None:
                 sched.mark_test_complete(w, i)
     assert sorted(ran) == sorted(collection)  # every test ran once
     assert peak == TESTBED_WORKERS  # and meanwhile that many ran side by side
+
+
+def test_every_collected_test_is_defined_in_its_own_file(request: pytest.FixtureRequest) -> None:
+    """A helper whose name starts with ``test`` and is imported into a test file is collected there as a test of
+    its own (builders' lock helper once was: a "passed" test that checked nothing, run once per importing file)."""
+    strays = [item.nodeid for item in request.session.items
+              if isinstance(item, pytest.Function) and item.function.__module__ != item.module.__name__]
+    assert strays == []
