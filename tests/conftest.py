@@ -111,13 +111,13 @@ def machine_to_ourselves() -> Iterator[None]:
 
 @pytest.fixture(autouse=True, scope="session")
 def ebpf_objects_built_once(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Each eBPF testbed compiles its objects (chimera.targets.ebpf.build) into its test's own build folder, so a
-    suite ran clang 75 times (20 s of CPU) for a few distinct objects: the redirect program every time, the same
-    artifacts' programs in many tests. Here each distinct object is compiled once per session, shared by the
-    xdist workers, keyed by every input of the compile: the source, the headers beside it, the artifact's header,
-    the defines, the flags and the clang found. A miss compiles as before (a mutant's source is its own key, and
-    a failing compile or a missing clang raises as before); a hit copies what that compile wrote (the header and
-    the object) into the test's build folder, where the build looks for it."""
+    """Each eBPF testbed compiles its objects (chimera.targets.ebpf.build) into its test's own build folder, and
+    many tests build the same artifact's program. Here each distinct object is compiled once per session, shared
+    by the xdist workers, keyed by every input of the compile: the source, the headers beside it, the artifact's
+    header, the defines, the flags and the clang found. A miss compiles as before (a mutant's source is its own
+    key, and a failing compile or a missing clang raises as before); a hit copies what that compile wrote (the
+    header and the object) into the test's build folder, where the build looks for it. Measured over a full
+    suite: 75 clang runs (21 s of CPU) became 65 (16 s); the rest are distinct objects or in subprocesses."""
     import hashlib
     import shutil
 
