@@ -20,9 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: they take minutes. Only when a file starts changes, never what a test checks; a file not listed follows them,
 #: files with more tests first, as xdist would order them.
 LONG_FIRST = ("test_bmv2.py", "test_clock.py", "test_conformance.py", "test_fuzz.py", "test_shards.py", "test_ebpf.py",
-              "test_latency.py",
-              "test_sweep.py", "test_nightly.py", "test_reproducibility.py", "test_registries.py", "test_types.py",
-              "test_baseline_zoo.py", "test_baselines.py", "test_adaptation.py", "test_experiments.py")
+              "test_latency.py", "test_sweep.py", "test_nightly.py", "test_reproducibility.py", "test_registries.py",
+              "test_types.py", "test_baseline_zoo.py", "test_baselines.py", "test_adaptation.py", "test_experiments.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -96,6 +96,7 @@ def fresh_check(b: Book) -> str:
 
     def commit(x: Run) -> str:
         return (x.manifest.git.commit or "")[:7]
+
     def suite(x: Run) -> str:
         """The test suite's own time within the second command (pytest's summary), where the record has it."""
         s = x.manifest.timings_s.get("tests_2")

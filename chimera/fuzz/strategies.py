@@ -99,8 +99,10 @@ def payload_for(ctx: Context, proto: int, length: int) -> int:
     return max(0, min(1400, length - hdr))
 
 
+@cache
 @st.composite
-def _new_flow(draw: Any, ctx: Context) -> FrameSpec:
+def new_flow(draw: Any, ctx: Context) -> FrameSpec:
+    """A frame of a new flow: protocol, hosts, ports (known or any), a length on a bin's edge, TCP flags."""
     proto = draw(st.sampled_from(PROTOS))
     src, dst = draw(st.sampled_from(HOSTS)), draw(st.sampled_from(HOSTS))
     sport = draw(_port(ctx))
@@ -109,12 +111,6 @@ def _new_flow(draw: Any, ctx: Context) -> FrameSpec:
     flags = draw(st.integers(0, 255)) if proto == 6 else 0
     return FrameSpec(src=src, dst=dst, proto=proto, sport=sport, dport=dport, tcp_flags=flags,
                      payload=payload_for(ctx, proto, length))
-
-
-@cache
-def new_flow(ctx: Context) -> st.SearchStrategy[FrameSpec]:
-    """A frame of a new flow: protocol, hosts, ports (known or any), a length on a bin's edge, TCP flags."""
-    return _new_flow(ctx)
 
 
 @st.composite
