@@ -18,7 +18,7 @@ from chimera.targets.registry import target_class, with_capability
 from chimera.targets.sharded import merge_verdicts, shard_of, sharded
 from chimera.testbed.replay import ReplayConfig
 
-from builders import STRESS_PCAP, BuiltArtifact, assert_conformant, quickstart_artifact
+from builders import STRESS_PCAP, BuiltArtifact, assert_conformant, holding_the_testbed_lock, quickstart_artifact
 
 FIELDS = ("label", "flags", "score", "rule_id", "centroid", "map_version")
 TESTBEDS = [c.name for c in with_capability(Capability.TESTBED)]
@@ -110,22 +110,27 @@ def test_two_testbeds_at_once_give_the_sharded_reference(name: str, prior_on, tm
 
 @pytest.mark.root
 def test_shards_as_ray_tasks_on_a_local_two_node_cluster(prior_on, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """The cluster path: two Ray nodes, each advertising one testbed; each shard a Ray task on one of them."""
+    """The cluster path: two Ray nodes, each advertising one testbed; each shard a Ray task on one of them.
+
+    The nodes are this test's children, so their tasks nest in its hold on the testbed lock (as a local run's
+    shard processes nest in the run's): the two shards come up at once, and no other worker's testbed comes up
+    between them (a task waiting for the lock would leave this worker idle, in a full run for a minute)."""
     cls = target_class("ebpf")
     why = cls.unavailable_reason()
     if why is not None:
         pytest.skip(f"ebpf cannot run here: {why}")
     import ray
     from ray.cluster_utils import Cluster
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"testbed": 1}})
-    cluster.add_node(num_cpus=1, resources={"testbed": 1})
-    try:
-        ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
-        art, table = prior_on.art, prior_on.data.replay_table
-        t = sharded(cls(build_dir=tmp_path / "build"), 2, address=cluster.address)
-        res = t.run(art, table, tmp_path, "ray", replay=ReplayConfig(clock="trace", mode="pps", pps=20_000))
-        _check(res, art, table, 2)
-        assert len([n for n in ray.nodes() if n["Alive"]]) == 2
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
+    with holding_the_testbed_lock():  # before the nodes start: they and their tasks inherit the hold's owner
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"testbed": 1}})
+        cluster.add_node(num_cpus=1, resources={"testbed": 1})
+        try:
+            ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            art, table = prior_on.art, prior_on.data.replay_table
+            t = sharded(cls(build_dir=tmp_path / "build"), 2, address=cluster.address)
+            res = t.run(art, table, tmp_path, "ray", replay=ReplayConfig(clock="trace", mode="pps", pps=20_000))
+            _check(res, art, table, 2)
+            assert len([n for n in ray.nodes() if n["Alive"]]) == 2
+        finally:
+            ray.shutdown()
+            cluster.shutdown()

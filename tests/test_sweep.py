@@ -16,7 +16,7 @@ from chimera.sweep.driver import merge, run_sequential, sweep
 from chimera.sweep.plan import plan
 from chimera.sweep.task import KILL_ENV, PIDS_FILE
 
-from builders import ROOT
+from builders import ROOT, holding_the_testbed_lock
 
 TINY = {"name": "tiny-sweep", "kind": "hyper_dim", "seed": 1, "target": "reference",
         "datasets": {"ciciot": {"synthetic": {"profile": "ciciot", "flows": 150, "seed": 3, "duration_s": 20,
@@ -35,10 +35,17 @@ def _yaml(tmp: Path, cfg: dict, name: str = "tiny-sweep.yaml") -> str:
 @pytest.fixture(scope="module")
 def ray_local(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """Local Ray for the module; its workers see KILL_ENV (a worker's environment is the raylet's, fixed when Ray
-    starts), so a test can make one task's first attempt crash by a file in that folder."""
+    starts), so a test can make one task's first attempt crash by a file in that folder.
+
+    They also see this process as the testbed lock's owner (LOCK_OWNER_ENV), so their testbeds nest in its hold,
+    as a run's children do: a test whose tasks bring up testbeds holds the lock around them
+    (holding_the_testbed_lock), and then only the sweep's own ``testbed`` resource keeps those tasks apart. A task
+    waiting for the lock while other workers' testbeds took turns left this worker idle for 40 s of a full run."""
     from chimera.sweep.driver import start_ray
+    from chimera.testbed.topology import LOCK_OWNER_ENV
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(KILL_ENV, str(tmp_path_factory.mktemp("kill")))
+        mp.setenv(LOCK_OWNER_ENV, str(os.getpid()))
         ray = start_ray(None, 2)
         yield ray
         ray.shutdown()
@@ -104,7 +111,8 @@ def test_killed_worker_is_retried_or_recorded(retries: int, ray_local, tmp_path:
 
 def test_testbed_tasks_never_overlap_and_conform(ray_local, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Two eBPF variants through Ray on this node (one testbed resource): their runs never overlap in time, and
-    each is 0 lost and 0 reference mismatches."""
+    each is 0 lost and 0 reference mismatches. The tasks nest in this test's hold on the testbed lock (ray_local),
+    so the lock does not keep them apart: the resource must."""
     from chimera.targets.ebpf import EbpfTarget
     why = EbpfTarget.unavailable_reason()
     if why:
@@ -112,8 +120,9 @@ def test_testbed_tasks_never_overlap_and_conform(ray_local, tmp_path: Path) -> N
     cfg = {"name": "tiny-testbed-sweep", "seed": 1, "target": "ebpf",
            "dataset": TINY["datasets"]["ciciot"], "rules": "rules/default.yaml", "model": TINY["model"],
            "variants": [{"name": "Chimera"}, {"name": "Neural only", "fusion": {"mode": "neural"}}]}
-    out = sweep(_yaml(tmp_path, cfg, "tb.yaml"), [1], target="ebpf", results_root=tmp_path / "results",
-                data_root=ROOT / "data")
+    with holding_the_testbed_lock():
+        out = sweep(_yaml(tmp_path, cfg, "tb.yaml"), [1], target="ebpf", results_root=tmp_path / "results",
+                    data_root=ROOT / "data")
     man = json.loads((out / "manifest.json").read_text())["sections"]["sweep"]  # the sweep's own record
     spans = sorted((t["started"], t["ended"]) for t in man["tasks"])
     assert len(spans) == 2 and spans[0][1] <= spans[1][0], f"testbed tasks overlapped: {spans}"
