@@ -24,6 +24,29 @@ LONG_FIRST = ("test_bmv2.py", "test_clock.py", "test_conformance.py", "test_fuzz
               "test_types.py", "test_baseline_zoo.py", "test_baselines.py", "test_adaptation.py", "test_experiments.py")
 
 
+#: taken by each process that collects the tests, around its first kernel probe (below)
+PROBE_LOCK = Path("/tmp/chimera-tests-ebpf-probe.lock")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Probe the kernel for the eBPF target before collection, one collecting process at a time.
+
+    Collection asks EbpfTarget.unavailable_reason(), which compiles the probe program into one shared folder
+    under a fixed temporary name and renames it (chimera.targets.ebpf.build._clang). On a machine that has never
+    built it, the xdist workers compile it at once, and one worker's rename can take the file another's clang
+    wrote: that worker's collection fails (seen once on a fresh Debian running `invoke test` first). Here the
+    first process compiles it and the others, waiting for the lock, find it built. The answer is cached per
+    process, so collection asks nothing twice. The xdist controller collects nothing and skips this."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        return
+    import fcntl
+
+    from chimera.targets.ebpf import kernel_probe
+    with open(PROBE_LOCK, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        kernel_probe()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(LONG_FIRST)}
     count = Counter(item.path.name for item in items)
