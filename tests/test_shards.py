@@ -4,6 +4,7 @@ cannot run here."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -112,25 +113,37 @@ def test_two_testbeds_at_once_give_the_sharded_reference(name: str, prior_on, tm
 def test_shards_as_ray_tasks_on_a_local_two_node_cluster(prior_on, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """The cluster path: two Ray nodes, each advertising one testbed; each shard a Ray task on one of them.
 
-    The nodes are this test's children, so their tasks nest in its hold on the testbed lock (as a local run's
-    shard processes nest in the run's): the two shards come up at once, and no other worker's testbed comes up
-    between them (a task waiting for the lock would leave this worker idle, in a full run for a minute)."""
+    The nodes are this test's children and see it as the testbed lock's owner, so their tasks nest in its hold
+    (as a local run's shard processes nest in the run's): the two shards come up at once, and no other worker's
+    testbed comes up between them. The hold covers the sharded run only: each node's worker has imported the
+    project before it (a task waiting for the lock left this worker idle for a minute of a full run; holding it
+    from the cluster's start kept the other testbed worker waiting through Ray's start and the imports)."""
     cls = target_class("ebpf")
     why = cls.unavailable_reason()
     if why is not None:
         pytest.skip(f"ebpf cannot run here: {why}")
     import ray
     from ray.cluster_utils import Cluster
-    with holding_the_testbed_lock():  # before the nodes start: they and their tasks inherit the hold's owner
+
+    from chimera.testbed.topology import LOCK_OWNER_ENV
+    with pytest.MonkeyPatch.context() as mp:  # the nodes' environment, and so their workers', is fixed at start
+        mp.setenv(LOCK_OWNER_ENV, str(os.getpid()))
         cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"testbed": 1}})
         cluster.add_node(num_cpus=1, resources={"testbed": 1})
-        try:
-            ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
-            art, table = prior_on.art, prior_on.data.replay_table
-            t = sharded(cls(build_dir=tmp_path / "build"), 2, address=cluster.address)
+    try:
+        ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+
+        def warm() -> None:
+            import chimera.targets.ebpf
+            import chimera.targets.sharded  # noqa: F401
+
+        ray.get([ray.remote(warm).options(num_cpus=1, resources={"testbed": 1}).remote() for _ in range(2)])
+        art, table = prior_on.art, prior_on.data.replay_table
+        t = sharded(cls(build_dir=tmp_path / "build"), 2, address=cluster.address)
+        with holding_the_testbed_lock():
             res = t.run(art, table, tmp_path, "ray", replay=ReplayConfig(clock="trace", mode="pps", pps=20_000))
-            _check(res, art, table, 2)
-            assert len([n for n in ray.nodes() if n["Alive"]]) == 2
-        finally:
-            ray.shutdown()
-            cluster.shutdown()
+        _check(res, art, table, 2)
+        assert len([n for n in ray.nodes() if n["Alive"]]) == 2
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
