@@ -12,6 +12,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+#: Ray starts its workers at nice 15 (its `worker_niceness`), below every other process here. In a full run the
+#: other xdist workers keep both cores busy, and a Ray task got almost no CPU: with three busy processes beside
+#: it, the two-node shards test's workers took 95 s to import the project instead of 13 s at nice 0, and a task
+#: inside a hold on the testbed lock kept every other testbed waiting that long. The tests' Ray instances (and
+#: those of the subprocesses they start) run their workers at the priority of the rest of the suite.
+os.environ.setdefault("RAY_worker_niceness", "0")
+
 #: the test files that take longest, in the order they start (longest-processing-time first): `invoke test` runs
 #: xdist with --dist loadfile and --no-loadscope-reorder, so files are handed out in collection order (xdist's own
 #: order is by test count, which left few-test long files to start last), testbed files subject to
