@@ -81,6 +81,14 @@ def test_ray_sweep_equals_the_sequential_tasks(ray_local, tmp_path: Path) -> Non
     assert all(t["node"] != "local" and t["pid"] != os.getpid() for t in man["tasks"])
 
 
+def test_the_suites_ray_workers_run_at_its_priority(ray_local) -> None:  # type: ignore[no-untyped-def]
+    """Ray's default would start them at nice 15, where beside the suite's busy workers a task got almost no CPU
+    (tests/conftest.py sets RAY_worker_niceness)."""
+    def nice() -> int:
+        return os.getpriority(os.PRIO_PROCESS, 0)
+    assert ray_local.get(ray_local.remote(nice).remote()) == nice()
+
+
 @pytest.mark.parametrize("retries", [1, 0])
 def test_killed_worker_is_retried_or_recorded(retries: int, ray_local, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """The worker of one task SIGKILLs itself on its first attempt (KILL_ENV): with a retry the task reruns in
