@@ -43,8 +43,9 @@ def pytest_configure(config: pytest.Config) -> None:
     built it, the xdist workers compile it at once, and one worker's rename can take the file another's clang
     wrote: that worker's collection fails (seen once on a fresh Debian running `invoke test` first). Here the
     first process compiles it and the others, waiting for the lock, find it built. The answer is cached per
-    process, so collection asks nothing twice. The xdist controller collects nothing and skips this."""
-    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+    process, so collection asks nothing twice. Only xdist's workers collect at once; a single process (and the
+    controller, which collects nothing) skips this."""
+    if not hasattr(config, "workerinput"):
         return
     import fcntl
 
