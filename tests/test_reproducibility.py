@@ -16,7 +16,7 @@ from builders import ROOT
 #: epochs, not forty: the tables' SHA-256 compares every bit of them, and differently rounded sin/cos show in them
 #: within a few epochs. Measured on this project's AVX-512 machine (Emerald Rapids), unpinned against pinned: the
 #: same tables after one epoch (their integers absorb the first differences), different ones after two, three and
-#: four. Fewer than four would leave no margin
+#: four. One epoch would not catch a broken pin here; four leave a margin
 SCRIPT = f"""
 import sys, logging
 from pathlib import Path
