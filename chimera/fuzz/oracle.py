@@ -3,9 +3,13 @@
 Written independently of chimera.reference.pipeline (import-linter forbids it any import of the reference, the
 dataplanes or the compiler): Python ints, dicts, zlib.crc32 and explicit loops, following the prose of
 docs/pipeline.md. It is plain rather than fast and shares nothing with the implementations under test except
-the artifact it reads; two things only are done once instead of per packet, neither changing a sum: the tables are
-read into lists at ``install``, and a token's projection onto the output weights is remembered until the next one. The window is always re-summed from the ring (the batch form), so it also checks that the
-reference's incremental accumulators equal it. ``Oracle.install`` changes the Map tables between two packets
+the artifact it reads. What is done once instead of per packet changes no sum and no match, and lasts until the
+next ``install``: the tables are read into lists; each ternary row's seven fields are packed into one integer
+(``_pack``), so a row is matched with one ``&`` and ``==``; a token's projection onto the output weights, a
+length's bin, the global layer's first match for a (centroid, protocol class) and the rules' matches for a rule
+key are remembered once computed.
+The window is always re-summed from the ring (the batch form), so it also checks that the reference's
+incremental accumulators equal it. ``Oracle.install`` changes the Map tables between two packets
 and keeps the state, as a switch's version flip does.
 """
 
@@ -34,8 +38,24 @@ class Slot:
     ring: list[int] = field(default_factory=list)
 
 
-def _ternary(key: list[int], value: list[int], mask: list[int]) -> bool:
-    return all((k & m) == (v & m) for k, v, m in zip(key, value, mask))
+#: bits per field in a packed ternary key: every key field (protocol, TCP flags, direction, packets capped at 255,
+#: ports, IP length) is below 2^16, so 32 bits hold it with room
+_FIELD = 32
+_FIELD_MASK = (1 << _FIELD) - 1
+
+
+def _pack(fields: list[int]) -> int:
+    return sum(x << (_FIELD * i) for i, x in enumerate(fields))
+
+
+def _packed_row(value: list[int], mask: list[int]) -> tuple[int, int] | None:
+    """A ternary row as (value & mask, mask), packed, with ``key & mask == value & mask`` meaning the same for
+    any key whose fields are in [0, 2^32): a field's ``k & m`` is then ``k & (m & 0xFFFFFFFF)``, and a row
+    whose ``v & m`` falls outside [0, 2^32) for some field (a negative or wider entry) can match no key (None)."""
+    vm = [v & m for v, m in zip(value, mask)]
+    if any(not 0 <= x <= _FIELD_MASK for x in vm):
+        return None
+    return _pack(vm), _pack([m & _FIELD_MASK for m in mask])
 
 
 def _bin(lo: list[int], x: int) -> int:
@@ -71,10 +91,54 @@ class Oracle:
         gt, hr, sr = art.global_table, art.hard_rules, art.soft_rules
         self.global_rows = [(int(gt.c_value[e]), int(gt.c_mask[e]), int(gt.pc_value[e]), int(gt.pc_mask[e]),
                              [int(x) for x in gt.g[e]], int(gt.gz[e])) for e in range(len(gt))]
-        self.hard_rows = [(hr.value[e].tolist(), hr.mask[e].tolist()) for e in range(len(hr))]
-        self.soft_rows = [[(sr.value[e].tolist(), sr.mask[e].tolist()) for e in range(len(sr)) if sr.rule[e] == r]
-                          for r in range(self.C["SOFT_RULES"])]
+        self.hard_rows = [_packed_row(hr.value[e].tolist(), hr.mask[e].tolist()) for e in range(len(hr))]
+        self.hard_rule = hr.rule.tolist()
+        self.hard_label = None if hr.label is None else hr.label.tolist()
+        self.soft_weights = [[int(w) for w in ws] for ws in art.soft_weights.tolist()]
+        self.soft_rows = [[r for r in (_packed_row(sr.value[e].tolist(), sr.mask[e].tolist())
+                                       for e in range(len(sr)) if sr.rule[e] == rule) if r is not None]
+                          for rule in range(self.C["SOFT_RULES"])]
         self._proj: dict[int, list[int]] = {}  # token -> sum_e W[e][y] * v[e], as computed below, remembered
+        self._bins: dict[tuple[int, int], int] = {}  # (0 coarse / 1 fine, IP length) -> its bin
+        self._global: dict[tuple[int, int], int] = {}  # (c, pc) -> index of the first matching global row, or -1
+        self._rule_hits: dict[int, tuple[int | None, list[int]]] = {}  # packed rule key -> (hard entry, soft sums)
+
+    def _len_bin(self, fine: int, ip_len: int) -> int:
+        b = self._bins.get((fine, ip_len))
+        if b is None:
+            b = self._bins[(fine, ip_len)] = _bin(self.fine_lo if fine else self.len_lo, ip_len)
+        return b
+
+    def _global_row(self, c: int, pc: int) -> int:
+        e = self._global.get((c, pc))
+        if e is None:
+            e = self._global[(c, pc)] = next((e for e, (cv, cm, pv, pm, _, _) in enumerate(self.global_rows)
+                                              if (c & cm) == (cv & cm) and (pc & pm) == (pv & pm)), -1)
+        return e
+
+    def _rules(self, key: int) -> tuple[int | None, list[int]]:
+        """(the first matching hard rule's entry or None, the summed weights of the soft rules that match) for a
+        packed rule key; remembered per key."""
+        got = self._rule_hits.get(key)
+        if got is None:
+            hard = next((e for e, row in enumerate(self.hard_rows) if row is not None and key & row[1] == row[0]),
+                        None)
+            S = [0] * self.Y
+            for r, entries in enumerate(self.soft_rows):
+                if any(key & m == vm for vm, m in entries):
+                    S = [S[y] + self.soft_weights[r][y] for y in range(self.Y)]
+            got = self._rule_hits[key] = (hard, S)
+        return got
+
+    def _ema(self, ema: list[int], hot: int) -> list[int]:
+        """Every entry moved toward 1.0 (``hot``) or 0 (the others) by eta = 2^-EMA_SHIFT (+ 2^-EMA_SHIFT2 when
+        EMA_SHIFT2 > 0): e += (u - e) >> s1 (+ (u - e) >> s2), arithmetic shifts."""
+        C = self.C
+        s1, s2, one = C["EMA_SHIFT"], C.get("EMA_SHIFT2", 0), 1 << C["EMA_FRAC"]
+        if s2:
+            return [e + ((u - e) >> s1) + ((u - e) >> s2) for u, e in ((one if j == hot else 0, e)
+                                                                     for j, e in enumerate(ema))]
+        return [e + (((one if j == hot else 0) - e) >> s1) for j, e in enumerate(ema)]
 
     def _value(self, tok: int) -> list[int]:
         s = [(tok >> 8) & 0xFFFF, (tok >> 24) & 0xFF, (tok >> 32) & 0xFF, (tok >> 40) & 0xFF, (tok >> 48) & 0xFF]
@@ -83,7 +147,7 @@ class Oracle:
     def step(self, p: dict[str, Any]) -> tuple[int, int, int, int, int]:
         """The verdict (label, flags, score, rule, centroid) of one packet given as a dict (``rows_of``)."""
         C, art = self.C, self.art
-        F, L, Y, NC = self.F, self.L, self.Y, self.NC
+        F, L, Y = self.F, self.L, self.Y
         if not p["parsed"]:
             self.unparsed += 1
             return UNPARSED
@@ -111,10 +175,10 @@ class Oracle:
         npk = min(sl.pkts + 1, 65535)
         fc = next(int(c) for v, m, c in self.flag_rows if (p["flags"] & m) == (v & m))
         pc = {6: 1, 17: 2, 1: 3}.get(p["proto"], 0)
-        c = int(self.map[(((_bin(self.len_lo, p["ip_len"]) * 16 + iat) * 2 + d) * 8 + fc) * 4 + pc])
+        c = int(self.map[(((self._len_bin(0, p["ip_len"]) * 16 + iat) * 2 + d) * 8 + fc) * 4 + pc])
         sid, did = self.ports.get(p["sport"], 0), self.ports.get(p["dport"], 0)
         pid = did if sid == 0 or (did != 0 and did < sid) else sid
-        tok = (c | (_bin(self.fine_lo, p["ip_len"]) * 2 + d) << 8 | (iat * 2 + d) << 24
+        tok = (c | (self._len_bin(1, p["ip_len"]) * 2 + d) << 8 | (iat * 2 + d) << 24
                | (fc * 4 + pc) << 32 | (pid * 2 + d) << 40 | min(npk.bit_length(), 15) << 48)
         sl.ring[sl.head] = tok
         sl.head = (sl.head + 1) % L
@@ -131,19 +195,15 @@ class Oracle:
                 Z += k
                 for y in range(Y):
                     A[y] += k * proj[y]
-        for cv, cm, pv, pm, g, gz in self.global_rows:
-            if (c & cm) == (cv & cm) and (pc & pm) == (pv & pm):
-                flags |= 0x10
-                A = [A[y] + g[y] for y in range(Y)]
-                Z += gz
-                break
-        key7 = [p["proto"], p["flags"], d, min(npk, 255), p["sport"], p["dport"], p["ip_len"]]
-        hr = art.hard_rules
-        hard = next((e for e, (v7, m7) in enumerate(self.hard_rows) if _ternary(key7, v7, m7)), None)
-        S = [0] * Y
-        for r, entries in enumerate(self.soft_rows):
-            if any(_ternary(key7, v7, m7) for v7, m7 in entries):
-                S = [S[y] + int(art.soft_weights[r][y]) for y in range(Y)]
+        ge = self._global_row(c, pc)
+        if ge >= 0:
+            _, _, _, _, g, gz = self.global_rows[ge]
+            flags |= 0x10
+            A = [A[y] + g[y] for y in range(Y)]
+            Z += gz
+        key = (p["proto"] | p["flags"] << _FIELD | d << 2 * _FIELD | min(npk, 255) << 3 * _FIELD  # = _pack([...])
+               | p["sport"] << 4 * _FIELD | p["dport"] << 5 * _FIELD | p["ip_len"] << 6 * _FIELD)
+        hard, S = self._rules(key)
         fused = [C["ALPHA"] * A[y] + C["BETA"] * S[y] * Z + ((C["GAMMA"] * self.cema[y] * Z) >> C["EMA_FRAC"])
                  for y in range(Y)]
         best = max(range(Y), key=lambda y: (fused[y], -y))
@@ -151,18 +211,12 @@ class Oracle:
         score = min(srt[-1] - srt[-2], SCORE_MAX) if Y > 1 else 0
         label, rule = best, 0xFF
         if hard is not None:
-            rule = int(hr.rule[hard])
+            rule = int(self.hard_rule[hard])
             if C["LAMBDA_H"]:
-                assert hr.label is not None  # hard rules carry their label
-                label, score, flags = int(hr.label[hard]), SCORE_MAX, flags | 0x01
-
-        def ema_step(d: int) -> int:  # eta = 2^-EMA_SHIFT (+ 2^-EMA_SHIFT2 when EMA_SHIFT2 > 0)
-            s2 = C.get("EMA_SHIFT2", 0)
-            return (d >> C["EMA_SHIFT"]) + ((d >> s2) if s2 else 0)
-        for j in range(NC):
-            self.ema[j] += ema_step(((1 << C["EMA_FRAC"]) if j == c else 0) - self.ema[j])
-        for y in range(Y):
-            self.cema[y] += ema_step(((1 << C["EMA_FRAC"]) if y == label else 0) - self.cema[y])
+                assert self.hard_label is not None  # hard rules carry their label
+                label, score, flags = int(self.hard_label[hard]), SCORE_MAX, flags | 0x01
+        self.ema = self._ema(self.ema, c)
+        self.cema = self._ema(self.cema, label)
         if take:
             self.sample[self.n_samples % len(self.sample)] = p["ip_len"] << 16 | iat << 12 | d << 11 | fc << 8 | pc << 6
             self.n_samples += 1
