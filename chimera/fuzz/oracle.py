@@ -42,6 +42,9 @@ class Slot:
 #: ports, IP length) is below 2^16, so 32 bits hold it with room
 _FIELD = 32
 _FIELD_MASK = (1 << _FIELD) - 1
+#: the rule key's fields, as step 6 of the spec lists them; a row's columns past them, if any, are not compared
+#: (as zipping the key with the row never compared them)
+_KEY_LEN = 7
 
 
 def _pack(fields: list[int]) -> int:
@@ -52,6 +55,7 @@ def _packed_row(value: list[int], mask: list[int]) -> tuple[int, int] | None:
     """A ternary row as (value & mask, mask), packed, with ``key & mask == value & mask`` meaning the same for
     any key whose fields are in [0, 2^32): a field's ``k & m`` is then ``k & (m & 0xFFFFFFFF)``, and a row
     whose ``v & m`` falls outside [0, 2^32) for some field (a negative or wider entry) can match no key (None)."""
+    value, mask = value[:_KEY_LEN], mask[:_KEY_LEN]
     vm = [v & m for v, m in zip(value, mask)]
     if any(not 0 <= x <= _FIELD_MASK for x in vm):
         return None
