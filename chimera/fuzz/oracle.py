@@ -150,7 +150,7 @@ class Oracle:
 
     def step(self, p: dict[str, Any]) -> tuple[int, int, int, int, int]:
         """The verdict (label, flags, score, rule, centroid) of one packet given as a dict (``rows_of``)."""
-        C, art = self.C, self.art
+        C = self.C
         F, L, Y = self.F, self.L, self.Y
         if not p["parsed"]:
             self.unparsed += 1
