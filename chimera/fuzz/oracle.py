@@ -98,7 +98,7 @@ class Oracle:
         self.hard_rows = [_packed_row(hr.value[e].tolist(), hr.mask[e].tolist()) for e in range(len(hr))]
         self.hard_rule = hr.rule.tolist()
         self.hard_label = None if hr.label is None else hr.label.tolist()
-        self.soft_weights = [[int(w) for w in ws] for ws in art.soft_weights.tolist()]
+        self.soft_weights = art.soft_weights.tolist()  # int64 [R, Y]: Python ints
         self.soft_rows = [[r for r in (_packed_row(sr.value[e].tolist(), sr.mask[e].tolist())
                                        for e in range(len(sr)) if sr.rule[e] == rule) if r is not None]
                           for rule in range(self.C["SOFT_RULES"])]
@@ -139,10 +139,8 @@ class Oracle:
         EMA_SHIFT2 > 0): e += (u - e) >> s1 (+ (u - e) >> s2), arithmetic shifts."""
         C = self.C
         s1, s2, one = C["EMA_SHIFT"], C.get("EMA_SHIFT2", 0), 1 << C["EMA_FRAC"]
-        if s2:
-            return [e + ((u - e) >> s1) + ((u - e) >> s2) for u, e in ((one if j == hot else 0, e)
-                                                                     for j, e in enumerate(ema))]
-        return [e + (((one if j == hot else 0) - e) >> s1) for j, e in enumerate(ema)]
+        step = [(one if j == hot else 0) - e for j, e in enumerate(ema)]
+        return [e + (d >> s1) + ((d >> s2) if s2 else 0) for e, d in zip(ema, step)]
 
     def _value(self, tok: int) -> list[int]:
         s = [(tok >> 8) & 0xFFFF, (tok >> 24) & 0xFF, (tok >> 32) & 0xFF, (tok >> 40) & 0xFF, (tok >> 48) & 0xFF]
