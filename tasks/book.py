@@ -14,8 +14,9 @@ from tasks._common import cli
 @cli
 def publish(c: Context, run_dir: str, verbose: bool = False) -> None:
     """Copy a run's light files into results/published/ (committed): the evidence the README cites."""
+    from chimera.book.scope import run_scope
     from chimera.report.publish import publish as run
-    logging.getLogger("tasks").info("published: %s", run(Path(run_dir)))
+    logging.getLogger("tasks").info("published: %s", run(Path(run_dir), scope=run_scope(Path(run_dir))))
 
 
 @task(help={"check": "re-render in memory and fail on any difference (the README test), writing nothing"})

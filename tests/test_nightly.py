@@ -185,6 +185,15 @@ GOLD = {"code": "c0", "experiments": {"q@reference": {"f1": {"A": 0.80, "B": 0.7
 EBPF_ONLY = {**GOLD, "experiments": {"q@ebpf": {"f1": {"A": 0.80}}}}
 
 
+def SAME(key: str) -> str | None:
+    """Every run's code is the golden's."""
+    return None
+
+
+def CHANGED(key: str) -> str | None:
+    return "this run's code changed since the golden"
+
+
 def _m(d: dict[str, Any]) -> NightMeasured:
     """A night's measured section as the checks read it: through its model (a misspelt field fails here)."""
     return NightMeasured.model_validate(d)
@@ -199,14 +208,14 @@ def test_tolerance_path() -> None:
     def status(f1: float) -> str:
         m = {"experiments": {"q@ebpf": {"f1": {"A": f1}, "clock": "switch", "reference_mismatches": {"A": 0},
                                         "register_mismatches": {"A": 0}, "lost": {"A": 0}}}}
-        return _status(ck.experiment_checks(_m(m), _g(GOLD), "c1"), "golden - ")[0]
+        return _status(ck.experiment_checks(_m(m), _g(GOLD), CHANGED), "golden - ")[0]
     assert [status(f) for f in (0.785, 0.795, 0.805, 0.815)] == ["regressed", "pass", "pass", "improved"]
 
 
 def test_conformance_counters_nonzero_regress_unknown_fails() -> None:
     def checks(counters: dict[str, Any]) -> list[ck.Check]:
         m = {"experiments": {"q@ebpf": {"f1": {"A": 0.8}, "clock": "switch", **counters}}}
-        return ck.experiment_checks(_m(m), _g(EBPF_ONLY), "c1")
+        return ck.experiment_checks(_m(m), _g(EBPF_ONLY), CHANGED)
     ok = {"reference_mismatches": {"A": 0}, "register_mismatches": {"A": 0}, "lost": {"A": 0}}
     assert not ck.failed(checks(ok))
     assert _status(checks({**ok, "reference_mismatches": {"A": 3}}), "reference_mismatches") == ["regressed"]
@@ -230,7 +239,7 @@ def ck_history_columns() -> list[str]:
 
 def test_golden_keys_absent_tonight_fail() -> None:
     m = {"experiments": {"q@reference": {"f1": {"A": 0.80}}}}   # variant B and q@ebpf vanished
-    c = ck.experiment_checks(_m(m), _g(GOLD), "c0")
+    c = ck.experiment_checks(_m(m), _g(GOLD), SAME)
     assert _status(c, "q@reference/B: present") == ["failed-to-run"]
     assert _status(c, "q@ebpf: ran") == ["failed-to-run"]
     b = ck.bench_checks(_m({"benches": {}}), pd.DataFrame(columns=ck_history_columns()), _g(GOLD), "h")
@@ -260,7 +269,7 @@ def test_exact_trace_clock_testbed_check() -> None:
         counters = {"reference_mismatches": {"A": 0}, "register_mismatches": {"A": 0}, "lost": {"A": 0}}
         m = {"experiments": {"q@reference": {"f1": {"A": 0.8, "B": 0.7}},
                              "q@ebpf": {"f1": {"A": ebpf_f1}, "clock": "trace", **counters}}}
-        return ck.experiment_checks(_m(m), _g(GOLD), "c0")
+        return ck.experiment_checks(_m(m), _g(GOLD), SAME)
     assert _status(checks(0.8), "F1 == reference (trace clock)") == ["pass"]
     assert _status(checks(0.8 + 1e-9), "F1 == reference (trace clock)") == ["regressed"]
 

@@ -65,4 +65,9 @@ def test_publish_refuses_a_dirty_or_foreign_nested_run(tmp_path: Path) -> None:
         publish(foreign, tmp_path / "published")
     clean = _run(tmp_path / "c", head)
     _nest(clean, head)
-    assert (publish(clean, tmp_path / "published") / "runs" / "quickstart").is_dir()
+    nested = clean / "runs" / "quickstart" / "20260101-000001-reference"
+    (nested / "artifacts" / "full").mkdir(parents=True)   # a nested run's artifacts stay behind too
+    (nested / "artifacts" / "full" / "tables.json").write_text("{}")
+    (nested / "report.md").write_text("# nested")
+    out = publish(clean, tmp_path / "published") / "runs" / "quickstart" / nested.name
+    assert sorted(p.name for p in out.rglob("*") if p.is_file()) == ["manifest.json", "report.md"]

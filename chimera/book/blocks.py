@@ -290,7 +290,7 @@ def dagger_rows(b: Book, r: Run, d: pd.DataFrame) -> str:
                 fmt.words([f"{v} {f(x['offline_agreement'])}" for v, x in dag.iterrows()]) +
                 "), so they may move between runs.")
     same = [p for p in b.runs.all("ablation", on_target(r.target)) if p.run_id != r.run_id and
-            fingerprint_at(p.freshness.commit, b.root) == fingerprint_at(r.freshness.commit, b.root)]
+            fingerprint_at(p.freshness.commit, b.root, r.scope) == fingerprint_at(r.freshness.commit, b.root, r.scope)]
     if not same:
         return text
     pairs = [(p, _ablation(p)) for p in same]

@@ -19,6 +19,7 @@ from typing import Any
 
 from chimera.book.blocks import Book
 from chimera.book.runs import Run
+from chimera.book.scope import run_scope
 from chimera.errors import ChimeraError, ResultsError
 from chimera.formats.rundir import git_state
 from chimera.report.provenance import ROOT
@@ -113,7 +114,7 @@ def republish(only: tuple[str, ...] = (), dry_run: bool = False, results_root: P
             d = run_experiment(load_experiment(r.experiment, x.overrides or None), target=r.target,
                                results_root=results_root, data_root=data_root, experiment_file=r.experiment,
                                dataset_override=r.manifest.dataset_override or "", clock=r.manifest.clock)
-            out.append(publish(d))
+            out.append(publish(d, scope=run_scope(d)))
         except ChimeraError as e:
             failed[x.describe()] = str(e)
             log.error("republish: %s failed: %s", x.describe(), e)

@@ -3,8 +3,9 @@ run's freshness against the code of the working tree.
 
 A book cites runs it *selects* by what they are (the newest published run of an experiment on a target, on a
 dataset), never by a hand-typed id, so republishing moves every number at once; and it reports the newest,
-not the best. A run is fresh when its commit's code fingerprint (chimera.report.provenance) equals the working
-tree's; a stale run is still shown, marked, with the commits that changed its code since.
+not the best. A run is fresh when the fingerprint of its own code (chimera.report.provenance: what its kind or
+bench and its targets import, ``chimera.book.scope``) at its commit equals the working tree's; a stale run is
+still shown, marked, with the commits that changed its code since.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import pandas as pd
 from chimera.errors import ResultsError
 from chimera.formats.rundir import Manifest
 from chimera.formats.tables import TableSchema
-from chimera.report.provenance import ROOT, code_commits, code_fingerprint, fingerprint_at
+from chimera.book.scope import scope_of
+from chimera.report.provenance import ROOT, Scope, TreeCode, fingerprint_at
 from chimera.report.run import RunView
 
 PUBLISHED = ROOT / "results" / "published"
@@ -42,24 +44,26 @@ class Freshness:
 
 
 class WorkingTree:
-    """The code a book is rendered against, its fingerprint taken once: a book is rendered at one moment, and
-    reading the whole tree again for each run it looks at cost a night's book most of its time."""
+    """The code a book is rendered against, read once: a book is rendered at one moment, and reading the whole
+    tree again for each run it looks at cost a night's book most of its time."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._of: dict[str, Freshness] = {}
+        self._of: dict[tuple[str, Scope], Freshness] = {}
 
     @functools.cached_property
-    def fingerprint(self) -> str:
-        return code_fingerprint(self.root)
+    def code(self) -> TreeCode:
+        return TreeCode(self.root)
 
-    def freshness(self, commit: str) -> Freshness:
-        """A committed run's freshness, found once per commit (runs of one commit share it)."""
-        if commit not in self._of:
-            fresh = fingerprint_at(commit, self.root) == self.fingerprint
-            self._of[commit] = Freshness(True, commit) if fresh else \
-                Freshness(False, commit, tuple(code_commits(commit, self.root)))
-        return self._of[commit]
+    def freshness(self, commit: str, scope: Scope) -> Freshness:
+        """A committed run's freshness: its code at its commit against the working tree's (found once per
+        commit and scope: runs of one commit and code share it)."""
+        key = (commit, scope)
+        if key not in self._of:
+            fresh = fingerprint_at(commit, self.root, scope) == self.code.fingerprint(scope)
+            self._of[key] = Freshness(True, commit) if fresh else \
+                Freshness(False, commit, tuple(self.code.code_commits(commit, scope)))
+        return self._of[key]
 
 
 @dataclass
@@ -91,11 +95,16 @@ class Run:
         return self.view.path
 
     @functools.cached_property
+    def scope(self) -> Scope:
+        """Where its code starts: its kind or bench and its targets, with those of the runs nested in it."""
+        return scope_of(self.manifest, (n.manifest for n in self.nested()))
+
+    @functools.cached_property
     def freshness(self) -> Freshness:
         commit = self.manifest.git.commit
         if commit is None or self.manifest.git.dirty:
             return Freshness(False, commit or "unknown")
-        return (self.tree or WorkingTree(self.root)).freshness(commit)
+        return (self.tree or WorkingTree(self.root)).freshness(commit, self.scope)
 
     def cite(self, sub: str = "") -> str:
         """`results/published/<experiment>/<run-id>[/sub]`, with the stale mark where the run is stale."""

@@ -21,6 +21,7 @@ Kinds of check:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -71,10 +72,15 @@ def _experiment(key: str) -> str:
     return key.rsplit("@", 1)[0]
 
 
-def experiment_checks(measured: NightMeasured, golden: Golden | None, code: str) -> list[Check]:
+#: whether a night's run (by its key) was made by the golden's code: None where it was, else why not
+CodeChange = Callable[[str], str | None]
+
+
+def experiment_checks(measured: NightMeasured, golden: Golden | None, changed: CodeChange) -> list[Check]:
+    """``changed(key)``: None where the run's own code (its fingerprint, chimera.report.provenance) is the
+    golden's, else why not; the bit-identical F1 checks are judged only where it is None."""
     out: list[Check] = []
     gold = golden.experiments if golden is not None else {}
-    same_code = golden is not None and golden.code == code
     runs = measured.experiments
     for key, m in runs.items():
         if m.error:
@@ -113,13 +119,14 @@ def experiment_checks(measured: NightMeasured, golden: Golden | None, code: str)
                 continue
             exact = not testbed or m.clock == "trace"
             if exact:
-                if same_code:
+                why = changed(key)
+                if why is None:
                     ok = f1 == gf
                     out.append(Check(f"{key}/{variant}: F1 bit-identical", "exact", "pass" if ok else "regressed",
                                      f1, gf, "" if ok else "same code, seed and data gave a different F1"))
                 else:
                     out.append(Check(f"{key}/{variant}: F1 bit-identical", "exact", "no-verdict", f1, gf,
-                                     f"code changed since the golden ({golden.code if golden else None} -> {code})"))
+                                     why))
             status = "regressed" if f1 < gf - F1_TOLERANCE else "improved" if f1 > gf + F1_TOLERANCE else "pass"
             out.append(Check(f"{key}/{variant}: F1 >= golden - {F1_TOLERANCE}", "tolerance", status, f1, gf,
                              f"{f1 - gf:+.4f}"))

@@ -2,7 +2,7 @@
 
 One small JSON file: per experiment run (experiment x target) the variants' macro-F1 and conformance
 counters, per tracked bench its median and IQR (for the record: bands come from each machine's own history),
-the code fingerprint and git commit it was taken at, and every deliberate update (who, when, why, whether it
+the git commit it was taken at (each run's code is compared at that commit: ``code_changes``), and every deliberate update (who, when, why, whether it
 was forced past a failing night). No pcaps, no tables: the run directories stay out of git.
 ``invoke nightly --update-baseline`` is the only writer; it refuses a night that regressed or failed to run
 unless ``--force --reason ...``; nothing moves it automatically.
@@ -10,9 +10,9 @@ unless ``--force --reason ...``; nothing moves it automatically.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from chimera import paths
 from chimera.errors import ResultsError
+from chimera.report.provenance import Scope, TreeCode, fingerprint_at
 from chimera.report.sections import BenchStat, ExperimentNight
 
 FORMAT_VERSION = 2  # 2: the record of updates (who, when, why, forced)
@@ -28,23 +29,25 @@ ROOT = paths.ROOT
 UPDATE = "run `invoke nightly --update-baseline` once on a trusted build to (re)create it"
 
 
-#: packages that only present, time or orchestrate results: a change there cannot change a metric
-PRESENTATION = ("report", "bench", "nightly", "sweep")
-
-
-def code_fingerprint(root: Path = ROOT) -> str:
-    """Hash of every source file that can change a result: the package less its presentation layers
-    (``PRESENTATION``), the P4 program, the rule files and the experiment files. Equal fingerprints make
-    the exact (bit-identical) checks apply; a report or bench change does not suspend them."""
-    h = hashlib.sha256()
-    pkg = root / "chimera"
-    files = [p for ext in ("*.py", "*.c", "*.h") for p in pkg.rglob(ext)
-             if p.relative_to(pkg).parts[0] not in PRESENTATION]
-    for p in sorted([*files, *(root / "p4").glob("*.p4"), *(root / "rules").glob("*.yaml"),
-                     *(root / "experiments").glob("*.yaml")]):
-        h.update(str(p.relative_to(root)).encode())
-        h.update(p.read_bytes())
-    return h.hexdigest()[:16]
+def code_changes(golden: "Golden | None", scopes: Mapping[str, Scope], root: Path = ROOT) -> dict[str, str | None]:
+    """Per night run key, None where that run's code (its scope's fingerprint, the one the book judges
+    freshness by) at the golden's commit equals the working tree's, else why not. One fingerprint for both:
+    the golden keeps no hash of its own, only its commit."""
+    out: dict[str, str | None] = {}
+    if golden is None or not golden.git:
+        return {k: "the golden records no commit to compare the code with" for k in scopes}
+    tree = TreeCode(root)
+    for key, scope in scopes.items():
+        try:
+            then = fingerprint_at(golden.git, root, scope)
+        except ResultsError as e:
+            out[key] = f"the golden's commit {golden.git[:10]} cannot be read ({e.problem})"
+            continue
+        now = tree.fingerprint(scope)
+        out[key] = None if then == now else \
+            f"this run's code changed since the golden ({golden.git[:10]}: {then} -> {now}: " + \
+            ", ".join(tree.changed_files(golden.git, scope)[:4]) + ")"
+    return out
 
 
 class Golden(BaseModel):

@@ -29,7 +29,9 @@ from chimera.fuzz.mutate import ROUNDS_CAP_S, target_of
 from chimera.nightly.checks import (Check, bench_checks, experiment_checks, failed, fuzz_checks, mutate_checks,
                                     on_testbed, summary_markdown)
 from chimera.nightly.config import NightlyConfig, load_suite
-from chimera.nightly.golden import FORMAT_VERSION, GOLDEN, ROOT, code_fingerprint, load_golden, save_golden
+from chimera.book.scope import run_scope
+from chimera.nightly.golden import FORMAT_VERSION, GOLDEN, ROOT, code_changes, load_golden, save_golden
+from chimera.report.provenance import code_fingerprint
 from chimera.nightly.history import append_history, history_rows, load_history, trend_figures
 from chimera.report.sections import MutateResult, NightMeasured, NightRecord, section
 from chimera.testbed.pacing import host_key
@@ -239,7 +241,11 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
 
         def all_checks() -> list[Check]:
             typed = NightMeasured.model_validate(measured)
-            return (experiment_checks(typed, golden, code) + bench_checks(typed, hist, golden, host)
+            scopes = {k: run_scope(run.path / m.run) for k, m in typed.experiments.items()
+                      if m.run and (run.path / m.run / "manifest.json").is_file()}
+            changes = code_changes(golden, scopes)
+            return (experiment_checks(typed, golden, lambda k: changes.get(k, "no run directory to read its code from"))
+                    + bench_checks(typed, hist, golden, host)
                     + fuzz_checks(typed.fuzz) + mutate_checks(typed.mutate))
 
         try:

@@ -1,24 +1,36 @@
-"""Which code made a number: the code fingerprint, in the working tree or at any commit.
+"""Which code made a number: a run's code fingerprint, in the working tree or at any commit.
 
-The fingerprint hashes every source file that can change a measured result: the package less the layers
-that only present, time, orchestrate or check results (``PRESENTATION``, the kinds' renderers and the check
-harnesses no experiment imports), the P4 programs, the rule files and
-the experiment files. Python files are hashed as their syntax tree less docstrings, YAML files as their parsed
-content: a comment, a docstring or a reflowed line changes no number, so it makes no run stale. C and P4
-files are hashed as bytes. Two runs with equal fingerprints were made by the same result-determining code, so a
-published run is **fresh** while its commit's fingerprint equals the working tree's, and **stale** (with the
-commits that changed that code since) otherwise. Because the fingerprint is computed from git objects at
-any commit, a run's freshness never depends on a value stored when it ran: a change of this definition
-re-judges every run alike, and the golden of the nightly is compared the same way.
+A run's numbers depend on the code it runs, not on the whole package. A run declares where it starts
+(its ``Scope``: the modules of its kind or bench and of the targets it ran on, and the data files it names, such
+as its experiment YAML); its **code** is what those modules import, followed statically through the import
+graph (``import`` and ``from ... import`` anywhere in a module, the ``__init__`` of every package above an
+imported module, but not ``if TYPE_CHECKING:`` blocks, which never run), plus the data the reached code loads: the C
+sources beside a reached module (the eBPF programs), the P4 programs where the BMv2 target is reached, the rule
+files where the rules layer is. Registries import their residents by name (``importlib``), so reaching a
+registry does not reach every resident: a run reaches the residents its scope names. What only presents or
+reads results back (``chimera.report``, ``chimera.book``, the kinds' renderers) is never followed, unless a
+scope starts there (a reproduction's code is the book).
+
+Each file is hashed as what can change a result: a Python file as its syntax tree less docstrings, a YAML file
+as its parsed content, a C or P4 file less its comments and with its white space folded, so that a comment, a
+docstring or a reflowed line makes no run stale. A run is **fresh** while the fingerprint of its scope at its
+commit equals the working tree's, and **stale** (with the commits that changed its code since) otherwise. A fix
+to one kind stales only the runs that reach it. Because the fingerprint is computed from git objects at any
+commit, freshness never depends on a value stored when the run ran, and the nightly's golden is judged the same
+way, per run, at the golden's commit.
 """
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 import functools
 import hashlib
 import json
+import re
 import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -28,30 +40,61 @@ from chimera.errors import ResultsError
 
 ROOT = paths.ROOT
 
-#: packages that only present, time, orchestrate or check results: a change there cannot change a metric
-PRESENTATION = ("report", "bench", "nightly", "sweep", "fuzz", "book")
-#: where result-determining code lives (git pathspecs, also for `git log`)
+#: where code and the data it loads live (git pathspecs, also for `git log`)
 SOURCES = ("chimera", "p4", "rules", "experiments")
 
+#: modules reached by an import but never followed: they only present or read results back (a scope that
+#: starts inside one still counts it: ``Scope.modules`` are never excluded)
+PRESENTATION = ("chimera.report", "chimera.book")
 
-#: presentation modules inside the result-determining experiments package: the report renderers (a kind's
-#: render.py draws its report and figures from the run's tables, and nothing reads back what they write)
+#: presentation modules inside the experiments package: the report renderers (a kind's render.py draws its
+#: report and figures from the run's tables, and nothing reads back what they write)
 PRESENTATION_FILES = ("render.py", "yardstick_render.py")
 
-#: check harnesses inside the result-determining targets package: they run a target to compare it with the
-#: reference (the conformance tests, a bench), and no experiment imports them, so a change there cannot change
-#: a published number (tests/test_readme.py checks that no module the fingerprint counts imports one)
+#: check harnesses inside the targets package: they run a target to compare it with the reference (the
+#: conformance tests, a bench), and no experiment imports them (tests/test_readme.py checks that): left out of
+#: ``EVERYTHING``, and part of a run's code only where its imports reach them (a bench's)
 HARNESS_FILES = ("chimera/targets/bmv2/files.py",)
 
+#: data the reached code loads, by the module that loads it: (module prefix, repository globs)
+DATA: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("chimera.targets.bmv2", ("p4/*.p4",)),
+    ("chimera.rules", ("rules/*.yaml",)),
+)
 
-def counts(rel: str) -> bool:
-    """Whether a repository path (posix, relative to the root) is part of the fingerprint."""
+#: the suffixes of the non-Python sources that travel with the module beside them (the eBPF programs)
+NATIVE = (".c", ".h")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where a run's code starts: dotted modules (a package is its ``__init__`` and what that imports: a kind's
+    imports its run, config and tables) and repository globs of data it names. ``everything`` is the whole result-determining tree (a record of the test suite, of
+    set-up, or of a run this build does not know how to trace)."""
+
+    modules: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    everything: bool = False
+
+    def __or__(self, other: "Scope") -> "Scope":
+        return Scope(tuple(sorted({*self.modules, *other.modules})), tuple(sorted({*self.files, *other.files})),
+                     self.everything or other.everything)
+
+    def describe(self) -> str:
+        if self.everything:
+            return "every result-determining file"
+        return ", ".join([*self.modules, *self.files])
+
+
+EVERYTHING = Scope(everything=True)
+
+
+def _is_candidate(rel: str) -> bool:
+    """A file that can belong to some run's code: the package's sources, the P4 programs, the rule and
+    experiment files."""
     parts = rel.split("/")
-    if parts[:2] == ["chimera", "experiments"] and parts[-1] in PRESENTATION_FILES or rel in HARNESS_FILES:
-        return False
     if parts[0] == "chimera":
-        return len(parts) > 2 and parts[1] not in PRESENTATION and rel.endswith((".py", ".c", ".h")) or \
-            len(parts) == 2 and rel.endswith((".py", ".c", ".h"))
+        return rel.endswith((".py", *NATIVE)) and "__pycache__" not in parts
     if parts[0] == "p4":
         return len(parts) == 2 and rel.endswith(".p4")
     if parts[0] in ("rules", "experiments"):
@@ -59,9 +102,45 @@ def counts(rel: str) -> bool:
     return False
 
 
+def module_of(rel: str) -> str:
+    """The dotted module of a package path (``chimera/a/__init__.py`` -> ``chimera.a``)."""
+    m = rel[:-3].replace("/", ".")
+    return m[: -len(".__init__")] if m.endswith(".__init__") else m
+
+
+def _presentation(module: str, rel: str) -> bool:
+    return module.startswith(tuple(p + "." for p in PRESENTATION)) or module in PRESENTATION or \
+        (rel.startswith("chimera/experiments/") and rel.rsplit("/", 1)[-1] in PRESENTATION_FILES)
+
+
+def counts(rel: str) -> bool:
+    """Whether a repository path is part of ``EVERYTHING``: every candidate less presentation and harnesses."""
+    if not _is_candidate(rel):
+        return False
+    return not (rel.endswith(".py") and _presentation(module_of(rel), rel)) and rel not in HARNESS_FILES
+
+
+_C_TOKENS = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S)
+
+
+def strip_c_comments(text: str) -> str:
+    """C or P4 source less its comments, each line's white space folded and blank lines dropped: a comment or a
+    reindented line changes nothing a compiler sees (string and character literals are kept as they are; a
+    line-continued preprocessor line keeps its lines)."""
+    def sub(m: re.Match[str]) -> str:
+        s = m.group(0)
+        if s.startswith("//"):
+            return ""
+        if s.startswith("/*"):
+            return " " if "\n" not in s else "\n" * s.count("\n")
+        return s
+    lines = (" ".join(line.split()) for line in _C_TOKENS.sub(sub, text).splitlines())
+    return "\n".join(line for line in lines if line)
+
+
 def canonical(rel: str, data: bytes) -> bytes:
     """What of a file can change a result: a Python file's syntax tree without docstrings, a YAML file's
-    content; anything that does not parse (and C, P4) as its bytes."""
+    content, a C or P4 file less comments; anything that does not parse as its bytes."""
     try:
         if rel.endswith(".py"):
             tree = ast.parse(data)
@@ -74,7 +153,9 @@ def canonical(rel: str, data: bytes) -> bytes:
             return ast.dump(tree).encode()
         if rel.endswith(".yaml"):
             return json.dumps(yaml.safe_load(data), sort_keys=True, default=str).encode()
-    except (SyntaxError, ValueError, yaml.YAMLError):
+        if rel.endswith((".c", ".h", ".p4")):
+            return strip_c_comments(data.decode()).encode()
+    except (SyntaxError, ValueError, yaml.YAMLError, UnicodeDecodeError):
         pass
     return data
 
@@ -90,17 +171,121 @@ def _file_digest(rel: str, data: bytes) -> bytes:
     return _DIGESTS[key]
 
 
-def _digest(files: list[tuple[str, bytes]]) -> str:
+_IMPORTS: dict[tuple[str, bytes], frozenset[str]] = {}
+
+
+def imported_names(rel: str, data: bytes) -> frozenset[str]:
+    """Every dotted name a module imports at run time (relative imports resolved; ``if TYPE_CHECKING:``
+    blocks left out), whether or not it is a module: the caller keeps those that are."""
+    key = (rel, hashlib.sha1(data).digest())
+    if key in _IMPORTS:
+        return _IMPORTS[key]
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return frozenset()
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test):
+            skip |= {id(s) for n in node.body for s in ast.walk(n)}
+    module = module_of(rel)
+    package = module if rel.endswith("__init__.py") else module.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            out.add(base)
+            out |= {f"{base}.{a.name}" for a in node.names}
+    _IMPORTS[key] = frozenset(out)
+    return _IMPORTS[key]
+
+
+def closure(scope: Scope, files: Mapping[str, bytes]) -> frozenset[str]:
+    """The repository paths of ``files`` (a tree's candidates) that make the numbers of a run with ``scope``."""
+    if scope.everything:
+        return frozenset(r for r in files if counts(r))
+    by_module = {module_of(r): r for r in files if r.endswith(".py")}
+    roots = [m for m in scope.modules if m in by_module]
+    seen: set[str] = set()
+    stack = list(roots)
+    while stack:
+        m = stack.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        rel = by_module[m]
+        names = set(imported_names(rel, files[rel]))
+        names |= {m.rsplit(".", i)[0] for i in range(1, m.count(".") + 1)}  # importing a.b.c runs a and a.b
+        for n in names:
+            parts = n.split(".")
+            for i in range(1, len(parts) + 1):
+                p = ".".join(parts[:i])
+                if p in by_module and p not in seen and (p in roots or not _presentation(p, by_module[p])):
+                    stack.append(p)
+    out = {by_module[m] for m in seen}
+    dirs = {r.rsplit("/", 1)[0] for r in out}
+    out |= {r for r in files if r.endswith(NATIVE) and r.rsplit("/", 1)[0] in dirs}
+    globs = [g for prefix, gs in DATA if any(m == prefix or m.startswith(prefix + ".") for m in seen) for g in gs]
+    globs += scope.files
+    out |= {r for r in files if any(fnmatch.fnmatchcase(r, g) for g in globs)}
+    return frozenset(out)
+
+
+def _digest(files: Mapping[str, bytes], keep: Iterable[str]) -> str:
     h = hashlib.sha256()
-    for rel, data in sorted(files):
+    for rel in sorted(keep):
         h.update(rel.encode() + b"\0")
-        h.update(_file_digest(rel, data))
+        h.update(_file_digest(rel, files[rel]))
     return h.hexdigest()[:16]
 
 
-def code_fingerprint(root: Path = ROOT) -> str:
-    """The working tree's fingerprint (what a run made now would record)."""
-    return _digest(list(_tree_files(root).items()))
+class TreeCode:
+    """The working tree's code, read once: a book judges many runs against one moment, and reading the tree
+    again for each run cost a night's book most of its time."""
+
+    def __init__(self, root: Path = ROOT) -> None:
+        self.root = root
+        self.files = _tree_files(root)
+        self._closures: dict[Scope, frozenset[str]] = {}
+
+    def closure(self, scope: Scope) -> frozenset[str]:
+        if scope not in self._closures:
+            self._closures[scope] = closure(scope, self.files)
+        return self._closures[scope]
+
+    def fingerprint(self, scope: Scope = EVERYTHING) -> str:
+        """What a run of ``scope`` made now would record."""
+        return _digest(self.files, self.closure(scope))
+
+    def changed_files(self, commit: str, scope: Scope = EVERYTHING) -> list[str]:
+        """The files of ``scope``'s code (then or now) whose content, as hashed, differs between ``commit`` and
+        the working tree: a file the code reaches only now, or no longer, counts as changed."""
+        then, now = _files_at(commit, self.root), self.files
+        keep = _closure_at(commit, self.root, scope) | self.closure(scope)
+        return sorted(r for r in keep if r not in then or r not in now
+                      or _file_digest(r, then[r]) != _file_digest(r, now[r]))
+
+    def code_commits(self, since: str, scope: Scope = EVERYTHING) -> list[str]:
+        """Short hashes, oldest first, of the commits after ``since`` that touched the files of ``scope``'s
+        code that differ now."""
+        files = self.changed_files(since, scope)
+        if not files:
+            return []
+        out = _git(self.root, "log", "--reverse", "--format=%h", "--abbrev=7", f"{since}..HEAD", "--", *files)
+        return out.decode().split()
+
+
+def code_fingerprint(root: Path = ROOT, scope: Scope = EVERYTHING) -> str:
+    """The working tree's fingerprint of ``scope`` (what a run made now would record)."""
+    return TreeCode(root).fingerprint(scope)
 
 
 def _git(root: Path, *args: str, stdin: bytes | None = None) -> bytes:
@@ -114,10 +299,11 @@ def _git(root: Path, *args: str, stdin: bytes | None = None) -> bytes:
     return r.stdout
 
 
-@functools.lru_cache(maxsize=256)
-def fingerprint_at(commit: str, root: Path = ROOT) -> str:
-    """The fingerprint of the code at ``commit``, read from git objects (no checkout)."""
-    return _digest(list(_files_at(commit, root)))
+@functools.lru_cache(maxsize=1024)
+def fingerprint_at(commit: str, root: Path = ROOT, scope: Scope = EVERYTHING) -> str:
+    """The fingerprint of ``scope``'s code at ``commit``, read from git objects (no checkout)."""
+    files = _files_at(commit, root)
+    return _digest(files, _closure_at(commit, root, scope))
 
 
 def _tree_files(root: Path) -> dict[str, bytes]:
@@ -125,13 +311,18 @@ def _tree_files(root: Path) -> dict[str, bytes]:
     for top in SOURCES:
         for p in (root / top).rglob("*"):
             rel = p.relative_to(root).as_posix()
-            if p.is_file() and counts(rel) and "__pycache__" not in rel:
+            if p.is_file() and _is_candidate(rel):
                 out[rel] = p.read_bytes()
     return out
 
 
+@functools.lru_cache(maxsize=1024)
+def _closure_at(commit: str, root: Path, scope: Scope) -> frozenset[str]:
+    return closure(scope, _files_at(commit, root))
+
+
 @functools.lru_cache(maxsize=64)
-def _files_at(commit: str, root: Path) -> tuple[tuple[str, bytes], ...]:
+def _files_at(commit: str, root: Path) -> dict[str, bytes]:
     listing = _git(root, "ls-tree", "-r", "-z", commit, "--", *SOURCES).split(b"\0")
     entries = []
     for line in listing:
@@ -139,30 +330,24 @@ def _files_at(commit: str, root: Path) -> tuple[tuple[str, bytes], ...]:
             continue
         meta, path = line.split(b"\t", 1)
         rel = path.decode()
-        if meta.split()[1] == b"blob" and counts(rel):
+        if meta.split()[1] == b"blob" and _is_candidate(rel):
             entries.append((rel, meta.split()[2].decode()))
     out = _git(root, "cat-file", "--batch", stdin="".join(f"{sha}\n" for _, sha in entries).encode())
-    files, pos = [], 0
+    files: dict[str, bytes] = {}
+    pos = 0
     for rel, _ in entries:
         nl = out.index(b"\n", pos)
         size = int(out[pos:nl].split()[2])
-        files.append((rel, out[nl + 1:nl + 1 + size]))
+        files[rel] = out[nl + 1:nl + 1 + size]
         pos = nl + 1 + size + 1
-    return tuple(files)
+    return files
 
 
-def changed_files(commit: str, root: Path = ROOT) -> list[str]:
-    """The result-determining files whose content (as hashed) differs between ``commit`` and the working tree."""
-    then = dict(_files_at(commit, root))
-    now = _tree_files(root)
-    return sorted(r for r in set(then) | set(now)
-                  if r not in then or r not in now or _file_digest(r, then[r]) != _file_digest(r, now[r]))
+def changed_files(commit: str, root: Path = ROOT, scope: Scope = EVERYTHING) -> list[str]:
+    """``TreeCode.changed_files`` against the working tree as it is now."""
+    return TreeCode(root).changed_files(commit, scope)
 
 
-def code_commits(since: str, root: Path = ROOT) -> list[str]:
-    """Short hashes, oldest first, of the commits after ``since`` that touched the files that differ now."""
-    files = changed_files(since, root)
-    if not files:
-        return []
-    out = _git(root, "log", "--reverse", "--format=%h", "--abbrev=7", f"{since}..HEAD", "--", *files).decode()
-    return out.split()
+def code_commits(since: str, root: Path = ROOT, scope: Scope = EVERYTHING) -> list[str]:
+    """``TreeCode.code_commits`` against the working tree as it is now."""
+    return TreeCode(root).code_commits(since, scope)

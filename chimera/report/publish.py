@@ -3,10 +3,11 @@
 The README cites only published runs, so a reader of a clone can open every number's evidence. A run is
 published only when its manifest shows it was made from committed code: a clean tree at a commit that is an
 ancestor of HEAD, and so is every run nested in it (a night's or a bench's ``runs/``), at the same commit. The
-published manifest records the code fingerprint of that commit (``code_fingerprint``,
-chimera.report.provenance), which is what the book judges a run's freshness by. What is copied: the manifest, the report and summaries, every CSV table except per-packet
-ones (``*.csv.gz``, ``verdicts.csv``), and the figures; never pcaps, artifacts or the replay directories
-(the manifest keeps their hashes). ``tests/test_readme.py`` checks that every run the README names is here
+published manifest records the fingerprint of the run's own code at that commit (``code_fingerprint``, of the
+run's scope: chimera.report.provenance), the one the book judges a run's freshness by (the book recomputes it
+from git; the record is for a reader). What is copied: the manifest, the report and summaries, every CSV table
+except per-packet ones (``*.csv.gz``, ``verdicts.csv``), and the figures; never pcaps, artifacts or the replay
+directories, at any depth (the manifest keeps their hashes). ``tests/test_readme.py`` checks that every run the README names is here
 and that the numbers it quotes are in the run's tables.
 """
 
@@ -21,7 +22,7 @@ from pathlib import Path
 from chimera import paths
 from chimera.errors import ResultsError
 from chimera.formats.rundir import Manifest
-from chimera.report.provenance import fingerprint_at
+from chimera.report.provenance import EVERYTHING, Scope, fingerprint_at
 
 log = logging.getLogger(__name__)
 ROOT = paths.ROOT
@@ -29,6 +30,8 @@ PUBLISHED = ROOT / "results" / "published"
 #: per-packet tables stay behind (their summaries are published)
 PER_PACKET = ("verdicts.csv",)
 LIGHT_SUFFIXES = (".csv", ".md", ".json", ".png", ".svg")
+#: directories whose files stay behind wherever they are (a nested run has its own)
+HEAVY_DIRS = frozenset(("artifacts", "replay", "switch", "work", "testbed"))
 MAX_FILE_BYTES = 5 * 2**20
 
 
@@ -42,7 +45,7 @@ def light_files(run: Path) -> list[Path]:
     out = []
     for p in sorted(run.rglob("*")):
         rel = p.relative_to(run)
-        if not p.is_file() or rel.parts[0] in ("artifacts", "replay", "switch", "work", "testbed") or \
+        if not p.is_file() or HEAVY_DIRS.intersection(rel.parts[:-1]) or \
                 p.name in PER_PACKET or p.name.endswith(".csv.gz") or p.suffix not in LIGHT_SUFFIXES:
             continue
         if p.stat().st_size > MAX_FILE_BYTES:
@@ -73,9 +76,10 @@ def nested_problems(run_dir: Path, commit: str) -> list[str]:
     return out
 
 
-def publish(run_dir: Path, dest_root: Path = PUBLISHED, root: Path = ROOT) -> Path:
+def publish(run_dir: Path, dest_root: Path = PUBLISHED, root: Path = ROOT, scope: Scope = EVERYTHING) -> Path:
     """Copy ``run_dir``'s light files to ``dest_root/<experiment>/<run-id>/``; refuses a run made from a dirty
-    tree or from a commit HEAD does not contain, or one with such a nested run."""
+    tree or from a commit HEAD does not contain, or one with such a nested run. ``scope``: where the run's
+    code starts (chimera.book.scope.run_scope), for the fingerprint its manifest records."""
     man_path = run_dir / "manifest.json"
     if not man_path.is_file():
         raise ResultsError(f"{run_dir} is not a run directory (no manifest.json)", "give results/<experiment>/<run-id>")
@@ -100,7 +104,7 @@ def publish(run_dir: Path, dest_root: Path = PUBLISHED, root: Path = ROOT) -> Pa
     for rel in light_files(run_dir):
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(run_dir / rel, dest / rel)
-    m.record(code_fingerprint=fingerprint_at(m.git.commit, root))
+    m.record(code_fingerprint=fingerprint_at(m.git.commit, root, scope))
     (dest / "manifest.json").write_text(json.dumps(m.to_json(), indent=2, default=str))
     log.info("published %s -> %s (%d files)", run_dir, dest, sum(1 for _ in dest.rglob("*") if _.is_file()))
     return dest

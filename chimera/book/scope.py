@@ -1,0 +1,83 @@
+"""Where a run's code starts (chimera.report.provenance.Scope), read from what its manifest says it was.
+
+An experiment run starts at the runner, its kind's package and the targets it ran on (the manifest's target and
+the targets its variants ran on), and names its experiment YAML; a bench starts at its module and the target
+its record names; the fuzzer, the mutation run, the night and the reproduction at their own entry modules. A
+run that made runs of its own (a night's or a bench's ``runs/``) also depends on what those did. A record of the
+test suite (fresh-check, bench-suite), or a run this build does not know, depends on everything. Every name
+is read from the registries (kinds, benches, targets), never typed here.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Iterable
+from pathlib import Path
+
+from chimera.bench import BENCHES
+from chimera.formats.rundir import Manifest
+from chimera.report.provenance import EVERYTHING, Scope
+from chimera.targets.registry import TARGETS
+
+#: where a run's code starts, for the runs that are neither an experiment kind nor a bench (by experiment name)
+ENTRIES: dict[str, Scope] = {
+    "fuzz": Scope(("chimera.fuzz.run",)),
+    "mutate": Scope(("chimera.fuzz.mutate",)),
+    "nightly": Scope(("chimera.nightly.suite",)),
+    "reproduce": Scope(("chimera.book.reproduce",)),
+    "vm-boot": Scope(("chimera.provision",)),    # set-up in a VM, and the runs the guest made (its runs/)
+}
+#: records whose numbers time the whole project (its test suite): their code is all of it
+WHOLE = ("fresh-check", "bench-suite")
+#: the module every experiment run starts from
+RUNNER = "chimera.experiments.runner"
+BENCH_PREFIX = "bench-"
+
+
+@functools.cache
+def kind_packages() -> dict[str, str]:
+    """Each experiment kind's package, by the kind's name (read from the kinds' registry)."""
+    from chimera.experiments.kinds import PACKAGES
+    base = "chimera.experiments.kinds"
+    return {importlib.import_module(f"{base}.{p}").KIND.name: f"{base}.{p}" for p in PACKAGES}
+
+
+def target_modules(names: Iterable[str]) -> tuple[str, ...]:
+    """The modules of the registered targets among ``names`` (a combined label such as ``reference-ebpf`` is
+    split; a name that is no target, such as a bench's ``local``, has none)."""
+    out = set()
+    for name in names:
+        for part in {name, *name.split("-")}:
+            entry = TARGETS.get(part)
+            if entry is not None:
+                out.add(entry.split(":")[0] if isinstance(entry, str) else entry.__module__)
+    return tuple(sorted(out))
+
+
+def scope_of(m: Manifest, nested: Iterable[Manifest] = ()) -> Scope:
+    """The scope of the run ``m`` (and of the runs ``nested`` in it)."""
+    own = _own(m)
+    for n in nested:
+        own = own | _own(n)
+    return own
+
+
+def _own(m: Manifest) -> Scope:
+    targets = target_modules([m.target, *m.variant_targets.values()])
+    if m.experiment in WHOLE:
+        return EVERYTHING
+    if m.kind in kind_packages():
+        return Scope((RUNNER, kind_packages()[m.kind], *targets), (f"experiments/{m.experiment}.yaml",))
+    if m.experiment in ENTRIES:
+        return ENTRIES[m.experiment] | Scope(targets)
+    if m.experiment.startswith(BENCH_PREFIX) and m.experiment[len(BENCH_PREFIX):] in BENCHES:
+        b = BENCHES[m.experiment[len(BENCH_PREFIX):]]
+        return Scope((b.module, *targets, *target_modules([b.target or ""])))
+    return EVERYTHING
+
+
+def run_scope(run_dir: Path) -> Scope:
+    """The scope of the run directory ``run_dir``, with the runs under its ``runs/``."""
+    nested = [Manifest.read(p) for p in sorted(run_dir.glob("runs/*/*/manifest.json"))]
+    return scope_of(Manifest.read(run_dir / "manifest.json"), nested)

@@ -1,0 +1,173 @@
+"""A run's code fingerprint follows what the run imports: a fix stales only the runs it touches.
+
+Each test edits a copy of the repository (its code, P4 programs, rules and experiment files, committed in a
+git repository of its own), with published runs made at that commit, and reads their freshness as the book does.
+Seen failing with the global fingerprint this replaced: an edit to one kind's run.py staled every run, a comment
+in chimera.p4 staled every run, and an edit to a bench's data profile staled none.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from chimera.book.runs import RunSet
+from chimera.book.scope import scope_of
+from chimera.formats.rundir import Manifest
+from chimera.nightly import checks as ck
+from chimera.nightly.golden import Golden, code_changes
+from chimera.report.provenance import EVERYTHING, Scope, TreeCode, closure, strip_c_comments
+from chimera.report.sections import NightMeasured
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: (experiment, kind, target): published runs at the copy's commit
+RUNS = (("roc", "roc", "reference"), ("accuracy", "accuracy", "reference"), ("ablation", "variants", "ebpf"),
+        ("quickstart", "variants", "bmv2"), ("quickstart", "variants", "reference"), ("bench-scale", None, "local"))
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A committed copy of the code, with one published run per RUNS entry made at its commit."""
+    r = tmp_path / "repo"
+    for top in ("chimera", "p4", "rules", "experiments"):
+        shutil.copytree(ROOT / top, r / top, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.o"))
+    _git(r, "init", "-q")
+    _git(r, "add", "-A")
+    _git(r, "commit", "-q", "-m", "copy")
+    head = _git(r, "rev-parse", "HEAD")
+    for i, (exp, kind, target) in enumerate(RUNS):
+        d = r / "published" / exp / f"20200101-00000{i}-{target}"
+        d.mkdir(parents=True)
+        (d / "manifest.json").write_text(json.dumps({
+            "experiment": exp, "run_id": d.name, "target": target, "status": "complete", "kind": kind,
+            "git": {"commit": head, "dirty": False}}))
+    return r
+
+
+def _fresh(r: Path) -> dict[str, bool]:
+    return {f"{run.experiment}@{run.target}": run.freshness.fresh for run in RunSet(r / "published", r)}
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, (path, old)
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_everything_is_fresh_at_its_own_commit(repo: Path) -> None:
+    assert all(_fresh(repo).values()), _fresh(repo)
+
+
+def test_a_fix_to_one_kind_stales_only_that_kinds_runs(repo: Path) -> None:
+    run_py = repo / "chimera/experiments/kinds/roc/run.py"
+    run_py.write_text(run_py.read_text() + "\nEXTRA_LINE_THAT_RUNS = 1\n")
+    fresh = _fresh(repo)
+    assert not fresh["roc@reference"], fresh
+    assert all(v for k, v in fresh.items() if k != "roc@reference"), fresh
+    stale = next(r for r in RunSet(repo / "published", repo) if r.experiment == "roc").freshness
+    assert stale.since == () and "uncommitted" in stale.mark()   # not committed yet: no commit to name
+    _git(repo, "commit", "-qam", "roc fix")
+    stale = next(r for r in RunSet(repo / "published", repo) if r.experiment == "roc").freshness
+    assert len(stale.since) == 1 and "its code changed in" in stale.mark()
+
+
+def test_a_comment_in_the_dataplane_sources_stales_nothing(repo: Path) -> None:
+    p4 = repo / "p4/chimera.p4"
+    lines = p4.read_text().splitlines()
+    code = [i for i, line in enumerate(lines) if i > lines.index(" */") and line.strip().endswith(";")
+            and not line.lstrip().startswith(("*", "/"))][:3]
+    assert len(code) == 3
+    for i in code:
+        lines[i] = "  " + lines[i] + "   /* noted */ // again"
+    p4.write_text("// a comment a reader added\n" + "\n".join(lines) + "\n")
+    bpf = repo / "chimera/targets/ebpf/chimera.bpf.c"
+    bpf.write_text("/* a block\n   comment */\n" + bpf.read_text() + "\n// trailing comment\n")
+    assert all(_fresh(repo).values()), _fresh(repo)
+
+
+def test_a_real_change_in_the_p4_program_stales_only_the_runs_that_read_it(repo: Path) -> None:
+    """The BMv2 runs, and the yardstick kinds (their per-flow state and table columns compile chimera.p4:
+    targets/allocation.py); not an eBPF or a reference run of the ablation layout, nor the scale bench."""
+    p4 = repo / "p4/chimera.p4"
+    text = p4.read_text()
+    m = re.search(r"#define (MAX_\w+) (\d+)", text)
+    assert m is not None, "chimera.p4 defines no size to change"
+    p4.write_text(text.replace(m.group(0), f"#define {m.group(1)} {int(m.group(2)) * 2}", 1))
+    fresh = _fresh(repo)
+    stale = {k for k, v in fresh.items() if not v}
+    assert "quickstart@bmv2" in stale and not stale & {"ablation@ebpf", "quickstart@reference", "bench-scale@local"}
+    tree = TreeCode(repo)
+    for run in RunSet(repo / "published", repo):
+        if f"{run.experiment}@{run.target}" in stale - {"quickstart@bmv2"}:
+            assert "chimera/targets/allocation.py" in tree.closure(run.scope), run.experiment
+
+
+def test_a_change_to_a_benchs_data_profile_stales_that_bench(repo: Path) -> None:
+    scale = repo / "chimera/bench/scale.py"
+    text = scale.read_text()
+    m = re.search(r"(flows|packets|seed)\s*=\s*(\d+)", text)
+    assert m is not None, "the scale bench has no numeric setting to change"
+    scale.write_text(text.replace(m.group(0), f"{m.group(1)}={int(m.group(2)) + 1}", 1))
+    fresh = _fresh(repo)
+    assert not fresh["bench-scale@local"], fresh
+    assert all(v for k, v in fresh.items() if k != "bench-scale@local"), fresh
+
+
+def test_the_code_of_a_run_is_what_it_imports() -> None:
+    """An eBPF run reaches its C program and not the BMv2 target; a BMv2 run reaches the P4 program; a
+    renderer is never part of a run's code; everything is every candidate less presentation."""
+    tree = TreeCode(ROOT)
+    m = Manifest(experiment="ablation", run_id="x", target="ebpf", kind="variants")
+    ebpf = tree.closure(scope_of(m))
+    assert "chimera/targets/ebpf/chimera.bpf.c" in ebpf and "experiments/ablation.yaml" in ebpf
+    assert not any(r.startswith("chimera/targets/bmv2/") or r.startswith("p4/") for r in ebpf)
+    assert not any(r.endswith("/render.py") for r in ebpf)
+    bmv2 = tree.closure(scope_of(m.model_copy(update={"target": "bmv2"})))
+    assert "p4/chimera.p4" in bmv2 and "chimera/targets/ebpf/chimera.bpf.c" not in bmv2
+    assert not any(r.startswith("chimera/experiments/kinds/roc/") for r in ebpf | bmv2)
+    assert tree.closure(EVERYTHING) >= ebpf | bmv2
+    assert closure(Scope(("chimera.no.such.module",)), tree.files) == frozenset()
+
+
+def test_c_comments_are_stripped_but_strings_kept() -> None:
+    src = 'int a = 1; // x\n/* y\n z */ char *s = "// not a comment /* */";\n\n  int   b;\n'
+    assert strip_c_comments(src) == 'int a = 1;\nchar *s = "// not a comment /* */";\nint b;'
+
+
+def test_a_golden_and_a_night_from_one_commit_judge_every_exact_check(repo: Path) -> None:
+    """The golden keeps its commit, not a hash of its own: each run's code is compared at that commit with the
+    run's own fingerprint, so a night from the golden's commit judges every bit-identical check; a fix to one
+    kind suspends only that kind's."""
+    head = _git(repo, "rev-parse", "HEAD")
+    scopes = {f"{e}@{t}": scope_of(Manifest(experiment=e, run_id="x", target=t, kind=k))
+              for e, k, t in RUNS if k is not None}
+    f1 = {k: {"full": 0.9} for k in scopes}
+    golden = Golden.model_validate({"git": head, "experiments": {k: {"f1": v} for k, v in f1.items()}})
+    night = NightMeasured.model_validate({"experiments": {k: {"f1": v, "clock": "trace", "reference_mismatches":
+                                                              {"full": 0}, "register_mismatches": {"full": 0},
+                                                              "lost": {"full": 0}} for k, v in f1.items()}})
+
+    def exact(changes: dict[str, str | None]) -> dict[str, str]:
+        return {c.name.split("/")[0]: c.status for c in
+                ck.experiment_checks(night, golden, lambda k: changes.get(k, "none")) if "bit-identical" in c.name}
+    same = code_changes(golden, scopes, repo)
+    assert all(v is None for v in same.values()), same
+    assert set(exact(same).values()) == {"pass"} and len(exact(same)) == len(scopes)
+    run_py = repo / "chimera/experiments/kinds/accuracy/run.py"
+    run_py.write_text(run_py.read_text() + "\nEXTRA_LINE_THAT_RUNS = 1\n")
+    moved = code_changes(golden, scopes, repo)
+    assert [k for k, v in moved.items() if v is not None] == ["accuracy@reference"], moved
+    assert "kinds/accuracy/run.py" in str(moved["accuracy@reference"])
+    assert exact(moved)["accuracy@reference"] == "no-verdict"
+    assert {v for k, v in exact(moved).items() if k != "accuracy@reference"} == {"pass"}
