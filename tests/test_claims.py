@@ -4,7 +4,10 @@ verdict, judged by the rules stated on the page; ``invoke reproduce`` compares a
 from __future__ import annotations
 
 import math
+import re
+from fnmatch import fnmatch
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -34,31 +37,57 @@ def test_the_papers_values_are_the_shared_transcription() -> None:
     assert yaml.safe_load((ROOT / "paper" / "claims.yaml").read_text()) == yaml.safe_load(shared.read_text())
 
 
-def test_every_row_of_the_papers_tables_has_a_claim_with_a_verdict(ledger: list[tuple[str, list[C.Claim]]]) -> None:
-    p = C.paper()
-    by = {title.split(":")[0]: cs for title, cs in ledger}
-    claims = [c.claim for cs in by.values() for c in cs]
-    for name in p["table1_accuracy"]["rows"]:
-        for ds in ("PeerRush", "CICIOT", "ISCXVPN"):
-            assert f"{name} macro-F1 on {ds}" in claims
-    for name in p["table2_resources"]["rows"]:
-        assert any(c.startswith(f"{name} stateful bits per flow") for c in claims), name
-        assert f"{name} SRAM / TCAM / bus %" in claims
-    for name in p["table3_ablation"]["rows"]:
-        for what in ("bits per flow", "TCAM entries", "latency µs", "throughput Gbps"):
-            assert f"{name}: {what}" in claims, (name, what)
-        assert any(c.startswith(f"{name}: F1") for c in claims), name
-    for m, dv, bits, *_ in p["table4_hyper_dim"]["rows"]:
-        assert f"m={m}, d_v={dv}, {bits} bits: F1" in claims
-    for eta, _, t, *_ in p["table5_hyper_cadence"]["rows"]:
-        assert any(c.startswith(f"eta={eta}, T_cp={t} s: F1") for c in claims), (eta, t)
-    figures = " ".join(c.claim for c in by["Figures"])
-    for caption in p["figures"].values():
-        assert caption in figures, caption
+def expected_sources(p: dict[str, Any]) -> set[str]:
+    """Every claim of paper/claims.yaml, as a source id: each cell of each table (less the columns that name a
+    row and those the ledger says it does not judge, with why), each sentence, each clause of each caption."""
+    out: set[str] = set()
+    for t in ("table1_accuracy", "table2_resources", "table3_ablation", "table4_hyper_dim", "table5_hyper_cadence"):
+        rows = p[t]["rows"]
+        skip = [*C.UNJUDGED.get(t, {}), *C.ROW_KEYS.get(t, ())]
+        for key in (list(rows) if isinstance(rows, dict) else range(len(rows))):
+            out |= {f"{t}/{key}/{col}" for col in p[t]["columns"] if not any(fnmatch(col, s) for s in skip)}
+        if "claim" in p[t]:
+            out.add(f"{t}/claim")
+        out |= {f"{t}/claims/{i}" for i in range(len(p[t].get("claims", [])))}
+    for key, caption in p["figures"].items():
+        assert key in C.CLAUSES, f"figure {key}: its caption is not cut into clauses"
+        for i, clause in enumerate(C.CLAUSES[key]):
+            assert clause in caption, (key, clause)   # the paper's words, not ours
+            out.add(f"figures/{key}/{i}")
+    return out
+
+
+def test_every_claim_of_the_paper_is_judged(ledger: list[tuple[str, list[C.Claim]]]) -> None:
+    """Each cell, sentence and caption clause of paper/claims.yaml has a row with a verdict (seen failing with
+    Table 3's sentences left out, as they were)."""
+    judged = {c.source for _, cs in ledger for c in cs if c.verdict}
+    missing = sorted(expected_sources(C.paper()) - judged)
+    assert not missing, missing
     for _, cs in ledger:
         for c in cs:
-            assert c.kind in (C.REPRODUCED, C.NOT, C.UNTESTABLE), c
+            assert c.kind in C.OUTCOMES, c
             assert c.kind == C.UNTESTABLE or c.run != "—", f"{c.claim}: a verdict with no run behind it"
+            assert c.kind not in (C.UNINFORMATIVE, C.UNTESTABLE) or c.why, f"{c.claim}: {c.kind} without why"
+
+
+def test_no_two_verdicts_rest_on_one_measurement(ledger: list[tuple[str, list[C.Claim]]]) -> None:
+    """A measurement is counted once: the four Chimera rows of Table 3 share one bits-per-flow value, and only
+    the first is a verdict of its own (seen failing when ledger() did not mark sub-rows)."""
+    own = [c.measurement for _, cs in ledger for c in cs
+           if c.kind in (C.REPRODUCED, C.NOT) and c.same_as is None and c.measurement is not None]
+    assert len(own) == len(set(own)), [m for m in own if own.count(m) > 1]
+    subs = [c for _, cs in ledger for c in cs if c.same_as is not None]
+    assert any("(Chimera): bits per flow" in c.claim for c in subs)
+    assert all(c.measurement is not None for _, cs in ledger for c in cs if c.kind in (C.REPRODUCED, C.NOT))
+
+
+def test_rows_that_cannot_tell_are_not_informative(ledger: list[tuple[str, list[C.Claim]]]) -> None:
+    """A row whose verdicts are Chimera's, a formula's value given to every method, a flat cadence grid."""
+    by = {c.claim: c for _, cs in ledger for c in cs}
+    for label in ("Batch recompute: F1 against Chimera's", "Soft fusion (lambda_h = 0): F1 against Chimera's"):
+        assert by[label].kind == C.UNINFORMATIVE, by[label]
+    assert by["MLP-B stateful bits per flow (software)"].kind == C.UNINFORMATIVE
+    assert by["Leo stateful bits per flow (reference integer)"].kind != C.UNINFORMATIVE
 
 
 def test_the_ordering_rule() -> None:
@@ -68,6 +97,36 @@ def test_the_ordering_rule() -> None:
     assert C.ordering(0.002, -0.003, "x")[0] == C.REPRODUCED  # a tie in both
     assert C.ordering(0.002, 0.02, "x")[0] == C.NOT
     assert C.factor(30, 59)[0] == C.REPRODUCED and C.factor(30, 61)[0] == C.NOT and C.factor(30, 14)[0] == C.NOT
+
+
+def test_gaps_are_exact_decimals_at_the_papers_precision(ledger: list[tuple[str, list[C.Claim]]]) -> None:
+    """RFF's paper gap 0.950 − 0.945 is 0.005, a tie; in floating point it is 0.0050000000000000044 > 0.005, and
+    the ledger called it a real gap (seen failing with the row's gap taken in floats)."""
+    p = C.paper()
+    rows, cols = p["table3_ablation"]["rows"], p["table3_ablation"]["columns"]
+    a, b = rows["Linearized (Chimera)"][cols.index("f1")], rows["Random Fourier features"][cols.index("f1")]
+    assert float(a) - float(b) > float(C.TIE) and C.places(a, b) == 3   # what floats say; the paper prints 3
+    rff = next(c for _, cs in ledger for c in cs if c.claim == "Random Fourier features: F1 against Chimera's")
+    assert "+0.005" in rff.why and ("tie in both" in rff.why or "the paper's is a tie" in rff.why), rff.why
+    assert str(C.at(0.94285, 3)) == "0.943" and str(C.at(0.9425, 3)) == "0.942"   # ours: half-even at 3 places
+
+
+def test_the_hyper_dim_block_names_the_row_each_value_came_from(book: Book) -> None:
+    """Each dataset's lowest and highest cell, with the m, d_v and bits of that very row of that dataset (seen
+    failing when the block took both over every dataset and labelled them with the first)."""
+    from chimera.book.blocks import BLOCKS
+    from chimera.experiments.kinds.hyper_dim.tables import HYPER_DIM
+    text = BLOCKS["roc-hyper-dim"](book)
+    g = book.runs.need("hyper_dim").table(HYPER_DIM)
+    found = re.findall(r"on (\w+): F1 from ([\d.]+) \(m=(\d+), d_v=(\d+), (\d+) bits\) to ([\d.]+) "
+                       r"\(m=(\d+), d_v=(\d+), (\d+) bits\)", text)
+    assert {x[0] for x in found} == set(g["dataset"]), text
+    for ds, *cells in found:
+        d = g[g["dataset"] == ds]
+        for f1, m, dv, bits in (cells[:4], cells[4:]):
+            row = d[(d["m"] == int(m)) & (d["d_v"] == int(dv)) & (d["bits"] == int(bits))]
+            assert len(row) == 1 and f"{row['f1'].iloc[0]:.4f}" == f1, (ds, f1, m, dv, bits)
+        assert cells[0] == f"{d['f1'].min():.4f}" and cells[4] == f"{d['f1'].max():.4f}"
 
 
 def test_the_page_is_the_ledger_rendered(book: Book) -> None:
@@ -82,7 +141,7 @@ def test_a_machine_that_measured_the_same_agrees_claim_by_claim(book: Book) -> N
     assert len(cmp) and bool(cmp["reproduced_here"].all())
     f1 = C.Claim("Table 3", "x: F1 against Chimera's", "", "", "", C.REPRODUCED)
     bits = C.Claim("Table 3", "x: bits per flow", "", "", "", C.REPRODUCED)
-    assert R.within(f1, 0.9, 0.9 + C.TIE / 2) and not R.within(f1, 0.9, 0.9 + 2 * C.TIE)
+    assert R.within(f1, 0.9, 0.9 + float(C.TIE) / 2) and not R.within(f1, 0.9, 0.9 + 2 * float(C.TIE))
     assert R.within(bits, 100, 100 * C.FACTOR) and not R.within(bits, 100, 100 * C.FACTOR * 1.01)
     assert R.within(bits, None, 3) is None
 

@@ -504,11 +504,14 @@ def roc_hyper_dim(b: Book) -> str:
              for det in dets]
     h = b.runs.need("hyper_dim")
     g = h.table(HYPER_DIM)
-    lo, hi = g.loc[g["f1"].idxmin()], g.loc[g["f1"].idxmax()]
+
+    def cell(x: pd.Series) -> str:
+        return f"{f(x['f1'])} (m={int(x['m'])}, d_v={int(x['d_v'])}, {int(x['bits'])} bits)"
+    spans = [f"on {ds}: F1 from {cell(d.loc[d['f1'].idxmin()])} to {cell(d.loc[d['f1'].idxmax()])}"
+             for ds, d in g.groupby("dataset", sort=False)]
     return (f"The benign-trained detectors ({r.cite()}), AUC on {' / '.join(sets)}: " + "; ".join(parts) +
-            f". The m x d_v x bits grid ({h.cite()}), on {g['dataset'].iloc[0]}: F1 from {f(lo['f1'])} "
-            f"(m={int(lo['m'])}, d_v={int(lo['d_v'])}, {int(lo['bits'])} bits) to {f(hi['f1'])} "
-            f"(m={int(hi['m'])}, d_v={int(hi['d_v'])}, {int(hi['bits'])} bits).")
+            f". The m x d_v x bits grid ({h.cite()}), each dataset's lowest and highest cell: " + "; ".join(spans)
+            + ".")
 
 
 @block("resources")

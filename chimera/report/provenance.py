@@ -351,3 +351,15 @@ def changed_files(commit: str, root: Path = ROOT, scope: Scope = EVERYTHING) -> 
 def code_commits(since: str, root: Path = ROOT, scope: Scope = EVERYTHING) -> list[str]:
     """``TreeCode.code_commits`` against the working tree as it is now."""
     return TreeCode(root).code_commits(since, scope)
+
+
+def file_digest_at(commit: str, rel: str, root: Path = ROOT) -> bytes | None:
+    """The canonical digest of one candidate file at ``commit`` (None where it did not exist there)."""
+    data = _files_at(commit, root).get(rel)
+    return None if data is None else _file_digest(rel, data)
+
+
+def file_digest_now(rel: str, root: Path = ROOT) -> bytes | None:
+    """The canonical digest of one file in the working tree (None where it does not exist)."""
+    p = root / rel
+    return _file_digest(rel, p.read_bytes()) if p.is_file() else None
