@@ -178,6 +178,7 @@ def test_a_night_that_changes_a_verdict_says_so(tmp_path: Path) -> None:
     (run / "manifest.json").write_text(json.dumps({**m, "run_id": run.name, "git": {**m["git"], "commit": head}}))
     shutil.copy(src_night / "manifest.json", night / "manifest.json")
     m = json.loads((night / "manifest.json").read_text())
+    m["sections"].pop("published", None)   # tonight's night is not published: no seal
     (night / "manifest.json").write_text(json.dumps({**m, "run_id": night.name, "git": {**m["git"], "commit": head}}))
     s = pd.read_csv(run / "stability.csv")
     s.loc[s["configuration"] == "Chimera", ["f1_first", "f1_last", "diff_vs_static_map", "diff_vs_static_map_lo",
@@ -187,7 +188,7 @@ def test_a_night_that_changes_a_verdict_says_so(tmp_path: Path) -> None:
     assert nb.error is None
     flipped = nb.changed_verdicts[nb.changed_verdicts["claim"].str.startswith("24-hour stability")]
     assert len(flipped) == 1 and flipped["tonight_verdict"].iloc[0] == C.REPRODUCED
-    assert "README.md: stability" in nb.changed_blocks and (night / "book" / "README.md").is_file()
+    assert "docs/results.md: stability" in nb.changed_blocks and (night / "book" / "docs" / "results.md").is_file()
     assert "24-hour stability" in nb.markdown() and (night / "claims.md").is_file()
 
 

@@ -40,8 +40,10 @@ def test_publish_copies_light_files_of_committed_runs_only(tmp_path: Path) -> No
         publish(_run(tmp_path / "a", "0" * 40), tmp_path / "published")
     with pytest.raises(ResultsError, match="running, not complete"):
         publish(_run(tmp_path / "s", head, status="running"), tmp_path / "published")
-    # the published manifest says which code made it
-    assert json.loads((dest / "manifest.json").read_text())["code_fingerprint"]
+    # the published manifest says which code made it, and seals its tables
+    published = json.loads((dest / "manifest.json").read_text())
+    assert published["code_fingerprint"]
+    assert set(published["sections"]["published"]["files"]) == {"ablation.csv"}
 
 
 def _nest(run: Path, commit: str | None, dirty: bool = False) -> None:

@@ -104,7 +104,7 @@ def main(results_root: str | Path = "results", p4c: Path | None = None, switch: 
     server = shutil.which("simple_switch_grpc", path=path)
     if binary is None or server is None:
         raise ToolMissingError("p4c-bm2-ss or simple_switch_grpc is not installed",
-                               "build p4c and BMv2 (README, 'BMv2'), then --p4c DIR and --switch DIR for the builds to check")
+                               "build p4c and BMv2 (docs/reproducibility.md, 'For reviewers'), then --p4c DIR and --switch DIR for the builds to check")
     t0 = time.perf_counter()
     with bench_run("toolchain", {"p4c": binary, "switch": server, "tests": " ".join(tests())}, results_root) as run:
         res = ToolchainResult(p4c=binary, p4c_version=_version(binary), switch=server, bmv2_version=_version(server),

@@ -731,16 +731,21 @@ def tally(parts: list[tuple[str, list[Claim]]]) -> str:
              if late else "."))
 
 
-def render(b: Book) -> str:
-    parts = ledger(b)
-    out = [tally(parts), "", "By table (verdicts of their own, as judged; counted in brackets):", ""]
+def tally_table(parts: list[tuple[str, list[Claim]]]) -> str:
+    """Verdicts of their own by section and outcome, as judged, with the counted ones in brackets."""
     rows = []
     for title, cs in parts:
         own = [c for c in cs if c.same_as is None]
         rows.append([title] + [f"{sum(1 for c in own if c.kind == k)}" + (
             f" ({sum(1 for c in own if c.kind == k and c.counted)})" if k in (REPRODUCED, NOT) else "")
             for k in OUTCOMES])
-    out += [fmt.table(["section", *OUTCOMES], rows), "",
+    return ("By table (verdicts of their own, as judged; counted in brackets):\n\n" +
+            fmt.table(["section", *OUTCOMES], rows))
+
+
+def render(b: Book) -> str:
+    parts = ledger(b)
+    out = [tally(parts), "", tally_table(parts), "",
             f"The rules, in one file (`{RULES_FILE}`); a run's verdicts count where that file at the run's commit "
             "is the file now:", ""]
     out += [f"- **{k}**: {v}" for k, v in RULES]

@@ -8,7 +8,8 @@ A page holds generated blocks::
 
 Prose outside the blocks interprets; every figure inside a block is computed from run directories, rounded,
 with the run cited (and marked stale where its code has moved on). ``check`` re-renders and reports every
-block whose text differs from the page, and every measured-looking number typed outside a block: the
+block whose text differs from the page, and every measured-looking figure typed outside a block (a long
+decimal, a percentage, "N times", a rate, a time: ``typed_numbers``): the
 README test is that check, so an edited number, a misattributed cell, a truncated decimal, a flipped sign or
 a changed count fails it.
 """
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chimera.book import claims as _claims  # noqa: F401  (registers the ledger block)
+from chimera.book import front as _front  # noqa: F401  (registers the README's front-page blocks)
 from chimera.book import reproduce as _reproduce  # noqa: F401  (registers the reproduction block)
 from chimera.book.blocks import BLOCKS, Book
 from chimera.errors import ResultsError
@@ -34,6 +36,16 @@ BLOCK = re.compile(r"(<!-- book:(?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- /book
 PAGES = ("README.md", "docs/*.md")
 #: a number that looks measured: 4+ decimals, or a decimal with a thousands separator (0.9429, 1,887.7)
 TYPED = re.compile(r"(?<![\w.])(?:\d+\.\d{4,}|\d{1,3}(?:,\d{3})+\.\d+)(?![\w.])")
+#: a figure that states a measurement: a percentage (not a confidence level), an approximate figure, "N times" or
+#: "xN", a rate, a time. A configured value is code (`30m`, `2^23 ns`), and code spans are not read.
+MEASURED = re.compile(r"""(?<![\w.^$-])(?:
+      \d+(?:[.,]\d+)*\s?%(?!\s?(?:t-)?(?:intervals?|CIs?|confidence|Wilson))
+    | [~≈]\s?\d[\d,.]*
+    | \d[\d,.]*\s?(?:times|×)(?!\w)
+    | (?<!\w)[x×]\d[\d,.]*(?![\w-])
+    | \d[\d,.]*\s?(?:[kMG]?pps|[KMG]bps|frames/s|packets/s|flows/s)(?!\w)
+    | \d[\d,.]*\s?(?:s|ms|µs|us|ns|min|minutes?|seconds?|hours?|h|days?)(?![\w/])
+    )""", re.X)
 
 
 def pages(root: Path = ROOT) -> list[Path]:
@@ -70,7 +82,8 @@ def typed_numbers(text: str) -> list[str]:
     outside = BLOCK.sub("", text)
     outside = re.sub(r"```.*?```", "", outside, flags=re.S)
     outside = re.sub(r"`[^`\n]*`", "", outside)
-    return TYPED.findall(outside)
+    outside = re.sub(r"^    .*$", "", outside, flags=re.M)   # indented code (commands and their options)
+    return TYPED.findall(outside) + MEASURED.findall(outside)
 
 
 def block_differences(old: str, new: str, page: str) -> list[Difference]:

@@ -22,6 +22,7 @@ from chimera.formats.rundir import Manifest
 from chimera.formats.tables import TableSchema
 from chimera.book.scope import scope_of
 from chimera.report.provenance import ROOT, Scope, TreeCode, fingerprint_at
+from chimera.report.publish import check_seal
 from chimera.report.run import RunView
 
 PUBLISHED = ROOT / "results" / "published"
@@ -157,6 +158,7 @@ class RunSet:
         view = RunView.open(d, allow_unfinished=True)
         if view.manifest.status != "complete":
             return
+        check_seal(d, view.manifest)
         try:
             rel = d.resolve().relative_to(self.root.resolve()).as_posix()
         except ValueError:

@@ -13,11 +13,14 @@ and that the numbers it quotes are in the run's tables.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import shutil
 import subprocess
 from pathlib import Path
+
+from pydantic import BaseModel, Field
 
 from chimera import paths
 from chimera.errors import ResultsError
@@ -33,6 +36,38 @@ LIGHT_SUFFIXES = (".csv", ".md", ".json", ".png", ".svg")
 #: directories whose files stay behind wherever they are (a nested run has its own)
 HEAVY_DIRS = frozenset(("artifacts", "replay", "switch", "work", "testbed"))
 MAX_FILE_BYTES = 5 * 2**20
+
+
+#: the files a seal covers: the tables the book reads, and the manifests of the runs nested in a run
+SEALED_SUFFIXES = (".csv", ".json")
+SEAL = "published"
+
+
+class Seal(BaseModel):
+    """The content hash of each published table (path relative to the run -> sha256), so that a table edited
+    after publishing is refused by every reader of the book (``check_seal``)."""
+    files: dict[str, str] = Field(default_factory=dict)
+
+
+def seal_of(run: Path) -> Seal:
+    """The seal of a published run directory as it is now (its top manifest left out: the seal lives there)."""
+    return Seal(files={p.relative_to(run).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+                       for p in sorted(run.rglob("*")) if p.is_file() and p.suffix in SEALED_SUFFIXES
+                       and p != run / "manifest.json"})
+
+
+def check_seal(run: Path, m: Manifest) -> None:
+    """Refuse a published run whose tables differ from the seal its manifest records (a run without a seal, as
+    a reproduction's or a night's own runs, is not checked)."""
+    raw = m.sections.get(SEAL)
+    if raw is None:
+        return
+    want = Seal.model_validate(raw).files
+    now = seal_of(run).files
+    bad = sorted(k for k in set(want) | set(now) if want.get(k) != now.get(k))
+    if bad:
+        raise ResultsError(f"{run}: {', '.join(bad[:5])} differ from what was published (the manifest's seal)",
+                           "restore the run from git (git checkout -- PATH); a new result is a new run, published")
 
 
 def _is_ancestor(commit: str, root: Path) -> bool:
@@ -105,6 +140,7 @@ def publish(run_dir: Path, dest_root: Path = PUBLISHED, root: Path = ROOT, scope
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(run_dir / rel, dest / rel)
     m.record(code_fingerprint=fingerprint_at(m.git.commit, root, scope))
+    m.put(SEAL, seal_of(dest))
     (dest / "manifest.json").write_text(json.dumps(m.to_json(), indent=2, default=str))
     log.info("published %s -> %s (%d files)", run_dir, dest, sum(1 for _ in dest.rglob("*") if _.is_file()))
     return dest
