@@ -251,6 +251,10 @@ def test_yardstick_kinds_run_end_to_end(kind: str, csv: str, heading: str, tmp_p
         # the budget's own rules, whatever Chimera's model config says (its epochs: 2 here): every method tried
         # the same number of configurations, ran under the budget's cap and says why it stopped
         assert (df["configs_tried"] == 1).all()
+        # one budget, really: every method read as many validation scores as it tried configurations, Chimera's β
+        # and its neural-only fallback included (seen failing, 7 against 1, with β chosen per configuration)
+        assert (df["scorings"] == df["configs_tried"]).all(), df[["method", "scorings", "configs_tried"]]
+        assert "at_edge" in df
         trained = df[df["method"].isin(["Chimera", "BoS", "AutoEncoder"])]
         assert (trained["epochs_run"] <= trained["epoch_cap"]).all() and (trained["epoch_cap"] == EPOCH_CAP).all()
         assert set(trained["stopped_by"]) <= {"patience", "cap"}

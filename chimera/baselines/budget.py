@@ -11,8 +11,12 @@ disagree. The rules:
 - **Early stopping by patience** (``PATIENCE`` epochs without a better validation score, keeping the best
   epoch) for every method trained in epochs. ``EPOCH_CAP`` is a guard, not a budget: a run that reaches it is
   reported (``stopped_by: cap``), so a binding cap shows.
-- Choices that need no retraining are declared with the grid (``Search.also``): Chimera's fusion weight β is
-  picked on validation for each configuration, from the fusion's own grid.
+- **The same number of validation scorings**: a method's row records every validation score its choice read
+  (``scorings``), and it equals ``CONFIGS`` for every method. So nothing is chosen on validation outside the grid:
+  Chimera's fusion weight β is the fusion's configured one and there is no neural-only fallback inside the
+  budget (each was once a further scoring per configuration: up to 28 for Chimera against 4 for each baseline).
+- **A choice at a grid edge is flagged** (``at_edge``), as a binding epoch cap is: the grid may not have
+  reached the method's best. An axis of two values has no interior, so a choice on it is always at an edge.
 
 The gradient-trained methods share one optimizer grid (``OPTIMIZER``): the two learning rates and batch sizes
 the methods used before this budget (the neural baselines' 3e-3 and 512, Chimera's 0.02 and 2048), crossed.
@@ -59,7 +63,8 @@ NEURAL = ("N3IC", "MLP-B", "BoS", "RNN-B", "CNN-B", "CNN-M", "CNN-L")
 
 SEARCHES: dict[str, Search] = {
     "Chimera": Search(OPTIMIZER.params, OPTIMIZER_GRID, True,
-                      also="fusion weight β per configuration, from the fusion's beta_grid (no retraining)"),
+                      also="fusion weight β: the fusion's configured one (choosing it on validation would be "
+                           "scorings outside the budget)"),
     **{name: OPTIMIZER for name in NEURAL},
     "AutoEncoder": Search(OPTIMIZER.params, OPTIMIZER_GRID, True,
                           also="threshold: the benign validation windows' score quantile (autoencoder_quantile)"),
@@ -69,8 +74,33 @@ SEARCHES: dict[str, Search] = {
 }
 
 
-def tuning_columns(chosen: str, validation: dict[str, float]) -> dict[str, Any]:
-    """The columns every method's row carries: how many configurations it tried, the one kept, its validation
-    macro-F1 and every configuration's (``validation``: label -> validation macro-F1, in grid order)."""
-    return {"configs_tried": len(validation), "chosen": chosen, "val_f1": validation[chosen],
+def _values(label: str) -> dict[str, str]:
+    return dict(kv.split("=", 1) for kv in label.split())
+
+
+def at_edge(chosen: str, labels: list[str]) -> str:
+    """Which of the chosen configuration's values sit at an edge of the grid tried ("" where none): the lowest or
+    highest value of a numeric axis. A grid's edge that binds means the method may be under-tuned."""
+    grid = [_values(x) for x in labels]
+    out = []
+    for k, v in _values(chosen).items():
+        try:
+            axis = sorted({float(g[k]) for g in grid if k in g})
+            x = float(v)
+        except ValueError:
+            continue   # a categorical axis has no edge
+        if len(axis) < 2:
+            continue
+        if x in (axis[0], axis[-1]):
+            out.append(f"{k}={v} is the grid's {'lowest' if x == axis[0] else 'highest'} ({len(axis)} values)")
+    return "; ".join(out)
+
+
+def tuning_columns(chosen: str, validation: dict[str, float], scorings: int | None = None) -> dict[str, Any]:
+    """The columns every method's row carries: how many configurations it tried, how many validation scores its
+    choice read (``scorings``, default one per configuration), the one kept and whether it sits at the grid's
+    edge, its validation macro-F1 and every configuration's (``validation``: label -> validation macro-F1, in
+    grid order)."""
+    return {"configs_tried": len(validation), "scorings": len(validation) if scorings is None else scorings,
+            "chosen": chosen, "at_edge": at_edge(chosen, list(validation)), "val_f1": validation[chosen],
             "validation": "; ".join(f"{k}: {v:.4f}" for k, v in validation.items())}

@@ -157,7 +157,8 @@ def run_chimera(ctx: RunContext, nd: NamedData, v: ResolvedVariant, label: str, 
                            "stopped_by": trained.model.stopped_by, "epoch_cap": v.model.epochs,
                            "beta": trained.beta}
     if trained.validation:
-        row.update({**tuning_columns(trained.chosen, trained.validation), "cap_reached_in": trained.cap_reached_in})
+        row.update({**tuning_columns(trained.chosen, trained.validation, trained.scorings),
+                    "cap_reached_in": trained.cap_reached_in})
     if art is not None:
         bits, src = per_flow_allocation(art)
         row.update({"model_kbits": art.resources["table_bits"] / 1000, "per_flow_bits": bits,

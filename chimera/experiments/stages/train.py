@@ -75,6 +75,7 @@ class TrainedVariant:
     validation: dict[str, float] = field(default_factory=dict)     # per budget configuration tried (tune_variant)
     chosen: str = ""                                                 # the configuration kept (tune_variant)
     cap_reached_in: int = 0                                          # configurations whose training hit the cap
+    scorings: int = 0                                                # validation scores its choices read
 
     @property
     def model(self) -> TrainedModel:
@@ -161,37 +162,48 @@ def budget_model(model: ModelConfig, config: dict[str, Any]) -> ModelConfig:
 def tune_variant(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, seed: int, cache: ModelCache,
                  tuning: Tuning = "full") -> TrainedVariant:
     """The variant under the comparison's budget (chimera.baselines.budget), as every baseline is tuned: each
-    configuration of Chimera's grid trained with balanced class weights, the budget's patience and guard cap
-    (β picked per configuration, as ``train_variant`` does); the best validation macro-F1 kept, ties to the first."""
+    configuration of Chimera's grid trained with balanced class weights, the budget's patience and guard cap, at
+    the fusion's configured β and window (choosing either on validation, or falling back to neural-only, would be
+    validation scorings outside the budget); the best validation macro-F1 kept, ties to the first."""
+    fixed = v.model_copy(update={"fusion": v.fusion.model_copy(update={"tune_beta": False})})
     tried: list[tuple[str, TrainedVariant]] = []
     for config in SEARCHES["Chimera"].configs(tuning):
-        tried.append((Search.label(config), train_variant(
-            data, rules, v.model_copy(update={"model": budget_model(v.model, config)}), seed, cache)))
+        model = budget_model(v.model, config).model_copy(update={"window_choices": ()})
+        tried.append((Search.label(config), _train_fused(
+            data, rules, fixed.model_copy(update={"model": model}), model, seed, cache, fallback=False)))
     label, best = max(tried, key=lambda t: t[1].val_f1)  # max keeps the first of equals
     log.info("%s: %s chosen on validation (macro-F1 %s)", v.name, label,
              "; ".join(f"{k}: {t.val_f1:.4f}" for k, t in tried))
     return dataclasses.replace(best, validation={k: t.val_f1 for k, t in tried}, chosen=label,
-                               cap_reached_in=sum(t.model.stopped_by == "cap" for _, t in tried))
+                               cap_reached_in=sum(t.model.stopped_by == "cap" for _, t in tried),
+                               scorings=sum(t.scorings for _, t in tried))
 
 
 def _train_fused(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, model_cfg: ModelConfig, seed: int,
-                 cache: ModelCache, directions: Directions = Directions()) -> TrainedVariant:
+                 cache: ModelCache, directions: Directions = Directions(), fallback: bool = True) -> TrainedVariant:
+    """Train one model and fuse it: β from the fusion's grid on validation where it tunes β, and (``fallback``)
+    neural-only where every β scores below it. ``scorings`` counts the validation scores read."""
     fm = train_model(data, model_cfg, seed, cache, directions)
-    fusion, beta, fallback = v.fusion, v.fusion.beta, None
-    if v.fusion.mode in ("cascade", "soft"):
+    fusion, beta, why = v.fusion, v.fusion.beta, None
+    scorings = 1
+    if v.fusion.mode in ("cascade", "soft") and (v.fusion.tune_beta or fallback):
         y_val, s_val = data.y(data.val_rows), fm.scores("val")
         grid = v.fusion.beta_grid if v.fusion.tune_beta else (v.fusion.beta,)
         f1s = {b: macro_f1(y_val, float_fused(s_val, rules.fires["val"], rules.weights, rules.hard["val"], v.fusion,
                                               b)) for b in grid}
         beta = max(f1s, key=lambda b: (f1s[b], -b))
+        scorings = len(f1s)
         neural = FusionConfig(mode="neural", tune_beta=False, gamma=v.fusion.gamma)
-        nn_f1 = macro_f1(y_val, float_fused(s_val, rules.fires["val"], rules.weights, rules.hard["val"], neural, 0.0))
-        if f1s[beta] < nn_f1:
-            fallback = (f"neural-only: the {v.fusion.mode} fusion scored {f1s[beta]:.4f} < {nn_f1:.4f} macro-F1 "
-                        "on validation")
-            log.warning("%s: %s", v.name, fallback)
-            fusion, beta = neural, 0.0
+        if fallback:
+            scorings += 1
+            nn_f1 = macro_f1(y_val, float_fused(s_val, rules.fires["val"], rules.weights, rules.hard["val"], neural,
+                                                0.0))
+            if f1s[beta] < nn_f1:
+                why = (f"neural-only: the {v.fusion.mode} fusion scored {f1s[beta]:.4f} < {nn_f1:.4f} macro-F1 "
+                       "on validation")
+                log.warning("%s: %s", v.name, why)
+                fusion, beta = neural, 0.0
     val_f1 = macro_f1(data.y(data.val_rows), float_fused(fm.scores("val"), rules.fires["val"], rules.weights,
                                                          rules.hard["val"], fusion, beta))
     pred = float_fused(fm.scores("test"), rules.fires["test"], rules.weights, rules.hard["test"], fusion, beta)
-    return TrainedVariant(fm, beta, pred, fusion, fallback, val_f1)
+    return TrainedVariant(fm, beta, pred, fusion, why, val_f1, scorings=scorings)

@@ -57,8 +57,8 @@ def plot_pareto(df: pd.DataFrame, out: Path) -> list[Path]:
     return save(fig, out, "pareto")
 
 
-TUNING_COLUMNS = ("dataset", "method", "configs_tried", "chosen", "val_f1", "epochs_run", "stopped_by",
-                  "cap_reached_in", "validation")
+TUNING_COLUMNS = ("dataset", "method", "configs_tried", "scorings", "chosen", "at_edge", "val_f1", "epochs_run",
+                  "stopped_by", "cap_reached_in", "validation")
 
 
 def tuning_lines(df: pd.DataFrame) -> list[str]:
@@ -69,7 +69,7 @@ def tuning_lines(df: pd.DataFrame) -> list[str]:
         return ["## Tuning", "", "This run predates the equal tuning budget (chimera.baselines.budget): its methods "
                 "were not tuned alike.", ""]
     t = df[df["configs_tried"].notna()].copy()
-    for c in ("chosen", "stopped_by", "validation"):
+    for c in ("chosen", "stopped_by", "validation", "at_edge"):
         if c in t:
             t[c] = t[c].fillna("—")
     cols = [c for c in TUNING_COLUMNS if c in t]
@@ -78,7 +78,12 @@ def tuning_lines(df: pd.DataFrame) -> list[str]:
     lines = ["## Tuning", "", f"Every method below tried {' or '.join(map(str, tried))} configuration(s) of its grid "
              "(chimera.baselines.budget), trained on the training split, and kept the one with the best validation "
              "macro-F1; the test split was read once, by the kept model. Class weights: balanced for every method.",
-             "", table(t[cols], ("configs_tried", "epochs_run", "cap_reached_in")), ""]
+             "", table(t[cols], ("configs_tried", "scorings", "epochs_run", "cap_reached_in")), ""]
+    if "at_edge" in t:
+        edge = t[t["at_edge"].astype(str).str.len() > 1]
+        lines += [(f"**{len(edge)} of {len(t)} kept configurations sit at an edge of their grid** (`at_edge`): the "
+                   "grid may not have reached those methods' best." if len(edge) else
+                   "Every kept configuration is interior to its grid."), ""]
     if "stopped_by" in t and t["stopped_by"].notna().any():
         lines += [("**The epoch cap bound** for " + ", ".join(f"{r.method} on {r.dataset}" for r in capped.itertuples())
                    + ": their kept model stopped at the cap, not by patience.") if len(capped) else
