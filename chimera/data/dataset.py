@@ -47,7 +47,7 @@ import pandas as pd
 
 from tqdm import tqdm
 
-from chimera.data.flows import Flows, assign_flows, split_flows
+from chimera.data.flows import Flows, assign_flows, frozen_split
 from chimera.data.pcap import PacketTable, format_addresses, read_pcap
 from chimera.data.pcapwrite import write_normalized
 from chimera.errors import ChimeraError, DatasetError, PcapError, disk_full_message
@@ -58,6 +58,8 @@ FORMAT = "chimera-dataset/1"
 MANIFEST = "manifest.json"
 PACKETS = "packets.pcap"
 LABELS = "labels.npy"
+#: per frame, the index of the capture it came from (manifest["captures"]): the test partition splits by file
+CAPTURES = "captures.npy"
 FLOWS = "flows.csv"
 #: Gap inserted between consecutive captures (sequential layout) and between timeline segments.
 CAPTURE_GAP_NS = 1_000_000_000
@@ -122,6 +124,7 @@ class Dataset:
     table: PacketTable
     labels: np.ndarray
     flows: Flows
+    capture: np.ndarray | None = None   # per frame, its capture's index in manifest["captures"] (None: unrecorded)
 
     @property
     def classes(self) -> list[str]:
@@ -135,9 +138,30 @@ class Dataset:
         """Label of each flow: the label of its first packet (captures are single-label)."""
         return self.labels[self.flows.first_packet]
 
+    def group_keys(self) -> list[str]:
+        """Each flow's group for the frozen test partition: its first packet's capture file (label folder and
+        name) where the dataset has several captures and records which frame came from which, else the flow
+        itself (its canonical 5-tuple and first timestamp): a real set is split by file, a synthetic one by flow."""
+        caps = self.manifest.get("captures") or []
+        r = self.flows.first_packet
+        if self.capture is not None and len(caps) > 1:
+            names = [f"{Path(c['file']).parent.name}/{Path(c['file']).name}" for c in caps]
+            return [names[i] for i in self.capture[r]]
+        return self.flow_keys()
+
+    def flow_keys(self) -> list[str]:
+        """Each flow's identity: its canonical 5-tuple and first timestamp (stable for the dataset)."""
+        r = self.flows.first_packet
+        t = self.table
+        a, b = format_addresses(t.src[r]), format_addresses(t.dst[r])
+        return [f"{p}|{min((x, sp), (y, dp))}|{max((x, sp), (y, dp))}|{ts}" for p, x, sp, y, dp, ts in
+                zip(t.proto[r].tolist(), a, t.sport[r].tolist(), b, t.dport[r].tolist(), t.ts_ns[r].tolist())]
+
     def flow_split(self, seed: int | None = None) -> np.ndarray:
-        """Train/val/test (0/1/2) per flow, stratified, deterministic for the seed."""
-        return split_flows(self.flow_labels(), self.manifest["seed"] if seed is None else seed)
+        """Train/val/test (0/1/2) per flow: the test partition frozen by the hash rule (chimera.data.flows.
+        frozen_split), train and validation re-split by the seed."""
+        return frozen_split(self.flow_labels(), self.group_keys(), self.manifest["seed"] if seed is None else seed,
+                            flow_keys=self.flow_keys())
 
     def packet_split(self, seed: int | None = None) -> np.ndarray:
         """Split per packet (-1 for packets in no flow)."""
@@ -249,11 +273,12 @@ def write_dataset(out_dir: str | os.PathLike[str], captures: list[CaptureSpec], 
         "input_bytes": sum(c["bytes"] for c in cap_meta), **(extra or {}),
     }
     return finish_dataset(out, manifest, lambda pcap: write_normalized(pcap, table, order, table.ts_ns[order]),
-                          lab_all[order], lambda ds: _cross_capture_flows(ds, table, order))
+                          lab_all[order], lambda ds: _cross_capture_flows(ds, table, order), table.capture[order])
 
 
 def finish_dataset(out: Path, manifest: dict[str, Any], write_packets: Callable[[Path], int], labels: np.ndarray,
-                   cross_capture: Callable[["Dataset"], int] | None = None) -> Path:
+                   cross_capture: Callable[["Dataset"], int] | None = None, captures: np.ndarray | None = None
+                   ) -> Path:
     """Write packets.pcap (by ``write_packets``, streamed), labels, manifest and flows.csv into a temporary
     sibling of ``out`` and rename it into place: a dataset appears whole or not at all."""
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -261,6 +286,8 @@ def finish_dataset(out: Path, manifest: dict[str, Any], write_packets: Callable[
     try:
         write_packets(tmp / PACKETS)
         np.save(tmp / LABELS, np.asarray(labels, np.int16))
+        if captures is not None:
+            np.save(tmp / CAPTURES, np.asarray(captures, np.int32))
         manifest["packets_sha256"] = sha256_file(tmp / PACKETS)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
         ds = load_dataset(tmp)
@@ -340,4 +367,10 @@ def load_dataset(path: str | os.PathLike[str]) -> Dataset:
     labels = np.load(root / LABELS)
     if labels.shape[0] != len(table):
         raise DatasetError(f"{root}: {labels.shape[0]} labels for {len(table)} packets", "rebuild the dataset")
-    return Dataset(root, manifest, table, labels, assign_flows(table))
+    capture = np.load(root / CAPTURES) if (root / CAPTURES).is_file() else None
+    if capture is not None and capture.shape[0] != len(table):
+        raise DatasetError(f"{root}: {capture.shape[0]} capture indices for {len(table)} packets", "rebuild the dataset")
+    if capture is None and len(manifest.get("captures") or []) > 1:
+        log.warning("%s records no capture per frame (%s): its test partition is by flow, not by capture file; "
+                    "rebuild it to split by file", root, CAPTURES)
+    return Dataset(root, manifest, table, labels, assign_flows(table), capture)

@@ -1,4 +1,4 @@
-"""Bidirectional flows: canonical 5-tuple ids, direction, per-flow index, inter-arrivals, splits.
+"""Bidirectional flows: canonical 5-tuple ids, direction, per-flow index, inter-arrivals, the split.
 
 A flow is the canonical (lower endpoint, higher endpoint, protocol) 5-tuple
 within one capture file; "direction" is 0 for packets sent the way the flow's
@@ -8,6 +8,7 @@ stores in its flow slot (docs/pipeline.md, step 2).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,27 +104,60 @@ def assign_flows(table: PacketTable) -> Flows:
     return Flows(flow_id, direction, pkt_index, iat, first_rows.astype(np.int64), counts)
 
 
-def split_flows(flow_labels: np.ndarray, seed: int,
-                fractions: tuple[float, float, float] = SPLIT_FRACTIONS) -> np.ndarray:
-    """Assign each flow to train (0), val (1) or test (2), stratified by label.
+#: the frozen test partition's rule, written down before any run read it (docs/fidelity.md, "The test partition"):
+#: a group's place in its class's order is sha256 of this salt and its key; the first TEST fraction of each
+#: class's groups is the test partition, whatever the seed
+TEST_RULE_SALT = "chimera-test-partition-v1:"
 
-    Within each class, flows are shuffled with ``seed`` and cut at the
-    fractions, so no flow is in two splits and every class with at least
-    three flows appears in each split.
+
+def _rank(key: str) -> str:
+    return hashlib.sha256((TEST_RULE_SALT + key).encode()).hexdigest()
+
+
+def frozen_split(flow_labels: np.ndarray, group_keys: list[str], seed: int,
+                 fractions: tuple[float, float, float] = SPLIT_FRACTIONS,
+                 flow_keys: list[str] | None = None) -> np.ndarray:
+    """Train (0), val (1) or test (2) per flow: the test partition fixed by a hash rule, the seed re-splitting
+    only the rest.
+
+    ``group_keys`` names each flow's group: its capture file on a real dataset (a file is never split across
+    partitions), the flow itself on a synthetic one. Within each class, groups are ordered by the hash of
+    ``TEST_RULE_SALT`` and their key, and the first ``fractions[2]`` of them (at least one where the class has
+    three or more) are the test partition, the same for every seed. The seed shuffles the other flows of the
+    class and cuts them into train and validation at the remaining fractions (at least one validation flow where
+    the class has two or more left). A group whose flows carry several labels is placed by its first flow's.
+    A class with fewer than three groups but three or more flows (a real class recorded in one or two files) is
+    partitioned by its flows instead, keyed by ``flow_keys``: a file cannot be split three ways.
     """
     if abs(sum(fractions) - 1.0) > 1e-9:
         raise DatasetError(f"split fractions {fractions} do not sum to 1", "use e.g. 0.75, 0.10, 0.15")
-    rng = np.random.default_rng(seed)
-    split = np.zeros(flow_labels.shape[0], np.int8)
+    if len(group_keys) != flow_labels.shape[0]:
+        raise DatasetError(f"{len(group_keys)} group keys for {flow_labels.shape[0]} flows", "rebuild the dataset")
+    keys = np.asarray(group_keys, dtype=object)
+    if flow_keys is not None:
+        for y in np.unique(flow_labels):
+            m = flow_labels == y
+            if len(set(keys[m])) < 3 <= int(m.sum()):
+                keys[m] = np.asarray(flow_keys, dtype=object)[m]
+    label_of: dict[str, int] = {}
+    for k, y in zip(keys, flow_labels):
+        label_of.setdefault(k, int(y))
+    test: set[str] = set()
     for y in np.unique(flow_labels):
-        members = np.flatnonzero(flow_labels == y)
-        members = members[rng.permutation(members.size)]
-        k = members.size
-        n_test = int(round(fractions[2] * k))
-        n_val = int(round(fractions[1] * k))
-        if k >= 3:
-            n_test, n_val = max(n_test, 1), max(n_val, 1)
-        n_train = k - n_test - n_val
-        split[members[n_train:n_train + n_val]] = 1
-        split[members[n_train + n_val:]] = 2
+        groups = sorted((g for g, gy in label_of.items() if gy == y), key=_rank)
+        n_test = int(round(fractions[2] * len(groups)))
+        if len(groups) >= 3:
+            n_test = max(n_test, 1)
+        test |= set(groups[:n_test])
+    in_test = np.fromiter((k in test for k in keys), bool, keys.size)
+    split = np.where(in_test, 2, 0).astype(np.int8)
+    rng = np.random.default_rng(seed)
+    for y in np.unique(flow_labels):
+        rest = np.flatnonzero((flow_labels == y) & ~in_test)
+        rest = rest[rng.permutation(rest.size)]
+        n_val = int(round(fractions[1] / (fractions[0] + fractions[1]) * rest.size))
+        if rest.size >= 2:
+            n_val = max(n_val, 1)
+        split[rest[:n_val]] = 1
     return split
+

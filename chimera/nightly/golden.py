@@ -31,23 +31,34 @@ UPDATE = "run `invoke nightly --update-baseline` once on a trusted build to (re)
 
 def code_changes(golden: "Golden | None", scopes: Mapping[str, Scope], root: Path = ROOT) -> dict[str, str | None]:
     """Per night run key, None where that run's code (its scope's fingerprint, the one the book judges
-    freshness by) at the golden's commit equals the working tree's, else why not. One fingerprint for both:
-    the golden keeps no hash of its own, only its commit."""
+    freshness by) is the golden's, else why not. One fingerprint for both: the golden records each run's as it
+    was taken (``codes``, from the tree that ran it, committed or not); a golden without one for a run is
+    compared at its commit."""
     out: dict[str, str | None] = {}
-    if golden is None or not golden.git:
-        return {k: "the golden records no commit to compare the code with" for k in scopes}
+    if golden is None:
+        return {k: "no golden" for k in scopes}
     tree = TreeCode(root)
     for key, scope in scopes.items():
-        try:
-            then = fingerprint_at(golden.git, root, scope)
-        except ResultsError as e:
-            out[key] = f"the golden's commit {golden.git[:10]} cannot be read ({e.problem})"
-            continue
         now = tree.fingerprint(scope)
-        out[key] = None if then == now else \
-            f"this run's code changed since the golden ({golden.git[:10]}: {then} -> {now}: " + \
-            ", ".join(tree.changed_files(golden.git, scope)[:4]) + ")"
+        then = golden.codes.get(key)
+        if then is None:
+            if not golden.git:
+                out[key] = "the golden records neither this run's code nor a commit to compare it with"
+                continue
+            try:
+                then = fingerprint_at(golden.git, root, scope)
+            except ResultsError as e:
+                out[key] = f"the golden's commit {golden.git[:10]} cannot be read ({e.problem})"
+                continue
+        changed = "" if then == now or not golden.git else ": " + ", ".join(tree.changed_files(golden.git, scope)[:4])
+        out[key] = None if then == now else f"this run's code changed since the golden ({then} -> {now}{changed})"
     return out
+
+
+def run_codes(scopes: Mapping[str, Scope], root: Path = ROOT) -> dict[str, str]:
+    """Each run's code fingerprint in the working tree now (what a golden taken tonight records)."""
+    tree = TreeCode(root)
+    return {k: tree.fingerprint(s) for k, s in scopes.items()}
 
 
 class Golden(BaseModel):
@@ -59,6 +70,8 @@ class Golden(BaseModel):
     taken: str | None = None
     from_run: str | None = None
     experiments: dict[str, ExperimentNight] = Field(default_factory=dict)
+    #: each run's code fingerprint when the golden was taken (the run's own: chimera.report.provenance)
+    codes: dict[str, str] = Field(default_factory=dict)
     benches: dict[str, BenchStat] = Field(default_factory=dict)
     updates: list[dict[str, Any]] = Field(default_factory=list)
 

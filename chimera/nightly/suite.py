@@ -30,8 +30,8 @@ from chimera.nightly.checks import (Check, bench_checks, experiment_checks, fail
                                     on_testbed, summary_markdown)
 from chimera.nightly.config import NightlyConfig, load_suite
 from chimera.book.scope import run_scope
-from chimera.nightly.golden import FORMAT_VERSION, GOLDEN, ROOT, code_changes, load_golden, save_golden
-from chimera.report.provenance import code_fingerprint
+from chimera.nightly.golden import FORMAT_VERSION, GOLDEN, ROOT, code_changes, load_golden, run_codes, save_golden
+from chimera.report.provenance import Scope, code_fingerprint
 from chimera.nightly.history import append_history, history_rows, load_history, trend_figures
 from chimera.report.sections import MutateResult, NightMeasured, NightRecord, section
 from chimera.testbed.pacing import host_key
@@ -239,10 +239,12 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
         step = "experiments"
         t0 = time.perf_counter()
 
+        scopes: dict[str, Scope] = {}
+
         def all_checks() -> list[Check]:
             typed = NightMeasured.model_validate(measured)
-            scopes = {k: run_scope(run.path / m.run) for k, m in typed.experiments.items()
-                      if m.run and (run.path / m.run / "manifest.json").is_file()}
+            scopes.update({k: run_scope(run.path / m.run) for k, m in typed.experiments.items()
+                           if m.run and (run.path / m.run / "manifest.json").is_file()})
             changes = code_changes(golden, scopes)
             return (experiment_checks(typed, golden, lambda k: changes.get(k, "no run directory to read its code from"))
                     + bench_checks(typed, hist, golden, host)
@@ -291,7 +293,8 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
                               f"(see {run.final / 'summary.md'})",
                               "fix what failed and run again, or --force --reason '...' to accept it knowingly")
         p = save_golden(baseline_dir, golden_measured(measured),
-                        {"git": git.commit, "code": code, "taken": now, "from_run": run.final.name, "host": host},
+                        {"git": git.commit, "code": code, "taken": now, "from_run": run.final.name, "host": host,
+                         "codes": run_codes(scopes)},
                         {"by": f"{getpass.getuser()}@{socket.gethostname()}", "at": now, "reason": reason,
                          "forced": bool(force and bad), "from_run": run.final.name, "git": git.commit, "code": code,
                          "night_status": status})
