@@ -119,10 +119,13 @@ def mutate(c: Context, files: str = "reference,ebpf", budget: str = "30m", seed:
             "baseline": "bmv2files: the git revision whose chimera.p4 the shipped one is timed against",
             "p4c": "toolchain: the bin directory of the p4c build to check (default: the p4c-bm2-ss on PATH)",
             "switch": "toolchain: the bin directory of the BMv2 build to check (default: the simple_switch_grpc on PATH)",
-            "sizes": "scale: comma-separated dataset sizes in packets (default 100000,1000000,10000000)"})
+            "sizes": "scale: comma-separated dataset sizes in packets (default 100000,1000000,10000000)",
+            "shards": "shards: comma-separated numbers of testbeds (default 1,2)",
+            "targets": "shards: comma-separated testbed targets (default: every testbed the benches hold to goals)"})
 @cli
 def bench(c: Context, what: str = "ingest", pcap: str = "", seeds: str = "", only: str = "", baseline: str = "",
-          sizes: str = "", p4c: str = "", switch: str = "", verbose: bool = False) -> None:
+          sizes: str = "", p4c: str = "", switch: str = "", shards: str = "", targets: str = "",
+          verbose: bool = False) -> None:
     """Benchmarks; each prints its measured rates and ratios (chimera/bench/__init__.py lists them)."""
     from chimera.bench import dispatch
     from chimera.errors import ConfigError
@@ -135,9 +138,16 @@ def bench(c: Context, what: str = "ingest", pcap: str = "", seeds: str = "", onl
     except ValueError:
         raise ConfigError(f"--sizes {sizes!r}: not a comma-separated list of packet counts",
                           "e.g. --sizes 100000,1000000") from None
+    try:
+        shard_list = tuple(int(x) for x in shards.split(",") if x)
+    except ValueError:
+        raise ConfigError(f"--shards {shards!r}: not a comma-separated list of integers", "e.g. --shards 1,2,4") from None
+    if any(k < 1 for k in shard_list):
+        raise ConfigError(f"--shards {shards!r}: a number of testbeds is at least 1", "e.g. --shards 1,2,4")
     dispatch(what, pcap=Path(pcap) if pcap else None, seeds=seed_list, only=tuple(x for x in only.split(",") if x),
              baseline=baseline, sizes=size_list, p4c=Path(p4c) if p4c else None,
-             switch=Path(switch) if switch else None)
+             switch=Path(switch) if switch else None, shards=shard_list,
+             targets=tuple(x for x in targets.split(",") if x))
 
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")

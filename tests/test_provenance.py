@@ -12,6 +12,7 @@ import json
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -59,10 +60,12 @@ def _fresh(r: Path) -> dict[str, bool]:
     return {f"{run.experiment}@{run.target}": run.freshness.fresh for run in RunSet(r / "published", r)}
 
 
-def _edit(path: Path, old: str, new: str) -> None:
+def _bump(path: Path, pattern: str, new: Callable[[re.Match[str]], str]) -> None:
+    """Replace the first match of ``pattern`` in ``path`` by ``new(match)``: a real change to a number."""
     text = path.read_text()
-    assert old in text, (path, old)
-    path.write_text(text.replace(old, new, 1))
+    m = re.search(pattern, text)
+    assert m is not None, f"{path.name} has nothing matching {pattern}"
+    path.write_text(text.replace(m.group(0), new(m), 1))
 
 
 def test_everything_is_fresh_at_its_own_commit(repo: Path) -> None:
@@ -99,11 +102,7 @@ def test_a_comment_in_the_dataplane_sources_stales_nothing(repo: Path) -> None:
 def test_a_real_change_in_the_p4_program_stales_only_the_runs_that_read_it(repo: Path) -> None:
     """The BMv2 runs, and the yardstick kinds (their per-flow state and table columns compile chimera.p4:
     targets/allocation.py); not an eBPF or a reference run of the ablation layout, nor the scale bench."""
-    p4 = repo / "p4/chimera.p4"
-    text = p4.read_text()
-    m = re.search(r"#define (MAX_\w+) (\d+)", text)
-    assert m is not None, "chimera.p4 defines no size to change"
-    p4.write_text(text.replace(m.group(0), f"#define {m.group(1)} {int(m.group(2)) * 2}", 1))
+    _bump(repo / "p4/chimera.p4", r"#define (MAX_\w+) (\d+)", lambda m: f"#define {m.group(1)} {int(m.group(2)) * 2}")
     fresh = _fresh(repo)
     stale = {k for k, v in fresh.items() if not v}
     assert "quickstart@bmv2" in stale and not stale & {"ablation@ebpf", "quickstart@reference", "bench-scale@local"}
@@ -114,11 +113,8 @@ def test_a_real_change_in_the_p4_program_stales_only_the_runs_that_read_it(repo:
 
 
 def test_a_change_to_a_benchs_data_profile_stales_that_bench(repo: Path) -> None:
-    scale = repo / "chimera/bench/scale.py"
-    text = scale.read_text()
-    m = re.search(r"(flows|packets|seed)\s*=\s*(\d+)", text)
-    assert m is not None, "the scale bench has no numeric setting to change"
-    scale.write_text(text.replace(m.group(0), f"{m.group(1)}={int(m.group(2)) + 1}", 1))
+    _bump(repo / "chimera/bench/scale.py", r"(flows|packets|seed)\s*=\s*(\d+)",
+          lambda m: f"{m.group(1)}={int(m.group(2)) + 1}")
     fresh = _fresh(repo)
     assert not fresh["bench-scale@local"], fresh
     assert all(v for k, v in fresh.items() if k != "bench-scale@local"), fresh

@@ -39,6 +39,11 @@ class ScaleOptions(NoOptions):
     sizes: tuple[int, ...] | None = None   # packets per dataset (default 10^5, 10^6, 10^7)
 
 
+class ShardsOptions(NoOptions):
+    shards: tuple[int, ...] | None = None    # the numbers of testbeds to hash the packets over (default 1, 2)
+    targets: tuple[str, ...] | None = None   # the testbeds to run (default every one the benches hold to goals)
+
+
 class ToolchainOptions(NoOptions):
     p4c: Path | None = None           # the bin directory of the p4c build to check (default: the one on PATH)
     switch: Path | None = None        # the bin directory of the BMv2 build to check (default: the one on PATH)
@@ -125,7 +130,8 @@ BENCHES: dict[str, Bench] = {b.name: b for b in (
     Bench("scale", "chimera.bench.scale", "10^5, 10^6 and 10^7 packets through every offline stage", ScaleOptions),
     Bench("sweep", "chimera.bench.sweep", "Ray against sequential"),
     Bench("zeroloss", "chimera.bench.zeroloss", "the highest fixed rate with 0 loss, per target"),
-    Bench("shards", "chimera.bench.shards", "the aggregate 0-loss rate of K testbeds at once, against K"),
+    Bench("shards", "chimera.bench.shards", "the aggregate 0-loss rate of K testbeds at once, against K",
+          ShardsOptions),
     Bench("suite", "chimera.bench.suite", "the README's test command timed here, with every tool this machine has"),
     Bench("bmv2ratio", "chimera.bench.bmv2ratio", "chimera.p4 against plain forwarding on the same BMv2",
           target="bmv2"),

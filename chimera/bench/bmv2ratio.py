@@ -85,6 +85,12 @@ def _forward_ladder(frames_pcap: Path, work: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def ladders(by_program: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Every program's ladder in one table, a ``path`` column naming the program, columns aligned by name (the
+    two ladders' columns differ: appending the second without its header shifted its values under the first's)."""
+    return pd.concat([df.assign(path=name) for name, df in by_program.items()], ignore_index=True)
+
+
 def main() -> dict[str, Any]:
     Bmv2Target.require_available()
     with bench_run("bmv2ratio", {"ladder": LADDER, "packets": PACKETS, "bmv2_build": build_config()}) as run:
@@ -100,8 +106,7 @@ def main() -> dict[str, Any]:
         r = {"chimera_zero_loss_pps": c, "forward_zero_loss_pps": f, "ratio": ratio, "goal": GOAL,
              "ratio_is_upper_bound": upper, "bmv2_build": build_config()}
         run.manifest.put("result", Bmv2RatioResult(**r))
-        chimera.assign(path="chimera.p4").to_csv(run.path / "ladder.csv", index=False)
-        fwd.assign(path="forward.p4").to_csv(run.path / "ladder.csv", mode="a", header=False, index=False)
+        ladders({"chimera.p4": chimera, "forward.p4": fwd}).to_csv(run.path / "ladder.csv", index=False)
         (run.path / "report.md").write_text(
             "# BMv2: chimera.p4 vs plain forwarding (same build)\n\n"
             f"Highest fixed rate with 0 lost: chimera.p4 {c} pps, forward.p4 {f} pps{' (never lost: higher)' if upper else ''}"

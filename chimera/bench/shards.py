@@ -70,15 +70,7 @@ def main(results_root: str | Path = "results", targets: tuple[str, ...] | None =
                             break
         df = pd.DataFrame(steps)
         df.to_csv(run.path / "steps.csv", index=False)
-        rows = []
-        for (t, k), g in df.groupby(["target", "shards"], sort=False):
-            ok = g[g["held"]]
-            top = ok.loc[ok["sent_pps"].idxmax()] if len(ok) else None
-            rows.append({"target": t, "shards": int(k),
-                         "pps_per_shard_asked": int(top["pps_per_shard"]) if top is not None else 0,
-                         "aggregate_zero_loss_pps": float(top["sent_pps"]) if top is not None else 0.0,
-                         "lower_bound": bool(g["held"].all())})
-        out = pd.DataFrame(rows)
+        out = summarize(df)
         one = out[out["shards"] == 1].set_index("target")["aggregate_zero_loss_pps"]
         out["efficiency"] = [r.aggregate_zero_loss_pps / (r.shards * one[r.target]) if one.get(r.target) else np.nan
                              for r in out.itertuples()]
@@ -92,6 +84,33 @@ def main(results_root: str | Path = "results", targets: tuple[str, ...] | None =
             "lies above it, and where a step's sent rate falls short of the rate asked, the senders were the "
             "limit, not the switches.", "",
             "Every step:", "", df.to_markdown(index=False), ""]))
-        log.info("[shards] %s", "; ".join(f"{r.target} x{r.shards}: {r.aggregate_zero_loss_pps} pps "
-                                          f"(efficiency {r.efficiency:.2f})" for r in out.itertuples()))
+        log.info("[shards] %s", "; ".join(describe(r) for r in out.itertuples()))
     return out
+
+
+def summarize(steps: pd.DataFrame) -> pd.DataFrame:
+    """Per target and K: the fastest step that held, its aggregate sent rate, and the scaling efficiency
+    agg(K) / (K x agg(1)). Where even the ladder's lowest step lost frames, the rate is below that step: NaN with
+    ``below_lowest_step`` and the step named, never 0 pps (which read as a measured zero)."""
+    rows = []
+    for (t, k), g in steps.groupby(["target", "shards"], sort=False):
+        ok = g[g["held"]]
+        top = ok.loc[ok["sent_pps"].idxmax()] if len(ok) else None
+        rows.append({"target": t, "shards": int(k),
+                     "pps_per_shard_asked": int(top["pps_per_shard"]) if top is not None else np.nan,
+                     "aggregate_zero_loss_pps": float(top["sent_pps"]) if top is not None else np.nan,
+                     "lower_bound": bool(g["held"].all()), "below_lowest_step": top is None,
+                     "lowest_step_pps_per_shard": int(g["pps_per_shard"].min())})
+    out = pd.DataFrame(rows)
+    one = out[out["shards"] == 1].set_index("target")["aggregate_zero_loss_pps"]
+    out["efficiency"] = [r.aggregate_zero_loss_pps / (r.shards * one[r.target]) if one.get(r.target) else np.nan
+                         for r in out.itertuples()]
+    return out
+
+
+def describe(r: Any) -> str:
+    """One summary row in words: its rate, or that it lies below the lowest step."""
+    if r.below_lowest_step:
+        return f"{r.target} x{r.shards}: below the lowest step ({r.lowest_step_pps_per_shard} pps per shard lost frames)"
+    eff = "" if r.efficiency != r.efficiency else f" (efficiency {r.efficiency:.2f})"
+    return f"{r.target} x{r.shards}: {r.aggregate_zero_loss_pps:.0f} pps{eff}"

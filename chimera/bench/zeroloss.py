@@ -47,7 +47,8 @@ def main(targets: tuple[str, ...] | None = None) -> dict[str, Any]:
             rows.append({"target": t, "max_zero_loss_pps": m.max_zero_loss_pps,
                          "requested_pps": m.max_zero_loss_requested_pps, "goal_pps": profile(t).zero_loss_goal_pps,
                          "lower_bound": bound, "goal_met": (m.max_zero_loss_pps or 0) >= profile(t).zero_loss_goal_pps,
-                         "run": str(out)})
+                         # relative to the bench's run: its path is the .partial one until the run completes
+                         "run": out.relative_to(run.path).as_posix()})
             log.info("[%s] highest rate with 0 lost: %s pps offered%s (goal >= %d)", t, m.max_zero_loss_pps,
                      " (no step lost: a lower bound, the sender's limit)" if bound else "", profile(t).zero_loss_goal_pps)
         df = pd.DataFrame(rows)

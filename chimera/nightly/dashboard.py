@@ -150,6 +150,31 @@ def cached_chart(g: pd.DataFrame, metric: str, gold: float | None, bnd: tuple[fl
     return _CHARTS[key]
 
 
+def night_verdict(checks: pd.DataFrame) -> str:
+    """REGRESSED where a check failed; NO VERDICT where none failed but an exact check could not be judged (the
+    code moved since the golden, say): such a night proves nothing bit for bit; PASS only where every exact
+    check passed."""
+    if checks["status"].isin(FAILING).any():
+        return "REGRESSED"
+    if ((checks["kind"] == "exact") & (checks["status"] == "no-verdict")).any():
+        return "NO VERDICT"
+    return "PASS"
+
+
+def code_moved(night: Night, root: Path = paths.ROOT) -> str:
+    """A sentence where the code has moved on since ``night`` was made ("" where it has not, or cannot say)."""
+    from chimera.report.provenance import TreeCode, fingerprint_at
+    try:
+        tree = TreeCode(root)
+        if fingerprint_at(night.git, root) == tree.fingerprint():
+            return ""
+        since = tree.code_commits(night.git)
+    except ResultsError:
+        return ""
+    span = (f"{since[0]}..{since[-1]}" if len(since) > 1 else since[0]) if since else "uncommitted changes"
+    return f"The code has moved on since this night ({span}): its checks speak of older code."
+
+
 def _checks_table(night: Night | None) -> tuple[str, str]:
     """(the verdict line, the checks table) of a night, failing checks first and highlighted."""
     if night is None or night.path is None or not (night.path / "checks.csv").is_file():
@@ -158,7 +183,7 @@ def _checks_table(night: Night | None) -> tuple[str, str]:
     order = {s: i for i, s in enumerate(STATUSES)}
     df = df.sort_values("status", key=lambda s: s.map(order), kind="stable")
     counts = df["status"].value_counts().to_dict()
-    verdict = "REGRESSED" if any(counts.get(s) for s in FAILING) else "PASS"
+    verdict = night_verdict(df)
     summary = ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts.get(s))
     rows = "\n".join(
         f'<tr class="check {html.escape(str(r.status))}"><td>{html.escape(str(r.status))}</td>'
@@ -168,7 +193,9 @@ def _checks_table(night: Night | None) -> tuple[str, str]:
     table = ("<table class=\"checks\"><thead><tr><th>status</th><th>check</th><th>kind</th><th>value</th>"
              f"<th>expected</th><th>detail</th></tr></thead><tbody>\n{rows}\n</tbody></table>")
     cls = "bad" if verdict != "PASS" else "good"
-    return f'<p class="verdict {cls}">{verdict}</p><p>{html.escape(summary)}</p>', table
+    moved = code_moved(night)
+    return (f'<p class="verdict {cls}">{verdict}</p><p>{html.escape(summary)}</p>' +
+            (f'<p class="moved">{html.escape(moved)}</p>' if moved else "")), table
 
 
 def _nights_table(nights: list[Night], site: Path) -> str:

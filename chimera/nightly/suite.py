@@ -227,6 +227,10 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
     hist = load_history(history)  # a corrupt history: named before any work
     code, git, host = code_fingerprint(), git_state(ROOT), host_key()
     unavailable = availability(cfg)
+    if unavailable[1]:  # a requirement that cannot be met stops the night before its first experiment
+        raise ConfigError("; ".join(unavailable[1].values()),
+                          "install what it names (the BMv2 and p4c steps: docs/reproducibility.md), drop the target "
+                          "from --require, or allow skipping it in the suite's allow_skip")
     with RunDir(results_root, "nightly", "local") as run:
         meta = {"run_id": run.run_id, "git": git.commit, "code": code, "host": host,
                 "golden_git": golden.git if golden else None, "golden_code": golden.code if golden else None}

@@ -1,0 +1,53 @@
+"""What the BMv2 benches write, checked without BMv2: their tables are built by pure functions (issue 58's
+defects: a ladder written under another's header, a rate of "0.0 pps" that meant "below the lowest step")."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from chimera.bench import BENCHES, bench
+from chimera.bench.bmv2ratio import ladders
+from chimera.bench.shards import describe, summarize
+from chimera.errors import ConfigError
+
+
+def test_both_ladders_land_under_their_own_columns(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """chimera.p4's ladder (a throughput run's, with conformance columns) and forward.p4's (fewer columns) in one
+    CSV that pandas reads back aligned (seen failing with the second appended headerless: lost=3000 and
+    reference_mismatches=forward.p4)."""
+    chimera = pd.DataFrame({"pps": [1000, 2000], "lost": [0, 5], "reference_mismatches": [0, 0], "sent_pps": [1e3, 2e3]})
+    forward = pd.DataFrame({"pps": [1000, 2000], "lost": [0, 0], "sent_pps": [1e3, 2e3]})
+    p = tmp_path / "ladder.csv"
+    ladders({"chimera.p4": chimera, "forward.p4": forward}).to_csv(p, index=False)
+    back = pd.read_csv(p)
+    fwd = back[back["path"] == "forward.p4"]
+    assert list(fwd["lost"]) == [0, 0] and fwd["reference_mismatches"].isna().all()
+    assert list(back[back["path"] == "chimera.p4"]["lost"]) == [0, 5]
+
+
+def _steps(held: dict[tuple[str, int], list[bool]]) -> pd.DataFrame:
+    rows = []
+    for (t, k), hs in held.items():
+        for i, h in enumerate(hs):
+            pps = 1000 * (i + 1)
+            rows.append({"target": t, "shards": k, "pps_per_shard": pps, "sent_pps": float(pps * k), "held": h})
+    return pd.DataFrame(rows)
+
+
+def test_a_ladder_that_lost_at_its_lowest_step_is_below_it_not_zero() -> None:
+    out = summarize(_steps({("bmv2", 1): [True, True, False], ("bmv2", 2): [False]})).set_index("shards")
+    assert out.loc[1, "aggregate_zero_loss_pps"] == 2000.0 and not out.loc[1, "below_lowest_step"]
+    assert np.isnan(out.loc[2, "aggregate_zero_loss_pps"]) and out.loc[2, "below_lowest_step"]
+    assert np.isnan(out.loc[2, "efficiency"])
+    words = [describe(r) for r in out.reset_index().itertuples()]
+    assert words[1] == "bmv2 x2: below the lowest step (1000 pps per shard lost frames)"
+    assert "0.0 pps" not in " ".join(words)
+
+
+def test_the_shards_bench_takes_k_and_the_targets_and_no_other_bench_does() -> None:
+    opts = BENCHES["shards"].options.model_validate({"shards": (1, 2, 4), "targets": ("ebpf",)})
+    assert opts.shards == (1, 2, 4) and opts.targets == ("ebpf",)  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="takes no option --shards"):
+        bench("zeroloss").run(shards=(2,))
