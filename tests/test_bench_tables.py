@@ -51,3 +51,23 @@ def test_the_shards_bench_takes_k_and_the_targets_and_no_other_bench_does() -> N
     assert opts.shards == (1, 2, 4) and opts.targets == ("ebpf",)  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match="takes no option --shards"):
         bench("zeroloss").run(shards=(2,))
+
+
+@pytest.mark.parametrize("name", ["fidelity", "directions"])
+def test_a_real_set_asked_for_and_absent_stops_the_bench_first(name: str, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The fidelity bench run from a clone without shared/ beside it skipped both real rows with a warning; now
+    it names CHIMERA_SHARED_DATASETS before any work, unless --only leaves the real sets out (seen failing with
+    the warning)."""
+    import dataclasses
+    from pathlib import Path
+
+    from chimera.bench import fidelity
+    from chimera.errors import DatasetError
+    moved = tuple(dataclasses.replace(d, dataset={**d.dataset, "path": str(tmp_path / "nowhere" / d.name)})
+                  if d.real else d for d in fidelity.DATA)
+    monkeypatch.setattr(fidelity, "DATA", moved)
+    monkeypatch.chdir(tmp_path)   # the bench writes under ./results
+    with pytest.raises(DatasetError, match="CHIMERA_SHARED_DATASETS"):
+        bench(name).run(seeds=(1,))
+    assert not any(Path(tmp_path).rglob("manifest.json"))        # refused before a run directory was made
+    assert [d.name for d in fidelity.chosen_data(("synthetic",), name)] == [d.name for d in moved if not d.real]

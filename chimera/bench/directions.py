@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from chimera.bench.fidelity import DATA, DEV_SEEDS, HELD_OUT_SEEDS, Data, seed_set
+from chimera.bench.fidelity import DEV_SEEDS, HELD_OUT_SEEDS, Data, chosen_data, seed_set
 from chimera.bench.results import BenchResult, bench_run
 from chimera.errors import DatasetError
 from chimera.experiments.config import resolve_variants
@@ -136,13 +136,13 @@ def report(run_dir: Path, cite: str) -> str:
 
 def main(results_root: str | Path = "results", data_root: Path = Path("data"), seeds: Sequence[int] = SEEDS,
          only: Sequence[str] = ()) -> pd.DataFrame:
-    chosen = [d for d in DATA if not only or any(o.lower() in d.name.lower() for o in only)]
+    chosen = chosen_data(only, "directions")
     rows: list[dict[str, Any]] = []
     unscored: list[dict[str, Any]] = []
     with bench_run("directions", {"data": {d.name: d.dataset for d in chosen}, "seeds": list(seeds),
                                   "arms": {k: repr(v) for k, v in ARMS.items()}, "tolerance": TOLERANCE,
                                   "experiment": "quickstart (first variant)"}, results_root) as run:
-        todo = [(d, s) for d in chosen if d.path is None or d.path.is_dir() for s in seeds]
+        todo = [(d, s) for d in chosen for s in seeds]
         for d, s in tqdm(todo, desc="directions", unit="cell"):
             try:
                 rows += measure(d, s, data_root)
