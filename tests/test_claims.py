@@ -203,3 +203,31 @@ def test_republish_plans_every_stale_cited_run_and_only_those() -> None:
         assert (ROOT / "experiments" / f"{x.run.experiment}.yaml").is_file()
         assert bool(x.overrides) == bool(x.run.manifest.dataset_override)
     assert all(why for _, why in p.elsewhere)
+
+
+def test_the_three_outcome_interval_rule() -> None:
+    """An interval on the paper's side of the tie band is reproduced, on the other side contradicted, across its
+    edge inconclusive; fewer than five seeds is inconclusive; a wider family widens every interval."""
+    from chimera.book import rules as Rl
+    assert Rl.interval_verdict(0.02, 0.01, 0.03, 5)[0] == C.REPRODUCED
+    assert Rl.interval_verdict(0.02, -0.03, -0.01, 5)[0] == C.CONTRADICTED
+    assert Rl.interval_verdict(0.02, 0.001, 0.03, 5)[0] == C.INCONCLUSIVE      # overlaps the band
+    assert Rl.interval_verdict(-0.02, -0.03, -0.01, 5)[0] == C.REPRODUCED     # the paper's gap negative
+    assert Rl.interval_verdict(0.002, -0.004, 0.004, 5)[0] == C.REPRODUCED    # a tie in both
+    assert Rl.interval_verdict(0.002, 0.01, 0.02, 5)[0] == C.CONTRADICTED     # the paper's a tie, ours not
+    assert Rl.interval_verdict(0.02, 0.01, 0.03, 3)[0] == C.INCONCLUSIVE      # too few seeds
+    assert Rl.best_verdict(-0.004, 0.03, 5)[0] == C.REPRODUCED
+    assert Rl.best_verdict(-0.03, -0.01, 5)[0] == C.CONTRADICTED
+    assert Rl.best_verdict(-0.02, 0.01, 5)[0] == C.INCONCLUSIVE
+    diffs = [0.01, 0.02, 0.015, 0.012, 0.018]
+    m, lo1, hi1 = Rl.paired_interval(diffs, family=1)
+    _, lo6, hi6 = Rl.paired_interval(diffs, family=6)
+    assert lo6 < lo1 < m < hi1 < hi6 and abs(m - 0.015) < 1e-12
+
+
+def test_chimera_against_the_yardsticks_is_judged_on_held_out_seeds(ledger: list[tuple[str, list[C.Claim]]]) -> None:
+    """Table 1's "best on every dataset" against the yardsticks, from the fidelity bench's held-out seeds with
+    paired intervals; never from the development seeds."""
+    rows = [c for _, cs in ledger for c in cs if "paired interval" in c.claim]
+    assert rows and all(c.kind in (C.REPRODUCED, C.CONTRADICTED, C.INCONCLUSIVE) for c in rows)
+    assert all("over seeds 11, 12, 13, 14, 15" in c.ours for c in rows), [c.ours for c in rows]

@@ -35,8 +35,9 @@ import yaml
 from chimera.book import fmt
 from chimera.book.blocks import CHIMERA, REAL, Book, accuracy_frame, accuracy_runs, block
 from chimera.book.fmt import f, n, signed
-from chimera.book.rules import (BASIN, FACTOR, HIGH_AUC, NEAR_CONSTANT, NOT, ORDERS, OUTCOMES, REPRODUCED, RULES,
-                                TAIL, TIE, UNINFORMATIVE, UNTESTABLE, PaperNumber, at, dec, factor, ordering, places)
+from chimera.book.rules import (BASIN, CONTRADICTED, FACTOR, HIGH_AUC, INCONCLUSIVE, NEAR_CONSTANT, NOT, ORDERS,
+                                OUTCOMES, REPRODUCED, RULES, TAIL, TIE, UNINFORMATIVE, UNTESTABLE, VERDICTS,
+                                PaperNumber, at, best_verdict, dec, factor, ordering, paired_interval, places)
 from chimera.book.runs import Run, on_testbed
 from chimera.errors import ResultsError
 from chimera.experiments.kinds.accuracy.tables import ACCURACY
@@ -51,8 +52,9 @@ from chimera.experiments.kinds.throughput.tables import THROUGHPUT
 from chimera.experiments.kinds.variants.tables import ABLATION
 from chimera.report.provenance import ROOT, file_digest_at, file_digest_now
 
-__all__ = ["BASIN", "FACTOR", "HIGH_AUC", "NEAR_CONSTANT", "NOT", "ORDERS", "REPRODUCED", "TAIL", "TIE",
-           "UNINFORMATIVE", "UNTESTABLE", "Claim", "factor", "ledger", "ordering", "paper", "render"]
+__all__ = ["BASIN", "CONTRADICTED", "FACTOR", "HIGH_AUC", "INCONCLUSIVE", "NEAR_CONSTANT", "NOT", "ORDERS",
+           "REPRODUCED", "TAIL", "TIE", "UNINFORMATIVE", "UNTESTABLE", "VERDICTS", "Claim", "factor", "ledger",
+           "ordering", "paper", "render"]
 
 PAPER = ROOT / "paper" / "claims.yaml"
 #: the one file of rules: a run's verdicts count where this file at its commit is this file now
@@ -138,13 +140,13 @@ class Claim:
     @property
     def counted(self) -> bool:
         """A verdict of its own (not a sub-row), judged by rules fixed before its run."""
-        return self.kind in (REPRODUCED, NOT) and self.same_as is None and self.rules_fixed is not False
+        return self.kind in VERDICTS and self.same_as is None and self.rules_fixed is not False
 
     def cells(self) -> list[str]:
         v = f"**{self.verdict}**" + (f": {self.why}" if self.why else "")
         if self.same_as is not None:
             v = f"↳ the same measurement as \"{self.same_as}\" (counted there): {v}"
-        elif self.kind in (REPRODUCED, NOT) and self.rules_fixed is False:
+        elif self.kind in VERDICTS and self.rules_fixed is False:
             v += " *(not counted: the rules were set after this run; re-run it)*"
         return [self.claim, self.paper, self.ours, self.run, v]
 
@@ -249,6 +251,33 @@ def table1(b: Book, p: dict[str, Any]) -> list[Claim]:
                          _cite(r), verdict, why, float(df.loc["Chimera", label] - others.max()), f"{T}/claim",
                          _m(r, label, "Chimera −", best), _commit(r)))
     out.append(input_windows(b, p, syn))
+    return out + yardstick_intervals(b, p)
+
+
+#: the yardsticks of the fidelity bench: (column, name)
+YARDSTICKS = (("tree_f1", "Tree (yardstick)"), ("forest_f1", "Forest (yardstick)"))
+
+
+def yardstick_intervals(b: Book, p: dict[str, Any]) -> list[Claim]:
+    """Chimera against each yardstick on each kind of data, over the bench's held-out seeds: paired per-seed
+    differences, a t-interval simultaneous over the family, the three-outcome rule (chimera.book.rules)."""
+    r = b.runs.latest("bench-fidelity")
+    if r is None:
+        return []
+    d = r.csv("fidelity.csv")
+    d = d[d["seed_set"] == "held-out"] if "seed_set" in d else d.iloc[:0]
+    cells = [(name, g, col, yard) for name, g in d.groupby("data", sort=False) for col, yard in YARDSTICKS]
+    out = []
+    for name, g, col, yard in cells:
+        g = g.sort_values("seed")
+        diffs = list(g["chimera_int_f1"] - g[col])
+        mean, lo, hi = paired_interval(diffs, family=len(cells))
+        verdict, why = best_verdict(lo, hi, len(diffs))
+        out.append(Claim("Table 1", f"Chimera best on {name}, against the {yard.split(' ')[0].lower()}, held-out "
+                         "seeds (paired interval; not in the paper)", "the best macro-F1 on every dataset",
+                         f"Chimera − {yard} {mean:+.4f} [{lo:+.4f}, {hi:+.4f}] over seeds "
+                         f"{', '.join(str(s) for s in g['seed'])}", r.cite(), verdict, why, mean,
+                         "table1_accuracy/claim", _m(r, name, col), _commit(r)))
     return out
 
 
@@ -697,7 +726,7 @@ def ledger(b: Book, p: dict[str, Any] | None = None) -> list[tuple[str, list[Cla
             if c.commit is not None and c.commit not in fixed:
                 fixed[c.commit] = rules_fixed_before(c.commit, b.root)
             c.rules_fixed = fixed.get(c.commit) if c.commit else None
-            if c.measurement is not None and c.kind in (REPRODUCED, NOT):
+            if c.measurement is not None and c.kind in VERDICTS:
                 if c.measurement in first:
                     c.same_as = first[c.measurement]
                 else:
@@ -721,9 +750,9 @@ def tally(parts: list[tuple[str, list[Claim]]]) -> str:
     """The tally by outcome, as judged and as counted."""
     allc = [c for _, cs in parts for c in cs]
     judged = {k: sum(1 for c in allc if c.kind == k and c.same_as is None) for k in OUTCOMES}
-    counted = {k: sum(1 for c in allc if c.kind == k and c.counted) for k in (REPRODUCED, NOT)}
+    counted = {k: sum(1 for c in allc if c.kind == k and c.counted) for k in VERDICTS}
     subs = sum(1 for c in allc if c.same_as is not None)
-    late = sum(1 for c in allc if c.kind in (REPRODUCED, NOT) and c.same_as is None and c.rules_fixed is False)
+    late = sum(1 for c in allc if c.kind in VERDICTS and c.same_as is None and c.rules_fixed is False)
     return (f"{len(allc) - subs} claims ({subs} more rows rest on a measurement already judged, shown as sub-rows): " +
             ", ".join(f"{v} {k}" for k, v in judged.items()) + ". Counted (rules fixed before the run): " +
             ", ".join(f"{v} {k}" for k, v in counted.items()) +
@@ -737,7 +766,7 @@ def tally_table(parts: list[tuple[str, list[Claim]]]) -> str:
     for title, cs in parts:
         own = [c for c in cs if c.same_as is None]
         rows.append([title] + [f"{sum(1 for c in own if c.kind == k)}" + (
-            f" ({sum(1 for c in own if c.kind == k and c.counted)})" if k in (REPRODUCED, NOT) else "")
+            f" ({sum(1 for c in own if c.kind == k and c.counted)})" if k in VERDICTS else "")
             for k in OUTCOMES])
     return ("By table (verdicts of their own, as judged; counted in brackets):\n\n" +
             fmt.table(["section", *OUTCOMES], rows))

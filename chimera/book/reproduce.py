@@ -166,7 +166,7 @@ def compare(published: Book, mine: Book) -> pd.DataFrame:
             if p is None or c.ours == "—":
                 continue
             same_value = within(c, p.value, c.value)
-            rows.append({"section": title, "claim": c.claim, "testable": p.kind in (C.REPRODUCED, C.NOT),
+            rows.append({"section": title, "claim": c.claim, "testable": p.kind in C.VERDICTS,
                          "published": p.ours, "published_verdict": p.kind,
                          "this_machine": c.ours, "this_machine_verdict": c.kind, "same_verdict": p.kind == c.kind,
                          "value_within_tolerance": same_value,

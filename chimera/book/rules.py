@@ -27,11 +27,32 @@ BASIN = 0.75
 #: "tight tails": the switch's p99 at most this multiple of its p50
 TAIL = 2.0
 
+#: a comparison judged on paired per-seed differences needs at least this many seeds
+MIN_SEEDS = 5
+#: the family's simultaneous confidence: each interval is a t-interval at 1 - (1 - FAMILY_CONFIDENCE) / K over the
+#: K comparisons judged by intervals in one ledger (Bonferroni)
+FAMILY_CONFIDENCE = 0.95
+
 REPRODUCED, NOT, UNTESTABLE, UNINFORMATIVE = "reproduced", "not reproduced", "not testable here", "not informative"
-#: the outcomes, in the order the tally lists them
-OUTCOMES = (REPRODUCED, NOT, UNINFORMATIVE, UNTESTABLE)
+CONTRADICTED, INCONCLUSIVE = "contradicted", "inconclusive"
+#: the outcomes, in the order the tally lists them: an interval verdict is reproduced, contradicted or
+#: inconclusive; a verdict from one run (no interval) is reproduced or not reproduced, and says so
+OUTCOMES = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT, UNINFORMATIVE, UNTESTABLE)
+#: the outcomes that count in the tally (verdicts with evidence either way)
+VERDICTS = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT)
 
 RULES = [
+    ("paired intervals (Tables 1, 3, 5, the fidelity goal, stability)", f"a comparison run over >= {MIN_SEEDS} "
+     "seeds on the frozen test partition is judged on the per-seed paired differences (Chimera − method): their "
+     f"mean with a t-interval over seeds, simultaneous at {FAMILY_CONFIDENCE:.0%} over the K comparisons of the "
+     f"ledger judged this way (each at 1 − {1 - FAMILY_CONFIDENCE:.2f}/K, Bonferroni). **reproduced**: the "
+     f"interval lies on the paper's side of the tie band (above {TIE} where the paper's gap is above it, inside "
+     f"[−{TIE}, {TIE}] where the paper's is a tie); **contradicted**: it lies on the other side (below −{TIE}; "
+     f"outside the band for a tie); **inconclusive**: it overlaps the band's edge. Fewer than {MIN_SEEDS} seeds: "
+     "inconclusive. A claim that Chimera is the best (Table 1's sentence, against a method or a yardstick) is "
+     f"one-sided: reproduced where the interval lies at or above −{TIE} (not worse beyond a tie), contradicted "
+     f"below −{TIE}, inconclusive where it straddles −{TIE}. A bootstrap over flows inside each seed is not in the "
+     "rule yet: the runs keep no per-flow predictions per method."),
     ("F1 ordering (Tables 1, 3, 5)", f"in exact decimals at the paper's printed precision, the paper's sign of "
      f"(Chimera − method), or (row − the operating point), holds in ours with |ours| > {TIE}; |ours| <= {TIE} is a "
      f"tie (not reproduced unless the paper's gap is also <= {TIE}). Absolute F1 on the paper's datasets is not "
@@ -105,6 +126,54 @@ def ordering(paper_gap: float | Decimal, ours_gap: float | Decimal, what: str) -
     if (o > 0) == (p > 0):
         return REPRODUCED, f"same sign, ours {o:+} ({what})"
     return NOT, f"reversed: ours {o:+}, the paper's {p:+} ({what})"
+
+
+def paired_interval(diffs: list[float], family: int = 1) -> tuple[float, float, float]:
+    """(mean, lo, hi) of per-seed paired differences: a t-interval at 1 - (1 - FAMILY_CONFIDENCE) / family."""
+    import numpy as np
+    from scipy import stats
+    a = np.asarray(diffs, float)
+    if a.size < 2:
+        return float(a.mean()) if a.size else float("nan"), float("nan"), float("nan")
+    level = 1 - (1 - FAMILY_CONFIDENCE) / max(family, 1)
+    half = float(stats.t.ppf(1 - (1 - level) / 2, a.size - 1) * a.std(ddof=1) / np.sqrt(a.size))
+    return float(a.mean()), float(a.mean()) - half, float(a.mean()) + half
+
+
+def interval_verdict(paper_gap: float | Decimal, lo: float, hi: float, n: int) -> tuple[str, str]:
+    """The three-outcome rule on an interval of (Chimera − method) over ``n`` seeds."""
+    p, t = dec(paper_gap), float(TIE)
+    where = f"[{lo:+.4f}, {hi:+.4f}] over {n} seeds; the paper's gap {p:+}"
+    if n < MIN_SEEDS or lo != lo:
+        return INCONCLUSIVE, f"{n} seeds, fewer than {MIN_SEEDS}: no interval to judge"
+    if abs(p) <= TIE:
+        if -t <= lo and hi <= t:
+            return REPRODUCED, f"a tie in both: {where}"
+        if lo > t or hi < -t:
+            return CONTRADICTED, f"the paper's is a tie, ours is not: {where}"
+        return INCONCLUSIVE, f"the interval overlaps the tie band's edge: {where}"
+    sign = 1 if p > 0 else -1
+    lo_s, hi_s = (lo, hi) if sign > 0 else (-hi, -lo)
+    if lo_s > t:
+        return REPRODUCED, f"on the paper's side of the tie band: {where}"
+    if hi_s < -t:
+        return CONTRADICTED, f"on the other side of the tie band: {where}"
+    return INCONCLUSIVE, f"the interval overlaps the tie band: {where}"
+
+
+def best_verdict(lo: float, hi: float, n: int) -> tuple[str, str]:
+    """The three-outcome rule for "Chimera is the best" against one method: reproduced where the interval of
+    (Chimera − method) lies at or above −TIE (not worse beyond a tie), contradicted where it lies below −TIE,
+    inconclusive where it straddles −TIE."""
+    t = float(TIE)
+    where = f"[{lo:+.4f}, {hi:+.4f}] over {n} seeds"
+    if n < MIN_SEEDS or lo != lo:
+        return INCONCLUSIVE, f"{n} seeds, fewer than {MIN_SEEDS}: no interval to judge"
+    if lo >= -t:
+        return REPRODUCED, f"not below it beyond the tie band: {where}"
+    if hi < -t:
+        return CONTRADICTED, f"below it beyond the tie band: {where}"
+    return INCONCLUSIVE, f"the interval straddles -{TIE}: {where}"
 
 
 def factor(paper_v: float, ours_v: float) -> tuple[str, str]:
