@@ -132,6 +132,7 @@ class Claim:
     commit: str | None = None      # the commit of the run it reads (rules fixed before it?)
     same_as: str | None = None     # set by ledger(): the earlier claim resting on the same measurement
     rules_fixed: bool | None = None  # set by ledger(): the rules file at the run's commit is the rules file now
+    interval: bool = False         # judged on paired per-seed intervals (else on one run, a point)
 
     @property
     def kind(self) -> str:
@@ -277,7 +278,7 @@ def yardstick_intervals(b: Book, p: dict[str, Any]) -> list[Claim]:
                          "seeds (paired interval; not in the paper)", "the best macro-F1 on every dataset",
                          f"Chimera − {yard} {mean:+.4f} [{lo:+.4f}, {hi:+.4f}] over seeds "
                          f"{', '.join(str(s) for s in g['seed'])}", r.cite(), verdict, why, mean,
-                         "table1_accuracy/claim", _m(r, name, col), _commit(r)))
+                         "table1_accuracy/claim", _m(r, name, col), _commit(r), interval=True))
     return out
 
 
@@ -753,8 +754,10 @@ def tally(parts: list[tuple[str, list[Claim]]]) -> str:
     counted = {k: sum(1 for c in allc if c.kind == k and c.counted) for k in VERDICTS}
     subs = sum(1 for c in allc if c.same_as is not None)
     late = sum(1 for c in allc if c.kind in VERDICTS and c.same_as is None and c.rules_fixed is False)
+    points = sum(1 for c in allc if c.kind in (REPRODUCED, NOT) and c.same_as is None and not c.interval)
     return (f"{len(allc) - subs} claims ({subs} more rows rest on a measurement already judged, shown as sub-rows): " +
-            ", ".join(f"{v} {k}" for k, v in judged.items()) + ". Counted (rules fixed before the run): " +
+            ", ".join(f"{v} {k}" for k, v in judged.items()) + f". Of the reproduced and not reproduced, {points} "
+            "rest on a single run (a point, no interval over seeds). Counted (rules fixed before the run): " +
             ", ".join(f"{v} {k}" for k, v in counted.items()) +
             (f"; {late} verdicts read runs made before the rules were set, and count once those runs are made again."
              if late else "."))
