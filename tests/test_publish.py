@@ -44,6 +44,8 @@ def test_publish_copies_light_files_of_committed_runs_only(tmp_path: Path) -> No
     published = json.loads((dest / "manifest.json").read_text())
     assert published["code_fingerprint"]
     assert set(published["sections"]["published"]["files"]) == {"ablation.csv"}
+    from chimera.report.provenance import RULES_FILE, file_digest_at   # the verdict rules at the run's commit
+    assert published["sections"]["published"]["rules"] == file_digest_at(head, RULES_FILE, ROOT).hex()  # type: ignore[union-attr]
 
 
 def _nest(run: Path, commit: str | None, dirty: bool = False) -> None:

@@ -50,15 +50,13 @@ from chimera.experiments.kinds.roc.tables import ROC
 from chimera.experiments.kinds.stability.tables import STABILITY
 from chimera.experiments.kinds.throughput.tables import THROUGHPUT
 from chimera.experiments.kinds.variants.tables import ABLATION
-from chimera.report.provenance import ROOT, file_digest_at, file_digest_now
+from chimera.report.provenance import RULES_FILE, ROOT, file_digest_at, file_digest_now
 
 __all__ = ["BASIN", "CONTRADICTED", "FACTOR", "HIGH_AUC", "INCONCLUSIVE", "NEAR_CONSTANT", "NOT", "ORDERS",
            "REPRODUCED", "TAIL", "TIE", "UNINFORMATIVE", "UNTESTABLE", "VERDICTS", "Claim", "factor", "ledger",
            "ordering", "paper", "render"]
 
 PAPER = ROOT / "paper" / "claims.yaml"
-#: the one file of rules: a run's verdicts count where this file at its commit is this file now
-RULES_FILE = "chimera/book/rules.py"
 #: the rules' thresholds, each dated on the page by the commit that first set it
 RULE_NAMES = ("TIE", "FACTOR", "HIGH_AUC", "NEAR_CONSTANT", "ORDERS", "BASIN", "TAIL")
 

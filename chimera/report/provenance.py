@@ -62,6 +62,10 @@ DATA: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("chimera.rules", ("rules/*.yaml",)),
 )
 
+#: the claims ledger's verdict rules, in one file: a run's verdicts count where this file at the run's commit is
+#: this file now (chimera.book.claims), and a published manifest records its digest at the run's commit
+RULES_FILE = "chimera/book/rules.py"
+
 #: the suffixes of the non-Python sources that travel with the module beside them (the eBPF programs)
 NATIVE = (".c", ".h")
 

@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 from chimera import paths
 from chimera.errors import ResultsError
 from chimera.formats.rundir import Manifest
-from chimera.report.provenance import EVERYTHING, Scope, fingerprint_at
+from chimera.report.provenance import EVERYTHING, RULES_FILE, Scope, file_digest_at, fingerprint_at
 
 log = logging.getLogger(__name__)
 ROOT = paths.ROOT
@@ -45,8 +45,10 @@ SEAL = "published"
 
 class Seal(BaseModel):
     """The content hash of each published table (path relative to the run -> sha256), so that a table edited
-    after publishing is refused by every reader of the book (``check_seal``)."""
+    after publishing is refused by every reader of the book (``check_seal``); and the digest of the verdict
+    rules at the run's commit (None: the run predates the rules file), which the ledger's gating reads from git."""
     files: dict[str, str] = Field(default_factory=dict)
+    rules: str | None = None
 
 
 def seal_of(run: Path) -> Seal:
@@ -140,7 +142,8 @@ def publish(run_dir: Path, dest_root: Path = PUBLISHED, root: Path = ROOT, scope
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(run_dir / rel, dest / rel)
     m.record(code_fingerprint=fingerprint_at(m.git.commit, root, scope))
-    m.put(SEAL, seal_of(dest))
+    rules = file_digest_at(m.git.commit, RULES_FILE, root)
+    m.put(SEAL, seal_of(dest).model_copy(update={"rules": rules.hex() if rules is not None else None}))
     (dest / "manifest.json").write_text(json.dumps(m.to_json(), indent=2, default=str))
     log.info("published %s -> %s (%d files)", run_dir, dest, sum(1 for _ in dest.rglob("*") if _.is_file()))
     return dest
