@@ -119,7 +119,7 @@ def ordering(paper_gap: float | Decimal, ours_gap: float | Decimal, what: str) -
     p, o = dec(paper_gap), dec(ours_gap)
     if abs(o) <= TIE:
         if abs(p) <= TIE:
-            return REPRODUCED, f"a tie in both ({what})"
+            return REPRODUCED, f"a tie in both: ours {o:+}, the paper's {p:+} ({what})"
         return NOT, f"a tie in ours ({o:+}), the paper's gap is {p:+} ({what})"
     if abs(p) <= TIE:
         return NOT, f"the paper's is a tie ({p:+}), ours {o:+} ({what})"
