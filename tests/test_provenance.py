@@ -133,6 +133,10 @@ def test_the_code_of_a_run_is_what_it_imports() -> None:
     assert "p4/chimera.p4" in bmv2 and "chimera/targets/ebpf/chimera.bpf.c" not in bmv2
     assert not any(r.startswith("chimera/experiments/kinds/roc/") for r in ebpf | bmv2)
     assert tree.closure(EVERYTHING) >= ebpf | bmv2
+    # a record of the whole suite (fresh-check, bench-suite) also depends on the tests, the scripts and the pins
+    whole = tree.closure(EVERYTHING)
+    assert {"pyproject.toml", "tests/test_provenance.py", "scripts/bootstrap"} <= whole
+    assert not any(r.startswith(("tests/", "scripts/")) or r == "pyproject.toml" for r in ebpf | bmv2)
     assert closure(Scope(("chimera.no.such.module",)), tree.files) == frozenset()
 
 

@@ -41,7 +41,9 @@ from chimera.errors import ResultsError
 ROOT = paths.ROOT
 
 #: where code and the data it loads live (git pathspecs, also for `git log`)
-SOURCES = ("chimera", "p4", "rules", "experiments")
+SOURCES = ("chimera", "p4", "rules", "experiments", "tests", "scripts")
+#: files at the top of the repository that can change a number: the pins (a record of the whole suite reads them)
+TOP_FILES = ("pyproject.toml",)
 
 #: modules reached by an import but never followed: they only present or read results back (a scope that
 #: starts inside one still counts it: ``Scope.modules`` are never excluded)
@@ -73,8 +75,9 @@ NATIVE = (".c", ".h")
 @dataclass(frozen=True)
 class Scope:
     """Where a run's code starts: dotted modules (a package is its ``__init__`` and what that imports: a kind's
-    imports its run, config and tables) and repository globs of data it names. ``everything`` is the whole result-determining tree (a record of the test suite, of
-    set-up, or of a run this build does not know how to trace)."""
+    imports its run, config and tables) and repository globs of data it names. ``everything`` is the whole
+    result-determining tree with the tests, the scripts and the pins (a record of the test suite, of set-up, or of
+    a run this build does not know how to trace)."""
 
     modules: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
@@ -97,6 +100,10 @@ def _is_candidate(rel: str) -> bool:
     """A file that can belong to some run's code: the package's sources, the P4 programs, the rule and
     experiment files."""
     parts = rel.split("/")
+    if rel in TOP_FILES:
+        return True
+    if parts[0] in ("tests", "scripts"):   # a record of the test suite or of set-up times these
+        return "__pycache__" not in parts and not rel.endswith((".pyc", ".o"))
     if parts[0] == "chimera":
         return rel.endswith((".py", *NATIVE)) and "__pycache__" not in parts
     if parts[0] == "p4":
@@ -317,6 +324,7 @@ def _tree_files(root: Path) -> dict[str, bytes]:
             rel = p.relative_to(root).as_posix()
             if p.is_file() and _is_candidate(rel):
                 out[rel] = p.read_bytes()
+    out |= {f: (root / f).read_bytes() for f in TOP_FILES if (root / f).is_file()}
     return out
 
 
@@ -327,7 +335,7 @@ def _closure_at(commit: str, root: Path, scope: Scope) -> frozenset[str]:
 
 @functools.lru_cache(maxsize=64)
 def _files_at(commit: str, root: Path) -> dict[str, bytes]:
-    listing = _git(root, "ls-tree", "-r", "-z", commit, "--", *SOURCES).split(b"\0")
+    listing = _git(root, "ls-tree", "-r", "-z", commit, "--", *SOURCES, *TOP_FILES).split(b"\0")
     entries = []
     for line in listing:
         if not line:
