@@ -161,12 +161,12 @@ def test_a_golden_and_a_night_from_one_commit_judge_every_exact_check(repo: Path
     def exact(changes: dict[str, str | None]) -> dict[str, str]:
         return {c.name.split("/")[0]: c.status for c in
                 ck.experiment_checks(night, golden, lambda k: changes.get(k, "none")) if "bit-identical" in c.name}
-    same = code_changes(golden, scopes, repo)
+    same = code_changes(golden, scopes, TreeCode(repo))
     assert all(v is None for v in same.values()), same
     assert set(exact(same).values()) == {"pass"} and len(exact(same)) == len(scopes)
     run_py = repo / "chimera/experiments/kinds/accuracy/run.py"
     run_py.write_text(run_py.read_text() + "\nEXTRA_LINE_THAT_RUNS = 1\n")
-    moved = code_changes(golden, scopes, repo)
+    moved = code_changes(golden, scopes, TreeCode(repo))
     assert [k for k, v in moved.items() if v is not None] == ["accuracy@reference"], moved
     assert "kinds/accuracy/run.py" in str(moved["accuracy@reference"])
     assert exact(moved)["accuracy@reference"] == "no-verdict"

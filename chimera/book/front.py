@@ -129,7 +129,8 @@ def headline_claims(b: Book) -> str:
             rows.append([c.claim, c.verdict, "—", "—", "—"])
             continue
         sudo = "sudo " if is_testbed(r.target) else ""   # a testbed builds namespaces: root
-        rows.append([c.claim, c.verdict + ("" if c.counted or c.kind not in (C.REPRODUCED, C.NOT) else " (not counted)"),
+        late = not c.counted and c.kind in C.VERDICTS
+        rows.append([c.claim, c.verdict + (" (not counted)" if late else ""),
                      f"`{sudo}invoke run-experiment --name {r.experiment}`", _minutes(r),
                      f"`results/{r.experiment}/<run>/{h.output}`"])
     return fmt.table(["claim", "our verdict", "command", "took here", "output"], rows)

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_EVEN, Decimal
 
+import numpy as np
+from scipy import stats
+
 #: two F1 values whose difference, at the paper's precision, is at most this are a tie; "a small cost" is a tie
 TIE = Decimal("0.005")
 #: a resource quantity on our testbed is the paper's when within this factor either way
@@ -130,8 +133,6 @@ def ordering(paper_gap: float | Decimal, ours_gap: float | Decimal, what: str) -
 
 def paired_interval(diffs: list[float], family: int = 1) -> tuple[float, float, float]:
     """(mean, lo, hi) of per-seed paired differences: a t-interval at 1 - (1 - FAMILY_CONFIDENCE) / family."""
-    import numpy as np
-    from scipy import stats
     a = np.asarray(diffs, float)
     if a.size < 2:
         return float(a.mean()) if a.size else float("nan"), float("nan"), float("nan")

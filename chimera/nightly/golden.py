@@ -2,7 +2,8 @@
 
 One small JSON file: per experiment run (experiment x target) the variants' macro-F1 and conformance
 counters, per tracked bench its median and IQR (for the record: bands come from each machine's own history),
-the git commit it was taken at (each run's code is compared at that commit: ``code_changes``), and every deliberate update (who, when, why, whether it
+the git commit it was taken at and each run's code fingerprint then (``code_changes`` compares them), and every
+deliberate update (who, when, why, whether it
 was forced past a failing night). No pcaps, no tables: the run directories stay out of git.
 ``invoke nightly --update-baseline`` is the only writer; it refuses a night that regressed or failed to run
 unless ``--force --reason ...``; nothing moves it automatically.
@@ -29,15 +30,15 @@ ROOT = paths.ROOT
 UPDATE = "run `invoke nightly --update-baseline` once on a trusted build to (re)create it"
 
 
-def code_changes(golden: "Golden | None", scopes: Mapping[str, Scope], root: Path = ROOT) -> dict[str, str | None]:
+def code_changes(golden: "Golden | None", scopes: Mapping[str, Scope], tree: TreeCode) -> dict[str, str | None]:
     """Per night run key, None where that run's code (its scope's fingerprint, the one the book judges
     freshness by) is the golden's, else why not. One fingerprint for both: the golden records each run's as it
     was taken (``codes``, from the tree that ran it, committed or not); a golden without one for a run is
-    compared at its commit."""
+    compared at its commit. ``tree``: the working tree, read once per night."""
     out: dict[str, str | None] = {}
     if golden is None:
         return {k: "no golden" for k in scopes}
-    tree = TreeCode(root)
+    root = tree.root
     for key, scope in scopes.items():
         now = tree.fingerprint(scope)
         then = golden.codes.get(key)
@@ -50,14 +51,14 @@ def code_changes(golden: "Golden | None", scopes: Mapping[str, Scope], root: Pat
             except ResultsError as e:
                 out[key] = f"the golden's commit {golden.git[:10]} cannot be read ({e.problem})"
                 continue
-        changed = "" if then == now or not golden.git else ": " + ", ".join(tree.changed_files(golden.git, scope)[:4])
+        files = tree.changed_files(golden.git, scope) if then != now and golden.git else []
+        changed = ": " + ", ".join(files[:4]) if files else ""
         out[key] = None if then == now else f"this run's code changed since the golden ({then} -> {now}{changed})"
     return out
 
 
-def run_codes(scopes: Mapping[str, Scope], root: Path = ROOT) -> dict[str, str]:
-    """Each run's code fingerprint in the working tree now (what a golden taken tonight records)."""
-    tree = TreeCode(root)
+def run_codes(scopes: Mapping[str, Scope], tree: TreeCode) -> dict[str, str]:
+    """Each run's code fingerprint in the working tree (what a golden taken tonight records)."""
     return {k: tree.fingerprint(s) for k, s in scopes.items()}
 
 

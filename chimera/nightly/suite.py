@@ -31,7 +31,7 @@ from chimera.nightly.checks import (Check, bench_checks, experiment_checks, fail
 from chimera.nightly.config import NightlyConfig, load_suite
 from chimera.book.scope import run_scope
 from chimera.nightly.golden import FORMAT_VERSION, GOLDEN, ROOT, code_changes, load_golden, run_codes, save_golden
-from chimera.report.provenance import Scope, code_fingerprint
+from chimera.report.provenance import Scope, TreeCode
 from chimera.nightly.history import append_history, history_rows, load_history, trend_figures
 from chimera.report.sections import MutateResult, NightMeasured, NightRecord, section
 from chimera.testbed.pacing import host_key
@@ -225,7 +225,8 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
                     baseline_dir / GOLDEN, golden.format_version)
         golden = None
     hist = load_history(history)  # a corrupt history: named before any work
-    code, git, host = code_fingerprint(), git_state(ROOT), host_key()
+    tree = TreeCode(ROOT)   # the code tonight runs, read once: every fingerprint of the night comes from it
+    code, git, host = tree.fingerprint(), git_state(ROOT), host_key()
     unavailable = availability(cfg)
     if unavailable[1]:  # a requirement that cannot be met stops the night before its first experiment
         raise ConfigError("; ".join(unavailable[1].values()),
@@ -249,7 +250,7 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
             typed = NightMeasured.model_validate(measured)
             scopes.update({k: run_scope(run.path / m.run) for k, m in typed.experiments.items()
                            if m.run and (run.path / m.run / "manifest.json").is_file()})
-            changes = code_changes(golden, scopes)
+            changes = code_changes(golden, scopes, tree)
             return (experiment_checks(typed, golden, lambda k: changes.get(k, "no run directory to read its code from"))
                     + bench_checks(typed, hist, golden, host)
                     + fuzz_checks(typed.fuzz) + mutate_checks(typed.mutate))
@@ -298,7 +299,7 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
                               "fix what failed and run again, or --force --reason '...' to accept it knowingly")
         p = save_golden(baseline_dir, golden_measured(measured),
                         {"git": git.commit, "code": code, "taken": now, "from_run": run.final.name, "host": host,
-                         "codes": run_codes(scopes)},
+                         "codes": run_codes(scopes, tree)},
                         {"by": f"{getpass.getuser()}@{socket.gethostname()}", "at": now, "reason": reason,
                          "forced": bool(force and bad), "from_run": run.final.name, "git": git.commit, "code": code,
                          "night_status": status})

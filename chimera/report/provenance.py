@@ -87,11 +87,6 @@ class Scope:
         return Scope(tuple(sorted({*self.modules, *other.modules})), tuple(sorted({*self.files, *other.files})),
                      self.everything or other.everything)
 
-    def describe(self) -> str:
-        if self.everything:
-            return "every result-determining file"
-        return ", ".join([*self.modules, *self.files])
-
 
 EVERYTHING = Scope(everything=True)
 
@@ -353,16 +348,6 @@ def _files_at(commit: str, root: Path) -> dict[str, bytes]:
         files[rel] = out[nl + 1:nl + 1 + size]
         pos = nl + 1 + size + 1
     return files
-
-
-def changed_files(commit: str, root: Path = ROOT, scope: Scope = EVERYTHING) -> list[str]:
-    """``TreeCode.changed_files`` against the working tree as it is now."""
-    return TreeCode(root).changed_files(commit, scope)
-
-
-def code_commits(since: str, root: Path = ROOT, scope: Scope = EVERYTHING) -> list[str]:
-    """``TreeCode.code_commits`` against the working tree as it is now."""
-    return TreeCode(root).code_commits(since, scope)
 
 
 def file_digest_at(commit: str, rel: str, root: Path = ROOT) -> bytes | None:

@@ -7,8 +7,8 @@ published manifest records the fingerprint of the run's own code at that commit 
 run's scope: chimera.report.provenance), the one the book judges a run's freshness by (the book recomputes it
 from git; the record is for a reader). What is copied: the manifest, the report and summaries, every CSV table
 except per-packet ones (``*.csv.gz``, ``verdicts.csv``), and the figures; never pcaps, artifacts or the replay
-directories, at any depth (the manifest keeps their hashes). ``tests/test_readme.py`` checks that every run the README names is here
-and that the numbers it quotes are in the run's tables.
+directories, at any depth (the manifest keeps their hashes). ``tests/test_readme.py`` checks that every run the
+README names is here and that the numbers it quotes are in the run's tables.
 """
 
 from __future__ import annotations
