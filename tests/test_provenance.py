@@ -82,7 +82,11 @@ def test_a_fix_to_one_kind_stales_only_that_kinds_runs(repo: Path) -> None:
     assert stale.since == () and "uncommitted" in stale.mark()   # not committed yet: no commit to name
     _git(repo, "commit", "-qam", "roc fix")
     stale = next(r for r in RunSet(repo / "published", repo) if r.experiment == "roc").freshness
-    assert len(stale.since) == 1 and "its code changed in" in stale.mark()
+    assert len(stale.since) == 1 and "its code changed first in" in stale.mark()
+    run_py.write_text(run_py.read_text() + "\nANOTHER_LINE_THAT_RUNS = 2\n")
+    _git(repo, "commit", "-qam", "another roc fix")
+    again = next(r for r in RunSet(repo / "published", repo) if r.experiment == "roc").freshness
+    assert len(again.since) == 2 and again.mark() == stale.mark()   # a page citing it does not move again
 
 
 def test_a_comment_in_the_dataplane_sources_stales_nothing(repo: Path) -> None:

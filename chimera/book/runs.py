@@ -21,7 +21,7 @@ from chimera.errors import ResultsError
 from chimera.formats.rundir import Manifest
 from chimera.formats.tables import TableSchema
 from chimera.book.scope import scope_of
-from chimera.report.provenance import ROOT, Scope, TreeCode, fingerprint_at
+from chimera.report.provenance import ROOT, Scope, TreeCode, changed_since, fingerprint_at
 from chimera.report.publish import check_seal
 from chimera.report.run import RunView
 
@@ -39,9 +39,8 @@ class Freshness:
         """The visible stale mark ("" for a fresh run)."""
         if self.fresh:
             return ""
-        span = (f"{self.since[0]}..{self.since[-1]}" if len(self.since) > 1 else self.since[0]) if self.since \
-            else "uncommitted changes"
-        return f" **[stale: made at {self.commit[:7]}; its code changed in {span}]**"
+        return f" **[stale: made at {self.commit[:7]}; {changed_since(self.since)}]**"
+
 
 
 class WorkingTree:

@@ -163,7 +163,7 @@ def night_verdict(checks: pd.DataFrame) -> str:
 
 def code_moved(night: Night, root: Path = paths.ROOT) -> str:
     """A sentence where the code has moved on since ``night`` was made ("" where it has not, or cannot say)."""
-    from chimera.report.provenance import TreeCode, fingerprint_at
+    from chimera.report.provenance import TreeCode, changed_since, fingerprint_at
     try:
         tree = TreeCode(root)
         if fingerprint_at(night.git, root) == tree.fingerprint():
@@ -171,8 +171,7 @@ def code_moved(night: Night, root: Path = paths.ROOT) -> str:
         since = tree.code_commits(night.git)
     except ResultsError:
         return ""
-    span = (f"{since[0]}..{since[-1]}" if len(since) > 1 else since[0]) if since else "uncommitted changes"
-    return f"The code has moved on since this night ({span}): its checks speak of older code."
+    return f"The code has moved on since this night ({changed_since(since)}): its checks speak of older code."
 
 
 def _checks_table(night: Night | None) -> tuple[str, str]:

@@ -289,6 +289,15 @@ class TreeCode:
         return out.decode().split()
 
 
+def changed_since(since: tuple[str, ...] | list[str]) -> str:
+    """Which commit first changed a run's code. Only the first is named: it is fixed once a run goes stale,
+    so a page that cites the run does not change again with every later commit (naming the newest did, and
+    every code commit then needed a book commit beside it)."""
+    if not since:
+        return "its code has uncommitted changes"
+    return f"its code changed first in {since[0]}"
+
+
 def code_fingerprint(root: Path = ROOT, scope: Scope = EVERYTHING) -> str:
     """The working tree's fingerprint of ``scope`` (what a run made now would record)."""
     return TreeCode(root).fingerprint(scope)
