@@ -18,23 +18,40 @@ WHY = EbpfTarget.unavailable_reason()
 
 
 @pytest.mark.skipif(WHY is not None, reason=f"the eBPF testbed cannot run here: {WHY}")
-def test_latency_keeps_every_packet_per_path_and_load(tmp_path: Path) -> None:
+def test_latency_interleaves_every_path_and_keeps_every_packet(tmp_path: Path) -> None:
     cfg = {"name": "tiny-latency", "kind": "latency", "seed": 1, "target": "ebpf",
            "dataset": {"synthetic": {"profile": "ciciot", "flows": 150, "seed": 3, "duration_s": 20,
                                      "max_packets_per_flow": 40, "attacks": ["SCAN"], "attack_share": 0.1}},
            "rules": "rules/default.yaml", "model": {"centroids": 16, "window": 4, "epochs": 2},
-           "latency": {"loads": {"low": 500, "high": 5000}, "max_packets": 300, "software": True}}
+           "latency": {"loads": {"low": 500, "high": 5000}, "max_packets": 300, "software": True, "repeats": 2}}
     p = tmp_path / "lat.yaml"
     p.write_text(yaml.safe_dump(cfg))
     out = run_experiment(load_experiment(str(p)), results_root=tmp_path / "r", data_root=ROOT / "data")
     per = pd.read_csv(out / "latency.csv.gz")
     summ = pd.read_csv(out / "latency_summary.csv")
-    assert set(per["load"]) == {"low", "high"} and per["path"].nunique() == 2
-    assert per.groupby(["path", "load"]).size().eq(300).all()
-    sw = per[per["path"] == "ebpf switch"]
-    assert (sw["switch_us"].dropna() > 0).all() and (sw["host_us"].dropna() > 0).mean() > 0.99
-    assert (summ["reference_mismatches"] == 0).all() and (summ["lost"] == 0).all()
-    assert (summ["sent_pps"][summ["load"] == "high"] > 2 * summ["sent_pps"][summ["load"] == "low"].max()).all()
+    programs = {"chimera", "mark_only", "bare", "software host"}
+    assert set(per["program"]) == programs and set(per["load"]) == {"low", "high"}
+    assert per.groupby(["program", "load", "repeat"]).size().eq(300).all() and len(summ) == 4 * 2 * 2
+    # every repeat runs every path once at each load, in an order of its own
+    assert (summ.groupby(["load", "repeat"])["order"].apply(sorted).map(tuple) == (0, 1, 2, 3)).all()
+    marked = per[per["program"].isin(["chimera", "mark_only"])]
+    assert (marked["switch_us"].dropna() > 0).all() and marked["switch_us"].notna().mean() > 0.99
+    assert per[per["program"] == "bare"]["switch_us"].isna().all()   # no header: no in-switch time
+    assert (per["host_us"].dropna() > 0).all() and per["host_us"].notna().mean() > 0.99
+    assert (summ["lost"] == 0).all()
+    assert (summ[summ["program"] == "chimera"]["reference_mismatches"] == 0).all()
+    # the kernel counted every switch program's runs: at least one per packet it carried
+    sw = summ[summ["program"] != "software host"]
+    assert (sw["program_runs"] >= 300).all() and (sw["program_ns"] > 0).all()
+    cost = pd.read_csv(out / "latency_cost.csv")
+    added = cost[(cost["a"] == "chimera") & (cost["b"] == "bare") & (cost["measure"] == "host_p50_us")]
+    assert set(added["statistic"]) == {"difference", "ratio"} and (added["repeats"] == 2).all()
+    assert ((added["lo"] <= added["estimate"]) & (added["estimate"] <= added["hi"])).all()
+    # the interval is the mean of the per-repeat paired values, recomputed here from the trials
+    hi = summ[summ["load"] == "high"].set_index(["program", "repeat"])["host_p50_us"]
+    want = (hi["chimera"] - hi["bare"]).mean()
+    got = added[(added["load"] == "high") & (added["statistic"] == "difference")]["estimate"].iloc[0]
+    assert abs(got - want) < 1e-9
     assert "![latency](figures/latency.png)" in (out / "report.md").read_text()
 
 
@@ -60,3 +77,18 @@ def test_throughput_paths_sizes_and_zero_loss_ladder(tmp_path: Path) -> None:
     ladder = pd.read_csv(out / "ladder.csv")
     assert list(ladder["pps"])[:1] == [1000] and (ladder["reference_mismatches"] == 0).all()
     assert "Highest rate offered with 0 packets lost unexplained" in (out / "report.md").read_text()
+
+
+def test_costs_pair_each_repeat_with_itself() -> None:
+    """The cost of a path over another is the mean of per-repeat paired values: rows stored in any order pair
+    by repeat, so a drift shared within a repeat cancels (here exactly: 1 µs in every repeat)."""
+    from chimera.experiments.kinds.latency.run import costs
+    rows = [{"program": p, "load": "high", "pps": 100, "repeat": r, "host_p50_us": base + (1.0 if p == "chimera" else 0),
+             "switch_p50_us": float("nan"), "switch_p99_us": float("nan"), "host_p99_us": float("nan"),
+             "program_ns": float("nan"), "switch_tail": float("nan")}
+            for r, base in ((0, 10.0), (1, 50.0), (2, 30.0)) for p in ("chimera", "bare")]
+    summ = pd.DataFrame(rows).sample(frac=1, random_state=3)   # rows out of order
+    c = costs(summ, seed=1)
+    d = c[(c["a"] == "chimera") & (c["b"] == "bare") & (c["statistic"] == "difference")].iloc[0]
+    assert (d["estimate"], d["lo"], d["hi"], d["repeats"]) == (1.0, 1.0, 1.0, 3)
+    assert set(c["measure"]) == {"host_p50_us"}   # measures no path has are left out, not zero

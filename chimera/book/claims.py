@@ -35,11 +35,13 @@ import yaml
 from chimera.book import fmt
 from chimera.book.blocks import CHIMERA, REAL, Book, accuracy_frame, accuracy_runs, block
 from chimera.book.fmt import f, n, signed
-from chimera.book.rules import (BASIN, CONTRADICTED, FACTOR, HIGH_AUC, INCONCLUSIVE, NEAR_CONSTANT, NOT, ORDERS,
-                                OUTCOMES, REPRODUCED, RULES, TAIL, TIE, UNINFORMATIVE, UNTESTABLE, VERDICTS,
-                                PaperNumber, at, best_verdict, dec, factor, ordering, paired_interval, places)
+from chimera.book.rules import (ADDED_US, BASIN, CONTRADICTED, FACTOR, FAMILY_CONFIDENCE, HIGH_AUC, INCONCLUSIVE,
+                                NEAR_CONSTANT, NOT, ORDERS, OUTCOMES, REPRODUCED, RULES, TAIL, TIE, TIMING_FAMILY,
+                                UNINFORMATIVE, UNTESTABLE, VERDICTS, PaperNumber, at, best_verdict, bound_verdict, dec,
+                                factor, ordering, paired_interval, places)
 from chimera.book.runs import Run, on_testbed
 from chimera.errors import ResultsError
+from chimera.metrics.intervals import bootstrap_mean
 from chimera.experiments.kinds.accuracy.tables import ACCURACY
 from chimera.experiments.kinds.cadence.tables import CADENCE
 from chimera.experiments.kinds.hyper_dim.tables import HYPER_DIM
@@ -553,14 +555,37 @@ def _fig(key: str, i: int, p: dict[str, Any]) -> tuple[str, str]:
     return f"{FIGURE_TITLES[key]}: \"{CLAUSES[key][i]}\"", f"figures/{key}/{i}"
 
 
+def timing_intervals(ls: pd.DataFrame, load: str = "high") -> dict[str, tuple[float, float, float, int]]:
+    """The timing rule's three intervals from a latency run's trials at ``load`` (chimera.book.rules): per repeat,
+    the pipeline's host-to-host p50 minus the bare path's ("added"), its in-switch p99 / p50 ("tail"), the software
+    host's p50 over the pipeline's ("slower"); each (mean, lo, hi, repeats), simultaneous over the family."""
+    level = 1 - (1 - FAMILY_CONFIDENCE) / TIMING_FAMILY
+    d = ls[ls["load"] == load]
+    by = {prog: g.set_index("repeat") for prog, g in d.groupby("program")}
+    empty = pd.Series(dtype=float)
+    ch = by.get("chimera", pd.DataFrame(columns=d.columns))
+
+    def col(prog: str, c: str) -> pd.Series:
+        return by[prog][c].astype(float) if prog in by else empty
+
+    values = {"added": col("chimera", "host_p50_us") - col("bare", "host_p50_us"),
+              "tail": ch["switch_tail"].astype(float) if len(ch) else empty,
+              "slower": col("software host", "switch_p50_us") / col("chimera", "switch_p50_us")}
+    out = {}
+    for k, v in values.items():
+        v = v.dropna()
+        out[k] = (*bootstrap_mean(v, level), len(v))
+    return out
+
+
 def figures(b: Book, p: dict[str, Any]) -> list[Claim]:
     out = []
 
     def add(key: str, i: int, paper_: str, ours: str, r: Run | None, verdict: str, why: str = "",
-            value: float | None = None, what: str = "") -> None:
+            value: float | None = None, what: str = "", interval: bool = False) -> None:
         label, src = _fig(key, i, p)
         out.append(Claim("Figure", label, paper_, ours, _cite(r), verdict, why, value, src,
-                         _m(r, key, what or i) if verdict != UNTESTABLE else None, _commit(r)))
+                         _m(r, key, what or i) if verdict != UNTESTABLE else None, _commit(r), interval=interval))
 
     df, runs = accuracy_frame(b)
     acc = runs[0] if runs else None
@@ -614,21 +639,21 @@ def figures(b: Book, p: dict[str, Any]) -> list[Claim]:
             tp_ratio)
     else:
         add("throughput", 1, "", "—", None, UNTESTABLE, "no throughput run")
-    add("latency", 0, "sub-µs median", "—", None, UNTESTABLE, "a Tofino latency: ours is a software switch on "
-        "another machine (issue 53 measures its cost over the bare path instead)")
     if lat is not None:
-        ls = lat.table(LATENCY_SUMMARY)
-        hi_sw = ls[(~ls["path"].str.contains("software")) & (ls["load"] == "high")].iloc[0]
-        hi_h = ls[(ls["path"].str.contains("software")) & (ls["load"] == "high")].iloc[0]
-        lat_ratio = float(hi_h["switch_p50_us"] / hi_sw["switch_p50_us"])
-        tail = float(hi_sw["switch_p99_us"] / hi_sw["switch_p50_us"])
-        add("latency", 1, "tight tails", f"switch p50 {f(hi_sw['switch_p50_us'], 3)} µs, p99 "
-            f"{f(hi_sw['switch_p99_us'], 3)} µs at {n(hi_sw['pps'])} pps (p99/p50 {tail:.3g})", lat,
-            REPRODUCED if tail <= TAIL else NOT, f"p99 <= {TAIL:g} x p50", tail, "tail")
-        add("latency", 2, "far slower", f"software host † p50 {f(hi_h['switch_p50_us'], 3)} µs: x{lat_ratio:.3g} the "
-            "switch's", lat, REPRODUCED if lat_ratio >= ORDERS else NOT, f"the ratio against {ORDERS:g}", lat_ratio,
-            "ratio")
+        tm = timing_intervals(lat.table(LATENCY_SUMMARY))
+        est, lo, hi, k = tm["added"]
+        add("latency", 0, "sub-µs median", f"the pipeline adds {f(est, 3)} µs [{f(lo, 3)}, {f(hi, 3)}] to the "
+            f"host-to-host p50 over the bare redirect ({k} repeats)", lat,
+            *bound_verdict(est, lo, hi, k, ADDED_US, below=True, unit=" µs"), est, "added", interval=True)
+        est, lo, hi, k = tm["tail"]
+        add("latency", 1, "tight tails", f"in-switch p99 / p50 {est:.3g} [{lo:.3g}, {hi:.3g}] ({k} repeats)", lat,
+            *bound_verdict(est, lo, hi, k, TAIL, below=True), est, "tail", interval=True)
+        est, lo, hi, k = tm["slower"]
+        lat_ratio = est
+        add("latency", 2, "far slower", f"software host † p50 x{est:.3g} [{lo:.3g}, {hi:.3g}] the switch's ({k} "
+            "repeats)", lat, *bound_verdict(est, lo, hi, k, ORDERS, below=False), est, "ratio", interval=True)
     else:
+        add("latency", 0, "", "—", None, UNTESTABLE, "no latency run")
         add("latency", 1, "", "—", None, UNTESTABLE, "no latency run")
         add("latency", 2, "", "—", None, UNTESTABLE, "no latency run")
     r = b.runs.latest("roc")

@@ -29,7 +29,8 @@ from chimera.errors import ConfigError, ToolMissingError
 from chimera.formats.artifact import Artifact
 from chimera.reference.pipeline import Verdicts
 from chimera.testbed.nodes import BuildOptions
-from chimera.testbed.outcome import ForwardingOutcome, PerPacketLatency, ReplayOutcome, SwitchCounters
+from chimera.testbed.outcome import (Accounting, ForwardingOutcome, PerPacketLatency, ProgramTime, ReplayOutcome,
+                                     SwitchCounters)
 from chimera.testbed.replay import Clock, ReplayConfig
 
 
@@ -43,6 +44,7 @@ class Capability(enum.Flag):
     LIVE_INSTALL = enum.auto()    # Map updates installed while traffic flows (the slow loop)
     REGISTER_READ = enum.auto()   # state registers readable (conformance compares them)
     TRACE_CLOCK = enum.auto()     # classifies on the trace-time shim's clock
+    BASELINES = enum.auto()       # the same path with programs doing part of the work (times what the rest costs)
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ class TargetResult:
     registers: dict[str, Any] | None = None  # the state registers as read after the run (where readable)
     shards: int = 1                          # testbeds the packets were split over (chimera.targets.sharded)
     unsharded: Verdicts | None = None        # sharded runs: the unsharded reference's verdicts, to report beside
+    program_time: ProgramTime | None = None  # the program's own run time over the replay (where counted)
 
     @property
     def evictions(self) -> int | None:
@@ -98,6 +101,17 @@ class TargetResult:
         if self.shards > 1:
             out["shards"] = self.shards
         return out
+
+
+@dataclass
+class BaselineResult:
+    """One replay through a baseline program (Capability.BASELINES): what arrived, when, and the program's cost.
+    ``accounting.verdicts`` counts the frames that arrived (a baseline marks them, or not, but judges none)."""
+
+    program: str
+    accounting: Accounting
+    latency: PerPacketLatency
+    program_time: ProgramTime | None = None
 
 
 class CapabilityError(ConfigError):
@@ -200,6 +214,21 @@ class Target(abc.ABC):
         """Plain forwarding on the same path (Capability.FORWARDING)."""
         self.require(Capability.FORWARDING, "plain forwarding")
         raise NotImplementedError
+
+    def baselines(self) -> dict[str, str]:
+        """The baseline programs it can run on the pipeline's path: name -> what it does ({}: none)."""
+        return {}
+
+    def run_baseline(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str, *, replay: ReplayConfig,
+                     program: str) -> BaselineResult:
+        """``table`` replayed through a baseline program instead of the pipeline (Capability.BASELINES)."""
+        self.require(Capability.BASELINES, "baseline programs")
+        raise NotImplementedError
+
+    def time_programs(self, on: bool = True) -> bool:
+        """Count the switch program's own run time in the runs that follow (TargetResult.program_time); whether
+        this target can (False: it cannot, and nothing changes)."""
+        return False
 
     def unsupported(self, art: Artifact) -> str | None:
         """Why this target cannot run the artifact, or None."""

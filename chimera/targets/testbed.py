@@ -46,7 +46,7 @@ from chimera.formats import shim
 from chimera.formats.artifact import Artifact
 from chimera.formats.verdict import VerdictFlag
 from chimera.reference.pipeline import Verdicts, run_reference, run_reference_versions
-from chimera.targets.base import Capability, Target, TargetResult
+from chimera.targets.base import BaselineResult, Capability, Target, TargetResult
 from chimera.testbed.collect import Collected, account, collect, latency_summary, per_packet_latency, rates
 from chimera.testbed.nodes import BuildOptions, TargetSwitch
 from chimera.formats.snap import REPLAY_SNAP, SENDER_MTU, snap
@@ -153,6 +153,7 @@ class TestbedTarget(Target):
         self._prepared: dict[tuple[int, str, int, bool], tuple[PacketTable, Prepared]] = {}
         #: the CPU the sender (tcpreplay) runs on: 0, or one per shard when a machine runs several testbeds
         self.sender_cpu = 0
+        self._timing = False
 
     @classmethod
     def unavailable_reason(cls) -> str | None:
@@ -176,6 +177,13 @@ class TestbedTarget(Target):
     def close(self) -> None:
         self.testbed = None
         self._stack.close()
+
+    def baselines(self) -> dict[str, str]:
+        return dict(self.switch_cls.baselines)
+
+    def time_programs(self, on: bool = True) -> bool:
+        self._timing = on
+        return self.can(Capability.BASELINES)  # the switches with baselines are the ones that count run time
 
     # ------------------------------------------------------------------ planning
 
@@ -293,6 +301,7 @@ class TestbedTarget(Target):
         elif plan.clock == "trace" and plan.pace_source.startswith("measured"):
             rec = self.pace_cache(art).load()
         attempt = 0
+        s1.timing = self._timing
         while True:
             attempt += 1
             install_s = s1.load(art)  # a clean switch: every attempt starts from the same state
@@ -312,6 +321,7 @@ class TestbedTarget(Target):
                     control.reset()
                 continue
             break
+        ptime = s1.program_time()
         s1.unload()
         versions = control.artifacts if control is not None else art
         clock_ns = prep.clock_ns if prep.clock_ns is not None else got.ts_in
@@ -323,7 +333,39 @@ class TestbedTarget(Target):
         log.info("[%s] %s: %d/%d frames with a verdict, %d not sent, %d dropped by the capture, %d lost; "
                  "%d differ from the reference (clock %s)", self.name, slug, conf.checked, len(table), acc.not_sent,
                  acc.dropped_by_capture, acc.lost, conf.reference_mismatches, plan.clock)
-        return TargetResult(got.verdicts, counters, outcome, per_packet_latency(got), got.received, regs)
+        return TargetResult(got.verdicts, counters, outcome, per_packet_latency(got), got.received, regs,
+                            program_time=ptime)
+
+    def run_baseline(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str, *, replay: ReplayConfig,
+                     program: str) -> BaselineResult:
+        """``table`` replayed on the switch clock at ``replay``'s pace through one of the switch's baseline
+        programs, from a clean switch, exactly as ``run`` replays it through the pipeline (the same pcap, the
+        same sender CPU): what the pipeline's own work costs is then the difference."""
+        self.require(Capability.BASELINES, "baseline programs")
+        if program not in self.switch_cls.baselines:
+            raise ConfigError(f"the {self.name} switch has no baseline program {program!r}",
+                              f"choose from {', '.join(self.switch_cls.baselines) or 'none'}")
+        plan, prep = self.plan(art, table, run_dir, replay.model_copy(update={"clock": "switch"}), False)
+        plan.check_budget(replay.max_replay_s)
+        tb = self._ensure_testbed(run_dir)
+        s1 = tb.s1
+        s1.timing = self._timing
+        s1.load_baseline(program, art)
+        try:
+            marked = program != "bare"  # h2 captures only verdict-marked frames, unless none are marked
+            with ReplaySession(tb.h1, tb.h2, run_dir / "replay", slug, switch_alive=s1.alive,
+                               rx_filter=None if marked else "", cpu=self.sender_cpu) as session:
+                session.send(prep.pcap, plan.pace, len(prep.frames), desc=slug, limit=plan.frames)
+            ptime = s1.program_time()
+        finally:
+            s1.unload()
+        got = collect(prep.frames, session.files.sent, session.files.received, marked=marked)
+        acc, _ = account(prep.frames, got, session.files.failed_to_send, session.files.dropped_at_receiver,
+                         SENDER_MTU, prep.overhead, limit=plan.frames,
+                         cut=int(prep.cut[:plan.frames].sum()) if prep.cut is not None else 0)
+        log.info("[%s] %s (%s): %d/%d frames arrived, %d lost", self.name, slug, program, acc.verdicts, plan.frames,
+                 acc.lost)
+        return BaselineResult(program, acc, per_packet_latency(got), ptime)
 
     def _replay_once(self, art: Artifact, prep: Prepared, plan: ReplayPlan, run_dir: Path, tag: str,
                      control: TraceControl | None) -> tuple[Collected, Any, dict[str, Any]]:

@@ -65,8 +65,10 @@ class _ByBytes:
         return q.popleft() if q else None
 
 
-def collect(replayed: list[bytes], sent_pcap: Path, recv_pcap: Path) -> Collected:
-    """The verdict of every replayed frame (``replayed``: the frames as captured, without any shim)."""
+def collect(replayed: list[bytes], sent_pcap: Path, recv_pcap: Path, marked: bool = True) -> Collected:
+    """The verdict of every replayed frame (``replayed``: the frames as captured, without any shim).
+    ``marked=False``: a program that marks nothing (a bare redirect) carried them; a received frame is then
+    matched by its bytes alone, and has no verdict and no switch timestamps."""
     n = len(replayed)
     f_label = np.full(n, NO_LABEL, np.uint8)
     f_flags = np.zeros(n, np.uint8)
@@ -80,6 +82,13 @@ def collect(replayed: list[bytes], sent_pcap: Path, recv_pcap: Path) -> Collecte
     by_bytes = _ByBytes(replayed)
     frames, times = _frames(recv_pcap)
     for fr, t in zip(frames, times):
+        if not marked:
+            j = by_bytes.take(fr)
+            if j is None:
+                foreign += 1
+            else:
+                got[j], t_recv[j] = True, t
+            continue
         try:
             fields, orig = strip(fr)
         except ValueError:
@@ -128,7 +137,7 @@ def latency_summary(c: Collected) -> LatencySummary:
 def per_packet_latency(c: Collected) -> PerPacketLatency:
     """Per replayed packet, µs (NaN where unknown): in-switch from the verdict header's timestamps, host-to-host
     from the h1 and h2 captures. The latency experiment keeps every value, not only percentiles."""
-    sw = np.where(c.received, (c.ts_out - c.ts_in) / 1e3, np.nan)
+    sw = np.where(c.received & (c.ts_in > 0), (c.ts_out - c.ts_in) / 1e3, np.nan)
     hh = np.where(c.received & (c.t_send > 0), (c.t_recv - c.t_send) / 1e3, np.nan)
     return PerPacketLatency(sw.astype(float), hh.astype(float))
 

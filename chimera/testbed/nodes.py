@@ -15,13 +15,13 @@ import abc
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from mininet.node import Switch
 
 from chimera.formats.artifact import Artifact
 from chimera.formats.verdict import VERDICT_LEN
-from chimera.testbed.outcome import InstallReport
+from chimera.testbed.outcome import InstallReport, ProgramTime
 from chimera.formats.snap import SENDER_MTU
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,9 @@ class TargetSwitch(Switch, abc.ABC):
     """A switch running the Chimera pipeline on some target, in its own network namespace."""
 
     target = "abstract"
+    #: programs that do part of the pipeline's work on the same path, to time what the rest costs:
+    #: name -> what it does (load_baseline loads one)
+    baselines: ClassVar[dict[str, str]] = {}
 
     def __init__(self, name: str, build_dir: Path | None = None, run_dir: Path | None = None,
                  build: BuildOptions | None = None, **params: Any) -> None:
@@ -76,6 +79,8 @@ class TargetSwitch(Switch, abc.ABC):
         self.build = build or BuildOptions()
         self.run_dir = run_dir  # where the switch keeps its logs/pcaps (None: nowhere)
         self.artifact: Artifact | None = None
+        #: count the program's own run time (program_time) where the target can
+        self.timing = False
 
     def port_pairs(self) -> list[tuple[str, str]]:
         """(in, out) port names: port 1 <-> port 2 (h1 side <-> h2 side)."""
@@ -93,6 +98,14 @@ class TargetSwitch(Switch, abc.ABC):
     @abc.abstractmethod
     def load(self, art: Artifact) -> float:
         """Install a compiled model (atomically); returns the install time in seconds."""
+
+    def load_baseline(self, program: str, art: Artifact) -> None:
+        """Load one of ``baselines`` on the ports the pipeline uses (``art``: the sizes it is built for)."""
+        raise NotImplementedError(f"{type(self).__name__} has no baseline programs")
+
+    def program_time(self) -> ProgramTime | None:
+        """The loaded program's own run time over what it has carried so far (None: not counted here)."""
+        return None
 
     def install_map(self, art: Artifact, fail_after: int | None = None) -> InstallReport:
         """A live Map update under traffic: write the inactive version, then flip (targets with live installs).

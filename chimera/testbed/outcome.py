@@ -29,6 +29,19 @@ class Accounting:
 
 
 @dataclass(frozen=True)
+class ProgramTime:
+    """What the switch's own program cost, as its kernel or runtime counts it (eBPF: BPF_ENABLE_STATS's
+    run_time_ns and run_cnt over one replay): a second measure of latency beside the packets' timestamps."""
+
+    run_time_ns: int
+    runs: int
+
+    @property
+    def ns_per_run(self) -> float | None:
+        return self.run_time_ns / self.runs if self.runs else None
+
+
+@dataclass(frozen=True)
 class LatencySummary:
     """Percentiles in µs; None where nothing was measured."""
 

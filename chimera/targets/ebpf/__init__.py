@@ -60,7 +60,8 @@ class EbpfTarget(TestbedTarget):
     program = "the eBPF program"
     label = "ebpf"
     switch_cls = EbpfSwitch
-    capabilities = TestbedTarget.capabilities | Capability.SOFTWARE_HOST | Capability.FORWARDING
+    capabilities = (TestbedTarget.capabilities | Capability.SOFTWARE_HOST | Capability.FORWARDING
+                    | Capability.BASELINES)
     auto_rank = 1
     ladder = (5_000, 20_000, 50_000, 100_000, 200_000)
     assumed_pps = 20_000

@@ -46,6 +46,27 @@ class BatchOpts(ctypes.Structure):
     _fields_ = [("sz", ctypes.c_size_t), ("elem_flags", ctypes.c_uint64), ("flags", ctypes.c_uint64)]
 
 
+_U32, _U64 = ctypes.c_uint32, ctypes.c_uint64
+
+
+class ProgInfo(ctypes.Structure):
+    """struct bpf_prog_info (linux/bpf.h) up to the run statistics: what the kernel says a program cost."""
+    _fields_ = [("type", _U32), ("id", _U32), ("tag", ctypes.c_uint8 * 8), ("jited_prog_len", _U32),
+                ("xlated_prog_len", _U32), ("jited_prog_insns", _U64), ("xlated_prog_insns", _U64),
+                ("load_time", _U64), ("created_by_uid", _U32), ("nr_map_ids", _U32), ("map_ids", _U64),
+                ("name", ctypes.c_char * 16), ("ifindex", _U32), ("gpl_compatible", _U32), ("netns_dev", _U64),
+                ("netns_ino", _U64), ("nr_jited_ksyms", _U32), ("nr_jited_func_lens", _U32),
+                ("jited_ksyms", _U64), ("jited_func_lens", _U64), ("btf_id", _U32), ("func_info_rec_size", _U32),
+                ("func_info", _U64), ("nr_func_info", _U32), ("nr_line_info", _U32), ("line_info", _U64),
+                ("jited_line_info", _U64), ("nr_jited_line_info", _U32), ("line_info_rec_size", _U32),
+                ("jited_line_info_rec_size", _U32), ("nr_prog_tags", _U32), ("prog_tags", _U64),
+                ("run_time_ns", _U64), ("run_cnt", _U64)]
+
+
+#: enum bpf_stats_type: run_time_ns and run_cnt are counted while a BPF_ENABLE_STATS fd is open
+BPF_STATS_RUN_TIME = 0
+
+
 def _lib() -> ctypes.CDLL:
     name = ctypes.util.find_library("bpf") or "libbpf.so.1"
     try:
@@ -77,6 +98,8 @@ def _lib() -> ctypes.CDLL:
         "bpf_tc_hook_destroy": (I, [ctypes.POINTER(TcHook)]),
         "bpf_tc_attach": (I, [ctypes.POINTER(TcHook), ctypes.POINTER(TcOpts)]),
         "bpf_tc_detach": (I, [ctypes.POINTER(TcHook), ctypes.POINTER(TcOpts)]),
+        "bpf_obj_get_info_by_fd": (I, [I, P, ctypes.POINTER(U32)]),
+        "bpf_enable_stats": (I, [I]),
     }
     for fn, (res, args) in sig.items():
         f = getattr(lib, fn)
@@ -286,6 +309,20 @@ class NetnsOf:
             check(self._libc.setns(self._home, CLONE_NEWNET), "setns back to the root netns")
         finally:
             os.close(self._home)
+
+
+def enable_stats() -> int:
+    """An fd that keeps the kernel counting every BPF program's run time and runs (BPF_ENABLE_STATS) until it
+    is closed: scoped to this process, unlike the kernel.bpf_stats_enabled sysctl, so nothing outlives the run."""
+    return check(lib().bpf_enable_stats(BPF_STATS_RUN_TIME), "BPF_ENABLE_STATS (run time statistics)")
+
+
+def run_stats(prog_fd: int) -> tuple[int, int]:
+    """(run_time_ns, run_cnt) the kernel has counted for a program while statistics were enabled."""
+    info = ProgInfo()
+    n = ctypes.c_uint32(ctypes.sizeof(ProgInfo))
+    check(lib().bpf_obj_get_info_by_fd(prog_fd, ctypes.byref(info), ctypes.byref(n)), "bpf_obj_get_info_by_fd")
+    return int(info.run_time_ns), int(info.run_cnt)
 
 
 def tc_attach(ifindex: int, prog_fd: int) -> None:

@@ -8,6 +8,7 @@ map write, so a packet sees either the old or the new tables, never a mix.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import struct
 import time
@@ -20,7 +21,8 @@ from chimera.errors import TargetError
 from chimera.formats.artifact import Artifact, RuleTable
 from chimera.model.tokenizer import flag_class, len_bin
 from chimera.reference.pipeline import global_dense
-from chimera.targets.ebpf.libbpf import BpfObject, NetnsOf, tc_attach, tc_detach
+from chimera.targets.ebpf.libbpf import BpfObject, NetnsOf, enable_stats, run_stats, tc_attach, tc_detach
+from chimera.testbed.outcome import ProgramTime
 
 log = logging.getLogger(__name__)
 NV = 2
@@ -118,10 +120,13 @@ def table_images(art: Artifact) -> dict[str, bytes]:
 class EbpfPipeline:
     """One loaded BPF object (built for one artifact's sizes)."""
 
-    def __init__(self, obj_path: Path) -> None:
+    def __init__(self, obj_path: Path, timing: bool = False) -> None:
+        """``timing``: the kernel counts the attached program's run time while this pipeline lives."""
         self.obj = BpfObject(str(obj_path))
         self.attached: list[tuple[int, int]] = []  # (netns pid, ifindex)
         self.version: int | None = None
+        self.prog_fd: int | None = None
+        self._stats_fd = enable_stats() if timing else None
 
     def install(self, art: Artifact, fail_after: int | None = None) -> tuple[float, int]:
         """Write the inactive version and flip; returns (seconds from the first write to the flip, rows written).
@@ -165,7 +170,7 @@ class EbpfPipeline:
 
     def attach(self, netns_pid: int, ports: list[tuple[str, str]], prog: str = "chimera_ingress") -> None:
         """Attach to clsact ingress of each in-port and redirect it to its out-port (names in the netns)."""
-        fd = self.obj.prog_fd(prog)
+        fd = self.prog_fd = self.obj.prog_fd(prog)
         pm = self.obj.map("ports")
         with NetnsOf(netns_pid):
             for i_name, o_name in ports:
@@ -202,6 +207,13 @@ class EbpfPipeline:
         m = self.obj.map("sample")
         return np.frombuffer(m.read_rows(0, m.max_entries), "<u4").astype(np.int64), self.counters()["samples"]
 
+    def program_time(self) -> ProgramTime | None:
+        """The attached program's run time and runs since it was loaded (None: not timed, or not attached)."""
+        if self._stats_fd is None or self.prog_fd is None:
+            return None
+        ns, runs = run_stats(self.prog_fd)
+        return ProgramTime(ns, runs)
+
     def close(self) -> None:
         """Detach from every port this object was attached to, then unload."""
         for pid, idx in self.attached:
@@ -212,3 +224,6 @@ class EbpfPipeline:
                 log.debug("detach ifindex %d in netns of %d: %s", idx, pid, e)
         self.attached.clear()
         self.obj.close()
+        if self._stats_fd is not None:
+            os.close(self._stats_fd)
+            self._stats_fd = None

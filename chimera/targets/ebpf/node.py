@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from chimera.testbed.outcome import InstallReport
+from chimera.testbed.outcome import InstallReport, ProgramTime
 from chimera.errors import TargetError
 from chimera.formats.artifact import Artifact
 from chimera.targets.ebpf.build import build_object, build_redirect_object
@@ -19,6 +19,9 @@ class EbpfSwitch(TargetSwitch):
     """The eBPF/tc dataplane: the program is loaded from the root namespace and attached here."""
 
     target = "ebpf"
+    baselines = {"mark_only": "the verdict header alone: parse the Ethernet type, insert the header, redirect "
+                              "(chimera.bpf.c's mark_only)",
+                 "bare": "a plain redirect from port to port (redirect.bpf.c)"}
 
     def __init__(self, name: str, **params: Any) -> None:
         super().__init__(name, **params)
@@ -27,13 +30,30 @@ class EbpfSwitch(TargetSwitch):
     def load(self, art: Artifact) -> float:
         self.unload()
         obj = build_object(art, self.build_dir, self.build)
-        self.pipeline = EbpfPipeline(obj)
+        self.pipeline = EbpfPipeline(obj, self.timing)
         dt, _ = self.pipeline.install(art)
         self.pipeline.attach(self.pid, self.port_pairs())
         self.artifact = art
         log.info("%s: eBPF pipeline attached to %s (tables installed in %.1f ms)", self.name,
                  ", ".join(i for i, _ in self.port_pairs()), dt * 1e3)
         return dt
+
+    def load_baseline(self, program: str, art: Artifact) -> None:
+        """mark_only from the pipeline's own object (built for ``art``), or the bare redirect, on the same ports."""
+        self.unload()
+        if program == "mark_only":
+            obj, prog = build_object(art, self.build_dir, self.build), "mark_only"
+        elif program == "bare":
+            obj, prog = build_redirect_object(self.build_dir), "redirect"
+        else:
+            raise TargetError(f"{self.name} has no baseline program {program!r}",
+                              f"choose one of {', '.join(self.baselines)}")
+        self.pipeline = EbpfPipeline(obj, self.timing)
+        self.pipeline.attach(self.pid, self.port_pairs(), prog=prog)
+        self.artifact = None
+
+    def program_time(self) -> ProgramTime | None:
+        return self.pipeline.program_time() if self.pipeline is not None else None
 
     def install_map(self, art: Artifact, fail_after: int | None = None) -> InstallReport:
         """A live update under traffic: write the tables that differ into the inactive version, then flip."""

@@ -14,6 +14,6 @@ from chimera.experiments.kinds.latency import config, render, run
 from chimera.experiments.kinds.latency import tables as T
 
 KIND = Kind("latency", "every packet's in-switch and host-to-host latency at offered loads", config.LatencyExperiment, run.run,
-            render.render, (T.LATENCY, T.LATENCY_SUMMARY), default_clock="switch", clocks=("switch",),
+            render.render, (T.LATENCY, T.LATENCY_SUMMARY, T.LATENCY_COST), default_clock="switch", clocks=("switch",),
             needs_testbed=True,
             section_model=config.LatencySpec)
