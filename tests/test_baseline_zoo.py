@@ -266,3 +266,16 @@ def test_yardstick_kinds_run_end_to_end(kind: str, csv: str, heading: str, tmp_p
         assert "†" in report
     if kind == "roc":
         assert df["auc"].between(0, 1).all() and len(df) == 3 * len(TINY_DATA)
+
+
+def test_under_max_train_packets_every_method_trains_on_chimeras_sample(qs) -> None:  # type: ignore[no-untyped-def]
+    """With ``max_train_packets``, the baselines' training rows are Chimera's (whole flows, the same seed), not a
+    draw of their own (issue 53: docs/baselines.md said "the same rows for all" while they were not)."""
+    from chimera.baselines.zoo import SplitFeatures
+    from chimera.experiments.stages.train import train_sample
+    d = qs.data
+    for cap, seed in ((3000, 1), (5000, 7)):
+        want = train_sample(d, cap, seed)
+        assert 0 < want.size < d.train_rows.size
+        sf = SplitFeatures.build(d.ds, d.tokens, (d.train_rows, d.val_rows, d.test_rows), SPEC, cap, seed)
+        assert np.array_equal(sf.x_tr, window_features(d.ds.table, d.tokens, d.ds.flows, want, SPEC))

@@ -1,4 +1,5 @@
-"""Leo / NetBeacon-style decision tree in switch tables: per-feature range tables plus one leaf table.
+"""Leo's decision tree in switch tables: per-feature range tables plus one leaf table. (NetBeacon's multi-phase
+trees are not modelled here: it has no row of its own.)
 
 A trained scikit-learn tree tests ``x <= t`` with float thresholds halfway
 between integers. On integer features that is ``x <= floor(t)``. Each feature

@@ -3,8 +3,14 @@
 Every model reads the same per-packet encoding of the window features
 (chimera.baselines.features.fair_inputs): per lag, a presence bit, IP length /
 1500, IAT bucket / 15, direction and the eight TCP flag bits; plus, for the
-current packet, the protocol class one-hot and its other inputs normalized
-(ports / 65535, packet index / 255), repeated on every lag. MLPs see the window
+current packet, the protocol class one-hot, the packet index / 255 and its ports
+as Chimera reads them: ids of a port vocabulary fitted on the training split by
+Chimera's own rule (``PortVocab``: chimera.model.tokenizer.ports_by_peers, the
+same size), each id embedded by the model (``PortEmbed``), repeated on every
+lag. A port read as port / 65535 gave the networks a number whose order means
+nothing while Chimera reads a vocabulary and trees split on exact ports (issue
+53: on suricata-zeek-apps a tree without ports falls from 0.96 to 0.42). The
+anomaly detectors' encoding (``vocab=None``) keeps the normalized ports. MLPs see the window
 flattened; RNNs and CNNs see it as a sequence, oldest packet first. Training
 keeps the epoch with the best validation macro-F1 and stops after ``patience``
 epochs without a better one (Chimera's own rule); learning rate and batch size
@@ -37,6 +43,7 @@ from chimera.baselines.features import MISSING, WindowSpec
 from chimera.data.tokens import PROTO_CLASSES, proto_class
 from chimera.determinism import single_threaded
 from chimera.metrics.classification import macro_f1
+from chimera.model.tokenizer import PORT_IDS_MAX, ports_by_peers
 
 log = logging.getLogger(__name__)
 PER_LAG = 12  # present, len, iat, dir, 8 flag bits
@@ -45,18 +52,55 @@ SCALE = {"sport": 65535.0, "dport": 65535.0, "lo_port": 65535.0, "hi_port": 6553
          "pkt_index": 255.0}
 
 
-def scalar_extras(spec: WindowSpec) -> list[str]:
-    """The current packet's inputs encoded as normalized scalars (all but the protocol, which is one-hot)."""
-    return [f for f in spec.extra if f in SCALE]
+#: the current packet's ports: read through the port vocabulary where one is given
+PORT_FIELDS = ("sport", "dport", "lo_port", "hi_port", "responder_port")
+#: floats per port id in the models' embedding
+EMBED = 4
 
 
-def width(spec: WindowSpec) -> int:
-    """Features per lag of ``encode``'s output."""
-    return PER_LAG + PROTO_CLASSES + len(scalar_extras(spec))
+@dataclass(frozen=True)
+class PortVocab:
+    """The ports a model reads as ids, by Chimera's rule on the training split: ``ports[i]`` has id i + 1,
+    every other port id 0 (chimera.model.tokenizer.MapTables.port_vocab, fitted the same way, the same size)."""
+
+    ports: np.ndarray
+
+    @classmethod
+    def fit(cls, x_tr: np.ndarray, spec: WindowSpec, size: int = PORT_IDS_MAX - 1) -> "PortVocab":
+        base = spec.window * len(spec.fields)
+        col = {f: base + i for i, f in enumerate(spec.extra)}
+        if "sport" not in col or "dport" not in col:
+            return cls(np.zeros(0, np.int64))
+        return cls(ports_by_peers(x_tr[:, col["sport"]], x_tr[:, col["dport"]], size))
+
+    @property
+    def ids(self) -> int:
+        return int(self.ports.size) + 1
+
+    def id_of(self, port: np.ndarray) -> np.ndarray:
+        table = np.zeros(65536, np.int64)
+        table[self.ports] = np.arange(1, self.ports.size + 1)
+        return table[np.clip(np.asarray(port, np.int64), 0, 65535)]
 
 
-def encode(x: np.ndarray, spec: WindowSpec) -> np.ndarray:
-    """[N, window, width(spec)] float32, oldest packet first (window features -> model input)."""
+def port_fields(spec: WindowSpec) -> list[str]:
+    return [f for f in spec.extra if f in PORT_FIELDS]
+
+
+def scalar_extras(spec: WindowSpec, vocab: PortVocab | None = None) -> list[str]:
+    """The current packet's inputs encoded as normalized scalars (not the protocol, which is one-hot, nor the
+    ports where a vocabulary reads them)."""
+    return [f for f in spec.extra if f in SCALE and (vocab is None or f not in PORT_FIELDS)]
+
+
+def width(spec: WindowSpec, vocab: PortVocab | None = None) -> int:
+    """Features per lag of ``encode``'s output (port ids last, one column each, where a vocabulary is given)."""
+    return PER_LAG + PROTO_CLASSES + len(scalar_extras(spec, vocab)) + (len(port_fields(spec)) if vocab else 0)
+
+
+def encode(x: np.ndarray, spec: WindowSpec, vocab: PortVocab | None = None) -> np.ndarray:
+    """[N, window, width(spec, vocab)] float32, oldest packet first (window features -> model input); with
+    ``vocab``, the last columns hold the current packet's port ids (``PortEmbed`` embeds them)."""
     n, L = x.shape[0], spec.window
     nf = len(spec.fields)
     lag = x[:, : L * nf].reshape(n, L, nf)[:, ::-1]  # lag 0 (current) last
@@ -73,10 +117,40 @@ def encode(x: np.ndarray, spec: WindowSpec) -> np.ndarray:
     if "proto" in spec.extra:
         pc = proto_class(x[:, L * nf + list(spec.extra).index("proto")].astype(np.uint8))
         out[np.arange(n), :, PER_LAG + pc] = 1.0
-    for k, f in enumerate(scalar_extras(spec)):
+    scal = scalar_extras(spec, vocab)
+    for k, f in enumerate(scal):
         v = x[:, L * nf + list(spec.extra).index(f)].astype(np.float32) / SCALE[f]
         out[:, :, PER_LAG + PROTO_CLASSES + k] = v[:, None]
+    if vocab is not None:
+        for k, f in enumerate(port_fields(spec)):
+            ids = vocab.id_of(x[:, L * nf + list(spec.extra).index(f)]).astype(np.float32)
+            out[:, :, PER_LAG + PROTO_CLASSES + len(scal) + k] = ids[:, None]
     return out
+
+
+class PortEmbed(nn.Module):
+    """The last ``fields`` columns of the input are port ids: each is embedded (one table shared by the port
+    fields) and the embeddings replace them on every lag."""
+
+    def __init__(self, ids: int, fields: int, dim: int = EMBED) -> None:
+        super().__init__()
+        self.emb, self.k = nn.Embedding(ids, dim), fields
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        ids = x[:, -1, -self.k:].long()            # the current packet's (the same on every lag)
+        e = self.emb(ids).flatten(1)                # [N, fields * dim]
+        return torch.cat([x[..., :-self.k], e[:, None, :].expand(-1, x.shape[1], -1)], dim=2)
+
+
+class WithPorts(nn.Module):
+    """A model whose input's port ids are embedded first."""
+
+    def __init__(self, embed: PortEmbed, core: nn.Module) -> None:
+        super().__init__()
+        self.embed, self.core = embed, core
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.core(self.embed(x))
 
 
 class _SignSTE(torch.autograd.Function):
@@ -166,8 +240,13 @@ ARCHITECTURES: dict[str, dict[str, Any]] = {
 }
 
 
-def build(name: str, window: int, n_classes: int, d: int = PER_LAG + PROTO_CLASSES) -> nn.Module:
-    """``d``: features per lag (``width`` of the encoding)."""
+def build(name: str, window: int, n_classes: int, d: int = PER_LAG + PROTO_CLASSES,
+          ports: tuple[int, int] | None = None) -> nn.Module:
+    """``d``: features per lag (``width`` of the encoding); ``ports``: (vocabulary ids, port fields) where the
+    last columns are port ids to embed."""
+    if ports is not None and ports[1] > 0:
+        embed = PortEmbed(ports[0], ports[1])
+        return WithPorts(embed, build(name, window, n_classes, d - ports[1] + ports[1] * EMBED))
     a = ARCHITECTURES[name]
     if a["family"] == "mlp":
         return MLP(window * d, a["hidden"], n_classes, a["binary"])
@@ -191,6 +270,8 @@ class TrainSettings:
     patience: int = PATIENCE
     batch_size: int = 512
     lr: float = 3e-3
+    #: (vocabulary ids, port fields) where the encoding's last columns are port ids (``PortVocab``)
+    ports: tuple[int, int] | None = None
 
 
 @dataclass
@@ -217,7 +298,7 @@ def _fit_predict(name: str, x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray
                  x_te: np.ndarray, n_classes: int, seed: int, ts: TrainSettings) -> Fit:
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    model = build(name, x_tr.shape[1], n_classes, x_tr.shape[2])
+    model = build(name, x_tr.shape[1], n_classes, x_tr.shape[2], ts.ports)
     counts = np.bincount(y_tr, minlength=n_classes).astype(np.float64)
     w = torch.tensor(np.where(counts > 0, counts.sum() / np.maximum(counts, 1) / n_classes, 0.0), dtype=torch.float32)
     opt = torch.optim.Adam(model.parameters(), lr=ts.lr)

@@ -36,6 +36,7 @@ from chimera.baselines.features import FIELD_BITS, WindowSpec, fair_inputs, inpu
 from chimera.baselines.leo import fit_leo
 from chimera.baselines.yardsticks import FOREST_TREES, tune_forest, tune_tree
 from chimera.data.dataset import Dataset
+from chimera.data.flows import sample_whole_flows
 from chimera.data.tokens import Tokens
 from chimera.errors import ConfigError
 from chimera.metrics.classification import macro_f1
@@ -111,6 +112,8 @@ class BaselineResult:
     seconds: float
     resources: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    #: anomaly detectors: per test packet, the score the threshold cuts (the evaluator reports its AUC)
+    score: np.ndarray | None = None
 
 
 @dataclass
@@ -127,9 +130,10 @@ class SplitFeatures:
     @classmethod
     def build(cls, ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray, np.ndarray, np.ndarray], spec: WindowSpec,
               max_train: int, seed: int) -> "SplitFeatures":
+        """The windows of the three splits; with ``max_train``, Chimera's own training sample (whole flows,
+        drawn with the same seed: chimera.data.flows.sample_whole_flows), so every method trains on the same rows."""
         tr, va, te = rows
-        if max_train and tr.size > max_train:
-            tr = np.sort(np.random.default_rng(seed).choice(tr, max_train, replace=False))
+        tr = sample_whole_flows(tr, ds.flows.flow_id, max_train, seed)
         f = (lambda r: window_features(ds.table, tokens, ds.flows, r, spec))
         return cls(spec, f(tr), ds.labels[tr].astype(np.int64), f(va), ds.labels[va].astype(np.int64), f(te))
 
@@ -199,26 +203,31 @@ def run_baseline(name: str, ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray,
                               stored_bits(spec), time.perf_counter() - t0,
                               extra={"nodes": int(nodes), **{f"tuned_{k}": v for k, v in tuned.chosen.items()},
                                      **cols})
-    enc = (lambda x: neural.encode(x, spec))
+    vocab = neural.PortVocab.fit(sf.x_tr, spec)
+    enc = (lambda x: neural.encode(x, spec, vocab))
     x_tr, x_va, x_te = enc(sf.x_tr), enc(sf.x_va), enc(sf.x_te)
     cands = []
     for c in configs:
         fit = neural.fit_predict(name, x_tr, sf.y_tr, x_va, sf.y_va, x_te, n_classes, seed,
-                                 neural.TrainSettings(epochs=st.epochs, patience=st.patience, **c))
+                                 neural.TrainSettings(epochs=st.epochs, patience=st.patience,
+                                                      ports=(vocab.ids, len(neural.port_fields(spec))), **c))
         cands.append(Candidate(c, fit.val_f1, fit))
     best, cols = choose(cands)
     fit = best.result
     return BaselineResult(name, fit.pred, info.where, input_bits(spec), fit.model_bits, stored_bits(spec),
                           time.perf_counter() - t0,
-                          extra={"epochs_run": fit.epochs_run, "stopped_by": fit.stopped_by, "epoch_cap": st.epochs,
+                          extra={"port_vocabulary": vocab.ids - 1, "epochs_run": fit.epochs_run,
+                                 "stopped_by": fit.stopped_by, "epoch_cap": st.epochs,
                                  "cap_reached_in": sum(c.result.stopped_by == "cap" for c in cands), **cols})
 
 
 def _autoencoder(sf: SplitFeatures, spec: WindowSpec, attack_classes: list[int], st: BaselineSettings,
                  configs: list[dict[str, Any]], seed: int, t0: float) -> BaselineResult:
-    """Trained on benign windows only; the threshold is the benign validation windows' score quantile; early
-    stopping and the choice of configuration on the validation split's benign-vs-attack macro-F1 (its labels
-    say which windows are attacks), the metric every method is chosen by."""
+    """The AutoEncoder does the anomaly task (benign vs attack): trained on benign windows only; the threshold is
+    the benign validation windows' score quantile (``BaselineSettings.autoencoder_quantile``); early stopping and
+    the choice of configuration on the validation split's benign-vs-attack macro-F1 (its labels say which windows
+    are attacks), the metric every method is chosen by. It returns its test scores too, and its row reports their
+    AUC (``test_auc``): near 0.5, the score cannot tell attacks from benign windows whatever the threshold."""
     benign = ~np.isin(sf.y_tr, attack_classes)
     attack_va = np.isin(sf.y_va, attack_classes)
     x_tr, x_va = neural.encode(sf.x_tr[benign], spec), neural.encode(sf.x_va, spec)
@@ -230,9 +239,11 @@ def _autoencoder(sf: SplitFeatures, spec: WindowSpec, attack_classes: list[int],
     best, cols = choose(cands)
     ae = best.result
     thr = ae.threshold(x_va[~attack_va], st.autoencoder_quantile)
-    pred = (ae.score(neural.encode(sf.x_te, spec)) > thr).astype(np.int64)
+    score = ae.score(neural.encode(sf.x_te, spec))
+    pred = (score > thr).astype(np.int64)
     return BaselineResult("AutoEncoder", pred, BASELINES["AutoEncoder"].where, input_bits(spec), ae.model_bits(),
                           stored_bits(spec), time.perf_counter() - t0,
+                          score=score,
                           extra={"threshold": thr, "benign_quantile": st.autoencoder_quantile,
                                  "epochs_run": ae.epochs_run, "stopped_by": ae.stopped_by, "epoch_cap": st.epochs,
                                  "cap_reached_in": sum(c.result.stopped_by == "cap" for c in cands), **cols})

@@ -925,6 +925,38 @@ def baselines_budget(b: Book) -> str:
                        "chosen without retraining"], rows))
 
 
+def _paragraph(doc: str | None, i: int = 0) -> str:
+    """Paragraph ``i`` of a docstring, on one line (the page quotes the code's own words)."""
+    paras = [" ".join(x.split()) for x in (doc or "").split("\n\n") if x.strip()]
+    return paras[i] if i < len(paras) else ""
+
+
+@block("baselines-inputs")
+def baselines_inputs(b: Book) -> str:
+    """What each method reads and how it is realized, in the words of the code that does it (its docstrings):
+    no sentence on the page describes the code except the code's own (issue 53)."""
+    import inspect
+    from chimera.baselines import features, leo, neural, zoo
+    soft = [n for n, i in zoo.BASELINES.items() if i.where == "software"]
+    anomaly = [n for n, i in zoo.BASELINES.items() if i.task != "classification"]
+    items = [
+        ("What every method reads", "chimera.baselines.features", _paragraph(features.__doc__, 1) + " " +
+         _paragraph(inspect.getdoc(features.fair_inputs))),
+        ("How the neural baselines encode it", "chimera.baselines.neural", _paragraph(neural.__doc__, 1)),
+        ("Leo", "chimera.baselines.leo", _paragraph(leo.__doc__, 0) + " " + _paragraph(leo.__doc__, 1)),
+        ("The AutoEncoder", "chimera.baselines.zoo._autoencoder",
+         _paragraph(inspect.getdoc(zoo._autoencoder)) +
+         f" Its quantile: {zoo.BaselineSettings().autoencoder_quantile}."),
+        ("The training rows", "chimera.baselines.zoo.SplitFeatures.build",
+         _paragraph(inspect.getdoc(zoo.SplitFeatures.build))),
+    ]
+    lines = [f"- **{t}** (`{where}`): {text}" for t, where, text in items]
+    lines.append(f"- **Where the verdicts come from** (`chimera.baselines.zoo.BASELINES`): in software †: "
+                 f"{fmt.words(soft)}; the anomaly task (benign vs attack) ‡: {fmt.words(anomaly)}; every other "
+                 "method in integer tables on the reference.")
+    return "Quoted from the code's docstrings by `invoke book`:\n\n" + "\n".join(lines)
+
+
 @block("directions")
 def directions(b: Book) -> str:
     """The newest published measurement of the two named directions, with its decision (docs/fidelity.md)."""

@@ -161,3 +161,15 @@ def frozen_split(flow_labels: np.ndarray, group_keys: list[str], seed: int,
         split[rest[:n_val]] = 1
     return split
 
+
+def sample_whole_flows(rows: np.ndarray, flow_id: np.ndarray, max_packets: int, seed: int) -> np.ndarray:
+    """``rows`` (of one split), or whole flows of them drawn with ``seed`` until ``max_packets`` are reached:
+    the one training sample every method of a comparison trains on (``flow_id``: of every row of the table)."""
+    if not max_packets or rows.size <= max_packets:
+        return rows
+    fid = flow_id[rows]
+    flows = np.unique(fid)
+    order = np.random.default_rng(seed).permutation(flows)
+    sizes = np.bincount(fid, minlength=int(flows.max()) + 1)[order]
+    chosen = order[: max(1, int(np.searchsorted(np.cumsum(sizes), max_packets, side="right")))]
+    return rows[np.isin(fid, chosen)]

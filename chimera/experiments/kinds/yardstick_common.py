@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from sklearn.metrics import roc_auc_score
 
 from chimera.baselines.budget import Tuning, tuning_columns
 from chimera.baselines.features import fair_inputs, input_bits
@@ -172,9 +173,14 @@ def run_chimera(ctx: RunContext, nd: NamedData, v: ResolvedVariant, label: str, 
 def baseline_row(nd: NamedData, r: BaselineResult, task: str) -> dict[str, Any]:
     y = nd.data.y(nd.data.test_rows)
     att = nd.attack_classes()
+    auc: dict[str, float] = {}
     if task != "classification":
         y = np.isin(y, att).astype(np.int64)
         s = cm.summary(y, r.pred, ["benign", "attack"])
+        if r.score is not None:
+            # the score's own quality, apart from its threshold: near 0.5, the score cannot tell attacks from
+            # benign windows whatever the threshold (issue 53: this row once said "everything benign")
+            auc["test_auc"] = float(roc_auc_score(y, r.score)) if 0 < y.sum() < len(y) else float("nan")
     else:
         s = cm.summary(y, r.pred, nd.data.classes)
     return {"dataset": nd.name, "method": r.name, "where": r.where,
@@ -182,7 +188,7 @@ def baseline_row(nd: NamedData, r: BaselineResult, task: str) -> dict[str, Any]:
             "task": task, "precision": s["macro_precision"], "recall": s["macro_recall"], "f1": s["macro_f1"],
             "accuracy": s["accuracy"], "input_bits": r.input_bits, "model_kbits": r.model_bits / 1000,
             "per_flow_bits": r.per_flow_bits, "per_flow_source": "fields stored for the window",
-            "seconds": r.seconds, **{k: v for k, v in r.extra.items() if not isinstance(v, dict)}}
+            "seconds": r.seconds, **{k: v for k, v in r.extra.items() if not isinstance(v, dict)}, **auc}
 
 
 def baseline_settings(ctx: RunContext) -> BaselineSettings:

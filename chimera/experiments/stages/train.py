@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from chimera.baselines.budget import CLASS_WEIGHT, EPOCH_CAP, PATIENCE, SEARCHES, Search, Tuning
+from chimera.data.flows import sample_whole_flows
 from chimera.data.tokens import Tokens
 from chimera.experiments.config import ResolvedVariant
 from chimera.experiments.stages.dataset import PreparedData
@@ -87,17 +88,13 @@ def _sub(tok: Tokens, rows: np.ndarray) -> Tokens:
 
 
 def train_sample(data: PreparedData, max_packets: int, seed: int) -> np.ndarray:
-    """The training rows: all, or whole training flows drawn with ``seed`` until ``max_packets`` are reached."""
-    rows = data.train_rows
-    if not max_packets or rows.size <= max_packets:
-        return rows
-    fid = data.ds.flows.flow_id[rows]
-    flows = np.unique(fid)
-    order = np.random.default_rng(seed).permutation(flows)
-    sizes = np.bincount(fid, minlength=int(flows.max()) + 1)[order]
-    chosen = order[: max(1, int(np.searchsorted(np.cumsum(sizes), max_packets, side="right")))]
-    log.info("training on %d of %d training flows (max_train_packets=%d)", chosen.size, flows.size, max_packets)
-    return rows[np.isin(fid, chosen)]
+    """The training rows: all, or whole training flows drawn with ``seed`` until ``max_packets`` are reached
+    (chimera.data.flows.sample_whole_flows: the baselines draw the same sample)."""
+    rows = sample_whole_flows(data.train_rows, data.ds.flows.flow_id, max_packets, seed)
+    if rows.size < data.train_rows.size:
+        log.info("training on %d of %d training packets, whole flows (max_train_packets=%d)", rows.size,
+                 data.train_rows.size, max_packets)
+    return rows
 
 
 def _contexts(data: PreparedData, cache: ModelCache, window: int, which: str, rows: np.ndarray) -> Contexts:
