@@ -151,29 +151,39 @@ def rates(c: Collected) -> Rates:
                  (int(recv.min()), int(recv.max())) if recv.size else None, int(sent.size), int(recv.size))
 
 
+#: a frame shorter than an Ethernet header (a runt a capturing host recorded) cannot leave a packet socket
+ETH_HEADER = 14
+
+
 def account(replayed: list[bytes], got: Collected, failed_to_send: int, dropped_at_receiver: int,
             sender_mtu: int, overhead: int = 0, limit: int = 0, cut: int = 0) -> tuple[Accounting, np.ndarray]:
-    """The accounting of a replay, and which frames were not sent (frames larger than the sender's MTU
-    cannot leave it; tcpreplay counts them as failed). ``overhead``: bytes the harness added to every frame
-    it sent (the trace-time shim); ``limit``: only the first ``limit`` frames were sent (replay.max_packets);
-    ``cut``: how many of them the replay snap shortened (chimera.formats.snap: sent, and counted apart)."""
+    """The accounting of a replay, and which frames could not be sent: frames larger than the sender's MTU, and
+    runts shorter than an Ethernet header (neither leaves a packet socket; tcpreplay counts both as failed, and
+    the reason names each). ``overhead``: bytes the harness added to every frame it sent (the trace-time shim);
+    ``limit``: only the first ``limit`` frames were sent (replay.max_packets); ``cut``: how many of them the
+    replay snap shortened (chimera.formats.snap: sent, and counted apart)."""
     n = len(replayed)
     limit = limit or n
-    too_big = np.fromiter((len(f) + overhead > sender_mtu + 14 for f in replayed[:limit]), bool, limit)
-    too_big &= ~got.received[:limit]
+    lost = ~got.received[:limit]
+    runt = np.fromiter((len(f) < ETH_HEADER for f in replayed[:limit]), bool, limit) & lost
+    too_big = np.fromiter((len(f) + overhead > sender_mtu + ETH_HEADER for f in replayed[:limit]), bool, limit)
+    too_big &= lost & ~runt
+    unsendable = runt | too_big
     reasons = []
-    if too_big.any() or failed_to_send:
-        reason = f"larger than the sender's MTU ({sender_mtu} bytes)"
-        if failed_to_send != int(too_big.sum()):
-            reason += f"; tcpreplay reported {failed_to_send} failed, {int(too_big.sum())} are oversized"
-        reasons.append(reason)
+    if runt.any():
+        reasons.append(f"{int(runt.sum())} shorter than an Ethernet header ({ETH_HEADER} bytes): a runt the "
+                       "capturing host recorded cannot leave a packet socket")
+    if too_big.any():
+        reasons.append(f"{int(too_big.sum())} larger than the sender's MTU ({sender_mtu} bytes)")
+    if failed_to_send != int(unsendable.sum()):
+        reasons.append(f"tcpreplay reported {failed_to_send} failed, {int(unsendable.sum())} are runts or oversized")
     if limit < n:
         reasons.append(f"replay.max_packets: only the first {limit} frames were sent")
-    not_sent = max(failed_to_send, int(too_big.sum())) + (n - limit)
+    not_sent = max(failed_to_send, int(unsendable.sum())) + (n - limit)
     missing = n - int(got.received.sum()) - not_sent
     dropped = min(dropped_at_receiver, max(missing, 0))
     return Accounting(n, int(got.received.sum()), not_sent, "; ".join(reasons), dropped,
-                      max(missing - dropped, 0), cut), too_big
+                      max(missing - dropped, 0), cut), unsendable
 
 
 def span_rate(ts_ns: np.ndarray) -> float | None:
