@@ -15,16 +15,49 @@ from tasks._common import cli
 def publish(c: Context, run_dir: str, verbose: bool = False) -> None:
     """Copy a run's light files into results/published/ (committed): the evidence the README cites."""
     from chimera.book.scope import run_scope
+    from chimera.report.archive import prune
     from chimera.report.publish import publish as run
     logging.getLogger("tasks").info("published: %s", run(Path(run_dir), scope=run_scope(Path(run_dir))))
+    prune()  # the archive rule: older runs of the same experiment, target and data leave the tree
 
 
-@task(help={"check": "re-render in memory and fail on any difference (the README test), writing nothing"})
+@task(name="prune", help={"dry_run": "say what the rule would retire, change nothing"})
 @cli
-def book(c: Context, check: bool = False, verbose: bool = False) -> None:
+def prune_(c: Context, dry_run: bool = False, verbose: bool = False) -> None:
+    """Apply the results archive's rule (chimera/report/archive.py): older runs leave results/published/ for
+    results/history/ (manifest and headline values; their files stay in git history)."""
+    from chimera.report.archive import BUDGET_BYTES, plan, policy, prune, tree_bytes
+    log = logging.getLogger("tasks")
+    if dry_run:
+        for r in plan():
+            log.info("would retire %s (%s)", r.path.name, policy(r.manifest.experiment).why)
+        log.info("results/published: %.1f MiB of a %.0f MiB budget", tree_bytes() / 2**20, BUDGET_BYTES / 2**20)
+        return
+    gone = prune()
+    log.info("retired %d run(s); results/published: %.1f MiB of a %.0f MiB budget", len(gone), tree_bytes() / 2**20,
+             BUDGET_BYTES / 2**20)
+
+
+@task(help={"check": "re-render in memory and fail on any difference (the README test), writing nothing",
+            "history": "list the runs of this experiment that left results/published/ (the archive rule), with "
+                       "how to restore each, and render nothing"})
+@cli
+def book(c: Context, check: bool = False, history: str = "", verbose: bool = False) -> None:
     """Render every measured number of README.md, docs/*.md and docs/claims.md from results/published/."""
     from chimera.book.render import check as diff, write
     log = logging.getLogger("tasks")
+    if history:
+        from chimera.report.archive import history_table, restore_hint
+        df = history_table(history)
+        if not len(df):
+            raise Exit(f"no retired runs of {history!r} under results/history/ (the published ones are in "
+                       "results/published/)", code=1)
+        for row in df.to_dict("records"):
+            heads = {k: v for k, v in row.items() if ":" in str(k) and v != ""}
+            log.info("%s  %s %s  commit %s  %s  restore: %s", row["run_id"], row["target"], row.get("data") or "",
+                     str(row["commit"])[:7], "; ".join(f"{k} {float(v):.4g}" for k, v in heads.items()),
+                     restore_hint(row))
+        return
     if check:
         bad = diff()
         for d in bad:

@@ -118,6 +118,9 @@ def republish(only: tuple[str, ...] = (), dry_run: bool = False, results_root: P
         except ChimeraError as e:
             failed[x.describe()] = str(e)
             log.error("republish: %s failed: %s", x.describe(), e)
+    if out:
+        from chimera.report.archive import prune
+        prune()  # the archive rule: the runs these replace leave results/published/ for results/history/
     changed = write()
     log.info("republish: %d published, %d failed; %d pages re-rendered (review and commit them)", len(out),
              len(failed), len(changed))

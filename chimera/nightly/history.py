@@ -58,11 +58,15 @@ def history_rows(common: Mapping[str, object], m: NightMeasured) -> list[dict[st
     return rows
 
 
-def published_history(published: Path) -> pd.DataFrame:
-    """The history rows of the published nights (``results/published/nightly/*``), read from their manifests:
-    what a fresh clone's dashboard shows before it has run a night of its own."""
+def published_history(published: Path, retired: Path | None = None) -> pd.DataFrame:
+    """The history rows of the published nights (``results/published/nightly/*``) and of those the archive rule
+    retired (their manifests under ``results/history/nightly/``: chimera.report.archive), read from their
+    manifests: what a fresh clone's dashboard shows before it has run a night of its own."""
+    from chimera.report.archive import HISTORY
+    retired = HISTORY / "nightly" if retired is None else retired
     rows: list[dict[str, object]] = []
-    for mf in sorted(published.glob("*/manifest.json")):
+    files = sorted(published.glob("*/manifest.json")) + (sorted(retired.glob("*.json")) if retired.is_dir() else [])
+    for mf in files:
         man = Manifest.read(mf)
         measured = section(man, "measured", NightMeasured)
         if man.status != "complete" or measured is None:

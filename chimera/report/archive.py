@@ -1,0 +1,178 @@
+"""The rule of the results archive: what stays in ``results/published/``, and the history of what left it.
+
+``results/published/`` keeps, per (experiment, target, data), the newest published run: the one the book cites.
+An experiment whose pages read more than its newest run declares how many it keeps and why (``POLICY``). A run
+the rule retires leaves the tree at the next ``invoke publish`` (or ``invoke prune``); it stays in git history,
+and ``results/history/<experiment>/`` keeps its manifest (commit, fingerprint, timings, its measured sections)
+and one row in ``index.csv`` (its headline values, and the commit at which its files were last in the tree, to
+restore them: ``git checkout <commit> -- <path>``). ``invoke book --history EXPERIMENT`` lists it. The published
+tree has a budget (``BUDGET_BYTES``), which a test checks.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from chimera import paths
+from chimera.errors import ResultsError
+from chimera.formats.rundir import Manifest
+
+log = logging.getLogger(__name__)
+PUBLISHED = paths.ROOT / "results" / "published"
+HISTORY = paths.ROOT / "results" / "history"
+#: the most ``results/published/`` may hold (bytes); tests/test_archive.py checks it
+BUDGET_BYTES = 15 * 2**20
+
+
+@dataclass(frozen=True)
+class Keep:
+    """How many of the newest runs of each (experiment, target, data) stay (None: all), and why."""
+    newest: int | None
+    why: str
+
+
+DEFAULT = Keep(1, "the book cites the newest run of each experiment, target and data")
+#: experiments whose pages read more than their newest run; every entry says which page reads what
+POLICY: dict[str, Keep] = {
+    "ablation": Keep(2, "the ablation block compares the † rows with a run made from the same code"),
+    "latency": Keep(2, "two interleaved runs on one machine show whether the timing verdicts reproduce"),
+    "fresh-check": Keep(3, "set-up and suite times are read as the median of the newest three on one host"),
+    "mutate": Keep(None, "the mutation block counts every mutant the published runs drew (a few KB each)"),
+    "fuzz": Keep(None, "the fuzz block cites the longest run beside the newest (a few KB each)"),
+    "bench-fidelity": Keep(None, "a run made for some kinds of data leaves the others to an older run, and the "
+                                 "fidelity history block shows every run (CSV only, under 100 KB each)"),
+    "bench-toolchain": Keep(None, "one run per p4c/BMv2 pair: the version matrix shows every pair"),
+    "bench-bmv2files": Keep(None, "the BMv2 rate history block shows every run (a few KB each)"),
+    "bench-zeroloss": Keep(None, "the BMv2 rate history block shows every run (a few KB each)"),
+    "bench-bmv2ratio": Keep(None, "the BMv2 rate history block shows every run (a few KB each)"),
+}
+
+
+def policy(experiment: str) -> Keep:
+    return POLICY.get(experiment, DEFAULT)
+
+
+@dataclass(frozen=True)
+class Published:
+    """One published run as the archive sees it."""
+    path: Path
+    manifest: Manifest
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        m = self.manifest
+        return m.experiment, m.target, Path(m.dataset_override).name if m.dataset_override else ""
+
+
+def published_runs(published: Path = PUBLISHED) -> list[Published]:
+    out = []
+    for mf in sorted(published.glob("*/*/manifest.json")):
+        out.append(Published(mf.parent, Manifest.read(mf)))
+    return out
+
+
+def plan(published: Path = PUBLISHED) -> list[Published]:
+    """The runs the rule retires: beyond the newest ``policy(experiment).newest`` of each key (run ids sort by
+    time: they start with it)."""
+    by: dict[tuple[str, str, str], list[Published]] = {}
+    for r in published_runs(published):
+        by.setdefault(r.key, []).append(r)
+    out = []
+    for key, runs in sorted(by.items()):
+        keep = policy(key[0]).newest
+        if keep is None:
+            continue
+        out += sorted(runs, key=lambda r: r.manifest.run_id, reverse=True)[keep:]
+    return out
+
+
+def tree_bytes(published: Path = PUBLISHED) -> int:
+    return sum(p.stat().st_size for p in published.rglob("*") if p.is_file())
+
+
+def _head(root: Path) -> str | None:
+    r = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True)
+    return r.stdout.strip() or None if r.returncode == 0 else None
+
+
+def headline(run: Path) -> dict[str, Any]:
+    """A run's headline values for the history: each table's declared metrics, averaged over its rows (a table
+    whose schema is not known here contributes its numeric columns named ``f1``, ``macro_f1`` or ``auc``)."""
+    out: dict[str, Any] = {}
+    for p in sorted(run.glob("*.csv")):
+        try:
+            df = pd.read_csv(p)
+        except (OSError, ValueError, pd.errors.ParserError):
+            continue
+        for col in ("f1", "macro_f1", "auc", "switch_p50_us", "host_p50_us", "delivered_pps", "estimate"):
+            if col in df and pd.api.types.is_numeric_dtype(df[col]) and df[col].notna().any():
+                out[f"{p.stem}:{col}"] = float(df[col].mean())
+    return out
+
+
+def index_row(r: Published, in_tree_at: str | None, root: Path) -> dict[str, Any]:
+    m = r.manifest
+    return {"run_id": m.run_id, "experiment": m.experiment, "target": m.target, "data": r.key[2],
+            "commit": m.git.commit, "code_fingerprint": m.code_fingerprint, "status": m.status,
+            "started": m.started, "finished": m.finished,
+            "path": r.path.relative_to(root).as_posix() if r.path.is_relative_to(root) else str(r.path),
+            "in_tree_at": in_tree_at, **headline(r.path)}
+
+
+def retire(runs: list[Published], history: Path = HISTORY, root: Path = paths.ROOT) -> list[Path]:
+    """Move each run out of the tree: its manifest into ``history/<experiment>/``, a row into that folder's
+    ``index.csv``, its files removed (git history keeps them; the row says at which commit)."""
+    head = _head(root)
+    done = []
+    for r in runs:
+        d = history / r.manifest.experiment
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(r.path / "manifest.json", d / f"{r.manifest.run_id}.json")
+        idx = d / "index.csv"
+        old = pd.read_csv(idx, dtype=str) if idx.is_file() else pd.DataFrame()
+        row = pd.DataFrame([index_row(r, head, root)])
+        new = pd.concat([old, row], ignore_index=True) if len(old) else row
+        new.drop_duplicates("run_id", keep="last").to_csv(idx, index=False)
+        shutil.rmtree(r.path)
+        done.append(r.path)
+        log.info("archive: retired %s (history: %s)", r.path.relative_to(root) if r.path.is_relative_to(root)
+                 else r.path, idx.relative_to(root) if idx.is_relative_to(root) else idx)
+    return done
+
+
+def prune(published: Path = PUBLISHED, history: Path = HISTORY, root: Path = paths.ROOT) -> list[Path]:
+    """Apply the rule: retire what it retires, then check the budget (an error naming the largest experiments
+    where the tree is still over it: nothing is removed beyond the rule)."""
+    out = retire(plan(published), history, root)
+    size = tree_bytes(published)
+    if size > BUDGET_BYTES:
+        sizes = sorted(((sum(p.stat().st_size for p in d.rglob("*") if p.is_file()), d.name)
+                        for d in published.iterdir() if d.is_dir()), reverse=True)[:5]
+        raise ResultsError(f"results/published is {size / 2**20:.1f} MiB after the archive rule, over its budget of "
+                           f"{BUDGET_BYTES / 2**20:.0f} MiB; largest: " +
+                           ", ".join(f"{n} {s / 2**20:.1f} MiB" for s, n in sizes),
+                           "keep fewer runs of those (chimera/report/archive.py POLICY) or make their files lighter")
+    return out
+
+
+def history_table(experiment: str, history: Path = HISTORY) -> pd.DataFrame:
+    """The retired runs of ``experiment``, oldest first (empty where none)."""
+    idx = history / experiment / "index.csv"
+    return pd.read_csv(idx, dtype=str).fillna("").sort_values("run_id") if idx.is_file() else pd.DataFrame()
+
+
+def retired_manifests(experiment: str, history: Path = HISTORY) -> list[Manifest]:
+    """The manifests of ``experiment``'s retired runs, oldest first: what a history view reads."""
+    d = history / experiment
+    return [Manifest.read(p) for p in sorted(d.glob("*.json"))] if d.is_dir() else []
+
+
+def restore_hint(row: dict[str, Any]) -> str:
+    return f"git checkout {str(row.get('in_tree_at') or '')[:10]} -- {row.get('path')}"

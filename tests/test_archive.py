@@ -1,0 +1,60 @@
+"""The results archive has a rule and a budget (chimera/report/archive.py): the published tree holds the newest
+run of each experiment, target and data (more where a page reads more, each saying why), within its budget; what
+leaves it keeps its manifest and a row in the experiment's history."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from chimera.formats.rundir import Manifest
+from chimera.report import archive as A
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_published_tree_follows_the_rule_within_its_budget() -> None:
+    assert A.plan() == [], "run `invoke prune` (the archive rule) and commit what it moved"
+    assert A.tree_bytes() <= A.BUDGET_BYTES, f"results/published is {A.tree_bytes() / 2**20:.1f} MiB"
+    for exp, keep in A.POLICY.items():   # every exception says which page reads what
+        assert keep.why and (keep.newest is None or keep.newest > 1), exp
+
+
+def _two_runs(tmp: Path, experiment: str) -> tuple[Path, list[Path]]:
+    """A published tree with the two newest runs of one published key of ``experiment``, copied."""
+    runs = sorted(p.parent for p in (ROOT / "results" / "published" / experiment).glob("*/manifest.json"))
+    assert runs, experiment
+    pub = tmp / "published"
+    out = []
+    for i, src in enumerate([runs[-1], runs[-1]]):
+        m = Manifest.read(src / "manifest.json")
+        m.run_id = f"2020010{i + 1}-000000-{m.target}"           # older first
+        dst = pub / experiment / m.run_id
+        shutil.copytree(src, dst)
+        (dst / "manifest.json").write_text(m.model_dump_json(indent=2))
+        out.append(dst)
+    return pub, out
+
+
+def test_an_older_run_leaves_the_tree_for_its_history(tmp_path: Path) -> None:
+    pub, (old, new) = _two_runs(tmp_path, "roc")
+    hist = tmp_path / "history"
+    assert [r.path for r in A.plan(pub)] == [old]
+    gone = A.prune(pub, hist, tmp_path)
+    assert gone == [old] and not old.exists() and new.exists()
+    assert (hist / "roc" / f"{old.name}.json").is_file()
+    idx = pd.read_csv(hist / "roc" / "index.csv", dtype=str)
+    assert list(idx["run_id"]) == [old.name] and any(c.startswith("roc:") for c in idx.columns)
+    assert A.plan(pub) == []
+    assert list(A.history_table("roc", hist)["run_id"]) == [old.name]
+
+
+def test_a_retired_night_stays_in_the_dashboards_history(tmp_path: Path) -> None:
+    from chimera.nightly.history import published_history
+    pub, (old, new) = _two_runs(tmp_path, "nightly")
+    before = published_history(pub / "nightly", tmp_path / "none")
+    A.prune(pub, tmp_path / "history", tmp_path)
+    after = published_history(pub / "nightly", tmp_path / "history" / "nightly")
+    assert set(after["run_id"]) == set(before["run_id"]) == {old.name, new.name}
