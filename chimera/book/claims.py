@@ -33,7 +33,7 @@ import pandas as pd
 import yaml
 
 from chimera.book import fmt
-from chimera.book.blocks import CHIMERA, REAL, Book, accuracy_frame, accuracy_runs, block
+from chimera.book.blocks import CHIMERA, REAL, Book, accuracy_frame, accuracy_runs, block, fidelity_runs
 from chimera.book.fmt import f, n, signed
 from chimera.book.rules import (ADDED_US, BASIN, CONTRADICTED, FACTOR, FAMILY_CONFIDENCE, HIGH_AUC, INCONCLUSIVE,
                                 NEAR_CONSTANT, NOT, ORDERS, OUTCOMES, REPRODUCED, RULES, TAIL, TIE, TIMING_FAMILY,
@@ -262,14 +262,15 @@ YARDSTICKS = (("tree_f1", "Tree (yardstick)"), ("forest_f1", "Forest (yardstick)
 def yardstick_intervals(b: Book, p: dict[str, Any]) -> list[Claim]:
     """Chimera against each yardstick on each kind of data, over the bench's held-out seeds: paired per-seed
     differences, a t-interval simultaneous over the family, the three-outcome rule (chimera.book.rules)."""
-    r = b.runs.latest("bench-fidelity")
-    if r is None:
+    if b.runs.latest("bench-fidelity") is None:
         return []
-    d = r.csv("fidelity.csv")
-    d = d[d["seed_set"] == "held-out"] if "seed_set" in d else d.iloc[:0]
-    cells = [(name, g, col, yard) for name, g in d.groupby("data", sort=False) for col, yard in YARDSTICKS]
+    cells = []
+    for r, kinds in fidelity_runs(b):   # each kind of data from the newest run that has it, as the fidelity page
+        d = r.csv("fidelity.csv")
+        d = d[d["seed_set"].eq("held-out") & d["data"].isin(kinds)] if "seed_set" in d else d.iloc[:0]
+        cells += [(r, name, g, col, yard) for name, g in d.groupby("data", sort=False) for col, yard in YARDSTICKS]
     out = []
-    for name, g, col, yard in cells:
+    for r, name, g, col, yard in cells:
         g = g.sort_values("seed")
         diffs = list(g["chimera_int_f1"] - g[col])
         mean, lo, hi = paired_interval(diffs, family=len(cells))
@@ -818,6 +819,31 @@ def render(b: Book) -> str:
     for title, cs in parts:
         out += ["", f"### {title}", "", fmt.table(["claim", "paper", "ours", "run", "verdict"], [c.cells() for c in cs])]
     return "\n".join(out)
+
+
+@block("latency-twice")
+def latency_twice(b: Book) -> str:
+    """The timing verdicts of the two newest latency runs side by side: whether a second run on one machine gives
+    the same verdicts (issue 53's test of a timing rule). Each run is judged by the same rule, from its own trials."""
+    runs = sorted(b.runs.all("latency"), key=lambda r: r.run_id)[-2:]
+    if len(runs) < 2 or any("program" not in r.csv("latency_summary.csv") for r in runs):
+        return "Fewer than two interleaved latency runs are published: the timing verdicts have not been made twice."
+    rows, verdicts = [], []
+    for r in runs:
+        tm = timing_intervals(r.table(LATENCY_SUMMARY))
+        judged = {"added": bound_verdict(*tm["added"], ADDED_US, below=True)[0],
+                  "tail": bound_verdict(*tm["tail"], TAIL, below=True)[0],
+                  "slower": bound_verdict(*tm["slower"], ORDERS, below=False)[0]}
+        verdicts.append(judged)
+        rows.append([r.cite(), r.manifest.environment.get("kernel", "—"),
+                     *(f"{tm[k][0]:.3g} [{tm[k][1]:.3g}, {tm[k][2]:.3g}]: {judged[k]}" for k in judged)])
+    same = verdicts[0] == verdicts[1]
+    return ("The two newest latency runs, each judged by the timing rule on its own repeats (docs/claims.md): " +
+            ("the same three verdicts." if same else "**verdicts that differ**: the rule does not yet give one "
+             "verdict on this machine.") + "\n\n" +
+            fmt.table(["run", "kernel", f"added over the bare path (µs; bound {ADDED_US:g})",
+                       f"in-switch p99 / p50 (bound {TAIL:g})", f"software host / switch p50 (bound {ORDERS:g})"],
+                      rows))
 
 
 @block("claims-ledger")
