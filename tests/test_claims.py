@@ -274,3 +274,38 @@ def test_table1_orderings_recomputed_independently(ledger: list[tuple[str, list[
             assert row.verdict == want, (row.claim, row.verdict, want, ours, paper)
             checked += 1
     assert checked >= 8 * 3 - 3, checked   # every paper method on every dataset we ran
+
+
+def test_table3_orderings_recomputed_independently(ledger: list[tuple[str, list[C.Claim]]]) -> None:
+    """Table 3's ordering verdicts (each row against Chimera's F1), recomputed from the ablation run's CSV and the
+    paper's printed text with none of the ledger's arithmetic (the rule as for Table 1, above)."""
+    from decimal import Decimal, ROUND_HALF_EVEN
+    text = (ROOT / "paper" / "claims.yaml").read_text()
+    block = text[text.index("table3_ablation:"):text.index("  claims:", text.index("table3_ablation:"))]
+    printed = {m.group(1).strip(): [v.strip() for v in m.group(2).split(",")]
+               for m in re.finditer(r"^\s{4}(\S[^:]*):\s*\[(.*)\]\s*$", block, re.M)}
+    chimera_p = printed["Linearized (Chimera)"][0]
+    checked = 0
+    for _, cs in ledger:
+        for c in cs:
+            if c.table != "Table 3" or not c.claim.endswith(": F1 against Chimera's") or \
+                    c.verdict in (C.UNTESTABLE, C.UNINFORMATIVE):
+                continue
+            name = c.claim.removesuffix(": F1 against Chimera's")
+            run_dir = ROOT / re.search(r"`([^`]+)`", c.run).group(1)   # type: ignore[union-attr]
+            f1 = pd.read_csv(run_dir / "ablation.csv").set_index("variant")["macro_f1"]
+            nd = max(-Decimal(printed[name][0]).as_tuple().exponent, -Decimal(chimera_p).as_tuple().exponent)
+            q = Decimal(1).scaleb(-nd)
+            r = (lambda x: Decimal(repr(float(x))).quantize(q, rounding=ROUND_HALF_EVEN))
+            ours = r(f1[C.CHIMERA]) - r(f1[C.T3_NAMES[name]])
+            paper = Decimal(chimera_p) - Decimal(printed[name][0])
+            t = Decimal("0.005")
+            if abs(ours) <= t:
+                want = C.REPRODUCED if abs(paper) <= t else C.NOT
+            elif abs(paper) <= t:
+                want = C.NOT
+            else:
+                want = C.REPRODUCED if (ours > 0) == (paper > 0) else C.NOT
+            assert c.verdict == want, (c.claim, c.verdict, want, ours, paper)
+            checked += 1
+    assert checked >= 6, checked
