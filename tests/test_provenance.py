@@ -175,3 +175,17 @@ def test_a_golden_and_a_night_from_one_commit_judge_every_exact_check(repo: Path
     assert "kinds/accuracy/run.py" in str(moved["accuracy@reference"])
     assert exact(moved)["accuracy@reference"] == "no-verdict"
     assert {v for k, v in exact(moved).items() if k != "accuracy@reference"} == {"pass"}
+
+
+def test_a_sweep_depends_on_its_experiment_not_on_everything() -> None:
+    """A sweep of one experiment starts at the runner, the sweep driver, that experiment's kind and YAML and its
+    target: a fix elsewhere does not stale it (it once fell through to 'everything')."""
+    from chimera.book.scope import RUNNER, SWEEP, kind_packages, scope_of
+    from chimera.formats.rundir import Manifest
+    from chimera.sweep.driver import SweepRecord
+    m = Manifest(experiment="sweep-accuracy", run_id="20260101-000000-reference", target="reference", kind="sweep")
+    m.put("sweep", SweepRecord(experiment="accuracy", seeds=[11, 12], target="reference", executor="sequential"))
+    s = scope_of(m)
+    assert not s.everything
+    assert {RUNNER, SWEEP, kind_packages()["accuracy"], "chimera.targets.reference"} <= set(s.modules)
+    assert s.files == ("experiments/accuracy.yaml",)

@@ -32,6 +32,8 @@ ENTRIES: dict[str, Scope] = {
 WHOLE = ("fresh-check", "bench-suite")
 #: the module every experiment run starts from
 RUNNER = "chimera.experiments.runner"
+#: where a sweep's own code starts (its tasks are runs of the swept experiment, from the runner)
+SWEEP = "chimera.sweep.driver"
 BENCH_PREFIX = "bench-"
 
 
@@ -71,10 +73,28 @@ def _own(m: Manifest) -> Scope:
         return Scope((RUNNER, kind_packages()[m.kind], *targets), (f"experiments/{m.experiment}.yaml",))
     if m.experiment in ENTRIES:
         return ENTRIES[m.experiment] | Scope(targets)
+    if m.kind == "sweep":   # a sweep of one experiment: the runner, the sweep, that experiment's kind and YAML
+        from chimera.sweep.driver import SweepRecord
+        sw = m.get("sweep", SweepRecord)
+        kind = _experiment_kind(sw.experiment) if sw is not None else None
+        if sw is not None and kind in kind_packages():
+            return Scope((RUNNER, SWEEP, kind_packages()[kind], *targets, *target_modules([sw.target])),
+                         (f"experiments/{sw.experiment}.yaml",))
     if m.experiment.startswith(BENCH_PREFIX) and m.experiment[len(BENCH_PREFIX):] in BENCHES:
         b = BENCHES[m.experiment[len(BENCH_PREFIX):]]
         return Scope((b.module, *targets, *target_modules([b.target or ""])))
     return EVERYTHING
+
+
+def _experiment_kind(experiment: str) -> str | None:
+    """The kind an experiment of experiments/ declares (None: a YAML path from elsewhere, or no such file)."""
+    import yaml
+    from chimera.report.provenance import ROOT
+    p = ROOT / "experiments" / f"{experiment}.yaml"
+    if not p.is_file():
+        return None
+    kind = (yaml.safe_load(p.read_text()) or {}).get("kind")
+    return str(kind) if kind else None
 
 
 def run_scope(run_dir: Path) -> Scope:
