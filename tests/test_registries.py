@@ -322,7 +322,8 @@ def test_invoke_lists_the_documented_commands_at_the_top_level() -> None:
                          check=True).stdout
     listed = set(re.findall(r"^  ([a-z0-9-]+)\s", out, re.M))
     assert listed == {"bench", "book", "build", "clean", "compare", "dashboard", "dataset", "fuzz", "join-sweep",
-                      "mutate", "nightly", "p4header", "p4info", "publish", "replay", "report", "reproduce", "republish", "run-experiment",
+                      "mutate", "nightly", "p4header", "p4info", "prune", "publish", "replay", "report", "reproduce",
+                      "republish", "run-experiment",
                       "setup", "sweep", "test", "topo"}
     readme = (ROOT / "README.md").read_text()
     assert not [t for t in listed if f"invoke {t}" not in readme]
