@@ -237,13 +237,30 @@ def test_chimera_against_the_yardsticks_is_judged_on_held_out_seeds(ledger: list
     assert all(c.interval and "over seeds 11, 12, 13, 14, 15" in c.why for c in real), [c.why for c in real]
 
 
+def _ordering_by_hand(paper_chimera: str, paper_other: str, ours_chimera: float, ours_other: float) -> str:
+    """The ordering rule written out again, apart from the ledger's code: at the paper's printed places, rounded
+    half-even, the paper's sign of (Chimera − other) holds in ours with |ours| > 0.005; |ours| <= 0.005 is a tie,
+    reproduced only where the paper's gap is one too."""
+    from decimal import Decimal, ROUND_HALF_EVEN
+    nd = max(-Decimal(paper_other).as_tuple().exponent, -Decimal(paper_chimera).as_tuple().exponent)
+    q = Decimal(1).scaleb(-nd)
+    ours = (Decimal(repr(float(ours_chimera))).quantize(q, rounding=ROUND_HALF_EVEN) -
+            Decimal(repr(float(ours_other))).quantize(q, rounding=ROUND_HALF_EVEN))
+    paper = Decimal(paper_chimera) - Decimal(paper_other)
+    t = Decimal("0.005")
+    if abs(ours) <= t:
+        return C.REPRODUCED if abs(paper) <= t else C.NOT
+    if abs(paper) <= t:
+        return C.NOT
+    return C.REPRODUCED if (ours > 0) == (paper > 0) else C.NOT
+
+
 def test_table1_orderings_recomputed_independently(ledger: list[tuple[str, list[C.Claim]]]) -> None:
     """Every Table 1 ordering verdict, recomputed here from the run's own CSV and the paper's printed text with
     none of the ledger's arithmetic (its decimals, rounding, tie rule): a slip in claims.py or rules.py shows as a
     disagreement. The rule, as docs/claims.md states it: at the paper's printed places, rounded half-even, the
     paper's sign of (Chimera − method) holds in ours with |ours| > 0.005; |ours| <= 0.005 is a tie, reproduced
     only where the paper's gap is one too."""
-    from decimal import Decimal, ROUND_HALF_EVEN
     text = (ROOT / "paper" / "claims.yaml").read_text()
     block = text[text.index("table1_accuracy:"):text.index("table2_resources:")]
     cols = yaml.safe_load(block)["table1_accuracy"]["columns"]
@@ -262,19 +279,8 @@ def test_table1_orderings_recomputed_independently(ledger: list[tuple[str, list[
             acc = pd.read_csv(run_dir / "accuracy.csv")
             acc = acc[(acc["dataset"] == ds) & (acc["task"] == "classification")].set_index("method")["f1"]
             ours_name = C.T1_NAMES.get(name, name)
-            nd = max(-Decimal(vals[c]).as_tuple().exponent, -Decimal(printed["Chimera"][c]).as_tuple().exponent)
-            q = Decimal(1).scaleb(-nd)
-            r = (lambda x: Decimal(repr(float(x))).quantize(q, rounding=ROUND_HALF_EVEN))
-            ours = r(acc["Chimera"]) - r(acc[ours_name])
-            paper = Decimal(printed["Chimera"][c]) - Decimal(vals[c])
-            t = Decimal("0.005")
-            if abs(ours) <= t:
-                want = C.REPRODUCED if abs(paper) <= t else C.NOT
-            elif abs(paper) <= t:
-                want = C.NOT
-            else:
-                want = C.REPRODUCED if (ours > 0) == (paper > 0) else C.NOT
-            assert row.verdict == want, (row.claim, row.verdict, want, ours, paper)
+            want = _ordering_by_hand(printed["Chimera"][c], vals[c], acc["Chimera"], acc[ours_name])
+            assert row.verdict == want, (row.claim, row.verdict, want)
             checked += 1
     assert checked >= 8 * 3 - 3, checked   # every paper method on every dataset we ran
 
@@ -282,7 +288,6 @@ def test_table1_orderings_recomputed_independently(ledger: list[tuple[str, list[
 def test_table3_orderings_recomputed_independently(ledger: list[tuple[str, list[C.Claim]]]) -> None:
     """Table 3's ordering verdicts (each row against Chimera's F1), recomputed from the ablation run's CSV and the
     paper's printed text with none of the ledger's arithmetic (the rule as for Table 1, above)."""
-    from decimal import Decimal, ROUND_HALF_EVEN
     text = (ROOT / "paper" / "claims.yaml").read_text()
     block = text[text.index("table3_ablation:"):text.index("  claims:", text.index("table3_ablation:"))]
     printed = {m.group(1).strip(): [v.strip() for v in m.group(2).split(",")]
@@ -297,18 +302,7 @@ def test_table3_orderings_recomputed_independently(ledger: list[tuple[str, list[
             name = c.claim.removesuffix(": F1 against Chimera's")
             run_dir = ROOT / re.search(r"`([^`]+)`", c.run).group(1)   # type: ignore[union-attr]
             f1 = pd.read_csv(run_dir / "ablation.csv").set_index("variant")["macro_f1"]
-            nd = max(-Decimal(printed[name][0]).as_tuple().exponent, -Decimal(chimera_p).as_tuple().exponent)
-            q = Decimal(1).scaleb(-nd)
-            r = (lambda x: Decimal(repr(float(x))).quantize(q, rounding=ROUND_HALF_EVEN))
-            ours = r(f1[C.CHIMERA]) - r(f1[C.T3_NAMES[name]])
-            paper = Decimal(chimera_p) - Decimal(printed[name][0])
-            t = Decimal("0.005")
-            if abs(ours) <= t:
-                want = C.REPRODUCED if abs(paper) <= t else C.NOT
-            elif abs(paper) <= t:
-                want = C.NOT
-            else:
-                want = C.REPRODUCED if (ours > 0) == (paper > 0) else C.NOT
-            assert c.verdict == want, (c.claim, c.verdict, want, ours, paper)
+            want = _ordering_by_hand(chimera_p, printed[name][0], f1[C.CHIMERA], f1[C.T3_NAMES[name]])
+            assert c.verdict == want, (c.claim, c.verdict, want)
             checked += 1
     assert checked >= 6, checked
