@@ -240,7 +240,7 @@ def table1(b: Book, p: dict[str, Any]) -> list[Claim]:
     claim = p["table1_accuracy"]["claim"]
     largest = max(dec(ch_paper[cols.index(f"{d}_f1")]) - max(dec(v[cols.index(f"{d}_f1")]) for k, v in rows.items()
                                                                if k != "Chimera") for d in DATASETS)
-    swept = real_set_intervals(b)
+    swept = real_set_intervals(b, p)
     out += [c for _, c in swept]
     for (frag, r), label in zip(accuracy_runs(b)[1:], [REAL[fr] for fr, _ in accuracy_runs(b)[1:]]):
         if label not in df.columns or frag in dict(swept):   # judged over held-out seeds instead
@@ -257,7 +257,7 @@ def table1(b: Book, p: dict[str, Any]) -> list[Claim]:
     return out + yardstick_intervals(b, p)
 
 
-def real_set_intervals(b: Book) -> list[tuple[str, Claim]]:
+def real_set_intervals(b: Book, p: dict[str, Any]) -> list[tuple[str, Claim]]:
     """Table 1's sentence on each small real set, over the seeds of the newest published sweep of the accuracy
     experiment (``invoke sweep --name accuracy --seeds 11,...``): per method, the paired per-seed differences
     Chimera − method, a t-interval simultaneous over every (set, method) of the sweep, the one-sided rule for "the
@@ -271,7 +271,7 @@ def real_set_intervals(b: Book) -> list[tuple[str, Claim]]:
     sets = [(frag, label, g) for frag, label in REAL.items()
             for name, g in a.groupby("dataset") if frag in str(name)]
     family = sum(g["method"].nunique() - 1 for _, _, g in sets)
-    claim = paper()["table1_accuracy"]["claim"].split(" while")[0]
+    claim = p["table1_accuracy"]["claim"].split(" while")[0]
     out = []
     for frag, label, g in sets:
         wide = g.pivot_table(index="seed", columns="method", values="f1")
@@ -868,11 +868,12 @@ def latency_twice(b: Book) -> str:
     """The timing verdicts of the two newest latency runs side by side: whether a second run on one machine gives
     the same verdicts (issue 53's test of a timing rule). Each run is judged by the same rule, from its own trials."""
     runs = sorted(b.runs.all("latency"), key=lambda r: r.run_id)[-2:]
-    if len(runs) < 2 or any("program" not in r.csv("latency_summary.csv") for r in runs):
+    trials = [r.csv("latency_summary.csv") for r in runs]   # runs before the interleaving have no "program"
+    if len(runs) < 2 or any("program" not in t for t in trials):
         return "Fewer than two interleaved latency runs are published: the timing verdicts have not been made twice."
     rows, verdicts = [], []
-    for r in runs:
-        tm = timing_intervals(r.table(LATENCY_SUMMARY))
+    for r, t in zip(runs, trials):
+        tm = timing_intervals(t)
         judged = {"added": bound_verdict(*tm["added"], ADDED_US, below=True)[0],
                   "tail": bound_verdict(*tm["tail"], TAIL, below=True)[0],
                   "slower": bound_verdict(*tm["slower"], ORDERS, below=False)[0]}

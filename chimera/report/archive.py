@@ -168,11 +168,5 @@ def history_table(experiment: str, history: Path = HISTORY) -> pd.DataFrame:
     return pd.read_csv(idx, dtype=str).fillna("").sort_values("run_id") if idx.is_file() else pd.DataFrame()
 
 
-def retired_manifests(experiment: str, history: Path = HISTORY) -> list[Manifest]:
-    """The manifests of ``experiment``'s retired runs, oldest first: what a history view reads."""
-    d = history / experiment
-    return [Manifest.read(p) for p in sorted(d.glob("*.json"))] if d.is_dir() else []
-
-
 def restore_hint(row: dict[str, Any]) -> str:
     return f"git checkout {str(row.get('in_tree_at') or '')[:10]} -- {row.get('path')}"
