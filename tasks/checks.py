@@ -158,17 +158,15 @@ THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 def test(c: Context, k: str = "", x: bool = False, workers: int = -1) -> None:
     """Run the test suite (tests needing root/BMv2 skip with a reason where absent).
 
-    Test files run in parallel, one worker per core and one more (pytest-xdist, a file's tests on one worker so
-    its module fixtures are built once), the longest first (tests/conftest.py: LONG_FIRST, kept in that order by
-    --no-loadscope-reorder). The testbed tests take turns through the machine-wide testbed lock and wait on their
-    replays' pace, so at most two workers run testbed files at once while other files are left (conftest:
-    TESTBED_WORKERS), and the extra worker keeps the cores busy meanwhile. The workers are the
-    parallelism: each runs its math libraries on one thread (OMP/OpenBLAS/MKL, unless set already), since their
-    thread pools on every worker at once oversubscribe the cores and spin."""
+    Tests run in parallel, one worker per core and one more (pytest-xdist, --dist loadgroup): a file's tests on
+    one worker, so its module fixtures are built once, and the testbed files' tests on one worker together (their
+    `xdist_group` mark; their testbeds take turns through the machine-wide lock anyway), the largest groups first.
+    The workers are the parallelism: each runs its math libraries on one thread (OMP/OpenBLAS/MKL, unless set
+    already), since their thread pools on every worker at once oversubscribe the cores and spin."""
     py = python()
     one = {} if workers == 0 else {v: os.environ.get(v, "1") for v in THREAD_VARS}
     par = [] if workers == 0 else ["-n", str((os.cpu_count() or 1) + 1) if workers < 0 else str(workers),
-                                   "--dist", "loadfile", "--no-loadscope-reorder", "--durations", "10"]
+                                   "--dist", "loadgroup", "--durations", "10"]
     args = ["-m", "pytest", "-ra", "-q", *par] + (["-k", k] if k else []) + (["-x"] if x else [])
     r = subprocess.run([py, *args], cwd=ROOT, check=False, env={**os.environ, **one})
     if r.returncode == 5:

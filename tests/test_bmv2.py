@@ -18,6 +18,9 @@ from chimera.testbed.replay import ReplayConfig
 
 from builders import STRESS_PCAP, assert_conformant, quickstart_artifact
 
+#: brings up testbeds: runs on the one worker of the group "testbed" (tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("testbed")
+
 WHY = Bmv2Target.unavailable_reason()
 FILES_WHY = files_unavailable_reason()
 PACED = ReplayConfig(clock="switch", mode="pps", pps=300)

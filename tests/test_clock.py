@@ -30,6 +30,9 @@ from chimera.testbed.timeline import KEEP_NS, compress_gaps
 from builders import ROOT, long_gap_captures, quickstart_artifact
 from test_reference import random_artifact, random_packets
 
+#: brings up testbeds: runs on the one worker of the group "testbed" (tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("testbed")
+
 FIELDS = ("label", "flags", "score", "rule_id", "centroid")
 
 

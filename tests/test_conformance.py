@@ -31,6 +31,9 @@ from builders import COALESCED_PCAP, STRESS_PCAP, assert_conformant, quickstart_
 from chimera.fuzz.oracle import oracle, rows_of
 from chimera.metrics.classification import macro_f1
 
+#: brings up testbeds: runs on the one worker of the group "testbed" (tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("testbed")
+
 #: (target, clock) for every registered target and every clock its record names (the reference: the capture's
 #: own timestamps, the trace's clock, only). Each replays at its record's ``conformance_pps``, a rate it holds with
 #: no loss here (conformance does not depend on it: the clock is the shim's or the verdict's own ingress

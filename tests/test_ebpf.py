@@ -28,7 +28,8 @@ from chimera.testbed.topology import LOCK_NAME, LOCK_OWNER_ENV, STATE_DIR
 from builders import ROOT, STRESS_PCAP, assert_conformant, holding_the_testbed_lock, quickstart_artifact
 
 WHY = EbpfTarget.unavailable_reason()
-pytestmark = [pytest.mark.root, pytest.mark.skipif(WHY is not None, reason=f"eBPF testbed unavailable here: {WHY}")]
+pytestmark = [pytest.mark.root, pytest.mark.skipif(WHY is not None, reason=f"eBPF testbed unavailable here: {WHY}"),
+              pytest.mark.xdist_group("testbed")]   # brings up testbeds: the group's one worker (conftest)
 FAST = ReplayConfig(clock="trace", pps=4000)  # the trace clock: pacing is free
 OUR_PROGRAMS = ("chimera_ingress", "redirect", "mark_only")
 

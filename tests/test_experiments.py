@@ -72,6 +72,24 @@ def test_runner_writes_complete_results_deterministically(tmp_path: Path) -> Non
     assert not list((tmp_path / "results" / "tiny").glob(".*.partial"))
 
 
+def test_variants_under_the_budget_each_score_the_same_configurations(tmp_path: Path) -> None:
+    """With ``tuning: full`` every variant is trained as Table 1's methods are (chimera.baselines.budget): the same
+    number of validation scorings as every method, the kept configuration and its epochs recorded, a choice at the
+    grid's edge flagged. Without it, the epochs are recorded and nothing claims a budget."""
+    from chimera.baselines.budget import CONFIGS, EPOCH_CAP, SEARCHES, Search
+    out = run(tmp_path, tiny(tmp_path, tuning="full", variants=TINY["variants"][:2]))
+    t = pd.read_csv(out / "ablation.csv").set_index("variant")
+    labels = [Search.label(c) for c in SEARCHES["Chimera"].configs("full")]
+    assert (t["configs_tried"] == CONFIGS).all() and (t["scorings"] == CONFIGS).all()
+    assert t["chosen"].isin(labels).all() and (t["epoch_cap"] == EPOCH_CAP).all()
+    assert t["stopped_by"].isin(["patience", "cap"]).all() and (t["epochs_run"] >= 1).all()
+    assert all(r.validation.split("; ")[0].startswith(labels[0]) for r in t.itertuples())
+    # the optimizer grid crosses two values per axis: every choice sits at an edge, and says so
+    assert t["at_edge"].str.contains("grid's").all()
+    plain = pd.read_csv(run(tmp_path, tiny(tmp_path, variants=TINY["variants"][:1])) / "ablation.csv")
+    assert plain["epochs_run"].iloc[0] >= 1 and "configs_tried" not in plain
+
+
 def test_budget_violation_fails_cleanly_and_keeps_earlier_results(tmp_path: Path) -> None:
     p = tiny(tmp_path)
     good = run(tmp_path, p)

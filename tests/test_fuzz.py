@@ -22,6 +22,9 @@ from chimera.fuzz.strategies import Context, sample_sequences
 from chimera.targets.registry import target_class
 from chimera.testbed.nodes import BuildOptions
 
+#: brings up testbeds: runs on the one worker of the group "testbed" (tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("testbed")
+
 TESTBEDS = ["ebpf", "bmv2"]
 
 

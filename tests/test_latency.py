@@ -14,6 +14,9 @@ from chimera.targets.ebpf import EbpfTarget
 
 from builders import ROOT
 
+#: brings up testbeds: runs on the one worker of the group "testbed" (tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("testbed")
+
 WHY = EbpfTarget.unavailable_reason()
 
 

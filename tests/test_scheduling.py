@@ -1,5 +1,5 @@
-"""The suite's own mechanics (tests/conftest.py): files that bring up testbeds take turns, so the cores keep busy;
-every collected test is one the file defines."""
+"""The suite's own mechanics (tests/conftest.py): every test runs in a group, a file's tests together and the testbed
+files' tests on one worker; every collected test is one the file defines."""
 
 from __future__ import annotations
 
@@ -7,17 +7,36 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from xdist.scheduler import LoadGroupScheduling
 
-from conftest import TESTBED_FILES, TESTBED_WORKERS, pytest_xdist_make_scheduler
+TESTBED = "testbed"
+
+
+def _group(item: pytest.Item) -> str | None:
+    mark = item.get_closest_marker("xdist_group")
+    return None if mark is None else str(mark.args[0] if mark.args else mark.kwargs.get("name"))
+
+
+def test_every_test_runs_in_its_files_group_or_the_testbed_group(request: pytest.FixtureRequest) -> None:
+    """A test file is one group (its module fixtures built once); a file that brings up testbeds says so with the
+    ``testbed`` group, and all of its tests carry it."""
+    groups: dict[str, set[str | None]] = {}
+    for item in request.session.items:
+        groups.setdefault(item.path.name, set()).add(_group(item))
+    assert all(None not in g for g in groups.values()), {f: g for f, g in groups.items() if None in g}
+    mixed = {f: g for f, g in groups.items() if len(g) != 1 or g not in ({f}, {TESTBED})}
+    assert mixed == {}
+    assert groups.get("test_scheduling.py") == {"test_scheduling.py"}
+    assert all(groups[f] == {TESTBED} for f in ("test_ebpf.py", "test_conformance.py", "test_clock.py") if f in groups)
 
 
 class _Config:
-    """What xdist's load-file scheduler reads of pytest's config: three workers, collection order kept."""
+    """What xdist's load-group scheduler reads of pytest's config: three workers, the largest groups first."""
 
-    option = SimpleNamespace(loadscopereorder=False, dist="loadfile")
+    option = SimpleNamespace(loadscopereorder=True, dist="loadgroup")
 
     def getvalue(self, name: str) -> Any:
-        return {"tx": ["3*popen"], "dist": "loadfile"}[name]
+        return {"tx": ["3*popen"], "dist": "loadgroup"}[name]
 
     getoption = getvalue
 
@@ -37,31 +56,28 @@ class _Worker:
         self.shutting_down = True
 
 
-def test_at_most_two_workers_run_testbed_files_while_other_files_wait() -> None:
-    testbed = list(TESTBED_FILES[:4])
-    files = testbed + ["test_nightly.py", "test_types.py", "test_rules.py", "test_formats.py"]
-    collection = [f"tests/{f}::t{i}" for f in files for i in range(3)]
-    sched = pytest_xdist_make_scheduler(_Config(), None)  # type: ignore[arg-type]
+def test_the_testbed_group_runs_on_one_worker_while_the_others_take_the_files() -> None:
+    files = {"test_ebpf.py": TESTBED, "test_clock.py": TESTBED, "test_topology.py": TESTBED,
+             "test_nightly.py": "test_nightly.py", "test_types.py": "test_types.py", "test_rules.py": "test_rules.py"}
+    collection = [f"tests/{f}::t{i}@{g}" for f, g in files.items() for i in range(3)]
+    sched = LoadGroupScheduling(_Config(), None)  # type: ignore[arg-type]
     workers = [_Worker(n) for n in range(3)]
     for w in workers:
         sched.add_node(w)
         sched.add_node_collection(w, collection)
     sched.schedule()
+    where: dict[str, set[str]] = {}
     ran: list[str] = []
-    peak = 0
     while any(w.queue for w in workers):
-        running = {w for w in workers for i in w.queue if collection[i].split("/")[1].split("::")[0] in testbed}
-        left = [s for s in sched.workqueue if s.split("/")[1] not in testbed]
-        if left:  # other files are still to start: the testbed files are on at most TESTBED_WORKERS workers
-            assert len(running) <= TESTBED_WORKERS, (len(running), left)
-            peak = max(peak, len(running))
         for w in workers:  # each worker finishes its next test, in turn
             if w.queue:
                 i = w.queue.pop(0)
                 ran.append(collection[i])
+                where.setdefault(collection[i].rsplit("@", 1)[1], set()).add(w.gateway.id)
                 sched.mark_test_complete(w, i)
     assert sorted(ran) == sorted(collection)  # every test ran once
-    assert peak == TESTBED_WORKERS  # and meanwhile that many ran side by side
+    assert all(len(w) == 1 for w in where.values()), where  # each group on one worker: the testbed files together
+    assert len(set().union(*where.values())) == 3  # and the other workers took the other files meanwhile
 
 
 def test_every_collected_test_is_defined_in_its_own_file(request: pytest.FixtureRequest) -> None:

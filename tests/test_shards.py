@@ -21,6 +21,9 @@ from chimera.testbed.replay import ReplayConfig
 
 from builders import STRESS_PCAP, BuiltArtifact, assert_conformant, holding_the_testbed_lock, quickstart_artifact
 
+#: brings up testbeds: runs on the one worker of the group "testbed" (tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("testbed")
+
 FIELDS = ("label", "flags", "score", "rule_id", "centroid", "map_version")
 TESTBEDS = [c.name for c in with_capability(Capability.TESTBED)]
 

@@ -15,6 +15,9 @@ import pytest
 from chimera.testbed import topology
 from chimera.testbed.nodes import TargetSwitch
 
+#: brings up testbeds: runs on the one worker of the group "testbed" (tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("testbed")
+
 HOLD = textwrap.dedent("""
     import logging, sys
     from pathlib import Path

@@ -97,6 +97,11 @@ REPLAY_COLUMNS: dict[str, Dtype] = {
     "latency_switch_p99_us": F, "latency_host_p50_us": F, "latency_host_p99_us": F, "sent_pps": F, "switch_pps": F,
     "recv_pps": F, "new_flows": I, "shards": I, "macro_f1_unsharded_reference": F}
 
+#: how a model was trained and chosen (chimera.baselines.budget.tuning_columns, and the epochs of the kept model)
+TRAINING_COLUMNS: dict[str, Dtype] = {
+    "configs_tried": I, "scorings": I, "chosen": S, "at_edge": S, "val_f1": F, "validation": S, "cap_reached_in": I,
+    "epochs_run": I, "stopped_by": S, "epoch_cap": I}
+
 SUMMARY_METRICS: dict[str, Dtype] = {"macro_precision": F, "macro_recall": F, "macro_f1": F, "accuracy": F,
                                      "packets": I}
 

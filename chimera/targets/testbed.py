@@ -186,7 +186,7 @@ class TestbedTarget(Target):
         self._stack.close()
 
     def baselines(self) -> dict[str, str]:
-        return dict(self.switch_cls.baselines)
+        return {name: b.what for name, b in self.switch_cls.baselines.items()}
 
     def time_programs(self, on: bool = True) -> bool:
         self._timing = on
@@ -359,7 +359,7 @@ class TestbedTarget(Target):
         s1.timing = self._timing
         s1.load_baseline(program, art)
         try:
-            marked = program != "bare"  # h2 captures only verdict-marked frames, unless none are marked
+            marked = self.switch_cls.baselines[program].marks  # h2 captures marked frames only, where they are
             with ReplaySession(tb.h1, tb.h2, run_dir / "replay", slug, switch_alive=s1.alive,
                                rx_filter=None if marked else "", cpu=self.sender_cpu) as session:
                 session.send(prep.pcap, plan.pace, len(prep.frames), desc=slug, limit=plan.frames)

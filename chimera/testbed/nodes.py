@@ -63,13 +63,22 @@ class BuildOptions:
         return (b"coverage;" if self.coverage else b"") + (self.source.read_bytes() if self.source else b"")
 
 
+@dataclass(frozen=True)
+class Baseline:
+    """A program that does part of the pipeline's work on the same path, to time what the rest costs: what it
+    does, and whether it marks each frame with the verdict header (the receiver captures only marked frames where
+    it does, and every frame where it does not)."""
+
+    what: str
+    marks: bool
+
+
 class TargetSwitch(Switch, abc.ABC):
     """A switch running the Chimera pipeline on some target, in its own network namespace."""
 
     target = "abstract"
-    #: programs that do part of the pipeline's work on the same path, to time what the rest costs:
-    #: name -> what it does (load_baseline loads one)
-    baselines: ClassVar[dict[str, str]] = {}
+    #: programs that do part of the pipeline's work on the same path, by name (load_baseline loads one)
+    baselines: ClassVar[dict[str, Baseline]] = {}
 
     def __init__(self, name: str, build_dir: Path | None = None, run_dir: Path | None = None,
                  build: BuildOptions | None = None, **params: Any) -> None:

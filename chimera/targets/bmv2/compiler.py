@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from chimera.compile.header import render
@@ -97,11 +99,17 @@ def p4c_binary() -> str:
 
 def run_p4c(p4c: str, src: Path, js: Path, extra: list[str], fix: str, name: Path | None = None) -> Path:
     """p4c-bm2-ss (v1model, P4_16) on ``src`` into ``js``, written under a temporary name and renamed when
-    complete, so a failed or interrupted compile never leaves a JSON the cache would trust."""
-    tmp = Path(str(js) + ".tmp")
-    r = subprocess.run([p4c, "--arch", "v1model", "--std", "p4-16", *extra, "-o", str(tmp), str(src)],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        raise CompilationError(f"p4c-bm2-ss failed on {name or src}:\n{r.stderr[-4000:]}", fix)
-    tmp.replace(js)
+    complete, so a failed or interrupted compile never leaves a JSON the cache would trust; the name is this
+    compile's own, so compiles of one program at once never take each other's file."""
+    fd, name_tmp = tempfile.mkstemp(prefix=f".{js.name}.", suffix=".tmp", dir=js.parent)
+    os.close(fd)
+    tmp = Path(name_tmp)
+    try:
+        r = subprocess.run([p4c, "--arch", "v1model", "--std", "p4-16", *extra, "-o", str(tmp), str(src)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise CompilationError(f"p4c-bm2-ss failed on {name or src}:\n{r.stderr[-4000:]}", fix)
+        os.replace(tmp, js)
+    finally:
+        tmp.unlink(missing_ok=True)
     return js

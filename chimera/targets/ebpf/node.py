@@ -10,7 +10,7 @@ from chimera.errors import TargetError
 from chimera.formats.artifact import Artifact
 from chimera.targets.ebpf.build import build_object, build_redirect_object
 from chimera.targets.ebpf.loader import EbpfPipeline
-from chimera.testbed.nodes import TargetSwitch
+from chimera.testbed.nodes import Baseline, TargetSwitch
 
 log = logging.getLogger(__name__)
 
@@ -19,9 +19,9 @@ class EbpfSwitch(TargetSwitch):
     """The eBPF/tc dataplane: the program is loaded from the root namespace and attached here."""
 
     target = "ebpf"
-    baselines = {"mark_only": "the verdict header alone: parse the Ethernet type, insert the header, redirect "
-                              "(chimera.bpf.c's mark_only)",
-                 "bare": "a plain redirect from port to port (redirect.bpf.c)"}
+    baselines = {"mark_only": Baseline("the verdict header alone: parse the Ethernet type, insert the header, "
+                                       "redirect (chimera.bpf.c's mark_only)", marks=True),
+                 "bare": Baseline("a plain redirect from port to port (redirect.bpf.c)", marks=False)}
 
     def __init__(self, name: str, **params: Any) -> None:
         super().__init__(name, **params)

@@ -6,11 +6,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from chimera.baselines.budget import Tuning
 from chimera.experiments.config import ExperimentConfig
 
 
 class VariantsExperiment(ExperimentConfig):
     kind: Literal["variants"] = "variants"
+    tuning: Tuning | None = Field(None, description="each variant under the comparison's budget "
+                                  "(chimera.baselines.budget), as Table 1's methods are: full, every configuration "
+                                  "of Chimera's grid chosen on validation, at the fusion's configured beta; first, the "
+                                  "grid's first only (a smoke run). Unset: trained as its model section says, beta "
+                                  "chosen on validation (a demonstration, not a comparison)")
 
 
 class VariantsSection(BaseModel):

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pandas as pd
 from tqdm import tqdm
 
+from chimera.baselines.budget import tuning_columns
+from chimera.experiments.config import ResolvedVariant
 from chimera.experiments.kinds.base import Cell
 from chimera.experiments.kinds.variants import tables as T
 from chimera.experiments.kinds.variants.config import VariantsExperiment, VariantsSection
@@ -16,7 +19,7 @@ from chimera.experiments.stages.dataset import prepare, record_dataset, resolve_
 from chimera.experiments.stages.metrics import VariantResult, row_notes, score_variant
 from chimera.experiments.stages.rules import learn_rules
 from chimera.experiments.stages.target import run_variant
-from chimera.experiments.stages.train import train_variant
+from chimera.experiments.stages.train import TrainedVariant, train_variant, tune_variant
 from chimera.metrics import classification as cm
 from chimera.targets.base import Capability
 
@@ -42,7 +45,9 @@ def run(ctx: RunContext[VariantsExperiment]) -> None:
     for v in tqdm(ctx.variants, desc=f"{cfg.name} variants", unit="variant"):
         log.info("[3/7 train] %s", v.name)
         with ctx.timed(f"train:{v.name}"):
-            trained = train_variant(data, rules, v, cfg.seed, ctx.cache)
+            trained = (train_variant(data, rules, v, cfg.seed, ctx.cache) if cfg.tuning is None else
+                       tune_variant(data, rules, v, cfg.seed, ctx.cache, cfg.tuning))
+        v = v.model_copy(update={"model": trained.model.config})  # what is compiled: the configuration kept
         art, sha = None, None
         if not v.software_only:
             with ctx.timed(f"compile:{v.name}"):
@@ -54,6 +59,7 @@ def run(ctx: RunContext[VariantsExperiment]) -> None:
             ex = run_variant(ctx, data, rules, v, trained, art)
         log.info("[5/7 target] %s: %s", v.name, ex.executed_on)
         r = score_variant(data, v, trained, art, sha, ex, rules)
+        r.row.update(training_columns(trained, v))
         log.info("[6/7 metrics] %s%s: macro-F1 %.4f (P %.4f, R %.4f)", v.name, " †" if v.software_only else "",
                  r.row["macro_f1"], r.row["macro_precision"], r.row["macro_recall"])
         results.append(r)
@@ -61,6 +67,18 @@ def run(ctx: RunContext[VariantsExperiment]) -> None:
     _record_fallbacks(ctx, results)
     row_notes(results)
     write_tables(ctx, results)
+
+
+def training_columns(trained: TrainedVariant, v: ResolvedVariant) -> dict[str, Any]:
+    """How the variant's model was trained and chosen: its epochs and why it stopped (``cap``: the guard bound),
+    and under the budget every configuration's validation score, the one kept and whether it sits at the grid's
+    edge."""
+    m = trained.model
+    row: dict[str, Any] = {"epochs_run": m.epochs_run, "stopped_by": m.stopped_by, "epoch_cap": v.model.epochs}
+    if trained.validation:
+        row.update({**tuning_columns(trained.chosen, trained.validation, trained.scorings),
+                    "cap_reached_in": trained.cap_reached_in})
+    return row
 
 
 def write_tables(ctx: RunContext, results: list[VariantResult]) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chimera.formats.tables import REPLAY_COLUMNS, SUMMARY_METRICS, B, F, I, S, TableSchema, _cols
+from chimera.formats.tables import REPLAY_COLUMNS, SUMMARY_METRICS, TRAINING_COLUMNS, B, F, I, S, TableSchema, _cols
 
 # ------------------------------------------------------------------ variants (quickstart, ablation)
 ABLATION = TableSchema("ablation.csv", _cols(
@@ -11,9 +11,10 @@ ABLATION = TableSchema("ablation.csv", _cols(
      "row_note": S, "bits_per_flow": I, "table_entries": I, "table_kbits": F, "float_int_agreement": F,
      "hard_vetoes": I, "hard_rule_hits": I, "soft_rule_packets": I, "evictions": I, "unparsed": I, "new_flows": I,
      "artifact_sha256": S, "offline_agreement": F},
-    SUMMARY_METRICS, REPLAY_COLUMNS), keys=("variant",), metrics=("macro_f1", "macro_precision", "macro_recall",
+    TRAINING_COLUMNS, SUMMARY_METRICS, REPLAY_COLUMNS), keys=("variant",), metrics=("macro_f1", "macro_precision", "macro_recall",
                                                                    "accuracy"),
-    doc="one row per variant: where it ran, its size, its scores and (testbed) its replay")
+    doc="one row per variant: how it was trained and chosen, where it ran, its size, its scores and (testbed) "
+        "its replay")
 METRICS = TableSchema("metrics.csv", {"variant": S, "metric": S, "value": F}, keys=("variant", "metric"),
                       doc="ablation.csv's metrics in long form")
 PER_CLASS = TableSchema("per_class.csv", {"variant": S, "class": S, "precision": F, "recall": F, "f1": F, "support": I},
