@@ -81,7 +81,8 @@ def join_sweep(c: Context, sweep_dir: str, results: str = "results", verbose: bo
     logging.getLogger("tasks").info("joined run: %s", join_run(Path(sweep_dir), results) / "report.md")
 
 
-@task(help={"pcap": "the capture to classify", "target": "reference | ebpf | bmv2 | auto",
+@task(help={"pcap": "the capture to classify",
+            "target": "a registered target or auto (default: the reference, the truth the others are checked against)",
             "model": "a run directory whose artifact to load (default: train the quickstart model)",
             "variant": "which of the run's artifacts (default: the first)", "results": "results root directory",
             "clock": "trace (default) | switch", "pps": "trace clock: replay rate (default: measured)",
@@ -91,18 +92,19 @@ def join_sweep(c: Context, sweep_dir: str, results: str = "results", verbose: bo
             "frames": "normalized (default) | as-captured (send the pcap's Ethernet frames byte for byte)",
             "coverage": "build the dataplane with its decision-point counters (compared with the reference's)"})
 @cli
-def replay(c: Context, pcap: str, target: str = "reference", model: str = "", variant: str = "",
+def replay(c: Context, pcap: str, target: str = "", model: str = "", variant: str = "",
            results: str = "results", clock: str = "trace", pps: int = 0, max_replay: float = 0.0,
            artifact: str = "", installs: str = "", frames: str = "normalized", coverage: bool = False,
            verbose: bool = False) -> None:
     """Replay any pcap through a fresh testbed with a trained model; per-packet verdicts to results/replay/<run>/."""
     from chimera.experiments.replay import replay_pcap
+    from chimera.targets.registry import TRUTH
     from chimera.testbed.replay import CLOCKS
     if clock not in CLOCKS:
         raise Exit(f"replay: --clock {clock!r}: use trace or switch", code=2)
     if frames not in ("normalized", "as-captured"):
         raise Exit(f"replay: --frames {frames!r}: use normalized or as-captured", code=2)
-    out = replay_pcap(Path(pcap), target, Path(model) if model else None, variant, results, clock,
+    out = replay_pcap(Path(pcap), target or TRUTH, Path(model) if model else None, variant, results, clock,
                       pps or None, max_replay or None, Path(artifact) if artifact else None,
                       Path(installs) if installs else None, frames, coverage)
     logging.getLogger("tasks").info("verdicts: %s", out / "verdicts.csv")

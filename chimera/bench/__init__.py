@@ -67,6 +67,9 @@ class Bench:
     target: str | None = None         # the switch target it needs (a night skips or fails it as for that target)
     nightly: NightlyFn | None = None  # None: not a nightly bench
     metric: str = ""                  # the metric a night files its error under (the golden's key)
+    measures: str = ""                # what the night's metric is, in words (the book's benches table)
+    unit: str = ""                    # the metric's unit as the book prints it after the number
+    goal: str = ""                    # the goal its issue set, in words
 
     def run(self, **options: Any) -> Any:
         """``main(**options)`` of its module, the options checked against its model first."""
@@ -116,13 +119,17 @@ def _switch(repeats: int, prior: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 BENCHES: dict[str, Bench] = {b.name: b for b in (
     Bench("ingest", "chimera.bench.ingest", "our pcap reader against dpkt on the same file and fields", IngestOptions,
-          nightly=_ingest, metric="ingest_ratio"),
+          nightly=_ingest, metric="ingest_ratio", measures="our pcap reader against dpkt on the same file and fields",
+          unit="x", goal=">= 1 M pkt/s"),
     Bench("reference", "chimera.bench.reference", "the reference pipeline's rate", nightly=_reference,
-          metric="reference_over_ingest"),
+          metric="reference_over_ingest", measures="the reference pipeline's rate over the ingest rate",
+          goal=">= 1 M pkt/s"),
     Bench("install", "chimera.bench.install", "live full-Map update + flip under traffic", target="ebpf",
-          nightly=_install, metric="install_ebpf_live_ms"),
+          nightly=_install, metric="install_ebpf_live_ms",
+          measures="live full-Map update + flip under traffic on eBPF", unit=" ms", goal="<= 20 ms eBPF, <= 1 s BMv2"),
     Bench("switch", "chimera.bench.switch", "the full pipeline's rate over bare redirect", target="ebpf",
-          nightly=_switch, metric="switch_ratio"),
+          nightly=_switch, metric="switch_ratio", measures="the full pipeline's rate over bare redirect", unit="x",
+          goal=">= 0.7"),
     Bench("fidelity", "chimera.bench.fidelity", "integer pipeline against trees, forests and the float model",
           FidelityOptions),
     Bench("directions", "chimera.bench.directions", "a recency term and a class-aware Map against Chimera as it is, "

@@ -25,7 +25,7 @@ from chimera.controlplane.recluster import VERSION_MASK, MapVersion, Proposal, c
 from chimera.errors import ConfigError
 from chimera.experiments.load import build_artifact
 from chimera.targets.base import BenchProfile, Capability
-from chimera.targets.registry import describe_all, select_target, target_class, with_capability
+from chimera.targets.registry import TRUTH, describe_all, select_target, target_class, with_capability
 from chimera.testbed.replay import ReplayConfig
 
 log = logging.getLogger(__name__)
@@ -118,9 +118,10 @@ def main(targets: tuple[str, ...] | None = None) -> dict[str, Any]:
                              "conformance_checked": conf.checked if conf else None}
             s = summary[name]
             log.info("[%s] static full install %.1f ms; live full-Map update + flip under traffic: %d installs, "
-                     "median %.2f ms (IQR %.2f, p99 %.2f; goal <= %.0f ms); %d lost, %d verdicts differ from the "
-                     "reference", name, s["static_full_install_ms"], s["live"]["n"], s["live"]["median_ms"],
-                     s["live"]["iqr_ms"], s["live"]["p99_ms"], prof.install_goal_ms, s["lost"], s["reference_mismatches"])
+                     "median %.2f ms (IQR %.2f, p99 %.2f; goal <= %.0f ms); %d lost, %d verdicts differ from %s",
+                     name, s["static_full_install_ms"], s["live"]["n"], s["live"]["median_ms"],
+                     s["live"]["iqr_ms"], s["live"]["p99_ms"], prof.install_goal_ms, s["lost"], s["reference_mismatches"],
+                     target_class(TRUTH).title)
         pd.DataFrame(rows).to_csv(run.path / "installs.csv", index=False)
         run.manifest.put("result", InstallResult(summary=summary))
         lines = ["# Δt_install", "", "Live update = every Map entry rewritten + parameters + flip, timed from the first "

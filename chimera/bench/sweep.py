@@ -21,10 +21,11 @@ import yaml
 from chimera.bench.results import BenchResult, bench_run
 from chimera.sweep.driver import merge, run_ray, run_sequential, start_ray
 from chimera.sweep.plan import plan
+from chimera.targets.registry import TRUTH
 
 log = logging.getLogger(__name__)
 GOAL = 1.6
-CONFIG = {"name": "bench-sweep", "kind": "hyper_dim", "seed": 1, "target": "reference",
+CONFIG = {"name": "bench-sweep", "kind": "hyper_dim", "seed": 1, "target": TRUTH,
           "datasets": {"ciciot": {"synthetic": {"profile": "ciciot", "flows": 1500, "seed": 1, "duration_s": 40,
                                                 "max_packets_per_flow": 120, "attacks": ["SCAN", "SYN_FLOOD"],
                                                 "attack_share": 0.08}}},
@@ -49,19 +50,19 @@ def main(workers: int = 2, data_root: Path = Path("data")) -> dict[str, float]:
                                                                 "workers": workers}) as run:
         cfg = Path(d) / "bench-sweep.yaml"
         cfg.write_text(yaml.safe_dump(CONFIG))
-        tasks = plan(str(cfg), SEEDS, None, "reference")
-        run_sequential(tasks[:1], "reference", Path(d) / "warm", data_root)  # the dataset cache, built once
+        tasks = plan(str(cfg), SEEDS, None, TRUTH)
+        run_sequential(tasks[:1], TRUTH, Path(d) / "warm", data_root)  # the dataset cache, built once
         t0 = time.perf_counter()
-        seq = run_sequential(tasks, "reference", Path(d) / "seq", data_root)
+        seq = run_sequential(tasks, TRUTH, Path(d) / "seq", data_root)
         t_seq = time.perf_counter() - t0
         t0 = time.perf_counter()
         ray = start_ray(None, workers)
         t_start = time.perf_counter() - t0
         try:
             # warm the workers as the sequential path was warmed (imports, numba JIT): a cluster serves many sweeps
-            run_ray(tasks[:workers], "reference", Path(d) / "ray-warm", data_root, None, retries=0)
+            run_ray(tasks[:workers], TRUTH, Path(d) / "ray-warm", data_root, None, retries=0)
             t0 = time.perf_counter()
-            par = run_ray(tasks, "reference", Path(d) / "ray", data_root, None, retries=0)
+            par = run_ray(tasks, TRUTH, Path(d) / "ray", data_root, None, retries=0)
             t_ray = time.perf_counter() - t0
         finally:
             ray.shutdown()

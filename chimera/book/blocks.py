@@ -31,6 +31,7 @@ from chimera.experiments.kinds.stability.tables import DIFFERENCES, DRIFT, STABI
 from chimera.experiments.kinds.throughput.tables import THROUGHPUT
 from chimera.experiments.kinds.variants.tables import ABLATION
 from chimera.report.provenance import ROOT
+from chimera.bench import BENCHES
 from chimera.bench.bmv2files import Bmv2FilesResult
 from chimera.bench.bmv2ratio import Bmv2RatioResult
 from chimera.bench.scale import GOAL_GIB, GOAL_S, MACHINE_GIB, PROJECT_TO, SUPERLINEAR, ScaleResult
@@ -38,7 +39,7 @@ from chimera.bench.results import BenchParams
 from chimera.bench.suite import SuiteResult
 from chimera.report.sections import FuzzResult, MutatePlan, NightMeasured, section
 from chimera.targets.base import Capability
-from chimera.targets.registry import with_capability
+from chimera.targets.registry import TRUTH, by_rank, with_capability
 
 
 @dataclass
@@ -681,20 +682,13 @@ def fidelity_tables(b: Book) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ benches
-BENCH_TEXT = {"ingest_ratio": ("ingest", "our pcap reader against dpkt on the same file and fields", "x", ">= 1 M pkt/s"),
-              "reference_over_ingest": ("reference", "the reference pipeline's rate over the ingest rate", "",
-                                        ">= 1 M pkt/s"),
-              "install_ebpf_live_ms": ("install", "live full-Map update + flip under traffic on eBPF", " ms",
-                                       "<= 20 ms eBPF, <= 1 s BMv2"),
-              "switch_ratio": ("switch", "the full pipeline's rate over bare redirect", "x", ">= 0.7")}
-
-
 @block("benches")
 def benches(b: Book) -> str:
     night, m = b.night()
     rows = []
     for k, s in m.benches.items():
-        name, what, unit, goal = BENCH_TEXT.get(k, (k, k, "", ""))
+        rec = next((x for x in BENCHES.values() if x.metric == k), None)
+        name, what, unit, goal = (rec.name, rec.measures, rec.unit, rec.goal) if rec is not None else (k, k, "", "")
         rows.append([f"`{name}`", what, f"{f(s.median, 4)}{unit}", f(s.iqr, 4), n(s.n), goal])
     return (f"From the latest published night {night.cite()} (medians, IQR; its `manifest.json`, section "
             "`measured.benches`):\n\n" + fmt.table(["`invoke bench --what`", "measures", "median", "IQR", "n",
@@ -771,7 +765,7 @@ def coalesced(b: Book) -> str:
     coalesced ones cut to the replay snap) and the same F1."""
     where = on_dataset("suricata-zeek-apps")
     tb = b.runs.latest("quickstart", lambda r: where(r) and on_testbed(r))
-    ref = b.runs.latest("quickstart", lambda r: where(r) and r.target == "reference")
+    ref = b.runs.latest("quickstart", lambda r: where(r) and r.target == TRUTH)
     if tb is None or ref is None:
         return "No quickstart on the real application set is published on both a testbed and the reference."
     t, rf = tb.table(ABLATION).set_index("variant"), ref.table(ABLATION).set_index("variant")
@@ -877,14 +871,15 @@ def _same_seed(b: Book) -> list[str]:
 @block("bmv2-quickstart")
 def bmv2_quickstart(b: Book) -> str:
     night, m = b.night()
-    q = m.experiments.get("quickstart@bmv2")
+    card = by_rank(Capability.TESTBED)[0]     # the card's switch: the testbed --target auto prefers
+    q = m.experiments.get(f"quickstart@{card.name}")
     if q is None or q.error or q.run is None:
-        return f"The latest published night ({night.cite()}) did not run the quickstart on BMv2."
+        return f"The latest published night ({night.cite()}) did not run the quickstart on {card.title}."
     sub = next((x for x in night.nested() if x.rel.endswith(q.run.split("runs/", 1)[-1])), None)
     tab = sub.table(ABLATION) if sub is not None else None
     got = (f"{n(tab['verdicts'].iloc[0])}/{n(tab['replayed'].iloc[0])} packets per variant classified, "
            if tab is not None and "verdicts" in tab else "")
-    return (f"`invoke run-experiment --name quickstart --target bmv2` in the latest published night "
+    return (f"`invoke run-experiment --name quickstart --target {card.name}` in the latest published night "
             f"({night.cite(q.run)}): {got}{n(sum(v or 0 for v in (q.lost or {}).values()))} lost, "
             f"{n(sum(v or 0 for v in (q.reference_mismatches or {}).values()))} verdicts and "
             f"{n(sum(v or 0 for v in (q.register_mismatches or {}).values()))} registers different from the reference.")

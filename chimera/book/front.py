@@ -18,6 +18,7 @@ from chimera.book.runs import Run, is_testbed, on_dataset, on_target
 from chimera.experiments.kinds.variants.tables import ABLATION
 from chimera.targets.base import Capability
 from chimera.targets.registry import with_capability
+from chimera.targets.registry import TRUTH
 
 
 def _minutes(r: Run) -> str:
@@ -47,7 +48,7 @@ def smoke(b: Book) -> str:
     """The quickstart on each target: the smoke test's time and accounting."""
     parts = []
     for c in [*with_capability(Capability.TESTBED), None]:
-        name = c.name if c is not None else "reference"
+        name = c.name if c is not None else TRUTH
         r = b.runs.latest("quickstart", lambda x: on_dataset(None)(x) and on_target(name)(x)) or \
             b.runs.latest("quickstart", on_target(name))
         if r is None:

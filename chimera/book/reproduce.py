@@ -30,6 +30,7 @@ from chimera.targets.base import Capability
 from chimera.targets.registry import environment, with_capability
 from chimera.report.provenance import ROOT
 from chimera.report.sections import section
+from chimera.targets.registry import TRUTH
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ class Reproduction(BaseModel):
 @dataclass(frozen=True)
 class Step:
     experiment: str
-    where: Literal["testbed", "testbed-or-reference", "reference"]   # what may run it, by capability
+    where: Literal["testbed", "testbed-or-truth", "truth"]   # what may run it: a testbed, the truth (TRUTH), or either
     quick: bool                   # part of --quick
 
     @property
@@ -66,22 +67,21 @@ class Step:
         """In order of preference (the first that can run here is used): the testbeds in registry order, then
         the reference where it may stand in."""
         testbeds = tuple(c.name for c in with_capability(Capability.TESTBED))
-        return {"testbed": testbeds, "testbed-or-reference": (*testbeds, "reference"),
-                "reference": ("reference",)}[self.where]
+        return {"testbed": testbeds, "testbed-or-truth": (*testbeds, TRUTH), "truth": (TRUTH,)}[self.where]
 
 
 #: what the ledger reads; --quick leaves out the steps of Table 1, Table 2 and the window figure (accuracy,
 #: resources, input_scale: the plan says what each would add), not the longest steps as such
-STEPS = (Step("ablation", "testbed-or-reference", True),
-         Step("hyper_dim", "reference", True),
-         Step("hyper_cadence", "reference", True),
-         Step("roc", "reference", True),
-         Step("stability24h", "testbed-or-reference", True),
+STEPS = (Step("ablation", "testbed-or-truth", True),
+         Step("hyper_dim", "truth", True),
+         Step("hyper_cadence", "truth", True),
+         Step("roc", "truth", True),
+         Step("stability24h", "testbed-or-truth", True),
          Step("throughput", "testbed", True),
          Step("latency", "testbed", True),
-         Step("accuracy", "reference", False),
-         Step("resources", "reference", False),
-         Step("input_scale", "reference", False))
+         Step("accuracy", "truth", False),
+         Step("resources", "truth", False),
+         Step("input_scale", "truth", False))
 
 
 @dataclass

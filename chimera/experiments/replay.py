@@ -34,6 +34,7 @@ from chimera.report.run import RunView
 from chimera.targets.registry import select_target
 from chimera.testbed.nodes import BuildOptions
 from chimera.testbed.replay import Clock, ReplayConfig
+from chimera.targets.registry import TRUTH
 
 log = logging.getLogger(__name__)
 ROOT = paths.ROOT
@@ -86,7 +87,7 @@ def load_installs(path: Path, base: Artifact) -> ScriptedInstalls:
     return ScriptedInstalls(base, script)
 
 
-def replay_pcap(pcap: Path, target: str = "reference", model: Path | None = None, variant: str = "",
+def replay_pcap(pcap: Path, target: str = TRUTH, model: Path | None = None, variant: str = "",
                 results_root: str | Path = "results", clock: Clock = "trace", pps: int | None = None,
                 max_replay_s: float | None = None, artifact: Path | None = None, installs: Path | None = None,
                 frames: str = "normalized", coverage: bool = False) -> Path:

@@ -25,6 +25,7 @@ from chimera.formats.verdict import VerdictFlag
 from chimera.fuzz.oracle import Oracle, rows_of
 from chimera.targets.base import Target
 from chimera.testbed.replay import ReplayConfig
+from chimera.targets.registry import TRUTH
 
 FIELDS = ("label", "flags", "score", "rule_id", "centroid", "map_version")
 REGISTERS = ("ema", "class_ema", "sample", "sample_count", "clock", "coverage")
@@ -134,7 +135,7 @@ def observe_reference(base: Artifact, table: PacketTable, ts_ns: np.ndarray, scr
     verdicts = np.column_stack([getattr(v, f).astype(np.int64) for f in FIELDS]) if len(v) else \
         np.zeros((0, len(FIELDS)), np.int64)
     regs = _regs_of(state.registers())
-    return Observation("reference", verdicts, np.ones(len(v), bool), regs, list(script.outcomes))
+    return Observation(TRUTH, verdicts, np.ones(len(v), bool), regs, list(script.outcomes))
 
 
 def observe_oracle(base: Artifact, table: PacketTable, ts_ns: np.ndarray, script: ScriptedInstalls) -> Observation:

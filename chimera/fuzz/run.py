@@ -51,8 +51,12 @@ from chimera.report.sections import FuzzResult as FuzzResultSection
 from chimera.targets.base import Capability, Target
 from chimera.targets.registry import target_class, with_capability
 from chimera.testbed.nodes import BuildOptions
+from chimera.targets.registry import TRUTH
+
 
 log = logging.getLogger(__name__)
+#: the fuzzer's own executable specification (chimera.fuzz.oracle), observed beside the truth (registry.TRUTH)
+ORACLE = "oracle"
 ROOT = paths.ROOT
 DATABASE = ROOT / "build" / "fuzz" / "hypothesis"
 #: the longest sequence the oracle checks frame by frame (a longer directed one: the reference and targets only)
@@ -62,7 +66,7 @@ LONG_FLOW = 65_600
 
 @dataclass(frozen=True)
 class FuzzConfig:
-    targets: tuple[str, ...] = ("reference",)      # testbed targets beside the reference and the oracle
+    targets: tuple[str, ...] = (TRUTH,)      # testbed targets beside the reference and the oracle
     budget_s: float = 600.0
     seed: int = 0
     profiles: tuple[str, ...] = tuple(PROFILES)
@@ -147,7 +151,7 @@ class Fuzzer:
 
     def __init__(self, cfg: FuzzConfig, run: RunDir, targets: dict[str, Target]) -> None:
         self.cfg, self.run, self.targets = cfg, run, targets
-        self.result = FuzzResult(run.final, targets=["reference", "oracle", *targets])
+        self.result = FuzzResult(run.final, targets=[TRUTH, ORACLE, *targets])
         self.work = run.path / "work"
         self.deadline = time.monotonic() + cfg.budget_s
         self.failed: set[tuple[str, str, str]] = set()   # difference signatures already saved
@@ -159,9 +163,9 @@ class Fuzzer:
         d = self.work / tag
         d.mkdir(parents=True, exist_ok=True)
         table = batch.write(d / "batch.pcap")
-        if name == "reference":
+        if name == TRUTH:
             return observe_reference(art, table, batch.ts_ns, batch.script)
-        if name == "oracle":
+        if name == ORACLE:
             return observe_oracle(art, table, batch.ts_ns, batch.script)
         return observe_target(self.targets[name], art, table, batch.script, d, tag, self.cfg.pps)
 
@@ -183,8 +187,8 @@ class Fuzzer:
         def check(seq: Sequence) -> None:
             nonlocal failing
             batch = Batch(art, [seq])
-            ref = self.observe("reference", art, batch, "explore")
-            diffs = compare(ref, self.observe("oracle", art, batch, "explore")) if self.cfg.oracle else []
+            ref = self.observe(TRUTH, art, batch, "explore")
+            diffs = compare(ref, self.observe(ORACLE, art, batch, "explore")) if self.cfg.oracle else []
             htarget(float(sum(1 for v in ref.coverage().values() if v)), label="decision points taken")
             if diffs:
                 failing = True
@@ -213,7 +217,7 @@ class Fuzzer:
     def oracle_diffs(self, profile: str, seq: Sequence) -> list[Difference]:
         art = self.arts[profile]
         batch = Batch(art, [seq])
-        return compare(self.observe("reference", art, batch, "shrink"), self.observe("oracle", art, batch, "shrink"))
+        return compare(self.observe(TRUTH, art, batch, "shrink"), self.observe(ORACLE, art, batch, "shrink"))
 
     def oracle_differs(self, profile: str, seq: Sequence, sig: tuple[str, str, str]) -> bool:
         return any(d.signature() == sig for d in self.oracle_diffs(profile, seq))
@@ -225,7 +229,7 @@ class Fuzzer:
         except ChimeraError as e:
             log.warning("%s: a shrink trial failed to run: %s", name, e.problem.splitlines()[0])
             return False
-        want = self.observe("reference", art, batch, tag)
+        want = self.observe(TRUTH, art, batch, tag)
         return any(d.signature() == sig for d in compare(want, got))
 
     def shrink(self, reproduces: Callable[[Sequence], bool], seq: Sequence, budget: int | None = None) -> Sequence:
@@ -322,13 +326,13 @@ class Fuzzer:
 
     def batch_on_targets(self, profile: str, batch: Batch, tag: str, names: list[str]) -> None:
         art = self.arts[profile]
-        ref = self.observe("reference", art, batch, tag)
+        ref = self.observe(TRUTH, art, batch, tag)
         self.count(ref, profile)
         for name in names:
             try:
                 got = self.observe(name, art, batch, f"{tag}-{name}")
             except ChimeraError as e:
-                diff = Difference(name, "reference", "error", "run", None, e.problem.splitlines()[0], None)
+                diff = Difference(name, TRUTH, "error", "run", None, e.problem.splitlines()[0], None)
                 if diff.signature() not in self.failed:
                     self.failed.add(diff.signature())
                     self.save(Failure(0, diff, profile, Sequence(tuple(ev for s in batch.sequences
@@ -351,8 +355,8 @@ class Fuzzer:
         seq = long_flow()
         batch = Batch(self.arts[prof], [seq])
         if self.left() > 30 and self.cfg.oracle:
-            diffs = compare(self.observe("reference", self.arts[prof], batch, "corpus"),
-                            self.observe("oracle", self.arts[prof], batch, "corpus"))
+            diffs = compare(self.observe(TRUTH, self.arts[prof], batch, "corpus"),
+                            self.observe(ORACLE, self.arts[prof], batch, "corpus"))
             for d in diffs[:1]:
                 self.save(Failure(0, d, prof, seq, "directed corpus (reference vs oracle)"))
         names = [n for n, t in self.targets.items() if self.affordable(t, len(seq))]
@@ -404,7 +408,7 @@ def open_targets(names: list[str], stack: ExitStack, build: BuildOptions, build_
     """The testbed targets asked for, built with ``build`` (coverage counters); a missing one is named."""
     out: dict[str, Target] = {}
     for n in names:
-        if n in ("reference", "oracle"):
+        if n in (TRUTH, ORACLE):
             continue
         cls = target_class(n)
         why = cls.unavailable_reason()
@@ -427,13 +431,13 @@ def start_testbeds(targets: dict[str, Target], where: Path) -> None:
 
 def fuzz(cfg: FuzzConfig, results_root: str | Path = "results") -> FuzzResult:
     """Run the fuzzer; the run directory is results/fuzz/<run-id>/ (see the module docstring)."""
-    with ExitStack() as stack, RunDir(results_root, "fuzz", "-".join(["reference", *[
-            t for t in cfg.targets if t not in ("reference", "oracle")]])) as run:
+    with ExitStack() as stack, RunDir(results_root, "fuzz", "-".join([TRUTH, *[
+            t for t in cfg.targets if t not in (TRUTH, ORACLE)]])) as run:
         targets = open_targets(list(cfg.targets), stack, cfg.build)
         start_testbeds(targets, run.path / "testbed")
         run.manifest.record(kind="fuzz", git=git_state(ROOT), environment=environment(), seed=cfg.seed)
         run.manifest.put("fuzz", FuzzPlan(budget_s=cfg.budget_s, profiles=list(cfg.profiles), batch=cfg.batch,
-                                          targets=["reference", "oracle", *targets],
+                                          targets=[TRUTH, ORACLE, *targets],
                                           started=dt.datetime.now().isoformat(timespec="seconds")))
         fz = Fuzzer(cfg, run, targets)
         res = fz.go()
@@ -482,7 +486,7 @@ def reproduce(failure_json: Path, repeats: int = 3) -> bool:
     script = load_installs(d / files["installs"], art) if "installs" in files else ScriptedInstalls(art, [])
     ref = observe_reference(art, table, table.ts_ns, script)
     diffs: list[Difference] = []
-    if target in ("oracle", "reference"):
+    if target in (ORACLE, TRUTH):
         diffs = compare(ref, observe_oracle(art, table, table.ts_ns, script))
     else:
         with ExitStack() as stack:

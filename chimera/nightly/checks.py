@@ -31,6 +31,7 @@ import pandas as pd
 from chimera.book.runs import is_testbed
 from chimera.nightly.golden import Golden
 from chimera.report.sections import FuzzNight, MutateNight, NightMeasured
+from chimera.targets.registry import TRUTH
 
 F1_TOLERANCE = 0.01
 BAND_K = 3.0
@@ -103,7 +104,7 @@ def experiment_checks(measured: NightMeasured, golden: Golden | None, changed: C
         for variant in sorted(set(gf1) - set(m.f1)):
             out.append(Check(f"{key}/{variant}: present", "exact", "failed-to-run", None, gf1[variant],
                              "in the golden, absent tonight (a variant that disappeared)"))
-        ref = runs.get(f"{_experiment(key)}@reference") if testbed else None
+        ref = runs.get(f"{_experiment(key)}@{TRUTH}") if testbed else None
         for variant, f1 in m.f1.items():
             if testbed and m.clock == "trace":
                 rf = ref.f1.get(variant) if ref is not None and not ref.error else None

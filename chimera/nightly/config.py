@@ -14,6 +14,7 @@ from chimera.errors import ConfigError, validation_problems
 from chimera.formats.units import parse_duration
 from chimera.fuzz.mutants import sources
 from chimera.fuzz.mutate import target_of
+from chimera.targets.registry import TRUTH
 
 ROOT = paths.ROOT
 SUITE = ROOT / "results" / "baseline" / "nightly.yaml"
@@ -37,7 +38,7 @@ class FuzzEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     budget_s: float = Field(120.0, gt=0)
     rounds: int | None = Field(None, ge=1, description="fuzz rounds (None: rounds until budget_s is spent)")
-    targets: list[str] = Field(default_factory=lambda: ["reference"])
+    targets: list[str] = Field(default_factory=lambda: [TRUTH])
 
 
 class MutateEntry(BaseModel):
@@ -56,7 +57,7 @@ class MutateEntry(BaseModel):
 
 class NightlyConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    require: list[str] = Field(default_factory=lambda: ["reference"])
+    require: list[str] = Field(default_factory=lambda: [TRUTH])
     allow_skip: dict[str, str] = Field(default_factory=dict, description="target -> why it may be absent")
     experiments: list[ExperimentEntry] = Field(default_factory=list)
     benches: list[str] = Field(default_factory=list)

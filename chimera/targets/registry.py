@@ -30,6 +30,10 @@ TARGETS: dict[str, str | type[Target]] = {
     "bmv2": "chimera.targets.bmv2:Bmv2Target",
 }
 AUTO = "auto"
+#: the target every other is checked against: the reference pipeline, in process (the conformance checks, the
+#: fuzzer, the nightly's exact checks, and where a kind runs when no switch can). The upper floors name it by this
+#: role, never by its name.
+TRUTH = "reference"
 
 
 def names() -> list[str]:

@@ -79,8 +79,9 @@ def row_notes(results: list[VariantResult]) -> None:
             notes.append(f"not on the switch: {row['target_fallback']}")
         if (row.get("shards") or 1) > 1:
             notes.append(f"over {row['shards']} testbeds, each flow on one (its CRC-32 mod {row['shards']}): flow-slot "
-                         "collisions and switch-wide state are per shard, so the verdicts are the sharded "
-                         f"reference's; the unsharded reference scores {row['macro_f1_unsharded_reference']:.4f}")
+                         "collisions and switch-wide state are per shard, so the verdicts are the "
+                         f"sharded reference's; the unsharded reference scores "
+                         f"{row['macro_f1_unsharded_reference']:.4f}")
         same = next((o for o in results[:i] if o.pred is not None and r.pred is not None
                      and np.array_equal(o.pred, r.pred)), None)
         if same is not None:

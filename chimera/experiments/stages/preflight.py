@@ -8,6 +8,7 @@ from chimera.experiments.config import ResolvedVariant
 from chimera.rules.spec import Rules
 from chimera.targets.base import Target, exceeded
 from chimera.targets.registry import classes
+from chimera.targets.registry import TRUTH
 
 #: where each checked artifact constant comes from, for the error message
 CONSTANT_SOURCE = {"WINDOW": "model.window", "NUM_CENTROIDS": "model.centroids", "RF_FEATURES": "model.features (m)",
@@ -36,4 +37,4 @@ def preflight(target: Target, variants: list[ResolvedVariant], rule_file: Rules,
                 {k: val for k, val, _ in over}, c.limits())]
             raise ConfigError(f"{where or 'experiment'}: variant '{v.name}': {what}",
                               "lower it in the experiment YAML (or the variant's overrides), or run on a target "
-                              f"without this limit (--target {' or '.join(fits) or 'reference'})")
+                              f"without this limit (--target {' or '.join(fits) or TRUTH})")

@@ -31,6 +31,7 @@ from chimera.metrics.drift import drift_bins
 from chimera.metrics.timeseries import binned_f1, f1_by_seed, paired_by_seed, window_mean
 from chimera.model.tokenizer import MAP_KEYS
 from chimera.testbed.replay import Clock
+from chimera.targets.registry import TRUTH
 
 log = logging.getLogger(__name__)
 
@@ -375,7 +376,7 @@ def run(ctx: RunContext[StabilityExperiment]) -> None:
                 v, _ = run_controlled(models.static, data.replay_table, swaps)
             bins = scored(conf, sd, v.label)
             per_seed.setdefault(conf, []).append({"configuration": conf, "seed": sd, **f1_summary(bins, st),
-                                                  "installs": len(swaps.swapped), "target": "reference"})
+                                                  "installs": len(swaps.swapped), "target": TRUTH})
     assert first is not None
     seed_rows = [r for conf in per_seed for r in per_seed[conf]]
     rows = [pooled(per_seed[c], all_bins[c], st, cfg.seed) for c in st.configurations if c in per_seed]

@@ -22,6 +22,7 @@ from chimera.experiments.stages.target import run_variant
 from chimera.experiments.stages.train import TrainedVariant, train_variant, tune_variant
 from chimera.metrics import classification as cm
 from chimera.targets.base import Capability
+from chimera.targets.registry import TRUTH
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ def _record_fallbacks(ctx: RunContext, results: list[VariantResult]) -> None:
     fallbacks = {r.row["variant"]: r.row["target_fallback"] for r in results if r.row.get("target_fallback")}
     ctx.run.manifest.record(variant_targets=where, variant_fallbacks=fallbacks)
     if fallbacks and len(fallbacks) == len(results) and ctx.target.can(Capability.TESTBED):
-        ctx.run.set_target("reference", "every variant fell back: " + "; ".join(sorted(set(fallbacks.values()))))
+        ctx.run.set_target(TRUTH, "every variant fell back: " + "; ".join(sorted(set(fallbacks.values()))))
 
 
 def cells(cfg: VariantsExperiment) -> list[Cell]:
