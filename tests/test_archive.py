@@ -58,3 +58,15 @@ def test_a_retired_night_stays_in_the_dashboards_history(tmp_path: Path) -> None
     A.prune(pub, tmp_path / "history", tmp_path)
     after = published_history(pub / "nightly", tmp_path / "history" / "nightly")
     assert set(after["run_id"]) == set(before["run_id"]) == {old.name, new.name}
+
+
+def test_sweeps_over_other_data_are_other_keys(tmp_path: Path) -> None:
+    """A sweep of the accuracy experiment on the synthetic sets does not retire the sweep on the real sets (the
+    book judges each set from the newest sweep that holds it); a second sweep on the same sets does."""
+    pub, (old, new) = _two_runs(tmp_path, "sweep-accuracy")
+    assert [r.path for r in A.plan(pub)] == [old]
+    m = Manifest.read(new / "manifest.json")
+    m.sections["sweep"]["datasets"] = None      # the experiment's own (synthetic) datasets
+    (new / "manifest.json").write_text(m.model_dump_json(indent=2))
+    assert A.plan(pub) == []
+    assert A.data_of(Manifest.read(old / "manifest.json")) == "ciciot2022-sonos,suricata-zeek-apps"

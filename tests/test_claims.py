@@ -306,3 +306,40 @@ def test_table3_orderings_recomputed_independently(ledger: list[tuple[str, list[
             assert c.verdict == want, (c.claim, c.verdict, want)
             checked += 1
     assert checked >= 6, checked
+
+
+def test_table1_on_a_swept_stand_in_is_judged_by_paired_intervals() -> None:
+    """A published sweep of the accuracy experiment over five held-out seeds on a synthetic stand-in: each of the
+    paper's methods is judged by the three-outcome interval rule on Chimera − method against the paper's gap, and
+    Chimera's own row by the one-sided rule against every method; a stand-in no sweep holds is left to the
+    single-seed run."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    import pandas as pd
+
+    p = C.paper()
+    seeds = [11, 12, 13, 14, 15]
+    wobble = np.array([0.0, 0.002, -0.002, 0.001, -0.001])
+    chimera = 0.95 + wobble
+    others = {"Leo": chimera - 0.08,                  # far below: the paper's side of its gap (+0.165)
+              "N3IC": chimera + 0.06,                 # far above: the other side
+              "MLP-B": chimera + wobble[::-1] * 2,    # a tie that straddles nothing beyond it: neither side
+              "Tree (yardstick)": chimera + 0.02}
+    rows = [{"dataset": "ciciot", "task": "classification", "seed": s, "method": m, "f1": float(v[i])}
+            for m, v in {"Chimera": chimera, **others}.items() for i, s in enumerate(seeds)]
+    run = SimpleNamespace(csv=lambda name: pd.DataFrame(rows), cite=lambda *a: "`sweep`",
+                          rel="results/published/sweep-accuracy/x", manifest=SimpleNamespace(git=SimpleNamespace(commit="c")))
+    b = SimpleNamespace(runs=SimpleNamespace(all=lambda exp, where=None: [run] if exp == "sweep-accuracy" else []))
+    got = C.table1_intervals(b, p)   # type: ignore[arg-type]
+    assert set(got) == {"ciciot"}
+    v = {c.claim.split(" macro-F1")[0]: c for c in got["ciciot"] if " macro-F1 on " in c.claim}
+    assert v["Leo (decision tree)"].verdict == C.REPRODUCED
+    assert v["N3IC (binary MLP)"].verdict == C.CONTRADICTED
+    assert v["MLP-B"].verdict == C.INCONCLUSIVE
+    assert v["Chimera"].verdict == C.CONTRADICTED and "N3IC" in v["Chimera"].ours
+    assert v["CNN-L"].verdict == C.UNTESTABLE          # the sweep has no row of it
+    assert all(c.interval for c in v.values() if c.verdict != C.UNTESTABLE)
+    assert "simultaneous over 4 comparisons" in v["Leo (decision tree)"].why
+    yard = [c for c in got["ciciot"] if "yardsticks" in c.claim]
+    assert len(yard) == 1 and yard[0].verdict == C.CONTRADICTED   # 0.02 below the tree, beyond the tie band

@@ -21,6 +21,7 @@ from chimera.errors import ResultsError
 from chimera.formats.rundir import Manifest
 from chimera.formats.tables import TableSchema
 from chimera.book.scope import scope_of
+from chimera.report.archive import data_of
 from chimera.report.provenance import ROOT, Scope, TreeCode, changed_since, fingerprint_at
 from chimera.report.publish import check_seal
 from chimera.report.run import RunView
@@ -176,7 +177,7 @@ class RunSet:
         """The newest run of each experiment, target and dataset: the runs a book selects, sorted by that key."""
         seen: dict[tuple[str, str, str], Run] = {}
         for r in self._runs:
-            key = (r.experiment, r.target, Path(r.manifest.dataset_override or "").name)
+            key = (r.experiment, r.target, data_of(r.manifest))
             if key not in seen or r.run_id > seen[key].run_id:
                 seen[key] = r
         return [seen[k] for k in sorted(seen)]

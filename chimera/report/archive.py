@@ -68,7 +68,18 @@ class Published:
     @property
     def key(self) -> tuple[str, str, str]:
         m = self.manifest
-        return m.experiment, m.target, Path(m.dataset_override).name if m.dataset_override else ""
+        return m.experiment, m.target, data_of(m)
+
+
+def data_of(m: Manifest) -> str:
+    """What data a run measured, as the archive and the book key runs by: the dataset it was given in place of
+    its experiment's (its folder's name), the datasets a sweep was given (their names, sorted), or "" for the
+    experiment's own. Two sweeps of one experiment over different data are two keys: neither retires the other."""
+    if m.dataset_override:
+        return Path(m.dataset_override).name
+    sweep = m.sections.get("sweep")
+    datasets = sweep.get("datasets") if isinstance(sweep, dict) else None
+    return ",".join(sorted(Path(str(d)).name for d in datasets)) if datasets else ""
 
 
 def published_runs(published: Path = PUBLISHED) -> list[Published]:
