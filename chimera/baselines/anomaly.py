@@ -7,15 +7,18 @@ bucket, direction, TCP flag class). The encoder picks a latent code k of K; the
 decoder is, per code, a categorical distribution of every (lag, field). Both
 halves are table lookups: the reconstruction cost of code k is
 ``SumReduce over (lag, field) of Q[lag, field][value, k]``, Q the 8-bit integer
--log2 probability; the encoder takes the code of least cost, and that cost is
-the anomaly score. Trained by EM on benign windows (a latent-class model, the
-discrete form of an autoencoder). Every operation at scoring time is an exact
-lookup, an integer add or a min: it maps onto switch tables as Chimera's
-SumReduce does.
+-log2 probability at 1/16 bit; the encoder takes the code of least cost, and the
+anomaly score is that cost less the benign median cost of windows with as many
+packets present (one more lookup). Trained by EM on benign windows (a
+latent-class model, the discrete form of an autoencoder). Every operation at
+scoring time is an exact lookup, an integer add or a min: it maps onto switch
+tables as Chimera's SumReduce does.
 
 Float AutoEncoder: an MLP 180-32-8-32-180 on the baselines' float encoding,
-reconstruction MSE as the score. Threshold: the largest z-score of the current
-packet's fields against benign training statistics.
+reconstruction MSE as the score, calibrated by the packets present the same way,
+so that the comparison is about the model, not the calibration. Threshold: the
+largest z-score of the current packet's fields against benign training
+statistics.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ is computed too, so it cannot go stale either.
 
 from __future__ import annotations
 
+import importlib
+
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -991,6 +993,98 @@ def baselines_inputs(b: Book) -> str:
                  f"{fmt.words(soft)}; the anomaly task (benign vs attack) ‡: {fmt.words(anomaly)}; every other "
                  "method in integer tables on the reference.")
     return "Quoted from the code's docstrings by `invoke book`:\n\n" + "\n".join(lines)
+
+
+@block("baselines-measured")
+def baselines_measured(b: Book) -> str:
+    """How each size in Table 1 and Table 2 is measured, in the words of the functions that measure it."""
+    import inspect
+    from chimera.baselines import features, leo, neural, zoo
+    from chimera.experiments.kinds import yardstick_common
+    items = [
+        ("input scale", "chimera.baselines.features.input_bits", inspect.getdoc(features.input_bits)),
+        ("model size", "chimera.baselines.neural.model_bits", inspect.getdoc(neural.model_bits)),
+        ("per-flow bits, Chimera", "chimera.experiments.kinds.yardstick_common.per_flow_allocation",
+         inspect.getdoc(yardstick_common.per_flow_allocation)),
+        ("per-flow bits, Leo", "chimera.baselines.leo.IntegerTree.per_flow_bits",
+         inspect.getdoc(leo.IntegerTree.per_flow_bits)),
+        ("per-flow bits, the window models", "chimera.baselines.zoo.stored_bits", inspect.getdoc(zoo.stored_bits)),
+    ]
+    return "Measured, never asserted (quoted from the code by `invoke book`):\n\n" + "\n".join(
+        f"- **{t}** (`{where}`): {_paragraph(text)}" for t, where, text in items)
+
+
+@block("yardstick-experiments")
+def yardstick_experiments(b: Book) -> str:
+    """The experiments that set Chimera against the baselines: every shipped experiment of a multi-dataset kind,
+    with its kind's own account of itself and the datasets its YAML names."""
+    from chimera.experiments.kinds import KINDS
+    from chimera.experiments.load import available, load_experiment
+    rows = []
+    for name in available():
+        cfg = load_experiment(name)
+        kind = KINDS[cfg.kind]
+        if not kind.multi_dataset:
+            continue
+        doc = _paragraph(importlib.import_module(f"chimera.experiments.kinds.{kind.name}").__doc__)
+        data = fmt.words([f"{k} ({next(iter(v.model_dump(exclude_none=True)))})"
+                          for k, v in cfg.named_datasets().items()])
+        rows.append([f"`{name}`", kind.name, doc, data])
+    return ("Rendered from `experiments/*.yaml` and each kind's package docstring:\n\n" +
+            fmt.table(["name", "kind", "what", "default data"], rows) +
+            "\n\n`--dataset DIR --adapter ciciot2022|peerrush|iscxvpn2016` replaces the list of datasets with one "
+            "real dataset.")
+
+
+@block("tuning-table")
+def tuning_table(b: Book) -> str:
+    """What a run's tuning section shows, in the words of the function that writes it."""
+    import inspect
+    from chimera.experiments.kinds.accuracy import render as accuracy_render
+    return ("A run's `## Tuning` section (`chimera.experiments.kinds.accuracy.render.tuning_lines`): " +
+            _paragraph(inspect.getdoc(accuracy_render.tuning_lines)))
+
+
+@block("preflight-limits")
+def preflight_limits(b: Book) -> str:
+    """Each target's compiled-in maxima, from its record, and what the check before training does, in its own
+    words."""
+    import inspect
+    from chimera.experiments.stages import preflight as P
+    from chimera.targets.registry import classes
+    limited = [c for c in classes() if c.limits()]
+    keys = sorted({k for c in limited for k in c.limits()})
+    rows = [[f"`{k}`", P.CONSTANT_SOURCE.get(k, k), *[n(c.limits()[k]) if k in c.limits() else "—" for c in limited]]
+            for k in keys]
+    return (f"`chimera.experiments.stages.preflight.preflight`: {_paragraph(inspect.getdoc(P.preflight))} The "
+            "maxima, from each target's record (`limits()`; a target without any has no row here):\n\n" +
+            fmt.table(["constant", "set by", *[c.title for c in limited]], rows))
+
+
+@block("baselines-intro")
+def baselines_intro(b: Book) -> str:
+    """What the baselines are and how they are compared, in the words of the package that trains them."""
+    import chimera.baselines as B
+    from chimera.metrics import classification as cm
+    return (f"Quoted from `chimera.baselines`: {_paragraph(B.__doc__)} The score (`chimera.metrics.classification."
+            f"macro_f1`): {_paragraph(cm.macro_f1.__doc__)}")
+
+
+@block("test-partition")
+def test_partition(b: Book) -> str:
+    """The split every method is scored on, in the words of the rule that makes it."""
+    import inspect
+    from chimera.data import flows
+    return ("The split (`chimera.data.flows.frozen_split`): " + " ".join(
+        _paragraph(inspect.getdoc(flows.frozen_split), i) for i in (0, 1)))
+
+
+@block("integer-autoencoder")
+def integer_autoencoder(b: Book) -> str:
+    """The roc kind's detectors, in the words of the module that builds them."""
+    from chimera.baselines import anomaly
+    return "Quoted from `chimera.baselines.anomaly`:\n\n" + "\n\n".join(
+        _paragraph(anomaly.__doc__, i) for i in (1, 2))
 
 
 @block("directions")
