@@ -71,3 +71,29 @@ def test_a_real_set_asked_for_and_absent_stops_the_bench_first(name: str, tmp_pa
         bench(name).run(seeds=(1,))
     assert not any(Path(tmp_path).rglob("manifest.json"))        # refused before a run directory was made
     assert [d.name for d in fidelity.chosen_data(("synthetic",), name)] == [d.name for d in moved if not d.real]
+
+
+def test_a_rate_is_the_median_of_repeated_ladders_with_its_range() -> None:
+    """One ladder on a busy host is one draw (issue 58: 500, 750 or 1,000 pps across runs): the zero-loss and
+    BMv2-ratio benches publish the median of repeated ladders and their range; a ladder that lost at its lowest
+    step sorts below every rate and is said so, never read as 0 pps."""
+    from chimera.bench.ladder import LadderRead, ratio_spread, read_ladder, spread
+    from chimera.bench.zeroloss import row
+    steps = pd.DataFrame({"pps": [250, 500, 750], "offered_pps": [250.2, 499.7, np.nan], "lost": [0, 0, 3]})
+    assert read_ladder(steps, rate="offered_pps") == LadderRead(500, 250, False)
+    assert read_ladder(steps.assign(lost=[1, 0, 0])) == LadderRead(750, 250, False)
+    reads = [LadderRead(p, 250, False) for p in (None, 500, 750, 1000, 750)]
+    s = spread(reads)
+    assert (s.median, s.low, s.high, s.below) == (750, None, 1000, 1)
+    assert s.words() == "median 750 pps (below 250-1,000 over 5 ladders)"
+    assert spread([LadderRead(p, 250, False) for p in (None, None, 500, 750, 1000)]).median == 500  # below sorts low
+    low = spread([LadderRead(p, 250, False) for p in (None, None, 500, None, 750)])
+    assert low.median is None and low.words() == "below the lowest step (250 pps) in 3 of 5 ladders"
+    assert spread([LadderRead(2000, 250, True)] * 3).words() == "median at least 2,000 pps (2,000-2,000 over 3 ladders)"
+    r = row("bmv2", reads, 5000)
+    assert r.median_pps == 750 and not r.goal_met and " 0 pps" not in f" {r.words}"
+    pairs = [(LadderRead(a, 250, False), LadderRead(b, 250, bb)) for a, b, bb in
+             ((500, 1000, False), (750, 1000, False), (None, 1000, False), (1000, 2000, False), (250, 1000, False))]
+    rs = ratio_spread(pairs)
+    assert (rs.median, rs.low, rs.high, rs.undefined) == (0.5, 0.25, 0.75, 1)
+    assert rs.words() == "median 0.500 (0.250-0.750 over 4 repeats; undefined in 1)"
