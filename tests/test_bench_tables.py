@@ -97,3 +97,17 @@ def test_a_rate_is_the_median_of_repeated_ladders_with_its_range() -> None:
     rs = ratio_spread(pairs)
     assert (rs.median, rs.low, rs.high, rs.undefined) == (0.5, 0.25, 0.75, 1)
     assert rs.words() == "median 0.500 (0.250-0.750 over 4 repeats; undefined in 1)"
+
+
+def test_a_class_with_too_few_test_flows_gets_no_number() -> None:
+    """Issue 53: where a class has fewer than MIN_TEST_FLOWS test flows, its per-class row says "too few flows"
+    instead of a precision, recall and F1 (seen failing with every class scored)."""
+    from chimera.metrics.classification import MIN_TEST_FLOWS, TOO_FEW, per_class
+    y = np.array([0] * 20 + [1] * 6)
+    flows = np.r_[np.arange(20), np.repeat(np.arange(100, 100 + MIN_TEST_FLOWS - 1), [3, 1, 1, 1][:MIN_TEST_FLOWS - 1])]
+    pred = y.copy()
+    pc = per_class(y, pred, ["a", "b"], flows).set_index("class")
+    assert pc.loc["a", "test_flows"] == 20 and pc.loc["a", "f1"] == 1.0 and pc.loc["a", "scored"] == ""
+    assert pc.loc["b", "test_flows"] == MIN_TEST_FLOWS - 1 and pc.loc["b", "scored"] == TOO_FEW
+    assert pc.loc["b", ["precision", "recall", "f1"]].isna().all() and pc.loc["b", "support"] == 6
+    assert "test_flows" not in per_class(y, pred, ["a", "b"])     # without flows: as before

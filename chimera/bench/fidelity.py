@@ -55,7 +55,7 @@ from chimera.experiments.stages.dataset import PreparedData, prepare, resolve_da
 from chimera.experiments.stages.rules import LearnedRules, load_and_learn
 from chimera.formats.artifact import Artifact
 from chimera.experiments.stages.train import ModelCache, TrainedVariant, budget_model, train_variant, tune_variant
-from chimera.metrics.classification import macro_f1, per_class
+from chimera.metrics.classification import MIN_TEST_FLOWS, TOO_FEW, macro_f1, per_class
 from chimera.metrics.intervals import ci95
 from chimera.model.tokenizer import DIRS, PORT_IDS_MAX, SUB_TOKENS, MapTables, most_frequent_ports
 from chimera.reference.pipeline import run_reference
@@ -225,7 +225,7 @@ def measure(d: Data, seed: int, data_root: Path) -> tuple[dict[str, Any], pd.Dat
     row["chimera_w1_f1"] = chimera_f1(data, d.dataset, seed, 1, rules, trained)[0]
     pcs = []
     for method, p in (("Chimera", pred), ("tree", ys.tree), ("forest", ys.forest)):
-        pc = per_class(y, np.asarray(p), data.classes)
+        pc = per_class(y, np.asarray(p), data.classes, data.ds.flows.flow_id[data.test_rows])
         pc.insert(0, "method", method)
         pcs.append(pc)
     per = pd.concat(pcs, ignore_index=True)
@@ -315,13 +315,25 @@ def tables_markdown(run_dir: Path, cite: str, only: Sequence[str] | None = None)
             out.append(f"| {x['data']} | {int(x['seed'])} | {x['chimera_chosen']} | {x['chimera_validation']} | "
                        f"{int(x['chimera_epochs_run'])} | {x['chimera_stopped_by']} |")
     out += ["", "### Per-class F1 (mean over seeds)", ""]
-    pc = per.groupby(["data", "class", "method"], sort=False).agg(f1=("f1", "mean"), support=("support", "mean"))
-    pc = pc.reset_index().pivot_table(index=["data", "class"], columns="method", values=["f1", "support"],
-                                      sort=False)
-    out += ["| data | class | test packets | Chimera | tree | forest |", "| --- | --- | --- | --- | --- | --- |"]
+    if "test_flows" not in per:   # runs before the floor
+        per = per.assign(test_flows=np.nan)
+    pc = per.groupby(["data", "class", "method"], sort=False).agg(
+        f1=("f1", "mean"), support=("support", "mean"), flows=("test_flows", "mean"), scored=("f1", "count"))
+    pc = pc.reset_index().pivot_table(index=["data", "class"], columns="method",
+                                      values=["f1", "support", "flows", "scored"], sort=False, dropna=False)
+    out += [f"A class with fewer than {MIN_TEST_FLOWS} test flows in a seed has no number for that seed (\"{TOO_FEW}\"):"
+            " the mean is over the seeds that scored it.", "",
+            "| data | class | test packets | test flows | Chimera | tree | forest |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+
+    def cell(r: pd.Series, m: str) -> str:
+        return TOO_FEW if not r[("scored", m)] else f"{r[('f1', m)]:.3f}"
+
     for (n, c), r in pc.iterrows():
-        out.append(f"| {n} | {c} | {int(round(r[('support', 'Chimera')])):,} | {r[('f1', 'Chimera')]:.3f} | "
-                   f"{r[('f1', 'tree')]:.3f} | {r[('f1', 'forest')]:.3f} |")
+        flows = r[("flows", "Chimera")]
+        out.append(f"| {n} | {c} | {int(round(r[('support', 'Chimera')])):,} | "
+                   f"{'—' if flows != flows else f'{flows:.1f}'} | {cell(r, 'Chimera')} | {cell(r, 'tree')} | "
+                   f"{cell(r, 'forest')} |")
     return "\n".join(out) + "\n"
 
 

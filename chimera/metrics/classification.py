@@ -23,10 +23,27 @@ def summary(y: np.ndarray, pred: np.ndarray, classes: list[str]) -> dict[str, fl
             "accuracy": float(np.mean(y == pred)) if y.size else float("nan"), "packets": int(y.size)}
 
 
-def per_class(y: np.ndarray, pred: np.ndarray, classes: list[str]) -> pd.DataFrame:
+#: a class with fewer test flows than this gets no per-class number, but "too few flows" (issue 53): the packets
+#: of a handful of flows are not a sample of a class, and one flow's verdicts swing its F1 from 0 to 1
+MIN_TEST_FLOWS = 5
+TOO_FEW = "too few flows"
+
+
+def per_class(y: np.ndarray, pred: np.ndarray, classes: list[str], flows: np.ndarray | None = None
+              ) -> pd.DataFrame:
+    """Per class: precision, recall, F1 and support (test packets); with ``flows`` (each packet's flow id) also
+    its test flows, and no number for a class with fewer than ``MIN_TEST_FLOWS`` of them (``scored``: "too few
+    flows", its precision, recall and F1 left empty)."""
     labels = np.arange(len(classes))
     p, r, f, s = precision_recall_fscore_support(y, pred, labels=labels, zero_division=0)
-    return pd.DataFrame({"class": classes, "precision": p, "recall": r, "f1": f, "support": s})
+    out = pd.DataFrame({"class": classes, "precision": p, "recall": r, "f1": f, "support": s})
+    if flows is not None:
+        per = pd.DataFrame({"y": np.asarray(y), "flow": np.asarray(flows)}).groupby("y")["flow"].nunique()
+        out["test_flows"] = [int(per.get(i, 0)) for i in labels]
+        few = out["test_flows"] < MIN_TEST_FLOWS
+        out["scored"] = np.where(few, TOO_FEW, "")
+        out.loc[few, ["precision", "recall", "f1"]] = np.nan
+    return out
 
 
 def confusion(y: np.ndarray, pred: np.ndarray, classes: list[str]) -> pd.DataFrame:

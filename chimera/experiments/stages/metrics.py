@@ -62,7 +62,7 @@ def score_variant(data: PreparedData, v: ResolvedVariant, trained: TrainedVarian
     if ex.result is not None and ex.result.unsharded is not None:  # a sharded run: the unsharded reference beside
         row["macro_f1_unsharded_reference"] = cm.macro_f1(y, ex.result.unsharded.label[data.test_in_replay]
                                                           .astype(np.int64))
-    pc = cm.per_class(y, pred, data.classes)
+    pc = cm.per_class(y, pred, data.classes, data.ds.flows.flow_id[data.test_rows])
     pc.insert(0, "variant", v.name)
     return VariantResult(row, pc, cm.confusion(y, pred, data.classes), packets, np.asarray(pred))
 

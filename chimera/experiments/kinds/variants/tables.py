@@ -17,7 +17,8 @@ ABLATION = TableSchema("ablation.csv", _cols(
         "its replay")
 METRICS = TableSchema("metrics.csv", {"variant": S, "metric": S, "value": F}, keys=("variant", "metric"),
                       doc="ablation.csv's metrics in long form")
-PER_CLASS = TableSchema("per_class.csv", {"variant": S, "class": S, "precision": F, "recall": F, "f1": F, "support": I},
+PER_CLASS = TableSchema("per_class.csv", {"variant": S, "class": S, "precision": F, "recall": F, "f1": F, "support": I,
+                                         "test_flows": I, "scored": S},
                         keys=("variant", "class"), metrics=("f1",))
 CONFUSION = TableSchema("confusion.csv", {"true": S, "pred": S, "count": I, "variant": S},
                         keys=("variant", "true", "pred"))
