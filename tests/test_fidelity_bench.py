@@ -85,8 +85,17 @@ def test_doc_tables_are_rendered_from_the_run_directory(tmp_path: Path) -> None:
     assert text.index("| a (synthetic) | development") < text.index("| a (synthetic) | held-out")
     assert "b (real), seed 3: not measurable, so the row's mean and interval are over the other seeds: no test" in text
     assert "**not met** (2/3 seeds) | 8, 1, 8 |" in text
-    assert text.count("| b (real) | Y | 10 | 0.250 | 0.250 | 0.250 |") == 1
+    assert text.count("| b (real) | Y | 10 | — | 0.250 | 0.250 | 0.250 |") == 1   # a run before the flow floor
     assert F.tables_markdown(tmp_path, "results/published/bench-fidelity/RUN") == text  # from the files alone
+    # with the floor: a class no seed scored says so; one some seeds scored averages those
+    per = pd.read_csv(tmp_path / "per_class.csv")
+    per["test_flows"] = np.where(per["class"] == "Y", 3, 9)
+    per.loc[per["class"] == "Y", "f1"] = np.nan
+    per.loc[(per["data"] == "a (synthetic)") & (per["class"] == "Y") & (per["seed"] == 1), ["f1", "test_flows"]] = [0.5, 6]
+    per.to_csv(tmp_path / "per_class.csv", index=False)
+    text = F.tables_markdown(tmp_path, "results/published/bench-fidelity/RUN")
+    assert "| b (real) | Y | 10 | 3.0 | too few flows | too few flows | too few flows |" in text
+    assert "| a (synthetic) | Y | 10 | 4.0 | 0.500 | 0.500 | 0.500 |" in text
 
 
 def test_ci95_is_the_t_interval() -> None:
