@@ -49,11 +49,13 @@ def run_experiment(c: Context, name: str = "quickstart", target: str = "", datas
             "sequential": "run the tasks one after another in this process (no Ray)",
             "join": "one seed of a multi-dataset experiment: also write the experiment's own run from the tasks "
                     "(results/<name>/<run-id>, the tables a plain run writes; chimera.sweep.join)",
-            "results": "results root directory"})
+            "results": "results root directory",
+            "resume": "a sweep stopped part-way (its results/sweep-<name>/.<run>.partial or .failed/<run> folder): "
+                      "reuse the tasks it completed, run the others (refused where its code has changed since)"})
 @cli
 def sweep(c: Context, name: str = "quickstart", seeds: str = "1", datasets: str = "", target: str = "",
           ray: str = "", retries: int = 2, sequential: bool = False, join: bool = False, results: str = "results",
-          verbose: bool = False) -> None:
+          resume: str = "", verbose: bool = False) -> None:
     """Fan an experiment's variants x seeds x datasets out as Ray tasks; merge into results/sweep-<name>/<run>/."""
     from chimera.errors import ConfigError
     from chimera.sweep.driver import sweep as run
@@ -64,8 +66,11 @@ def sweep(c: Context, name: str = "quickstart", seeds: str = "1", datasets: str 
     if join:
         from chimera.sweep.join import joinable
         joinable(name, seed_list)  # now, not after the tasks have run
+    if resume:
+        from chimera.book.republish import same_code
+        same_code(Path(resume))
     out = run(name, seed_list, [d for d in datasets.split(",") if d] or None, target, ray or None, retries, results,
-              executor="sequential" if sequential else "ray")
+              executor="sequential" if sequential else "ray", resume=Path(resume) if resume else None)
     logging.getLogger("tasks").info("report: %s", out / "report.md")
     if join:
         from chimera.sweep.join import join as join_run

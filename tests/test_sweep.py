@@ -221,3 +221,66 @@ def test_sweep_join_refuses_before_any_task_runs(tmp_path: Path) -> None:
     with pytest.raises(ResultsError, match="cells"):
         joinable(_yaml(tmp_path, TINY), [1])
     joinable(_yaml(tmp_path, TWO_SETS, "tiny-accuracy.yaml"), [1])
+
+
+def test_a_stopped_sweep_resumes_with_the_tasks_it_completed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sweep stopped part-way (killed: its .partial folder) is resumed: the tasks it completed are reused, copied
+    into the new sweep and marked, only the others run, and the merged tables are those of a sweep that ran
+    through. One that planned other tasks is refused."""
+    import shutil
+
+    import chimera.sweep.driver as D
+    from chimera.errors import ConfigError
+    from chimera.formats.rundir import Manifest
+    exp = _yaml(tmp_path, TINY)
+    whole = sweep(exp, [1, 2], results_root=tmp_path / "a", data_root=ROOT / "data", executor="sequential")
+    stopped = whole.parent / f".{whole.name}.partial"      # as a killed sweep leaves it: one task not finished
+    shutil.copytree(whole, stopped)
+    planned = [t["task"] for t in Manifest.read(whole / "manifest.json").sections["sweep"]["planned_tasks"]]
+    second = planned[-1]
+    shutil.rmtree(stopped / "work" / second / "results")
+    ran: list[str] = []
+    real = D.run_task
+    monkeypatch.setattr(D, "run_task", lambda t, *a: ran.append(t.name) or real(t, *a))
+    again = sweep(exp, [1, 2], results_root=tmp_path / "b", data_root=ROOT / "data", executor="sequential",
+                  resume=stopped)
+    assert ran == [second]
+    sw = Manifest.read(again / "manifest.json").sections["sweep"]
+    assert sw["resumed_from"] == str(stopped)
+    assert [bool(t.get("reused")) for t in sw["tasks"]] == [True] * (len(planned) - 1) + [False]
+    first = sw["tasks"][0]["task"]
+    assert (again / "work" / first / "results").is_dir()      # the reused run travels with the sweep
+    for name in ("hyper_dim.csv",):
+        a, b = pd.read_csv(whole / name), pd.read_csv(again / name)
+        pd.testing.assert_frame_equal(a.drop(columns=[c for c in a if "seconds" in c]),
+                                      b.drop(columns=[c for c in b if "seconds" in c]))
+    with pytest.raises(ConfigError, match="planned other tasks"):
+        sweep(exp, [1, 2, 3], results_root=tmp_path / "c", data_root=ROOT / "data", executor="sequential",
+              resume=stopped)
+
+
+def test_a_sweep_is_resumed_only_on_the_code_it_started_on(tmp_path: Path) -> None:
+    """invoke sweep --resume refuses a stopped sweep made from uncommitted code, and one whose code has changed
+    since its commit (a published sweep's manifest, dated back to before the last change of the sweep driver)."""
+    import json
+    import shutil
+    import subprocess
+
+    from chimera.book.republish import same_code
+    from chimera.errors import ResultsError
+    src = sorted((ROOT / "results" / "published" / "sweep-accuracy").glob("*/manifest.json"))[-1]
+    last = subprocess.run(["git", "log", "-1", "--format=%H", "--", "chimera/sweep/driver.py"], cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout.strip()
+    old = tmp_path / "old"
+    old.mkdir()
+    m = json.loads(src.read_text())
+    m["git"] = {"commit": f"{last}~1", "dirty": False}
+    (old / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(ResultsError, match="changed since"):
+        same_code(old)
+    m["git"]["dirty"] = True
+    (old / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(ResultsError, match="uncommitted code"):
+        same_code(old)
+    with pytest.raises(ResultsError, match="no manifest"):
+        same_code(tmp_path)

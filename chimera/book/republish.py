@@ -21,7 +21,7 @@ from chimera.book.blocks import Book
 from chimera.book.runs import Run
 from chimera.book.scope import run_scope
 from chimera.errors import ChimeraError, ResultsError
-from chimera.formats.rundir import git_state
+from chimera.formats.rundir import Manifest, git_state
 from chimera.report.provenance import ROOT
 
 log = logging.getLogger(__name__)
@@ -128,3 +128,23 @@ def republish(only: tuple[str, ...] = (), dry_run: bool = False, results_root: P
         raise ResultsError("republish: " + "; ".join(f"{k}: {v.splitlines()[0]}" for k, v in failed.items()),
                            "fix what failed, commit, and run invoke republish --stale again (fresh runs are kept)")
     return out
+
+
+def same_code(partial: Path, root: Path = ROOT) -> None:
+    """Refuse to resume the sweep at ``partial`` unless the code it depends on (its scope, as the book judges a
+    published sweep's freshness) is at its commit what the working tree holds now: the reused tasks and the ones
+    still to run must come from the same code. A sweep started from uncommitted code cannot be resumed."""
+    from chimera.book.scope import scope_of
+    from chimera.report.provenance import code_fingerprint, fingerprint_at
+    mf = Path(partial) / "manifest.json"
+    if not mf.is_file():
+        raise ResultsError(f"{partial}: no manifest.json here", "give the .partial or .failed folder of the sweep")
+    m = Manifest.read(mf)
+    if m.git.dirty or not m.git.commit:
+        raise ResultsError(f"{partial} was started from uncommitted code: its tasks cannot be reused",
+                           "start a new sweep (leave out --resume)")
+    scope = scope_of(m)
+    then, now = fingerprint_at(m.git.commit, root, scope), code_fingerprint(root, scope)
+    if then != now:
+        raise ResultsError(f"the code the sweep at {partial} depends on changed since {m.git.commit[:7]}",
+                           "start a new sweep (leave out --resume): its tasks would mix two versions of the code")

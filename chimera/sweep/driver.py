@@ -9,6 +9,10 @@
   with its error and every other task is still merged.
 - Ctrl-C: outstanding tasks are cancelled (their workers killed), then every
   testbed node removes what an interrupted run left (``cleanup_stale``).
+- Resume: a sweep killed or stopped part-way (its ``.<run>.partial`` or ``.failed/<run>`` folder) can be given
+  as ``resume``: the tasks it completed are taken from it (their run folders copied into the new sweep, marked
+  ``reused``) and only the others run. The caller checks first that the code the sweep depends on is the same
+  (``invoke sweep --resume``: the sweep's fingerprint at the partial's commit against the working tree's).
 - Merge: ``results/sweep-<name>/<run>/``: manifest (every task: node, pid,
   attempts, its own manifest and seed), ``tasks/<task>/*.csv``, the merged tables
   (the tasks' rows concatenated, a ``sweep_task`` column added) and ``summary.csv`` with
@@ -21,6 +25,7 @@ import io
 import json
 import logging
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -57,6 +62,7 @@ class SweepRecord(BaseModel):
     ray: str | None = None
     retries: int = 0
     planned_tasks: list[dict[str, Any]] = Field(default_factory=list)
+    resumed_from: str | None = None       # the partial sweep whose completed tasks this one reused
     seconds: float | None = None
     tasks: list[dict[str, Any]] = Field(default_factory=list)
     failed_tasks: list[str] = Field(default_factory=list)
@@ -161,15 +167,48 @@ def summarize(df: pd.DataFrame, schema: TableSchema) -> pd.DataFrame | None:
     return out.reset_index()
 
 
+def completed_tasks(partial: Path, tasks: list[SweepTask]) -> dict[str, dict[str, Any]]:
+    """The tasks of the sweep at ``partial`` (a killed or stopped sweep's folder) that completed, as the outcomes
+    ``run_task`` returned for them, by task name. Refused where that sweep planned other tasks."""
+    m = Manifest.read(partial / "manifest.json")
+    sw = m.get("sweep", SweepRecord)
+    if sw is None:
+        raise ResultsError(f"{partial} is not a sweep's folder (its manifest has no sweep section)",
+                           "give the .partial or .failed folder of the sweep to resume")
+    planned = [t["task"] for t in sw.planned_tasks]
+    if planned != [t.name for t in tasks]:
+        raise ConfigError(f"{partial} planned other tasks ({len(planned)}: {', '.join(planned[:4])}...)",
+                          "resume with the experiment, seeds, datasets and target it was started with")
+    out: dict[str, dict[str, Any]] = {}
+    for t in tasks:
+        done = [d.parent for d in sorted((partial / "work" / t.name / "results").glob("*/*/manifest.json"))
+                if Manifest.read(d).status == "complete"]
+        if done:
+            out[t.name] = reused_outcome(t, done[-1])
+    return out
+
+
+def reused_outcome(task: SweepTask, run_dir: Path) -> dict[str, Any]:
+    """What ``run_task`` returned for a task whose run completed, read back from its run folder."""
+    m = Manifest.read(run_dir / "manifest.json").to_json()
+    return {"task": task.name, "cell": task.cell, "status": "ok", "reused": str(run_dir), "attempts": 0,
+            "run_dir": str(run_dir), "tables": {p.name: p.read_text() for p in sorted(run_dir.glob("*.csv"))},
+            "manifest": {k: m[k] for k in ("run_id", "target", "seed", "git", "timings_s", "dataset", "datasets",
+                                           "target_detail", "clock")}}
+
+
 def sweep(experiment: str, seeds: list[int], datasets: list[str] | None = None, target: str = "",
           address: str | None = None, retries: int = 2, results_root: str | Path = "results",
-          data_root: str | Path = "data", executor: str = "ray", num_cpus: int | None = None) -> Path:
-    """Run the sweep and write its merged run directory; returns it."""
+          data_root: str | Path = "data", executor: str = "ray", num_cpus: int | None = None,
+          resume: Path | None = None) -> Path:
+    """Run the sweep and write its merged run directory; returns it. ``resume``: a stopped sweep's folder whose
+    completed tasks are reused (the caller has checked that the code is the same)."""
     if executor not in ("ray", "sequential"):
         raise ConfigError(f"unknown sweep executor {executor!r}", "use ray or sequential")
     if not seeds:
         raise ConfigError("sweep: no seeds", "pass --seeds 1,2,3")
     tasks = plan(experiment, seeds, datasets, target)
+    reused = completed_tasks(Path(resume), tasks) if resume is not None else {}
     kind = kind_of(load_experiment(experiment).kind)
     schemas = {t.name: t for t in kind.tables}
     name = Path(experiment).stem if experiment.endswith((".yaml", ".yml")) else experiment
@@ -179,12 +218,22 @@ def sweep(experiment: str, seeds: list[int], datasets: list[str] | None = None, 
         record = SweepRecord(experiment=experiment, seeds=seeds, datasets=datasets,
                              target=target or "(the experiment's)", executor=executor,
                              ray=address or ("local" if executor == "ray" else None), retries=retries,
-                             planned_tasks=[{"task": t.name, "cell": t.cell, "testbed": t.testbed} for t in tasks])
+                             planned_tasks=[{"task": t.name, "cell": t.cell, "testbed": t.testbed} for t in tasks],
+                             resumed_from=str(resume) if resume is not None else None)
         run.manifest.put("sweep", record)
+        for name, o in reused.items():   # the completed tasks' folders, copied: the sweep holds every run it merges
+            shutil.copytree(Path(resume or "") / "work" / name, work / name)
+            o["run_dir"] = str(work / name / Path(o["run_dir"]).relative_to(Path(resume or "") / "work" / name))
+        if reused:
+            log.info("resuming %s: %d of %d tasks completed there, %d to run", resume, len(reused), len(tasks),
+                     len(tasks) - len(reused))
+        todo = [t for t in tasks if t.name not in reused]
         t0 = time.perf_counter()
-        outcomes = (run_ray(tasks, target, work, Path(data_root), address, retries, num_cpus) if executor == "ray"
-                    else run_sequential(tasks, target, work, Path(data_root)))
+        ran = (run_ray(todo, target, work, Path(data_root), address, retries, num_cpus) if executor == "ray"
+               else run_sequential(todo, target, work, Path(data_root))) if todo else []
         seconds = time.perf_counter() - t0
+        by_name = {**reused, **{o["task"]: o for o in ran}}
+        outcomes = [by_name[t.name] for t in tasks]
         merged = merge(outcomes)
         for o in outcomes:
             d = run.path / "tasks" / o["task"]
@@ -214,7 +263,8 @@ def _report(m: Manifest, merged: dict[str, pd.DataFrame], summaries: dict[str, p
     sw = m.get("sweep", SweepRecord)
     if sw is None:
         raise ResultsError(f"run {m.run_id}: no sweep section", "re-run the sweep")
-    rows = pd.DataFrame([{"task": t["task"], "status": t["status"], "node": str(t.get("node", "?"))[:12],
+    rows = pd.DataFrame([{"task": t["task"], "status": t["status"] + (" (reused)" if t.get("reused") else ""),
+                          "node": str(t.get("node", "?"))[:12],
                           "host": t.get("host"), "attempts": t.get("attempts"),
                           "seconds": (t.get("ended", 0) - t.get("started", 0)) if t.get("started") else None,
                           "error": (t.get("error") or "").splitlines()[-1][:120] if t.get("error") else ""}
@@ -222,6 +272,8 @@ def _report(m: Manifest, merged: dict[str, pd.DataFrame], summaries: dict[str, p
     failed = sw.failed_tasks
     lines = [f"# Sweep: {sw.experiment}", "", f"- seeds {sw.seeds}, target {sw.target}, executor "
              f"{sw.executor} ({sw.ray}), retries {sw.retries}", f"- git `{m.git.commit}`",
+             *([f"- resumed from `{sw.resumed_from}`: its completed tasks reused (status 'ok (reused)')"]
+               if sw.resumed_from else []),
              f"- {len(rows)} tasks, {len(failed)} failed, {sw.seconds or 0.0:.1f} s", "", "## Tasks", "",
              table(rows, ["attempts"]), ""]
     for n, s in summaries.items():
