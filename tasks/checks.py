@@ -111,7 +111,7 @@ def mutate(c: Context, files: str = "reference,ebpf", budget: str = "30m", seed:
     print((out / "summary.md").read_text())  # noqa: T201 - the summary is the command's output
 
 
-@task(help={"what": "ingest | reference | install | switch | fidelity | directions | scale | sweep | zeroloss | "
+@task(help={"what": "ingest | pipeline | install | switch | fidelity | directions | scale | sweep | zeroloss | "
                     "shards | bmv2ratio | bmv2files | toolchain",
             "pcap": "capture to benchmark (ingest)",
             "seeds": "fidelity, directions: comma-separated seeds (default: development 1,2,3 and held-out 11-15)",

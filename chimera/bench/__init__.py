@@ -64,12 +64,19 @@ class Bench:
     module: str
     summary: str
     options: type[NoOptions] = NoOptions
-    target: str | None = None         # the switch target it needs (a night skips or fails it as for that target)
     nightly: NightlyFn | None = None  # None: not a nightly bench
     metric: str = ""                  # the metric a night files its error under (the golden's key)
     measures: str = ""                # what the night's metric is, in words (the book's benches table)
     unit: str = ""                    # the metric's unit as the book prints it after the number
     goal: str = ""                    # the goal its issue set, in words
+    lower_is_better: bool = False     # the night's band check: a rise is the regression
+
+    @property
+    def target(self) -> str | None:
+        """The switch target whose own bench this is (its record's ``bench.benches`` names it; a night skips or
+        fails the bench as it does that target), or None: any machine runs it."""
+        from chimera.targets.registry import classes
+        return next((c.name for c in classes() if c.bench is not None and self.name in c.bench.benches), None)
 
     def run(self, **options: Any) -> Any:
         """``main(**options)`` of its module, the options checked against its model first."""
@@ -93,8 +100,8 @@ def _ingest(repeats: int, prior: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {"ingest_ratio": {"median": r["ratio"], "iqr": r["ratio_iqr"], "n": repeats, "results": r["results"]}}
 
 
-def _reference(repeats: int, prior: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    from chimera.bench.reference import main
+def _pipeline(repeats: int, prior: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    from chimera.bench.pipeline import main
     r = main(repeats)
     ingest = prior.get("ingest")
     if ingest is None:
@@ -121,13 +128,13 @@ BENCHES: dict[str, Bench] = {b.name: b for b in (
     Bench("ingest", "chimera.bench.ingest", "our pcap reader against dpkt on the same file and fields", IngestOptions,
           nightly=_ingest, metric="ingest_ratio", measures="our pcap reader against dpkt on the same file and fields",
           unit="x", goal=">= 1 M pkt/s"),
-    Bench("reference", "chimera.bench.reference", "the reference pipeline's rate", nightly=_reference,
+    Bench("pipeline", "chimera.bench.pipeline", "the reference pipeline's rate", nightly=_pipeline,
           metric="reference_over_ingest", measures="the reference pipeline's rate over the ingest rate",
           goal=">= 1 M pkt/s"),
-    Bench("install", "chimera.bench.install", "live full-Map update + flip under traffic", target="ebpf",
-          nightly=_install, metric="install_ebpf_live_ms",
+    Bench("install", "chimera.bench.install", "live full-Map update + flip under traffic",
+          nightly=_install, metric="install_ebpf_live_ms", lower_is_better=True,
           measures="live full-Map update + flip under traffic on eBPF", unit=" ms", goal="<= 20 ms eBPF, <= 1 s BMv2"),
-    Bench("switch", "chimera.bench.switch", "the full pipeline's rate over bare redirect", target="ebpf",
+    Bench("switch", "chimera.bench.switch", "the full pipeline's rate over bare redirect",
           nightly=_switch, metric="switch_ratio", measures="the full pipeline's rate over bare redirect", unit="x",
           goal=">= 0.7"),
     Bench("fidelity", "chimera.bench.fidelity", "integer pipeline against trees, forests and the float model",
@@ -140,12 +147,11 @@ BENCHES: dict[str, Bench] = {b.name: b for b in (
     Bench("shards", "chimera.bench.shards", "the aggregate 0-loss rate of K testbeds at once, against K",
           ShardsOptions),
     Bench("suite", "chimera.bench.suite", "the README's test command timed here, with every tool this machine has"),
-    Bench("bmv2ratio", "chimera.bench.bmv2ratio", "chimera.p4 against plain forwarding on the same BMv2",
-          target="bmv2"),
+    Bench("bmv2ratio", "chimera.bench.bmv2ratio", "chimera.p4 against plain forwarding on the same BMv2"),
     Bench("toolchain", "chimera.bench.toolchain", "one row of the p4c/BMv2 matrix: compile, P4Info, BMv2 conformance",
-          ToolchainOptions, target="bmv2"),
+          ToolchainOptions),
     Bench("bmv2files", "chimera.bench.bmv2files", "chimera.p4 alone in BMv2's file mode against a revision",
-          Bmv2FilesOptions, target="bmv2"),
+          Bmv2FilesOptions),
 )}
 
 

@@ -330,6 +330,8 @@ def tables_markdown(run_dir: Path, cite: str, only: Sequence[str] | None = None)
         return TOO_FEW if not r[("scored", m)] else f"{r[('f1', m)]:.3f}"
 
     for (n, c), r in pc.iterrows():
+        if r[("support", "Chimera")] != r[("support", "Chimera")]:
+            continue       # a class of another kind of data (the pivot's full product)
         flows = r[("flows", "Chimera")]
         out.append(f"| {n} | {c} | {int(round(r[('support', 'Chimera')])):,} | "
                    f"{'—' if flows != flows else f'{flows:.1f}'} | {cell(r, 'Chimera')} | {cell(r, 'tree')} | "

@@ -34,10 +34,17 @@ from chimera.report.sections import FuzzNight, MutateNight, NightMeasured
 from chimera.targets.registry import TRUTH
 
 F1_TOLERANCE = 0.01
+
+
+def lower_is_better() -> frozenset[str]:
+    """The bench metrics whose rise is the regression (each bench record says so)."""
+    from chimera.bench import BENCHES
+    return frozenset(b.metric for b in BENCHES.values() if b.lower_is_better)
+
+
 BAND_K = 3.0
 BAND_FLOOR = 0.10
 MIN_HISTORY = 3
-LOWER_IS_BETTER = ("install_ebpf_live_ms",)
 STATUSES = ("regressed", "failed-to-run", "improved", "no-verdict", "allowed-skip", "pass", "reported")
 FAILING = ("regressed", "failed-to-run")
 
@@ -175,7 +182,7 @@ def bench_checks(measured: NightMeasured, history: pd.DataFrame, golden: Golden 
                              "bench numbers are machine-dependent: never judged against another machine's"))
             continue
         lo, hi, src = b
-        worse, better = (v > hi, v < lo) if metric in LOWER_IS_BETTER else (v < lo, v > hi)
+        worse, better = (v > hi, v < lo) if metric in lower_is_better() else (v < lo, v > hi)
         status = "regressed" if worse else "improved" if better else "pass"
         out.append(Check(f"bench {metric}", "band", status, v, f"[{lo:.4g}, {hi:.4g}]",
                          f"band from {src} (median +- max({BAND_K:g} IQR, {BAND_FLOOR:.0%}))"))

@@ -74,6 +74,9 @@ class BenchProfile:
     install_pace: dict[str, Any]
     install_t_cp_s: float
     install_max_packets: int | None = None
+    #: the benches that measure this target's own switch (``invoke bench --what``): a night runs them as this
+    #: target's, and skips or fails them as it does this target
+    benches: tuple[str, ...] = ()
 
 
 @dataclass

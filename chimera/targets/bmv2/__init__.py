@@ -55,7 +55,8 @@ class Bmv2Target(TestbedTarget):
         "p4", ("tests/test_conformance.py", "-k", "bmv2"), pps=500)
     bench = BenchProfile(zero_loss_goal_pps=5_000, zero_loss_ladder=(500, 1_000, 2_000, 5_000, 10_000, 20_000),
                          zero_loss_packets=3_000, install_goal_ms=1000.0, install_pace={"mode": "pps", "pps": 300},
-                         install_t_cp_s=0.8, install_max_packets=3000)
+                         install_t_cp_s=0.8, install_max_packets=3000,
+                         benches=("bmv2ratio", "toolchain", "bmv2files"))
 
     @classmethod
     def build_program(cls, art: Artifact, out_dir: Path, build: BuildOptions | None = None) -> Path:

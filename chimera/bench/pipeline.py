@@ -1,6 +1,6 @@
 """Reference pipeline throughput: packets/s of run_reference on a compiled model (the ablation's full variant).
 
-Writes results/bench-reference/<run>/ (every repeat, median and IQR). The ratio that transfers between
+Writes results/bench-pipeline/<run>/ (every repeat, median and IQR). The ratio that transfers between
 machines is the reference rate over the ingest rate measured in the same run (both CPU-bound Python/numba).
 """
 
@@ -35,7 +35,7 @@ def main(repeats: int = 5) -> dict[str, Any]:
         run_reference(art, table)
         pps.append(len(table) / (time.perf_counter() - t0))
     s = summary(pps)
-    with bench_run("reference", {"repeats": repeats, "model": "ablation (first variant)", "packets": len(table)}) as run:
+    with bench_run("pipeline", {"repeats": repeats, "model": "ablation (first variant)", "packets": len(table)}) as run:
         run.manifest.put("result", ReferenceResult(samples_pps=pps, summary=Stat.model_validate(s)))
         (run.path / "report.md").write_text(f"# Reference pipeline\n\n{len(table)} packets, {repeats} repeats: median "
                                             f"{s['median'] / 1e6:.2f} M pkt/s (IQR {s['iqr'] / 1e6:.2f})\n")
