@@ -111,3 +111,25 @@ def test_a_class_with_too_few_test_flows_gets_no_number() -> None:
     assert pc.loc["b", "test_flows"] == MIN_TEST_FLOWS - 1 and pc.loc["b", "scored"] == TOO_FEW
     assert pc.loc["b", ["precision", "recall", "f1"]].isna().all() and pc.loc["b", "support"] == 6
     assert "test_flows" not in per_class(y, pred, ["a", "b"])     # without flows: as before
+
+
+def test_a_flow_resample_is_scored_as_the_metric_scores_the_test_set() -> None:
+    """Each draw of flow_bootstrap_f1 is the packet-level macro-F1 (over the classes present) of the packets of a
+    resample of whole test flows, the same resample for every method (paired), and the same draws on the same
+    partition in every run."""
+    from chimera.metrics.classification import macro_f1
+    from chimera.metrics.intervals import flow_bootstrap_f1
+    rng = np.random.default_rng(3)
+    flows = np.repeat(np.arange(40), 5)
+    y = flows % 4
+    preds = {"a": np.where(rng.random(y.size) < 0.8, y, rng.integers(0, 4, y.size)), "b": y.copy()}
+    boot = flow_bootstrap_f1(y, preds, flows, draws=5, seed=0)
+    assert len(boot) == 10 and (boot[boot["method"] == "b"]["f1"] == 1.0).all()
+    again = np.random.default_rng(0)
+    for d in range(5):
+        w = np.bincount(again.integers(0, 40, 40), minlength=40)
+        keep = np.repeat(np.arange(y.size), w[flows])          # each packet as often as its flow was drawn
+        want = macro_f1(y[keep], preds["a"][keep])
+        got = boot[(boot["draw"] == d) & (boot["method"] == "a")]["f1"].iloc[0]
+        assert abs(got - want) < 1e-6, (d, got, want)
+    assert flow_bootstrap_f1(y, preds, flows, draws=5, seed=0).equals(boot)

@@ -7,6 +7,7 @@ import math
 import re
 from fnmatch import fnmatch
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pandas as pd
@@ -328,7 +329,7 @@ def test_table1_on_a_swept_stand_in_is_judged_by_paired_intervals() -> None:
               "Tree (yardstick)": chimera + 0.02}
     rows = [{"dataset": "ciciot", "task": "classification", "seed": s, "method": m, "f1": float(v[i])}
             for m, v in {"Chimera": chimera, **others}.items() for i, s in enumerate(seeds)]
-    run = SimpleNamespace(csv=lambda name: pd.DataFrame(rows), cite=lambda *a: "`sweep`",
+    run = SimpleNamespace(csv=lambda name: pd.DataFrame(rows), cite=lambda *a: "`sweep`", path=Path("/nonexistent"),
                           rel="results/published/sweep-accuracy/x", manifest=SimpleNamespace(git=SimpleNamespace(commit="c")))
     b = SimpleNamespace(runs=SimpleNamespace(all=lambda exp, where=None: [run] if exp == "sweep-accuracy" else []))
     got = C.table1_intervals(b, p)   # type: ignore[arg-type]
@@ -341,5 +342,37 @@ def test_table1_on_a_swept_stand_in_is_judged_by_paired_intervals() -> None:
     assert v["CNN-L"].verdict == C.UNTESTABLE          # the sweep has no row of it
     assert all(c.interval for c in v.values() if c.verdict != C.UNTESTABLE)
     assert "simultaneous over 4 comparisons" in v["Leo (decision tree)"].why
+    assert "(the interval over seeds)" in v["Leo (decision tree)"].why     # this run kept no flow resamples
     yard = [c for c in got["ciciot"] if "yardsticks" in c.claim]
     assert len(yard) == 1 and yard[0].verdict == C.CONTRADICTED   # 0.02 below the tree, beyond the tie band
+
+
+def test_flow_resamples_widen_the_interval_by_the_test_flows_sampling(tmp_path: Path) -> None:
+    """Where a sweep kept every method's F1 on the same flow resamples, each interval holds the flows' sampling
+    beside the seeds' spread (rules.flow_paired_interval): wider than the t-interval over seeds alone, by a term
+    common to all seeds; a sweep without them is judged over seeds alone and says so."""
+    import numpy as np
+    import pandas as pd
+
+    from chimera.book.rules import paired_interval
+    seeds = [11, 12, 13, 14, 15]
+    rows = [{"dataset": "ciciot", "task": "classification", "seed": s, "method": m, "f1": v + 0.001 * i}
+            for i, s in enumerate(seeds) for m, v in (("Chimera", 0.95), ("Leo", 0.90))]
+    rng = np.random.default_rng(1)
+    common = rng.normal(0, 0.01, 100)        # one flow resample, the same for every seed: its effect is shared
+    boot = [{"dataset": "ciciot", "seed": s, "draw": d, "method": m, "f1": base + 0.001 * i + (common[d] if m == "Leo" else 0)}
+            for i, s in enumerate(seeds) for d in range(100) for m, base in (("Chimera", 0.95), ("Leo", 0.90))]
+    (tmp_path / "boot.csv").write_text(pd.DataFrame(boot).to_csv(index=False))
+    tables = {"accuracy.csv": pd.DataFrame(rows), "boot.csv": pd.DataFrame(boot)}
+    run = SimpleNamespace(csv=tables.__getitem__, cite=lambda *a: "`sweep`", path=tmp_path, rel="x",
+                          manifest=SimpleNamespace(git=SimpleNamespace(commit="c")))
+    b = SimpleNamespace(runs=SimpleNamespace(all=lambda exp, where=None: [run] if exp == "sweep-accuracy" else []))
+    sw = C.swept(b, "ciciot".__eq__)   # type: ignore[arg-type]
+    assert sw is not None
+    mean, lo, hi, n, how = sw.diff("Leo", 1)
+    t_mean, t_lo, t_hi = paired_interval([0.05] * 5, 1)
+    assert n == 5 and how == "seeds and test flows" and abs(mean - 0.05) < 1e-12
+    assert hi - lo > 2 * 1.96 * np.std(common, ddof=1) * 0.99       # the flows' term, not averaged over seeds
+    (tmp_path / "boot.csv").unlink()
+    sw = C.swept(b, "ciciot".__eq__)   # type: ignore[arg-type]
+    assert sw is not None and sw.diff("Leo", 1)[4] == "seeds"

@@ -38,7 +38,7 @@ from chimera.book.fmt import f, n, signed
 from chimera.book.rules import (ADDED_US, BASIN, CONTRADICTED, FACTOR, FAMILY_CONFIDENCE, HIGH_AUC, INCONCLUSIVE,
                                 NEAR_CONSTANT, NOT, ORDERS, OUTCOMES, REPRODUCED, RULES, TAIL, TIE, TIMING_FAMILY,
                                 UNINFORMATIVE, UNTESTABLE, VERDICTS, PaperNumber, at, best_verdict, bound_verdict, dec,
-                                factor, interval_verdict, ordering, paired_interval, places)
+                                factor, flow_paired_interval, interval_verdict, ordering, paired_interval, places)
 from chimera.book.runs import Run, on_testbed
 from chimera.errors import ResultsError
 from chimera.metrics.intervals import bootstrap_mean
@@ -190,16 +190,48 @@ def _gap(a: float, b: float, nd: int) -> Any:
     return at(a, nd) - at(b, nd)
 
 
-def swept(b: Book, match: Callable[[str], bool]) -> tuple[Run, str, pd.DataFrame] | None:
-    """The newest published sweep of the accuracy experiment holding a dataset ``match`` accepts: (the run, the
-    dataset's name in it, its per-seed F1 wide: seeds x methods). Sweeps over other data are other runs (the
-    archive keys them apart), so each dataset is judged from the newest sweep that holds it."""
+@dataclass(frozen=True)
+class Swept:
+    """A dataset in the newest published sweep of the accuracy experiment that holds it: the run, the dataset's
+    name in it, its per-seed F1 wide (seeds x methods) and, where the run kept them, every method's F1 on the
+    same flow resamples (seed x draw x method)."""
+
+    run: Run
+    name: str
+    wide: pd.DataFrame
+    boot: pd.DataFrame | None
+
+    def diff(self, method: str, family: int) -> tuple[float, float, float, int, str]:
+        """(mean, lo, hi, seeds, how) of Chimera − ``method`` over the seeds: with the flows' sampling where the
+        run kept flow resamples (rules.flow_paired_interval), else the t-interval over seeds alone."""
+        d = (self.wide["Chimera"] - self.wide[method]).dropna()
+        points = {int(k): float(v) for k, v in d.items()}
+        b = self.boot
+        if b is not None and {"Chimera", method} <= set(b["method"]):
+            w = b[b["method"].isin(["Chimera", method])].pivot_table(index=["seed", "draw"], columns="method",
+                                                                     values="f1")
+            draws = {int(sd): (g["Chimera"] - g[method]).to_numpy() for sd, g in w.groupby(level="seed")}
+            if set(points) <= set(draws):
+                mean, lo, hi = flow_paired_interval(points, draws, family)
+                return mean, lo, hi, len(points), "seeds and test flows"
+        mean, lo, hi = paired_interval(list(points.values()), family=family)
+        return mean, lo, hi, len(points), "seeds"
+
+
+def swept(b: Book, match: Callable[[str], bool]) -> Swept | None:
+    """The newest published sweep of the accuracy experiment holding a dataset ``match`` accepts. Sweeps over
+    other data are other runs (the archive keys them apart), so each dataset is judged from the newest sweep that
+    holds it."""
     for r in reversed(b.runs.all("sweep-accuracy")):
         a = r.csv("accuracy.csv")
         a = a[(a["task"] == "classification") & a["f1"].notna()] if "task" in a else a[a["f1"].notna()]
         for name, g in a.groupby("dataset", sort=False):
             if match(str(name)):
-                return r, str(name), g.pivot_table(index="seed", columns="method", values="f1")
+                boot = None
+                if (r.path / "boot.csv").is_file():
+                    bt = r.csv("boot.csv")
+                    boot = bt[bt["dataset"] == name]
+                return Swept(r, str(name), g.pivot_table(index="seed", columns="method", values="f1"), boot)
     return None
 
 
@@ -221,19 +253,20 @@ def table1_intervals(b: Book, p: dict[str, Any]) -> dict[str, list[Claim]]:
     rows: dict[str, list[Any]] = p["table1_accuracy"]["rows"]
     ch_paper = rows["Chimera"]
     held = {ds: s for ds in DATASETS if (s := swept(b, ds.__eq__)) is not None}
-    family = sum(wide.shape[1] - 1 for _, _, wide in held.values() if "Chimera" in wide)
+    family = sum(sw.wide.shape[1] - 1 for sw in held.values() if "Chimera" in sw.wide)
     out: dict[str, list[Claim]] = {}
-    for ds, (r, name, wide) in held.items():
+    for ds, sw in held.items():
+        r, name, wide = sw.run, sw.name, sw.wide
         if "Chimera" not in wide:
             continue
         c = cols.index(f"{ds}_f1")
         shown = ds.upper() if ds != "peerrush" else "PeerRush"
         claims: list[Claim] = []
         judged: dict[str, tuple[float, float, float, int]] = {}
+        how = ""
         for m in (x for x in wide.columns if x != "Chimera"):
-            diffs = list((wide["Chimera"] - wide[m]).dropna())
-            mean, lo, hi = paired_interval(diffs, family=family)
-            judged[m] = (mean, lo, hi, len(diffs))
+            mean, lo, hi, k, how = sw.diff(m, family)
+            judged[m] = (mean, lo, hi, k)
         for paper_name, vals in rows.items():
             ours_name = T1_NAMES.get(paper_name, paper_name)
             label = f"{paper_name} macro-F1 on {shown}"
@@ -247,7 +280,7 @@ def table1_intervals(b: Book, p: dict[str, Any]) -> dict[str, list[Claim]]:
                 worst = min(paper_side, key=lambda m: paper_side[m][1])
                 mean, lo, hi, k = paper_side[worst]
                 why = (f"the best of the paper's methods, against each of {len(paper_side)} over seeds "
-                       f"{_seeds(wide)}, simultaneous over {family} comparisons; " + "; ".join(
+                       f"{_seeds(wide)} (the interval over {how}), simultaneous over {family} comparisons; " + "; ".join(
                            f"{m} {v[0]:+.4f} [{v[1]:+.4f}, {v[2]:+.4f}]: {verdicts[m]}"
                            for m, v in sorted(paper_side.items(), key=lambda x: x[1][1])))
                 claims.append(Claim("Table 1", label, f(vals[c]), f"Chimera − {worst} {mean:+.4f} [{lo:+.4f}, "
@@ -263,8 +296,9 @@ def table1_intervals(b: Book, p: dict[str, Any]) -> dict[str, list[Claim]]:
             verdict, why = interval_verdict(dec(ch_paper[c]) - dec(vals[c]), lo, hi, k)
             claims.append(Claim("Table 1", label, f(vals[c]), f"Chimera − {ours_name} {mean:+.4f} [{lo:+.4f}, "
                                 f"{hi:+.4f}] (synthetic stand-in, reference)", r.cite(), verdict,
-                                f"Chimera − this method over seeds {_seeds(wide)}, simultaneous over {family} "
-                                f"comparisons: {why}; absolute F1 not testable: dataset absent", mean, src,
+                                f"Chimera − this method over seeds {_seeds(wide)} (the interval over {how}), "
+                                f"simultaneous over {family} comparisons: {why}; absolute F1 not testable: dataset "
+                                "absent", mean, src,
                                 _m(r, name, "Chimera −", ours_name), _commit(r), interval=True))
         yard = {m: v for m, v in judged.items() if "yardstick" in m}
         if yard:
@@ -362,21 +396,23 @@ def real_set_intervals(b: Book, p: dict[str, Any]) -> list[tuple[str, Claim]]:
     (fragment of the set's name, claim) per real set the sweep holds."""
     sets = [(frag, label, s) for frag, label in REAL.items()
             if (s := swept(b, _containing(frag))) is not None]
-    family = sum(s[2].shape[1] - 1 for _, _, s in sets)
+    family = sum(sw.wide.shape[1] - 1 for _, _, sw in sets)
     claim = p["table1_accuracy"]["claim"].split(" while")[0]
     out = []
-    for frag, label, (r, _, wide) in sets:
+    for frag, label, sw in sets:
+        r, wide = sw.run, sw.wide
         if "Chimera" not in wide:
             continue
         judged = []
+        how = ""
         for m in (c for c in wide.columns if c != "Chimera"):
-            diffs = list((wide["Chimera"] - wide[m]).dropna())
-            mean, lo, hi = paired_interval(diffs, family=family)
-            judged.append((m, mean, lo, hi, len(diffs), best_verdict(lo, hi, len(diffs))[0]))
+            mean, lo, hi, k, how = sw.diff(m, family)
+            judged.append((m, mean, lo, hi, k, best_verdict(lo, hi, k)[0]))
         kinds = {v for *_, v in judged}
         verdict = CONTRADICTED if CONTRADICTED in kinds else REPRODUCED if kinds == {REPRODUCED} else INCONCLUSIVE
         worst = min(judged, key=lambda x: x[2])
-        why = (f"against each of {len(judged)} methods over seeds {_seeds(wide)}, simultaneous over {family} comparisons; "
+        why = (f"against each of {len(judged)} methods over seeds {_seeds(wide)} (the interval over {how}), "
+               f"simultaneous over {family} comparisons; "
                + "; ".join(f"{m} {mean:+.4f} [{lo:+.4f}, {hi:+.4f}]: {v}" for m, mean, lo, hi, _, v in
                            sorted(judged, key=lambda x: x[2])))
         out.append((frag, Claim("Table 1", f"\"{claim}\", on {label.replace(' (real)', '')} (small, real, not the "

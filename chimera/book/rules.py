@@ -13,7 +13,7 @@ from __future__ import annotations
 from decimal import ROUND_HALF_EVEN, Decimal
 
 import numpy as np
-from scipy import stats
+from chimera.metrics.intervals import t_half_width, two_stage_interval
 
 #: two F1 values whose difference, at the paper's precision, is at most this are a tie; "a small cost" is a tie
 TIE = Decimal("0.005")
@@ -63,8 +63,11 @@ RULES = [
      f"outside the band for a tie); **inconclusive**: it overlaps the band's edge. Fewer than {MIN_SEEDS} seeds: "
      "inconclusive. A claim that Chimera is the best (Table 1's sentence, against a method or a yardstick) is "
      f"one-sided: reproduced where the interval lies at or above −{TIE} (not worse beyond a tie), contradicted "
-     f"below −{TIE}, inconclusive where it straddles −{TIE}. A bootstrap over flows inside each seed is not in the "
-     "rule yet: the runs keep no per-flow predictions per method."),
+     f"below −{TIE}, inconclusive where it straddles −{TIE}. Where the run kept flow resamples (every method "
+     "scored on the same resampled test flows, the same resamples for every seed), the interval adds the test "
+     "flows' sampling to the seeds' spread: the t-term over seeds and the normal quantile times the spread over "
+     "resamples of the seeds' mean difference, in quadrature (the test partition is frozen, so every seed scores "
+     "the same flows: their sampling is one term common to all seeds)."),
     ("F1 ordering (Tables 1, 3, 5)", f"in exact decimals at the paper's printed precision, the paper's sign of "
      f"(Chimera − method), or (row − the operating point), holds in ours with |ours| > {TIE}; |ours| <= {TIE} is a "
      f"tie (not reproduced unless the paper's gap is also <= {TIE}). Absolute F1 on the paper's datasets is not "
@@ -148,14 +151,26 @@ def ordering(paper_gap: float | Decimal, ours_gap: float | Decimal, what: str) -
     return NOT, f"reversed: ours {o:+}, the paper's {p:+} ({what})"
 
 
+def family_level(family: int = 1) -> float:
+    """Each interval's level in a family of ``family`` comparisons (Bonferroni)."""
+    return 1 - (1 - FAMILY_CONFIDENCE) / max(family, 1)
+
+
 def paired_interval(diffs: list[float], family: int = 1) -> tuple[float, float, float]:
-    """(mean, lo, hi) of per-seed paired differences: a t-interval at 1 - (1 - FAMILY_CONFIDENCE) / family."""
+    """(mean, lo, hi) of per-seed paired differences: a t-interval at the family's level (a run that kept no flow
+    resamples)."""
     a = np.asarray(diffs, float)
     if a.size < 2:
         return float(a.mean()) if a.size else float("nan"), float("nan"), float("nan")
-    level = 1 - (1 - FAMILY_CONFIDENCE) / max(family, 1)
-    half = float(stats.t.ppf(1 - (1 - level) / 2, a.size - 1) * a.std(ddof=1) / np.sqrt(a.size))
+    half = t_half_width(a, family_level(family))
     return float(a.mean()), float(a.mean()) - half, float(a.mean()) + half
+
+
+def flow_paired_interval(points: dict[int, float], draws: dict[int, np.ndarray], family: int = 1
+                         ) -> tuple[float, float, float]:
+    """(mean, lo, hi) of per-seed paired differences with the test flows' sampling in the interval
+    (chimera.metrics.intervals.two_stage_interval), at the family's level."""
+    return two_stage_interval(points, draws, family_level(family))
 
 
 def interval_verdict(paper_gap: float | Decimal, lo: float, hi: float, n: int) -> tuple[str, str]:

@@ -130,8 +130,8 @@ def per_flow_allocation(art: Artifact) -> tuple[int, str]:
         return int(art.resources["per_flow_bits"]["total"]), "packed formula (eBPF object not buildable here)"
 
 
-def run_chimera(ctx: RunContext, nd: NamedData, v: ResolvedVariant, label: str, tuning: Tuning | None = None
-                ) -> dict[str, Any]:
+def run_chimera(ctx: RunContext, nd: NamedData, v: ResolvedVariant, label: str, tuning: Tuning | None = None,
+                preds: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
     """Train, compile and run one Chimera variant on ``nd``; one row with P/R/F1 and measured sizes. With
     ``tuning``: under the comparison's budget (chimera.baselines.budget), as the baselines are."""
     v = v.model_copy(update={"name": label})
@@ -167,6 +167,8 @@ def run_chimera(ctx: RunContext, nd: NamedData, v: ResolvedVariant, label: str, 
                     "table_entries": art.resources["table_entries"], "artifact_sha256": sha,
                     **{k: v for k, v in ex.columns().items() if k in ("reference_mismatches", "lost")}})
     log.info("[%s] %s: macro-F1 %.4f on %s", nd.name, label, row["f1"], ex.executed_on)
+    if preds is not None:
+        preds["Chimera"] = np.asarray(ex.pred)
     return row
 
 
@@ -196,7 +198,9 @@ def baseline_settings(ctx: RunContext) -> BaselineSettings:
     return BaselineSettings.like(ctx.cfg.model, window=b.window or ctx.cfg.model.window, tuning=b.tuning)
 
 
-def run_baselines(ctx: RunContext, nd: NamedData, methods: list[str], st: BaselineSettings) -> list[dict[str, Any]]:
+def run_baselines(ctx: RunContext, nd: NamedData, methods: list[str], st: BaselineSettings,
+                  preds: dict[str, np.ndarray] | None = None) -> list[dict[str, Any]]:
+    """Every method's row on ``nd``; ``preds`` collects the classification methods' test predictions."""
     from chimera.baselines.zoo import BASELINES
     d = nd.data
     rows: list[dict[str, Any]] = []
@@ -212,6 +216,8 @@ def run_baselines(ctx: RunContext, nd: NamedData, methods: list[str], st: Baseli
             r = run_baseline(name, d.ds, d.tokens, (d.train_rows, d.val_rows, d.test_rows), len(d.classes), att, st,
                              ctx.cfg.seed, feats)
         rows.append(baseline_row(nd, r, BASELINES[name].task))
+        if preds is not None and BASELINES[name].task == "classification":
+            preds[name] = np.asarray(r.pred)
         log.info("[%s] %s (%s): macro-F1 %.4f, %d input bits, %.1f Kb, %d bits/flow", nd.name, name, r.where,
                  rows[-1]["f1"], r.input_bits, r.model_bits / 1000, r.per_flow_bits)
     return rows

@@ -13,5 +13,5 @@ from chimera.experiments.kinds.base import Kind
 from chimera.experiments.kinds.yardstick_common import BaselinesSpec
 
 KIND = Kind("accuracy", "Table 1: Chimera against the paper's baselines and the yardsticks, per dataset",
-            config.AccuracyExperiment, run.run, render.render, (T.ACCURACY,),
+            config.AccuracyExperiment, run.run, render.render, (T.ACCURACY, T.BOOT),
             section_model=BaselinesSpec, section_name="baselines")
