@@ -225,3 +225,24 @@ def test_bins_of_several_seeds_are_averaged_never_run_together() -> None:
     mean = seed_mean(pd.concat([d.assign(seed=i) for i, d in enumerate(day)]))
     assert len(mean) == 24 and np.allclose(mean["f1"], day[0]["f1"])
     assert trace_stability(mean, None)["label"] == "stable"
+
+
+def test_the_oracle_never_learns_from_a_flow_it_is_scored_on() -> None:
+    """Issue 56: the oracle retrained at t learned from the packets before t of flows that went on after t, whose
+    later packets it was then scored on. Now a flow still running at t is left out whole (seen failing with the
+    old rule: every packet before t of a recent flow)."""
+    import numpy as np
+
+    from chimera.experiments.kinds.stability.run import oracle_rows
+    # five flows, two packets each: 0 before the window, 1 and 2 inside it and done before t, 3 straddling t,
+    # 4 starting after t
+    t = np.array([1, 2, 11, 12, 13, 14, 15, 25, 30, 31])
+    fid = np.array([0, 0, 1, 1, 2, 2, 3, 3, 4, 4])
+    starts = np.array([1, 11, 13, 15, 30])
+    ends = np.array([2, 12, 14, 25, 31])
+    split = np.array([0, 0, 1, 0, 0])
+    tr, va = oracle_rows(t, fid, starts, ends, np.ones(10, bool), split, lo=10, t_ns=20)
+    assert set(fid[tr]) == {1} and set(fid[va]) == {2}
+    learned = set(fid[tr | va])
+    scored = set(fid[t >= 20])
+    assert not learned & scored

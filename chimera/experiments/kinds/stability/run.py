@@ -240,8 +240,8 @@ def _on_chimera_row(rows: list[dict[str, Any]], diffs: pd.DataFrame) -> None:
 
 def oracle_swaps(ctx: RunContext[StabilityExperiment], data: PreparedData, models: DayModels) -> ModelSwaps:
     """The oracle of one training seed: every ``oracle_every_hours`` after the training hours, retrain on the
-    training split plus the labelled flows that started in the last ``oracle_window_hours`` (their packets
-    before that instant), split 75/10/15 by flow; swap the whole model in."""
+    training split plus the labelled flows that started in the last ``oracle_window_hours`` and ended before that
+    instant (oracle_rows: no flow is both learned from and scored), split by flow; swap the whole model in."""
     cfg, st = ctx.cfg, ctx.cfg.stability
     v = ctx.variants[0]
     t = data.ds.table.ts_ns
@@ -254,15 +254,15 @@ def oracle_swaps(ctx: RunContext[StabilityExperiment], data: PreparedData, model
     at = [int(TIME_BASE_NS + h * to_ns) for h in np.arange(st.train_hours + st.oracle_every_hours, st.day_hours,
                                                             st.oracle_every_hours)]
 
+    ends = np.full(data.ds.flows.n_flows, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(ends, fid[fid >= 0], t[fid >= 0])       # each flow's last packet's time
+
     def model(i: int, t_ns: int) -> Artifact:
-        lo = t_ns - st.oracle_window_hours * to_ns
-        ok = labelled & (fid >= 0) & (t < t_ns)
-        recent = np.zeros(len(t), bool)
-        recent[ok] = (starts[fid[ok]] >= lo) & (starts[fid[ok]] < t_ns)
-        fs = np.full(len(t), -1)
-        fs[ok] = split[fid[ok]]
-        tr = np.union1d(data.train_rows, np.flatnonzero(recent & (fs != 1)))
-        va = np.union1d(data.val_rows, np.flatnonzero(recent & (fs == 1)))
+        recent_tr, recent_va = oracle_rows(t, fid, starts, ends, labelled, split,
+                                           t_ns - st.oracle_window_hours * to_ns, t_ns)
+        recent = recent_tr | recent_va
+        tr = np.union1d(data.train_rows, np.flatnonzero(recent_tr))
+        va = np.union1d(data.val_rows, np.flatnonzero(recent_va))
         d = dataclasses.replace(data, train_rows=tr, val_rows=va, test_rows=va)
         with ctx.timed("oracle"):
             r = learn_rules(ctx.rule_file, d, cfg.seed, cfg.rule_precision_floor)
@@ -275,6 +275,20 @@ def oracle_swaps(ctx: RunContext[StabilityExperiment], data: PreparedData, model
         return art
 
     return ModelSwaps(at, model)
+
+
+def oracle_rows(t: np.ndarray, fid: np.ndarray, starts: np.ndarray, ends: np.ndarray, labelled: np.ndarray,
+                split: np.ndarray, lo: float, t_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    """The recent labelled packets an oracle retrained at ``t_ns`` learns from (training, validation masks): the
+    packets of the flows that started in [``lo``, ``t_ns``) and ended before ``t_ns``, by the flow split (1:
+    validation). A flow still running at ``t_ns`` is left out whole: its later packets are evaluated after the swap,
+    and no flow may be both learned from and scored (issue 56: such a flow once gave its early packets to
+    training)."""
+    ok = labelled & (fid >= 0)
+    ok[ok] = (starts[fid[ok]] >= lo) & (ends[fid[ok]] < t_ns)
+    fs = np.full(len(t), -1)
+    fs[ok] = split[fid[ok]]
+    return ok & (fs != 1), ok & (fs == 1)
 
 
 def drift_of(table: PacketTable, tokens: Tokens, labels: np.ndarray, len_lo: np.ndarray, n_classes: int,
