@@ -133,7 +133,14 @@ def test_the_loop_installs_a_class_bias_when_the_class_mix_moves(with_prior) -> 
     w = new.soft_weights[prior_rule(new)]
     assert int(np.argmax(w)) == fav and np.array_equal(new.map, art.map)
     est = PriorShift.of(art, post).estimate(_words_of(d, shifted))
-    assert est.priors[fav] > post.prior[fav] * 2
+    assert est.priors[fav] > post.prior[fav] * 2 and est.converged
+    # an EM stopped at its cap before converging holds the prior, and its control row says so (issue 56)
+    from chimera.experiments.kinds.stability.tables import CONTROL
+    capped = SlowLoop(art, cfg.model_copy(update={"prior_em_iterations": 1}), prior_model=post)
+    st3 = capped.run_step(Regs(_words_of(d, shifted)), 1.0)
+    assert st3.prior_em_iterations == 1 and not st3.prior_em_converged and st3.decision == "hold"
+    assert {"prior_em_iterations", "prior_em_converged"} <= set(CONTROL.columns)
+    assert st2.prior_em_converged and 1 < st2.prior_em_iterations <= cfg.prior_em_iterations
 
 
 def test_em_without_a_prior_rule_is_refused(with_prior) -> None:  # type: ignore[no-untyped-def]

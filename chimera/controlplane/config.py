@@ -27,6 +27,8 @@ class ControlPlaneConfig(BaseModel):
         "(Saerens et al. 2002) and install them as a class bias (needs compile.prior_logits > 0)")
     tau_prior: float = Field(0.05, ge=0, le=8, description="install a new class bias only when some class's bias "
                              "moves by more than this many logits")
+    prior_em_iterations: int = Field(200, ge=1, le=10_000, description="the prior EM's iteration cap: a tick whose "
+                                     "EM reaches it holds the prior and says so in control.csv")
     lloyd_iterations: int = Field(10, ge=0, le=100)
     min_samples: int = Field(256, ge=16, description="fewer sampled tokens than this: skip the step")
     reference_install_ms: float = Field(5.0, gt=0, le=60_000, description="the reference target's simulated "

@@ -70,6 +70,8 @@ class ControlStep:
     prior_shift: float = math.nan  # the largest change of a class bias (logits) the EM estimate asks for
     prior_estimate: str = ""       # the EM's class priors, space-separated
     prior_clipped: int = 0         # classes whose bias the reserved range could not hold
+    prior_em_iterations: int = 0   # the EM's iterations this tick (0: no EM)
+    prior_em_converged: bool = True  # False: the EM hit its cap; the prior was held, not installed
     propose_ms: float = math.nan
     error: str = ""
 
@@ -142,14 +144,17 @@ class SlowLoop:
         prior_moves = False
         if self.prior is not None:
             t0 = time.perf_counter()
-            est = self.prior.estimate(words)
+            est = self.prior.estimate(words, self.cfg.prior_em_iterations)
             cur = self.current.prior
             assert cur is not None  # PriorShift.of refused an artifact without a prior rule
             st.prior_shift = float(np.abs(est.bias - self.prior.bias_of(cur)).max())
             st.prior_estimate = " ".join(f"{x:.4f}" for x in est.priors)
             st.prior_clipped = est.clipped
+            st.prior_em_iterations, st.prior_em_converged = est.iterations, est.converged
             st.propose_ms += (time.perf_counter() - t0) * 1e3
-            prior_moves = st.prior_shift > self.cfg.tau_prior and bool(np.any(est.weights != cur))
+            if not est.converged:
+                log.warning("prior EM did not converge in %d iterations: the prior is held", est.iterations)
+            prior_moves = est.converged and st.prior_shift > self.cfg.tau_prior and bool(np.any(est.weights != cur))
             if prior_moves:
                 mapv = p.mapv if map_moves else self.current.successor()
                 p = dataclasses.replace(p, mapv=dataclasses.replace(mapv, prior=est.weights),

@@ -84,19 +84,35 @@ class TokenPosterior:
         return self.posterior[keys_of_sample(words, self.len_lo)]
 
 
-def em_priors(post: np.ndarray, train_prior: np.ndarray, iterations: int = 200, tol: float = 1e-7) -> np.ndarray:
-    """Saerens et al.'s EM: the class priors of the inputs whose training-prior posteriors are ``post``."""
+@dataclass(frozen=True)
+class EMFit:
+    """The EM's estimate, how many iterations it took, and whether it converged (within ``tol``) before its cap."""
+
+    priors: np.ndarray
+    iterations: int
+    converged: bool
+
+
+def em_fit(post: np.ndarray, train_prior: np.ndarray, iterations: int = 200, tol: float = 1e-7) -> EMFit:
+    """Saerens et al.'s EM: the class priors of the inputs whose training-prior posteriors are ``post``; where it
+    reaches ``iterations`` without converging it says so (the loop then holds the prior, and control.csv shows
+    it)."""
     base = np.maximum(train_prior, PRIOR_FLOOR)
     pi = base.copy()
-    for _ in range(iterations):
+    for i in range(iterations):
         p = post * (pi / base)[None, :]
         p /= np.maximum(p.sum(1, keepdims=True), 1e-300)
         new = np.maximum(p.mean(0), PRIOR_FLOOR)
         new /= new.sum()
         if np.abs(new - pi).max() < tol:
-            return new
+            return EMFit(new, i + 1, True)
         pi = new
-    return pi
+    return EMFit(pi, iterations, False)
+
+
+def em_priors(post: np.ndarray, train_prior: np.ndarray, iterations: int = 200, tol: float = 1e-7) -> np.ndarray:
+    """The EM's class priors alone (em_fit)."""
+    return em_fit(post, train_prior, iterations, tol).priors
 
 
 @dataclass(frozen=True)
@@ -107,6 +123,8 @@ class PriorEstimate:
     bias: np.ndarray        # [Y] log(pi / pi_train), anchored at its largest (<= 0), in logits
     weights: np.ndarray     # [Y] the prior rule's integer weights
     clipped: int            # classes whose bias fell below what the reserved range holds
+    iterations: int = 0     # the EM's iterations
+    converged: bool = True  # False: the EM hit its iteration cap (the loop holds the prior)
 
 
 @dataclass(frozen=True)
@@ -127,11 +145,13 @@ class PriorShift:
         return PriorShift(model, int(pr["rule"]), float(pr["weight_per_logit"]), (1 << (art.c("TABLE_BITS") - 1)) - 1)
 
     def estimate(self, words: np.ndarray, iterations: int = 200) -> PriorEstimate:
-        pi = em_priors(self.model.of_sample(words), self.model.prior, iterations)
+        fit = em_fit(self.model.of_sample(words), self.model.prior, iterations)
+        pi = fit.priors
         bias = np.log(pi / np.maximum(self.model.reference, PRIOR_FLOOR))
         bias -= bias.max()
         raw = self.vtop + np.rint(bias * self.weight_per_logit)
-        return PriorEstimate(pi, bias, np.clip(raw, 0, self.vtop).astype(np.int64), int((raw < 0).sum()))
+        return PriorEstimate(pi, bias, np.clip(raw, 0, self.vtop).astype(np.int64), int((raw < 0).sum()),
+                             fit.iterations, fit.converged)
 
     def bias_of(self, weights: np.ndarray) -> np.ndarray:
         """The bias (logits, anchored at its largest) that installed weights stand for."""

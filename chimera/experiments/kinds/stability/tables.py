@@ -42,7 +42,8 @@ CONTROL = TableSchema("control.csv", {
     "step": I, "t_trace_s": F, "t_day_s": F, "version": I, "samples": I, "new_samples": I, "occupancy_shift": F,
     "delta": F, "decision": S, "installed_version": I, "install_ms": F, "install_simulated": B,
     "install_ms_measured": F, "entries_written": I, "churn": I, "churn_map": I, "churn_bins": I, "churn_prior": I,
-    "prior_shift": F, "prior_estimate": S, "prior_clipped": I, "propose_ms": F,
+    "prior_shift": F, "prior_estimate": S, "prior_clipped": I, "prior_em_iterations": I, "prior_em_converged": B,
+    "propose_ms": F,
     "error": S, "configuration": S, "seed": I, "eta": F, "t_cp_s": F}, keys=("configuration", "seed", "step"),
     doc="one row per slow-loop tick")
 DIAGNOSIS = TableSchema("diagnosis.csv", {"slow_loop": S, "f1_mean": F, "f1_last": F, "installs": I},
