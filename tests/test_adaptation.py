@@ -173,17 +173,27 @@ def test_drift_decomposition_separates_the_three_shifts() -> None:
 def test_seed_and_block_intervals() -> None:
     """A constant difference has a zero-width interval; on autocorrelated bins, resampling blocks gives a wider
     interval than resampling single bins (which treats neighbours as independent); a seed that disagrees with the
-    others widens it."""
-    m, lo, hi = seed_block_mean(np.full((3, 18), 0.01), block=3)
+    others widens it; unset, the block length is the data's own (Politis and White): long for a slow swing, one bin
+    for white noise; and a block never wraps from the day's end to its start."""
+    from chimera.metrics.timeseries import block_indices, chosen_block
+    m, lo, hi, _ = seed_block_mean(np.full((3, 18), 0.01), block=3)
     assert m == pytest.approx(0.01) and lo == pytest.approx(0.01) and hi == pytest.approx(0.01)
     t = np.arange(48)
     wave = 0.02 * np.sin(2 * np.pi * t / 24)  # a slow daily swing: neighbouring bins move together
     d = np.vstack([wave, wave, wave])
-    _, lo1, hi1 = seed_block_mean(d, block=1, seed=0)
-    _, lo6, hi6 = seed_block_mean(d, block=6, seed=0)
+    _, lo1, hi1, _ = seed_block_mean(d, block=1, seed=0)
+    _, lo6, hi6, _ = seed_block_mean(d, block=6, seed=0)
     assert hi6 - lo6 > hi1 - lo1
-    _, slo, shi = seed_block_mean(np.vstack([wave, wave, wave + 0.05]), block=6, seed=0)
+    _, slo, shi, _ = seed_block_mean(np.vstack([wave, wave, wave + 0.05]), block=6, seed=0)
     assert shi - slo > hi6 - lo6
+    noise = np.random.default_rng(0).normal(0, 0.01, 200)
+    assert chosen_block(noise) <= 2 < chosen_block(0.02 * np.sin(2 * np.pi * np.arange(200) / 50))
+    assert seed_block_mean(d, block=None, seed=0)[3] == chosen_block(wave)
+    rng = np.random.default_rng(0)
+    for _ in range(200):   # every block is n consecutive bins inside the day: no jump from the last bin to the first
+        idx = block_indices(rng, 24, 5).reshape(-1)
+        starts = idx[::5]
+        assert (starts <= 24 - 5).all()
 
 
 def test_the_stability_kind_runs_every_configuration_with_seeds(tmp_path: Path) -> None:

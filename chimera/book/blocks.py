@@ -425,8 +425,11 @@ def _interval_words(r: Run) -> str:
     if (r.path / DIFFERENCES.name).is_file():
         d = r.table(DIFFERENCES)
         k = int(d["seeds"].max()) if len(d) else 1
-        return (f"95% interval over {k} training seed{'s' * (k > 1)} and {float(d['block_hours'].iloc[0]):g}-hour "
-                "blocks of time bins, paired")
+        blocks = sorted({float(x) for x in d["block_hours"]})
+        chosen = "block_chosen" in d and bool(d["block_chosen"].all())
+        return (f"95% interval over {k} training seed{'s' * (k > 1)} and "
+                f"{'/'.join(f'{x:g}' for x in blocks)}-hour blocks of time bins"
+                f"{' (chosen from each series by Politis and White’s rule)' if chosen else ''}, paired")
     return "95% interval paired by time bin"
 
 

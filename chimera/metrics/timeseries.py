@@ -97,31 +97,80 @@ def trace_stability(bins: pd.DataFrame, step_h: float | None, after_h: float = 0
 
 
 def block_indices(rng: np.random.Generator, n: int, block: int) -> np.ndarray:
-    """One circular moving-block resample of ``n`` consecutive bins (Politis and Romano's circular block
-    bootstrap): blocks of ``block`` neighbours keep the bins' autocorrelation that an i.i.d. resample breaks."""
+    """One moving-block resample of ``n`` consecutive bins (Künsch's moving-block bootstrap): blocks of ``block``
+    neighbours keep the bins' autocorrelation that an i.i.d. resample breaks. Blocks never wrap around: a
+    circular resample joined the day's last bin to its first after the training hours, two ends of a trending
+    series (issue 56)."""
     block = max(1, min(block, n))
-    starts = rng.integers(0, n, int(np.ceil(n / block)))
-    return ((starts[:, None] + np.arange(block)[None, :]).ravel()[:n]) % n
+    starts = rng.integers(0, n - block + 1, int(np.ceil(n / block)))
+    return (starts[:, None] + np.arange(block)[None, :]).ravel()[:n]
 
 
-def seed_block_mean(per_seed: np.ndarray, block: int, bootstrap: int = 2000, seed: int = 0
-                    ) -> tuple[float, float, float]:
-    """Mean of a [seeds, bins] array (NaN: no value) with a 95% interval that resamples the seeds and, within
-    the day, circular blocks of ``block`` bins: two-stage, so both the training seed and the day's
-    autocorrelated bins count. (nan, nan, nan) where nothing is finite."""
+def _flat_top(t: np.ndarray) -> np.ndarray:
+    a = np.abs(t)
+    return np.where(a <= 0.5, 1.0, np.where(a <= 1.0, 2 * (1 - a), 0.0))
+
+
+def chosen_block(x: np.ndarray) -> int:
+    """The block length (in bins) the data choose for a block bootstrap of the mean of ``x`` (NaNs dropped):
+    Politis and White's automatic rule (2004, with Patton, Politis and White's 2009 correction) for the circular
+    and moving-block bootstraps. The autocorrelation is read up to the first lag m after which K_N lags in a row
+    stay inside 2 sqrt(log10(n) / n); a flat-top window of width 2m then gives G = sum |k| R(k) and g = sum R(k),
+    and b = (2 G^2 / ((4/3) g^2))^(1/3) n^(1/3), at least 1 and at most min(3 sqrt(n), n / 3)."""
+    x = np.asarray(x, float)
+    x = x[np.isfinite(x)]
+    n = x.size
+    if n < 4:
+        return 1
+    x = x - x.mean()
+    var = float(np.dot(x, x) / n)
+    if var == 0:
+        return 1
+    kn = max(5, int(np.ceil(np.sqrt(np.log10(n)))))
+    max_lag = min(n - 1, int(np.ceil(np.sqrt(n))) + kn)
+    acov = np.array([np.dot(x[: n - k], x[k:]) / n for k in range(max_lag + 1)])
+    rho = acov / var
+    bound = 2 * np.sqrt(np.log10(n) / n)
+    m = max_lag
+    for k in range(1, max_lag - kn + 2):
+        if np.all(np.abs(rho[k: k + kn]) < bound):
+            m = k - 1
+            break
+    big_m = min(2 * max(m, 1), max_lag)
+    lags = np.arange(-big_m, big_m + 1)
+    w = _flat_top(lags / big_m)
+    r = acov[np.abs(lags)]
+    g_big = float(np.sum(w * np.abs(lags) * r))
+    g0 = float(np.sum(w * r))
+    if g0 <= 0:
+        return 1
+    b = (2 * g_big ** 2 / ((4 / 3) * g0 ** 2)) ** (1 / 3) * n ** (1 / 3)
+    return int(max(1, min(round(b), np.floor(3 * np.sqrt(n)), np.floor(n / 3))))
+
+
+def seed_block_mean(per_seed: np.ndarray, block: int | None, bootstrap: int = 2000, seed: int = 0,
+                    level: float = 0.95) -> tuple[float, float, float, int]:
+    """Mean of a [seeds, bins] array (NaN: no value) with an interval at ``level`` of two terms in quadrature: the
+    training seeds' spread, a t-interval over the seeds' means (none with one seed), and the day's, a moving-block
+    bootstrap of the seeds' mean per bin (every seed sees the same day: its bins' ups and downs are common to the
+    seeds, not averaged away by them), in blocks of ``block`` bins (None: chosen_block on that series). Returns
+    (mean, lo, hi, block); (nan, nan, nan, 0) where nothing is finite."""
+    from chimera.metrics.intervals import t_half_width
+    from scipy import stats
     d = np.asarray(per_seed, np.float64)
     if d.ndim != 2 or not np.isfinite(d).any():
-        return float("nan"), float("nan"), float("nan")
-    keep = np.isfinite(d).any(0)
-    d = d[:, keep]
-    s, n = d.shape
+        return float("nan"), float("nan"), float("nan"), 0
+    d = d[:, np.isfinite(d).any(0)]
+    series = np.nanmean(d, axis=0)
+    b = chosen_block(series) if block is None else max(1, int(block))
     rng = np.random.default_rng(seed)
-    means = np.empty(bootstrap)
-    for i in range(bootstrap):
-        rows = rng.integers(0, s, s)
-        cols = block_indices(rng, n, block)
-        means[i] = np.nanmean(d[np.ix_(rows, cols)])
-    return float(np.nanmean(d)), float(np.nanpercentile(means, 2.5)), float(np.nanpercentile(means, 97.5))
+    means = np.array([np.nanmean(series[block_indices(rng, series.size, b)]) for _ in range(bootstrap)])
+    seed_means = np.nanmean(d, axis=1)
+    seed_half = t_half_width(seed_means, level) if seed_means.size >= 2 else 0.0
+    time_half = float(stats.norm.ppf(1 - (1 - level) / 2) * np.std(means, ddof=1)) if bootstrap >= 2 else 0.0
+    half = float(np.hypot(seed_half, time_half))
+    mid = float(np.nanmean(d))
+    return mid, mid - half, mid + half, b
 
 
 def _after(bins: pd.DataFrame, after_h: float) -> pd.Series:
@@ -133,23 +182,25 @@ def _by_seed(cols: list[pd.Series]) -> np.ndarray:
     return pd.concat(cols, axis=1).sort_index().to_numpy().T
 
 
-def paired_by_seed(a: dict[int, pd.DataFrame], b: dict[int, pd.DataFrame], after_h: float, block: int,
-                   bootstrap: int = 2000, seed: int = 0) -> tuple[float, float, float, int]:
+def paired_by_seed(a: dict[int, pd.DataFrame], b: dict[int, pd.DataFrame], after_h: float, block: int | None,
+                   bootstrap: int = 2000, seed: int = 0) -> tuple[float, float, float, int, int]:
     """Mean F1 difference a - b over the bins after ``after_h``, paired per training seed and time bin, with the
-    seed-and-block interval of ``seed_block_mean``; returns (mean, lo, hi, seeds paired)."""
+    seed-and-block interval of ``seed_block_mean``; returns (mean, lo, hi, seeds paired, block in bins)."""
     seeds = sorted(set(a) & set(b))
     if not seeds:
-        return float("nan"), float("nan"), float("nan"), 0
+        return float("nan"), float("nan"), float("nan"), 0, 0
     d = _by_seed([_after(a[s], after_h) - _after(b[s], after_h) for s in seeds])
-    return (*seed_block_mean(d, block, bootstrap, seed), len(seeds))
+    m, lo, hi, blk = seed_block_mean(d, block, bootstrap, seed)
+    return m, lo, hi, len(seeds), blk
 
 
-def f1_by_seed(bins: dict[int, pd.DataFrame], after_h: float, block: int, bootstrap: int = 2000,
+def f1_by_seed(bins: dict[int, pd.DataFrame], after_h: float, block: int | None, bootstrap: int = 2000,
                seed: int = 0) -> tuple[float, float, float]:
     """Mean F1 over the bins after ``after_h`` and training seeds, with the seed-and-block interval."""
     if not bins:
         return float("nan"), float("nan"), float("nan")
-    return seed_block_mean(_by_seed([_after(b, after_h) for _, b in sorted(bins.items())]), block, bootstrap, seed)
+    return seed_block_mean(_by_seed([_after(b, after_h) for _, b in sorted(bins.items())]), block, bootstrap,
+                           seed)[:3]
 
 
 def seed_mean(bins: pd.DataFrame) -> pd.DataFrame:

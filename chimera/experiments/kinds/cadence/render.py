@@ -67,7 +67,7 @@ def render(run: RunView) -> list[str]:
         lines += ["## Intervals: each cell against Static-Map", "",
                   f"Over {int(iv['seeds'].max())} training seeds, paired per seed and time bin with Static-Map (no "
                   "prior, no installs) of the same seed; 95% intervals resample the seeds and "
-                  f"{(run.config.get('stability') or {}).get('block_hours', 3)}-hour blocks of "
+                  f"{(run.config.get('stability') or {}).get('block_hours') or 'data-chosen'}-hour blocks of "
                   f"bins (as in stability24h). {better} of {len(iv)} cells beat Static-Map, {worse} fall below it, "
                   f"the rest show no difference.", "", table(iv, T.CADENCE), ""]
     lines += ["## F1 over eta x T_cp", "", *figure_lines(run, [run.rel(p) for p in figs]),

@@ -118,7 +118,7 @@ def run(ctx: RunContext[CadenceExperiment]) -> None:
         bins = seed_mean(pd.concat([b.assign(configuration="Chimera", seed=sd) for sd, b in cell_bins[(eta, t_cp)].items()]))
         lab = trace_stability(bins, st.drift_step_at_hour, after_h=st.train_hours)
         row = pooled(rows, cell_bins[(eta, t_cp)], st, cfg.seed)
-        dm, dlo, dhi, _ = paired_by_seed(cell_bins[(eta, t_cp)], static_bins, st.train_hours, block, seed=cfg.seed)
+        dm, dlo, dhi, _, _ = paired_by_seed(cell_bins[(eta, t_cp)], static_bins, st.train_hours, block, seed=cfg.seed)
         row.update({**lab, "diff_vs_static_map": dm, "diff_vs_static_map_lo": dlo, "diff_vs_static_map_hi": dhi})
         cells.append(row)
         log.info("[cadence] eta %.3g, T_cp %gs: F1 %.4f [%.4f, %.4f] over %d seeds, vs Static-Map %+.4f [%+.4f, %+.4f]"

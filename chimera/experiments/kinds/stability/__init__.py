@@ -28,7 +28,7 @@ from chimera.experiments.kinds.stability import config, render, run
 from chimera.experiments.kinds.stability import tables as T
 
 KIND = Kind("stability", "a drifting day through every adaptation, with its drift decomposed (stability24h)", config.StabilityExperiment,
-            run.run, render.render, (T.STABILITY, T.STABILITY_SEEDS, T.STABILITY_BINS, T.DIFFERENCES, T.ORACLE, T.CONTROL, T.DRIFT,
+            run.run, render.render, (T.STABILITY, T.STABILITY_SEEDS, T.STABILITY_BINS, T.DIFFERENCES, T.SENSITIVITY, T.ORACLE, T.CONTROL, T.DRIFT,
              T.DRIFT_KNOBS, T.DIAGNOSIS),
             nightly=NightlyTrack(T.STABILITY, "configuration", "f1_mean"), resolve=run.resolve,
             section_model=config.StabilitySection)

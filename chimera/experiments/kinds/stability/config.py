@@ -65,8 +65,9 @@ class StabilitySpec(BaseModel):
                                       description="what runs the day: names of ADAPTATIONS")
     seeds: list[int] = Field([], description="training seeds (the model is trained once per seed on the same "
                              "split); empty: the experiment's seed alone")
-    block_hours: float = Field(3.0, gt=0, description="block length of the bootstrap over time bins (bins of a day "
-                               "are autocorrelated: neighbours are resampled together)")
+    block_hours: float | None = Field(None, gt=0, description="block length of the bootstrap over time bins (bins "
+                                      "of a day are autocorrelated: neighbours are resampled together); unset: "
+                                      "chosen from each series by Politis and White's rule, with a sensitivity table")
     oracle_every_hours: float = Field(3.0, gt=0, description="the oracle retrains this often")
     oracle_window_hours: float = Field(6.0, gt=0, description="the oracle trains on the training hours plus the "
                                        "labelled flows that started in the last this many hours")

@@ -74,18 +74,22 @@ def _differences(s: pd.DataFrame, d: pd.DataFrame | None = None) -> list[str]:
     if d is not None:
         if d.empty:
             return []
-        seeds, block = int(d["seeds"].max()), float(d["block_hours"].iloc[0])
+        seeds = int(d["seeds"].max())
+        chosen = "block_chosen" in d
         out = [f"## Differences, paired by training seed and time bin ({seeds} seed{'s' * (seeds > 1)})", "",
-               "| difference | what it measures | mean over the bins after training | 95% interval | verdict |",
-               "| --- | --- | --- | --- | --- |"]
+               "| difference | what it measures | mean over the bins after training | 95% interval | block (h) | "
+               "verdict |", "| --- | --- | --- | --- | --- | --- |"]
         for _, r in d.iterrows():
             out.append(f"| {r['a']} − {r['b']} | {r['measures']} | {r['diff']:+.4f} | [{r['lo']:+.4f}, "
-                       f"{r['hi']:+.4f}] | {r['verdict']} |")
-        return out + ["", f"Each difference is the mean over training seeds and time bins after the training hours "
-                      f"of the two configurations' F1 in the same bin with the same model. Its interval resamples "
-                      f"the seeds and, within the day, circular blocks of {block:g} h of bins (neighbouring bins "
-                      "are correlated, so resampling single bins would understate the spread). An interval that "
-                      "contains 0 shows no effect.", ""]
+                       f"{r['hi']:+.4f}] | {r['block_hours']:g} | {r['verdict']} |")
+        how = ("the seeds' spread (a t-interval over their means) and the day's (a moving-block bootstrap of the "
+               "seeds' mean per bin, blocks never wrapping), in quadrature; the block length is chosen from each "
+               "series by Politis and White's rule (block_sensitivity.csv: the same at other lengths)"
+               if chosen else "the seeds and, within the day, circular blocks of bins")
+        return out + ["", "Each difference is the mean over training seeds and time bins after the training hours "
+                      "of the two configurations' F1 in the same bin with the same model. Its interval holds "
+                      f"{how}. Neighbouring bins are correlated, so resampling single bins would understate the "
+                      "spread. An interval that contains 0 shows no effect.", ""]
     c = s[s["configuration"] == "Chimera"]
     if c.empty or "diff_vs_fast_only" not in s:
         return []

@@ -209,8 +209,9 @@ def pooled(rows: list[dict[str, Any]], bins: dict[int, pd.DataFrame], st: Stabil
     return out
 
 
-def block_bins(st: StabilitySpec) -> int:
-    return max(1, int(round(st.block_hours * 60 / st.bin_minutes)))
+def block_bins(st: StabilitySpec) -> int | None:
+    """The configured block length in bins (None: chosen from each series)."""
+    return None if st.block_hours is None else max(1, int(round(st.block_hours * 60 / st.bin_minutes)))
 
 
 def differences(bins: dict[str, dict[int, pd.DataFrame]], st: StabilitySpec, seed: int) -> pd.DataFrame:
@@ -219,9 +220,24 @@ def differences(bins: dict[str, dict[int, pd.DataFrame]], st: StabilitySpec, see
     rows = []
     for a, b, what in COMPARISONS:
         if a in bins and b in bins:
-            m, lo, hi, n = paired_by_seed(bins[a], bins[b], st.train_hours, block_bins(st), seed=seed)
+            m, lo, hi, n, blk = paired_by_seed(bins[a], bins[b], st.train_hours, block_bins(st), seed=seed)
             rows.append({"a": a, "b": b, "measures": what, "diff": m, "lo": lo, "hi": hi, "seeds": n,
-                         "block_hours": st.block_hours,
+                         "block_hours": blk * st.bin_minutes / 60, "block_chosen": st.block_hours is None,
+                         "verdict": "a > b" if lo > 0 else "a < b" if hi < 0 else "no difference shown"})
+    return pd.DataFrame(rows)
+
+
+def block_sensitivity(bins: dict[str, dict[int, pd.DataFrame]], st: StabilitySpec, diffs: pd.DataFrame,
+                      seed: int) -> pd.DataFrame:
+    """Each difference's interval at other block lengths: one bin (no autocorrelation kept), half, the one used,
+    and twice it, so a reader sees how much the verdict leans on the block length."""
+    rows = []
+    for d in diffs.itertuples():
+        used = max(1, int(round(float(d.block_hours) * 60 / st.bin_minutes)))
+        for blk in sorted({1, max(1, used // 2), used, 2 * used}):
+            m, lo, hi, n, _ = paired_by_seed(bins[str(d.a)], bins[str(d.b)], st.train_hours, blk, seed=seed)
+            rows.append({"a": d.a, "b": d.b, "block_bins": blk, "block_hours": blk * st.bin_minutes / 60,
+                         "used": blk == used, "diff": m, "lo": lo, "hi": hi,
                          "verdict": "a > b" if lo > 0 else "a < b" if hi < 0 else "no difference shown"})
     return pd.DataFrame(rows)
 
@@ -405,6 +421,8 @@ def run(ctx: RunContext[StabilityExperiment]) -> None:
     T.STABILITY_BINS.write(pd.concat([b for c in all_bins.values() for b in c.values()], ignore_index=True),
                            ctx.run.path)
     T.DIFFERENCES.write(diffs, ctx.run.path)
+    if len(diffs):
+        T.SENSITIVITY.write(block_sensitivity(all_bins, st, diffs, cfg.seed), ctx.run.path)
     if oracle:
         T.ORACLE.write(pd.DataFrame(oracle), ctx.run.path)
     if logs:

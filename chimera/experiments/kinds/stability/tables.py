@@ -25,9 +25,13 @@ ORACLE = TableSchema("oracle.csv", {
     "f1_last": F, "f1_drop": F, "installs": I, "target": S}, keys=("configuration",), metrics=("f1_mean",),
     doc="the oracle (retrained on labelled recent traffic, on the reference): the ceiling, not a switch row")
 DIFFERENCES = TableSchema("differences.csv", {
-    "a": S, "b": S, "measures": S, "diff": F, "lo": F, "hi": F, "seeds": I, "block_hours": F, "verdict": S},
+    "a": S, "b": S, "measures": S, "diff": F, "lo": F, "hi": F, "seeds": I, "block_hours": F, "block_chosen": B,
+    "verdict": S},
     keys=("a", "b"), metrics=("diff",),
     doc="mean F1 a - b after the training hours, paired per seed and bin; 95% interval over seeds and blocks")
+SENSITIVITY = TableSchema("block_sensitivity.csv", {
+    "a": S, "b": S, "block_bins": I, "block_hours": F, "used": B, "diff": F, "lo": F, "hi": F, "verdict": S},
+    keys=("a", "b", "block_bins"), doc="each difference's interval at other block lengths")
 DRIFT = TableSchema("drift_bins.csv", {
     "bin": I, "t_mid_h": F, "packets": I, "in_training_hours": B, "covariate": F, "label": F, "concept": F},
     keys=("bin",), doc="Jensen-Shannon divergence (bits) of each bin from the training hours: p(x), p(y), p(x|y)")
