@@ -26,7 +26,8 @@ def test_latency_interleaves_every_path_and_keeps_every_packet(tmp_path: Path) -
            "dataset": {"synthetic": {"profile": "ciciot", "flows": 150, "seed": 3, "duration_s": 20,
                                      "max_packets_per_flow": 40, "attacks": ["SCAN"], "attack_share": 0.1}},
            "rules": "rules/default.yaml", "model": {"centroids": 16, "window": 4, "epochs": 2},
-           "latency": {"loads": {"low": 500, "high": 5000}, "max_packets": 300, "software": True, "repeats": 2}}
+           "latency": {"loads": {"low": 500, "high": 5000}, "max_packets": 300, "packets": {"high": 500},
+                       "software": True, "repeats": 2}}
     p = tmp_path / "lat.yaml"
     p.write_text(yaml.safe_dump(cfg))
     out = run_experiment(load_experiment(str(p)), results_root=tmp_path / "r", data_root=ROOT / "data")
@@ -34,7 +35,9 @@ def test_latency_interleaves_every_path_and_keeps_every_packet(tmp_path: Path) -
     summ = pd.read_csv(out / "latency_summary.csv")
     programs = {"chimera", "mark_only", "bare", "software host"}
     assert set(per["program"]) == programs and set(per["load"]) == {"low", "high"}
-    assert per.groupby(["program", "load", "repeat"]).size().eq(300).all() and len(summ) == 4 * 2 * 2
+    n = per.groupby(["program", "load", "repeat"]).size()
+    assert n.xs("low", level="load").eq(300).all() and n.xs("high", level="load").eq(500).all()  # per-load packets
+    assert len(summ) == 4 * 2 * 2
     # every repeat runs every path once at each load, in an order of its own
     assert (summ.groupby(["load", "repeat"])["order"].apply(sorted).map(tuple) == (0, 1, 2, 3)).all()
     marked = per[per["program"].isin(["chimera", "mark_only"])]

@@ -68,8 +68,10 @@ def test_stability_report_shows_both_paired_differences() -> None:
                       "verdict": ["a < b"]})
     text = "\n".join(_differences(s, d))
     assert "paired by training seed and time bin (3 seeds)" in text
-    assert "| Prior-Only − Static-Map | the prior-shift correction alone | -0.0125 | [-0.0215, -0.0048] | a < b |" in text
-    assert "blocks of 3 h" in text
+    assert "| Prior-Only − Static-Map | the prior-shift correction alone | -0.0125 | [-0.0215, -0.0048] | 3 | a < b |" in text
+    assert "blocks of 3 h" in text      # a run with a fixed block length says which
+    chosen = "\n".join(_differences(s, d.assign(block_chosen=[True], block_hours=[2.0])))
+    assert "| 2 | a < b |" in chosen and "Politis and White" in chosen
 
 
 def test_the_ablation_report_shows_latency_and_rate_beside_f1(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -93,7 +93,8 @@ def run(ctx: RunContext[LatencyExperiment]) -> None:
     spec = ctx.cfg.latency
     built = build_model(ctx, "latency")
     art, model_json, data = built.art, built.model_json, built.data
-    table = data.ds.table.take(data.replay_rows[: spec.max_packets])
+    tables = {load: data.ds.table.take(data.replay_rows[: spec.packets.get(load, spec.max_packets)])
+              for load in spec.loads}
     target = ctx.target
     have = target.baselines() if target.can(Capability.BASELINES) else {}
     baselines = [b for b in spec.baselines if b in have]
@@ -111,6 +112,7 @@ def run(ctx: RunContext[LatencyExperiment]) -> None:
     trials = [(r, load, pps) for r in range(spec.repeats) for load, pps in spec.loads.items()]
     for r, load, pps in tqdm(trials, desc="latency repeats x loads", unit="block"):
         replay = ctx.replay.model_copy(update={"mode": "pps", "pps": pps})
+        table = tables[load]
         for order, i in enumerate(rng.permutation(len(programs))):
             prog = programs[i]
             slug = f"latency-{prog.replace(' ', '-')}-{load}-r{r}"

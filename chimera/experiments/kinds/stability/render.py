@@ -85,7 +85,8 @@ def _differences(s: pd.DataFrame, d: pd.DataFrame | None = None) -> list[str]:
         how = ("the seeds' spread (a t-interval over their means) and the day's (a moving-block bootstrap of the "
                "seeds' mean per bin, blocks never wrapping), in quadrature; the block length is chosen from each "
                "series by Politis and White's rule (block_sensitivity.csv: the same at other lengths)"
-               if chosen else "the seeds and, within the day, circular blocks of bins")
+               if chosen else f"the seeds and, within the day, circular blocks of "
+               f"{'/'.join(f'{x:g}' for x in sorted(set(d['block_hours'])))} h of bins")
         return out + ["", "Each difference is the mean over training seeds and time bins after the training hours "
                       "of the two configurations' F1 in the same bin with the same model. Its interval holds "
                       f"{how}. Neighbouring bins are correlated, so resampling single bins would understate the "
