@@ -118,7 +118,7 @@ def main(repeats: int = REPEATS) -> dict[str, Any]:
         rs = ratio_spread(pairs)
         words = f"chimera.p4 {c.words()}; forward.p4 {f.words()}; ratio {rs.words()}"
         r = Bmv2RatioResult(chimera_zero_loss_pps=c.median, forward_zero_loss_pps=f.median, ratio=rs.median,
-                            goal=GOAL, ratio_is_upper_bound=rs.upper_bound == repeats - rs.undefined > 0,
+                            goal=GOAL, ratio_is_upper_bound=rs.is_upper_bound,
                             bmv2_build=build_config(), repeats=repeats, ratio_low=rs.low, ratio_high=rs.high,
                             words=words)
         run.manifest.put("result", r)

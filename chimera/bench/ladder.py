@@ -80,10 +80,15 @@ class RatioSpread:
     undefined: int
     upper_bound: int      # repeats where b never lost: a / b is at most that
 
+    @property
+    def is_upper_bound(self) -> bool:
+        """Every defined repeat's b never lost: the median is at most what it says."""
+        return self.n > self.undefined and self.upper_bound == self.n - self.undefined
+
     def words(self) -> str:
         if self.median is None:
             return f"undefined in {self.undefined} of {self.n} repeats (a ladder below its lowest step)"
-        bound = "at most " if self.upper_bound == self.n - self.undefined else ""
+        bound = "at most " if self.is_upper_bound else ""
         return (f"median {bound}{self.median:.3f} ({self.low:.3f}-{self.high:.3f} over "
                 f"{self.n - self.undefined} repeats" + (f"; undefined in {self.undefined}" if self.undefined else "")
                 + ")")

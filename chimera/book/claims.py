@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -235,6 +235,13 @@ def swept(b: Book, match: Callable[[str], bool]) -> Swept | None:
     return None
 
 
+def best_of_all(verdicts: Iterable[str]) -> str:
+    """"Chimera is the best" against several methods, from the one-sided verdict against each: contradicted where
+    any one is, reproduced where every one is, else inconclusive."""
+    kinds = set(verdicts)
+    return CONTRADICTED if CONTRADICTED in kinds else REPRODUCED if kinds == {REPRODUCED} else INCONCLUSIVE
+
+
 def _containing(fragment: str) -> Callable[[str], bool]:
     return lambda name: fragment in name
 
@@ -274,9 +281,7 @@ def table1_intervals(b: Book, p: dict[str, Any]) -> dict[str, list[Claim]]:
             if paper_name == "Chimera":
                 paper_side = {m: v for m, v in judged.items() if "yardstick" not in m}
                 verdicts = {m: best_verdict(lo, hi, k)[0] for m, (_, lo, hi, k) in paper_side.items()}
-                kinds = set(verdicts.values())
-                verdict = (CONTRADICTED if CONTRADICTED in kinds else REPRODUCED if kinds == {REPRODUCED}
-                           else INCONCLUSIVE)
+                verdict = best_of_all(verdicts.values())
                 worst = min(paper_side, key=lambda m: paper_side[m][1])
                 mean, lo, hi, k = paper_side[worst]
                 why = (f"the best of the paper's methods, against each of {len(paper_side)} over seeds "
@@ -303,8 +308,7 @@ def table1_intervals(b: Book, p: dict[str, Any]) -> dict[str, list[Claim]]:
         yard = {m: v for m, v in judged.items() if "yardstick" in m}
         if yard:
             verdicts = {m: best_verdict(lo, hi, k)[0] for m, (_, lo, hi, k) in yard.items()}
-            kinds = set(verdicts.values())
-            verdict = CONTRADICTED if CONTRADICTED in kinds else REPRODUCED if kinds == {REPRODUCED} else INCONCLUSIVE
+            verdict = best_of_all(verdicts.values())
             worst = min(yard, key=lambda m: yard[m][1])
             mean, lo, hi, k = yard[worst]
             claims.append(Claim("Table 1", f"Chimera best on {shown}, against our yardsticks (not in the paper)",
@@ -408,8 +412,7 @@ def real_set_intervals(b: Book, p: dict[str, Any]) -> list[tuple[str, Claim]]:
         for m in (c for c in wide.columns if c != "Chimera"):
             mean, lo, hi, k, how = sw.diff(m, family)
             judged.append((m, mean, lo, hi, k, best_verdict(lo, hi, k)[0]))
-        kinds = {v for *_, v in judged}
-        verdict = CONTRADICTED if CONTRADICTED in kinds else REPRODUCED if kinds == {REPRODUCED} else INCONCLUSIVE
+        verdict = best_of_all(v for *_, v in judged)
         worst = min(judged, key=lambda x: x[2])
         why = (f"against each of {len(judged)} methods over seeds {_seeds(wide)} (the interval over {how}), "
                f"simultaneous over {family} comparisons; "
