@@ -12,7 +12,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sklearn.metrics import roc_auc_score
 
-from chimera.baselines.budget import Tuning, tuning_columns
+from chimera.baselines.budget import Tuning
 from chimera.baselines.features import fair_inputs, input_bits
 from chimera.baselines.zoo import BASELINES, SEQUENCE_BASELINES, BaselineResult, BaselineSettings, run_baseline
 from chimera.errors import ChimeraError
@@ -22,7 +22,7 @@ from chimera.experiments.stages.context import RunContext
 from chimera.experiments.stages.dataset import PreparedData, dataset_record, prepare, resolve_dataset
 from chimera.experiments.stages.rules import LearnedRules, learn_rules
 from chimera.experiments.stages.target import run_variant
-from chimera.experiments.stages.train import ModelCache, train_variant, tune_variant
+from chimera.experiments.stages.train import ModelCache, train_variant, training_columns, tune_variant
 from chimera.formats.artifact import Artifact
 from chimera.metrics import classification as cm
 
@@ -154,12 +154,7 @@ def run_chimera(ctx: RunContext, nd: NamedData, v: ResolvedVariant, label: str, 
                            "task": "classification", "precision": s["macro_precision"], "recall": s["macro_recall"],
                            "f1": s["macro_f1"], "accuracy": s["accuracy"],
                            "input_bits": input_bits(fair_inputs(v.model.window)),
-                           "seconds": ex.seconds, "epochs_run": trained.model.epochs_run,
-                           "stopped_by": trained.model.stopped_by, "epoch_cap": v.model.epochs,
-                           "beta": trained.beta}
-    if trained.validation:
-        row.update({**tuning_columns(trained.chosen, trained.validation, trained.scorings),
-                    "cap_reached_in": trained.cap_reached_in})
+                           "seconds": ex.seconds, **training_columns(trained, v), "beta": trained.beta}
     if art is not None:
         bits, src = per_flow_allocation(art)
         row.update({"model_kbits": art.resources["table_bits"] / 1000, "per_flow_bits": bits,

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from chimera.baselines.budget import CLASS_WEIGHT, EPOCH_CAP, PATIENCE, SEARCHES, Search, Tuning
+from chimera.baselines.budget import CLASS_WEIGHT, EPOCH_CAP, PATIENCE, SEARCHES, Search, Tuning, tuning_columns
 from chimera.data.flows import sample_whole_flows
 from chimera.data.tokens import Tokens
 from chimera.experiments.config import ResolvedVariant
@@ -204,3 +204,15 @@ def _train_fused(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, mo
                                                          rules.hard["val"], fusion, beta))
     pred = float_fused(fm.scores("test"), rules.fires["test"], rules.weights, rules.hard["test"], fusion, beta)
     return TrainedVariant(fm, beta, pred, fusion, why, val_f1, scorings=scorings)
+
+
+def training_columns(trained: TrainedVariant, v: ResolvedVariant) -> dict[str, Any]:
+    """How a variant's model was trained and chosen: its epochs and why it stopped (``cap``: the guard bound),
+    and under the budget every configuration's validation score, the one kept and whether it sits at the grid's
+    edge (the columns of formats.tables.TRAINING_COLUMNS)."""
+    m = trained.model
+    row: dict[str, Any] = {"epochs_run": m.epochs_run, "stopped_by": m.stopped_by, "epoch_cap": v.model.epochs}
+    if trained.validation:
+        row.update({**tuning_columns(trained.chosen, trained.validation, trained.scorings),
+                    "cap_reached_in": trained.cap_reached_in})
+    return row

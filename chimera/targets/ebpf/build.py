@@ -96,8 +96,8 @@ def _clang(source: Path, header: str | None, build_dir: Path, defines: list[str]
     clang, defs = _clang_path(), list(defines or [])
     STORE.mkdir(parents=True, exist_ok=True)
     name = source.name.replace(".c", ".o")
-    with tempfile.TemporaryDirectory(prefix="compile.", dir=STORE) as scratch:
-        work = Path(scratch)
+    work = Path(tempfile.mkdtemp(prefix="compile.", dir=STORE))   # this build's own folder in the store
+    try:
         if header is not None:
             (work / CONSTANTS).write_text(header)
         key = object_key(clang, source, work, defs)
@@ -110,6 +110,8 @@ def _clang(source: Path, header: str | None, build_dir: Path, defines: list[str]
             if r.returncode != 0:
                 raise _failed("build", r.stderr)
             _store(work, stored)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)   # gone already where _store moved it into place
     out_dir = build_dir / f"ebpf-{key[:16]}"
     out_dir.mkdir(parents=True, exist_ok=True)
     for f in stored.iterdir():
@@ -120,13 +122,9 @@ def _clang(source: Path, header: str | None, build_dir: Path, defines: list[str]
 def _store(work: Path, stored: Path) -> None:
     """Move a compile's folder into the store under its key; where another build stored the same key first, its
     folder (the same inputs, the same object) is kept."""
-    filled = Path(tempfile.mkdtemp(prefix=f"{stored.name}.", dir=STORE))
-    for f in work.iterdir():
-        shutil.copy2(f, filled / f.name)
     try:
-        os.rename(filled, stored)     # atomic; refused where the key's folder exists already
+        os.rename(work, stored)       # atomic; refused where the key's folder exists already
     except OSError:
-        shutil.rmtree(filled, ignore_errors=True)
         if not stored.is_dir():
             raise
     _prune()

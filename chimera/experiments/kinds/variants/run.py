@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import pandas as pd
 from tqdm import tqdm
 
-from chimera.baselines.budget import tuning_columns
-from chimera.experiments.config import ResolvedVariant
 from chimera.experiments.kinds.base import Cell
 from chimera.experiments.kinds.variants import tables as T
 from chimera.experiments.kinds.variants.config import VariantsExperiment, VariantsSection
@@ -19,7 +16,7 @@ from chimera.experiments.stages.dataset import prepare, record_dataset, resolve_
 from chimera.experiments.stages.metrics import VariantResult, row_notes, score_variant
 from chimera.experiments.stages.rules import learn_rules
 from chimera.experiments.stages.target import run_variant
-from chimera.experiments.stages.train import TrainedVariant, train_variant, tune_variant
+from chimera.experiments.stages.train import train_variant, training_columns, tune_variant
 from chimera.metrics import classification as cm
 from chimera.targets.base import Capability
 from chimera.targets.registry import TRUTH
@@ -68,18 +65,6 @@ def run(ctx: RunContext[VariantsExperiment]) -> None:
     _record_fallbacks(ctx, results)
     row_notes(results)
     write_tables(ctx, results)
-
-
-def training_columns(trained: TrainedVariant, v: ResolvedVariant) -> dict[str, Any]:
-    """How the variant's model was trained and chosen: its epochs and why it stopped (``cap``: the guard bound),
-    and under the budget every configuration's validation score, the one kept and whether it sits at the grid's
-    edge."""
-    m = trained.model
-    row: dict[str, Any] = {"epochs_run": m.epochs_run, "stopped_by": m.stopped_by, "epoch_cap": v.model.epochs}
-    if trained.validation:
-        row.update({**tuning_columns(trained.chosen, trained.validation, trained.scorings),
-                    "cap_reached_in": trained.cap_reached_in})
-    return row
 
 
 def write_tables(ctx: RunContext, results: list[VariantResult]) -> None:
