@@ -376,3 +376,48 @@ def test_flow_resamples_widen_the_interval_by_the_test_flows_sampling(tmp_path: 
     (tmp_path / "boot.csv").unlink()
     sw = C.swept(b, "ciciot".__eq__)   # type: ignore[arg-type]
     assert sw is not None and sw.diff("Leo", 1)[4] == "seeds"
+
+
+def _stability_run(chimera_above: float, drop: float, seeds: int) -> SimpleNamespace:
+    """A stability24h run's two per-seed tables: a 24-bin day, training hours 0-6, Chimera ``chimera_above`` over
+    Static-Map and Fast-Only in every bin after them, its last hours ``drop`` below its training hours."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    day = 0.9 + 0.01 * np.sin(np.arange(24) / 3)        # the day's common ups and downs
+    bins, per_seed = [], []
+    for s in range(1, seeds + 1):
+        noise = rng.normal(0, 0.002, 24)
+        for cfg, shift in (("Chimera", chimera_above), ("Static-Map", 0.0), ("Fast-Only", 0.0)):
+            f1 = day + noise + shift * (np.arange(24) >= 6) + rng.normal(0, 0.001, 24)
+            bins += [{"configuration": cfg, "seed": s, "bin": i, "t_mid_h": i + 0.5, "f1": float(f1[i])}
+                     for i in range(24)]
+        per_seed.append({"configuration": "Chimera", "seed": s, "f1_first": 0.9 + drop,
+                         "f1_last": 0.9 + float(rng.normal(0, 0.002))})
+    tables = {"stability_bins.csv": pd.DataFrame(bins), "stability_seeds.csv": pd.DataFrame(per_seed)}
+    return SimpleNamespace(csv=tables.__getitem__,
+                           manifest=SimpleNamespace(config={"stability": {"train_hours": 6.0}}))
+
+
+@pytest.mark.parametrize(("above", "drop", "seeds", "held", "drifts"), [
+    (0.03, 0.005, 5, C.REPRODUCED, C.REPRODUCED),      # near-constant, the others clearly below
+    (-0.03, 0.06, 5, C.CONTRADICTED, C.CONTRADICTED),  # a drop beyond the bound, Chimera clearly below
+    (0.03, 0.005, 3, C.INCONCLUSIVE, C.INCONCLUSIVE),  # too few seeds to judge, however clear
+])
+def test_the_stability_claim_is_judged_by_intervals(above: float, drop: float, seeds: int, held: str,
+                                                    drifts: str) -> None:
+    """The 24-hour claim by the rules' three outcomes: Chimera's drop against NEAR_CONSTANT by the bound rule over
+    seeds, and Chimera − Static-Map and − Fast-Only (per seed and bin after the training hours) by the paired-interval
+    rule, the three at the family's level."""
+    from chimera.book.rules import MIN_SEEDS, NEAR_CONSTANT, bound_verdict, interval_verdict
+
+    st = C.stability_intervals(_stability_run(above, drop, seeds))   # type: ignore[arg-type]
+    est, lo, hi, k = st["drop"]
+    assert k == seeds and abs(est - drop) < 0.005
+    assert bound_verdict(est, lo, hi, k, NEAR_CONSTANT, below=True, minimum=MIN_SEEDS, over="seeds")[0] == held
+    for other in ("Static-Map", "Fast-Only"):
+        m, lo, hi, k = st[other]
+        assert abs(m - above) < 0.002 and lo < m < hi and k == seeds
+        assert interval_verdict(1, lo, hi, k)[0] == drifts
+    assert C.best_of_all(interval_verdict(1, *st[o][1:])[0] for o in ("Static-Map", "Fast-Only")) == drifts
