@@ -207,6 +207,25 @@ def test_republish_plans_every_stale_cited_run_and_only_those() -> None:
     assert all(why for _, why in p.elsewhere)
 
 
+def test_republish_uncounted_also_plans_the_runs_made_before_the_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--uncounted`` adds the fresh cited runs whose commit's rules file is not today's (the ledger shows their
+    verdicts uncounted) and leaves out the ones judged by today's rules."""
+    from chimera.book import republish as RP
+    book = Book.published(ROOT)
+    cited = list(book.runs.newest_each())
+    from chimera.book.runs import Freshness
+    before = {id(r) for r in cited[::2]}      # say every other run is fresh but made before the rules changed
+    for r in cited[::2]:
+        r.__dict__["freshness"] = Freshness(True, "c")
+    monkeypatch.setattr(RP, "uncounted", lambda r: id(r) in before)
+    for also in (True, False):
+        p = RP.plan(book, also_uncounted=also)
+        planned = {id(x.run) for x in p.reruns} | {id(r) for r, _ in p.elsewhere}
+        for r in cited:
+            assert (id(r) in planned) == (not r.freshness.fresh or (also and id(r) in before)), r.rel
+    assert before and any(id(x.run) in before for x in RP.plan(book, also_uncounted=True).reruns)
+
+
 def test_the_three_outcome_interval_rule() -> None:
     """An interval on the paper's side of the tie band is reproduced, on the other side contradicted, across its
     edge inconclusive; fewer than five seeds is inconclusive; a wider family widens every interval."""

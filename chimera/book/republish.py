@@ -56,11 +56,20 @@ class Plan:
         return sum(r.expected_min for r in self.reruns if not math.isnan(r.expected_min))
 
 
-def plan(book: Book, only: tuple[str, ...] = ()) -> Plan:
+def uncounted(r: Run) -> bool:
+    """Whether the ledger leaves ``r``'s verdicts uncounted: the verdict rules changed after its commit."""
+    from chimera.book.claims import rules_fixed_before
+    return rules_fixed_before(r.manifest.git.commit, r.root) is False
+
+
+def plan(book: Book, only: tuple[str, ...] = (), also_uncounted: bool = False) -> Plan:
+    """What to re-run: every cited run whose code has moved on (and, ``also_uncounted``, every one made before
+    the rules last changed), its experiment among ``only`` where given."""
     from chimera.targets.registry import target_class
     reruns, elsewhere = [], []
     for r in book.runs.newest_each():
-        if r.freshness.fresh or (only and r.experiment not in only):
+        due = not r.freshness.fresh or (also_uncounted and uncounted(r))
+        if not due or (only and r.experiment not in only):
             continue
         if not (book.root / "experiments" / f"{r.experiment}.yaml").is_file():
             how = REMAKE.get(r.experiment) or (f"invoke bench --what {r.experiment.removeprefix('bench-')}"
@@ -79,24 +88,25 @@ def plan(book: Book, only: tuple[str, ...] = ()) -> Plan:
 
 
 def announce(p: Plan) -> None:
-    log.info("republish: %d stale cited runs to re-run, expected %.0f min (each run's own wall time):",
+    log.info("republish: %d stale or uncounted cited runs to re-run, expected %.0f min (each run's own wall time):",
              len(p.reruns), p.expected_min)
     for x in p.reruns:
-        log.info("  %-50s ~%.1f min  (%s)", x.describe(), x.expected_min, x.run.freshness.mark().strip(" *[]"))
+        why = x.run.freshness.mark().strip(" *[]") or "fresh, but made before the rules last changed"
+        log.info("  %-50s ~%.1f min  (%s)", x.describe(), x.expected_min, why)
     for r, why in p.elsewhere:
         log.info("  %-50s not here: %s", f"{r.experiment} on {r.target}", why)
 
 
 def republish(only: tuple[str, ...] = (), dry_run: bool = False, results_root: Path = ROOT / "results",
-              data_root: Path = Path("data")) -> list[Path]:
-    """Re-run and publish every stale cited experiment run (``only``: these experiments); returns the published
-    directories. Refuses a dirty tree first: a published run must be made from committed code."""
+              data_root: Path = Path("data"), uncounted: bool = False) -> list[Path]:
+    """Re-run and publish every stale cited experiment run (``only``: these experiments; ``uncounted``: also the
+    fresh ones made before the rules last changed); returns the published directories. Refuses a dirty tree first: a published run must be made from committed code."""
     from chimera.book.render import write
     from chimera.experiments.load import load_experiment
     from chimera.experiments.runner import run_experiment
     from chimera.report.publish import publish
     book = Book.published()
-    p = plan(book, only)
+    p = plan(book, only, uncounted)
     announce(p)
     if dry_run or not p.reruns:
         return []
