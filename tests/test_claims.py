@@ -186,10 +186,12 @@ def test_a_night_that_changes_a_verdict_says_so(tmp_path: Path) -> None:
     s.loc[s["configuration"] == "Chimera", ["f1_first", "f1_last", "diff_vs_static_map", "diff_vs_static_map_lo",
                                             "diff_vs_static_map_hi"]] = [0.95, 0.945, 0.02, 0.01, 0.03]
     s.to_csv(run / "stability.csv", index=False)
+    for name, table in _stability_tables(0.03, 0.005, 5).items():   # five seeds: Chimera holds, the others below
+        table.to_csv(run / name, index=False)
     nb = night_book(night, ROOT)
     assert nb.error is None
     flipped = nb.changed_verdicts[nb.changed_verdicts["claim"].str.startswith("24-hour stability")]
-    assert len(flipped) == 1 and flipped["tonight_verdict"].iloc[0] == C.REPRODUCED
+    assert len(flipped) == 2 and set(flipped["tonight_verdict"]) == {C.REPRODUCED}
     assert "docs/results.md: stability" in nb.changed_blocks and (night / "book" / "docs" / "results.md").is_file()
     assert "24-hour stability" in nb.markdown() and (night / "claims.md").is_file()
 
@@ -398,6 +400,12 @@ def test_flow_resamples_widen_the_interval_by_the_test_flows_sampling(tmp_path: 
 
 
 def _stability_run(chimera_above: float, drop: float, seeds: int) -> SimpleNamespace:
+    """A stability24h run (as the claims read it) of ``_stability_tables``, training hours 0-6."""
+    return SimpleNamespace(csv=_stability_tables(chimera_above, drop, seeds).__getitem__,
+                           manifest=SimpleNamespace(config={"stability": {"train_hours": 6.0}}))
+
+
+def _stability_tables(chimera_above: float, drop: float, seeds: int) -> dict[str, "pd.DataFrame"]:
     """A stability24h run's two per-seed tables: a 24-bin day, training hours 0-6, Chimera ``chimera_above`` over
     Static-Map and Fast-Only in every bin after them, its last hours ``drop`` below its training hours."""
     import numpy as np
@@ -410,13 +418,12 @@ def _stability_run(chimera_above: float, drop: float, seeds: int) -> SimpleNames
         noise = rng.normal(0, 0.002, 24)
         for cfg, shift in (("Chimera", chimera_above), ("Static-Map", 0.0), ("Fast-Only", 0.0)):
             f1 = day + noise + shift * (np.arange(24) >= 6) + rng.normal(0, 0.001, 24)
-            bins += [{"configuration": cfg, "seed": s, "bin": i, "t_mid_h": i + 0.5, "f1": float(f1[i])}
-                     for i in range(24)]
+            bins += [{"configuration": cfg, "seed": s, "bin": i, "t_start_h": float(i), "t_mid_h": i + 0.5,
+                      "packets": 1000, "flows": 50, "f1": float(f1[i]), "f1_lo": float(f1[i]) - 0.01,
+                      "f1_hi": float(f1[i]) + 0.01, "load_packets": 5000} for i in range(24)]
         per_seed.append({"configuration": "Chimera", "seed": s, "f1_first": 0.9 + drop,
                          "f1_last": 0.9 + float(rng.normal(0, 0.002))})
-    tables = {"stability_bins.csv": pd.DataFrame(bins), "stability_seeds.csv": pd.DataFrame(per_seed)}
-    return SimpleNamespace(csv=tables.__getitem__,
-                           manifest=SimpleNamespace(config={"stability": {"train_hours": 6.0}}))
+    return {"stability_bins.csv": pd.DataFrame(bins), "stability_seeds.csv": pd.DataFrame(per_seed)}
 
 
 @pytest.mark.parametrize(("above", "drop", "seeds", "held", "drifts"), [
@@ -440,3 +447,12 @@ def test_the_stability_claim_is_judged_by_intervals(above: float, drop: float, s
         assert abs(m - above) < 0.002 and lo < m < hi and k == seeds
         assert interval_verdict(1, lo, hi, k)[0] == drifts
     assert C.best_of_all(interval_verdict(1, *st[o][1:])[0] for o in ("Static-Map", "Fast-Only")) == drifts
+
+
+@pytest.mark.parametrize(("lo", "hi", "words"), [(0.001, 0.004, "measurably above"), (-0.004, -0.001, "measurably below"),
+                                                 (-0.001, 0.004, "no measurable difference")])
+def test_a_drift_sentence_is_no_wider_than_its_interval(lo: float, hi: float, words: str) -> None:
+    """The drift section's words come from the interval: "measurably" only where it excludes zero."""
+    from chimera.book.blocks import difference_words
+    text = difference_words("Fast-Only", "Static-Map", (lo + hi) / 2, lo, hi)
+    assert words in text and sum(w in text for w in ("above", "below", "no measurable")) == 1

@@ -29,7 +29,7 @@ from chimera.experiments.kinds.input_scale.tables import INPUT_SCALE
 from chimera.experiments.kinds.latency.tables import LATENCY_COST, LATENCY_SUMMARY
 from chimera.experiments.kinds.resources.tables import RESOURCES
 from chimera.experiments.kinds.roc.tables import ROC
-from chimera.experiments.kinds.stability.tables import DIFFERENCES, DRIFT, STABILITY
+from chimera.experiments.kinds.stability.tables import DIAGNOSIS, DIFFERENCES, DRIFT, STABILITY
 from chimera.experiments.kinds.throughput.tables import THROUGHPUT
 from chimera.experiments.kinds.variants.tables import ABLATION
 from chimera.report.provenance import ROOT
@@ -471,6 +471,52 @@ def drift(b: Book) -> str:
                            "run invoke run-experiment --name stability24h and --name stability_labelshift, then "
                            "invoke publish")
     return " ".join(out)
+
+
+#: the days of the drift section: (experiment, what the day is, the drift it carries)
+DAYS = (("stability24h", "the drifting day", "concept, covariate and label shift"),
+        ("stability_labelshift", "the day with label shift only", "label shift"))
+
+
+def difference_words(a: str, b: str, diff: float, lo: float, hi: float) -> str:
+    """One comparison in words no wider than its interval: measurably above or below where the interval excludes
+    zero, else "no measurable difference"."""
+    where = f"{signed(diff)} {fmt.interval(lo, hi)}"
+    if lo > 0:
+        return f"{a} measurably above {b} ({where})"
+    if hi < 0:
+        return f"{a} measurably below {b} ({where})"
+    return f"no measurable difference between {a} and {b} ({where})"
+
+
+@block("drift-verdicts")
+def drift_verdicts(b: Book) -> str:
+    """The drift section's conclusions, one sentence per comparison and day, from each day's paired intervals
+    (differences.csv): what a reader may say, and nothing wider. Each interval is a 95% one on its own; the
+    comparisons of a day are reported as exploratory (no correction for multiplicity), which the text says."""
+    out = []
+    for exp, what, kind in DAYS:
+        r = b.runs.freshest(exp, on_dataset(None))
+        if r is None or not (r.path / DIFFERENCES.name).is_file():
+            continue
+        d = r.table(DIFFERENCES)
+        lines = [f"- **{what[0].upper() + what[1:]}** ({kind}; {r.target}, {r.cite()}; {_interval_words(r)}; "
+                 f"{len(d)} comparisons, each interval at 95% on its own: exploratory, not corrected for "
+                 "multiplicity):"]
+        lines += [f"  - {x['measures']}: {difference_words(x['a'], x['b'], x['diff'], x['lo'], x['hi'])}."
+                  for _, x in d.iterrows()]
+        if exp == "stability24h" and (r.path / DIAGNOSIS.name).is_file():
+            g = r.table(DIAGNOSIS)
+            lines.append("  - the diagnosis runs (the slow loop's parts switched off one at a time, on the reference, "
+                         "the first training seed only: points without intervals, not verdicts), mean F1 after the "
+                         "training hours: " + fmt.words([f"{x['slow_loop']} {f(x['f1_mean'])} ({n(x['installs'])} "
+                                                         f"installs)" for _, x in g.iterrows()]) + ".")
+        out.append("\n".join(lines))
+    if not out:
+        raise ResultsError("no stability run with paired differences (differences.csv) is published",
+                           "run invoke run-experiment --name stability24h and --name stability_labelshift, then "
+                           "invoke publish")
+    return "\n".join(out)
 
 
 def _verdict_slow(c: pd.Series) -> str:

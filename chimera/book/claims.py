@@ -887,7 +887,11 @@ def figures(b: Book, p: dict[str, Any]) -> list[Claim]:
     else:
         add("hyper_heatmaps", 1, "", "—", None, UNTESTABLE, "no hyper_dim run")
     r = b.runs.freshest("stability24h", lambda x: not x.manifest.dataset_override)
-    if r is not None:
+    if r is not None and not all((r.path / t).is_file() for t in ("stability_seeds.csv", "stability_bins.csv")):
+        for i in (0, 1):
+            add("stability_24h", i, "", "—", r, INCONCLUSIVE, "the run has no per-seed tables to judge by intervals "
+                "(made before they were written): re-run it")
+    elif r is not None:
         st = stability_intervals(r)
         est, lo, hi, k = st["drop"]
         add("stability_24h", 0, "near-constant F1", f"Chimera's drop {signed(est)} {fmt.interval(lo, hi)} over {k} "
