@@ -576,6 +576,10 @@ def resources(b: Book) -> str:
                        f"{f(x['budget_ratio'])} of {n(x['budget_bits'])} bits)" for _, x in ch.iterrows()]) + ".")
 
 
+#: a path keeps up with its offered load when it classifies at least this share of it
+SUSTAINED = 0.9
+
+
 @block("throughput-latency")
 def throughput_latency(b: Book) -> str:
     t = b.runs.need("throughput")
@@ -602,7 +606,14 @@ def throughput_latency(b: Book) -> str:
     out += ("; host to host " + fmt.words([f"{f(x['host_p50_us'])} µs" for _, x in sws.iterrows()]) +
             ". The software classifier host † takes " +
             fmt.words([f"{f(x['switch_p50_us'])} µs p50 at {n(x['pps'])} pps" for _, x in hs.iterrows()]) +
-            " to classify.")
+            " to classify (its own time per packet, which the ledger's \"far slower\" reads).")
+    over = ls[(ls["program"] == "software host") & (ls["switch_pps"] < SUSTAINED * ls["pps"])]
+    if len(over):
+        g = over.groupby("pps")
+        out += (" Where it cannot keep up, its host-to-host latency is a queue's, not a classifier's: " +
+                fmt.words([f"offered {n(pps)} pps, it classifies {n(x['switch_pps'].median())} pps (median of "
+                           f"{len(x)} repeats) and its host-to-host p50 is {f(x['host_p50_us'].median() / 1e3)} ms"
+                           for pps, x in g]) + ".")
     added = cost[(cost["a"] == "chimera") & (cost["measure"] == "host_p50_us") & (cost["statistic"] == "difference")]
     if len(added):
         out += (" What the pipeline adds to the host-to-host p50 (mean of per-repeat differences, 95% bootstrap "
