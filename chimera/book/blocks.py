@@ -612,7 +612,7 @@ def throughput_latency(b: Book) -> str:
         g = over.groupby("pps")
         out += (" Where it cannot keep up, its host-to-host latency is a queue's, not a classifier's: " +
                 fmt.words([f"offered {n(pps)} pps, it classifies {n(x['switch_pps'].median())} pps (median of "
-                           f"{len(x)} repeats) and its host-to-host p50 is {f(x['host_p50_us'].median() / 1e3)} ms"
+                           f"{len(x)} repeats) and its host-to-host p50 is {f(x['host_p50_us'].median() / 1e3, 0)} ms"
                            for pps, x in g]) + ".")
     added = cost[(cost["a"] == "chimera") & (cost["measure"] == "host_p50_us") & (cost["statistic"] == "difference")]
     if len(added):
