@@ -295,3 +295,37 @@ def test_p4runtime_prior_install_writes_one_soft_entry_then_flips() -> None:
     soft = TABLE_BY_NAME[f"soft_{prior_rule(art)}"].id
     assert sorted(tables) == sorted([soft, TABLE_BY_NAME["params"].id, TABLE_BY_NAME["active_version"].id])
     assert tables[-1] == TABLE_BY_NAME["active_version"].id and n == 3
+
+
+def test_the_papers_ema_centroid_update() -> None:
+    """centroid_update: ema (the paper's Table 5 loop): each centre moves eta of the way toward the mean of the
+    points nearest to it, once per T_cp; eta = 1 is one Lloyd iteration; a centre no point is nearest to stays; the
+    memory is 1/eta epochs."""
+    import numpy as np
+
+    from chimera.controlplane.config import ControlPlaneConfig
+    from chimera.controlplane.recluster import ema_step, lloyd
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(50, 3))
+    w = rng.uniform(1, 3, 50)
+    c = np.array([[0.0, 0.0, 0.0], [3.0, 3.0, 3.0], [100.0, 100.0, 100.0]])
+    one = lloyd(x, w, c, 1)
+    assert np.allclose(ema_step(x, w, c, 1.0), one)
+    step = ema_step(x, w, c, 0.1)
+    assert np.allclose(step, c + 0.1 * (one - c))                    # a tenth of the way toward the same target
+    assert np.array_equal(step[2], c[2])                              # nobody's nearest: unmoved
+    assert ControlPlaneConfig(centroid_update="ema", eta=0.05).memory_epochs == 20
+    assert ControlPlaneConfig().memory_epochs == 0
+
+
+def test_the_papers_table5_loop_is_a_configuration() -> None:
+    """hyper_cadence_slow sweeps the slow loop's EMA centroid rate (the paper's eta), not the dataplane's: each
+    cell's loop updates its centroids by EMA at that eta, its memory 1/eta epochs, the dataplane's step unchanged."""
+    from chimera.experiments.kinds.stability.run import control_for
+    from builders import quickstart_artifact
+    cfg = load_experiment("hyper_cadence_slow")
+    assert cfg.cadence.eta_of == "slow_loop" and load_experiment("hyper_cadence").cadence.eta_of == "dataplane"
+    cfg = cfg.model_copy(update={"stability": cfg.stability.model_copy(update={"compression": 1.0})})
+    loop = control_for(cfg, "Chimera", quickstart_artifact().art, t_cp_s=60.0, centroid_update="ema", eta=0.3)
+    assert (loop.cfg.centroid_update, loop.cfg.eta, loop.cfg.t_cp_s) == ("ema", 0.3, 60.0)
+    assert round(loop.cfg.memory_epochs) == 3

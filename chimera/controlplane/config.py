@@ -13,6 +13,12 @@ class ControlPlaneConfig(BaseModel):
     """The slow loop. Times are simulated seconds (the day being replayed); a time-compressed run divides
     them by its compression factor on the wall clock."""
 
+    @property
+    def memory_epochs(self) -> float:
+        """The EMA centroid update's memory in T_cp epochs (1/eta: the paper's Table 5 pairs eta 0.1 with 10
+        epochs, 0.05 with 20 and 0.5 with 2); the k-means re-fit keeps none beyond the sample it reads."""
+        return 1.0 / self.eta if self.centroid_update == "ema" else 0.0
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     enabled: bool = Field(True, description="false: the switch runs the compiled tables all day (no installs)")
     t_cp_s: float = Field(900.0, gt=0, le=DAY_S, description="T_cp: the slow loop's period (simulated seconds)")
@@ -29,6 +35,11 @@ class ControlPlaneConfig(BaseModel):
                              "moves by more than this many logits")
     prior_em_iterations: int = Field(200, ge=1, le=10_000, description="the prior EM's iteration cap: a tick whose "
                                      "EM reaches it holds the prior and says so in control.csv")
+    centroid_update: Literal["kmeans", "ema"] = Field(
+        "kmeans", description="how the Map keys' centroids follow the sample: kmeans re-fits them (weighted Lloyd, "
+        "warm-started from the installed ones); ema moves each centroid a step eta toward the mean of the sampled "
+        "keys nearest to it, once per T_cp (the paper's Table 5 loop, whose memory is 1/eta epochs)")
+    eta: float = Field(0.1, gt=0, le=1, description="the EMA centroid update's rate (centroid_update: ema)")
     lloyd_iterations: int = Field(10, ge=0, le=100)
     min_samples: int = Field(256, ge=16, description="fewer sampled tokens than this: skip the step")
     reference_install_ms: float = Field(5.0, gt=0, le=60_000, description="the reference target's simulated "

@@ -11,7 +11,9 @@ added with, whatever version is active.
   grows or shrinks maps back onto the same bins.
 - **Re-clustering**: the Map keys seen in the sample are re-clustered with
   weighted k-means (Lloyd), warm-started from the installed map's clusters, so
-  centroid ids stay stable (each cluster starts where its keys are). A key's
+  centroid ids stay stable (each cluster starts where its keys are); or, as the
+  paper's Table 5 gives its loop (``centroid_update: ema``), each centroid moves
+  a step eta toward the mean of the sampled keys nearest to it, once per T_cp. A key's
   features belong to its bin index (chimera.model.tokenizer.key_features with the
   compiled bins), so re-binning alone never moves a key. Keys absent from the
   sample keep their centroid: there is no evidence to move them.
@@ -115,6 +117,19 @@ def lloyd(x: np.ndarray, w: np.ndarray, centers: np.ndarray, iterations: int) ->
     return c
 
 
+def ema_step(x: np.ndarray, w: np.ndarray, centers: np.ndarray, eta: float) -> np.ndarray:
+    """One EMA update of the centres (the paper's slow loop): each centre moves ``eta`` of the way toward the
+    weighted mean of the points nearest to it; a centre no point is nearest to stays where it is. With eta = 1 it
+    is one Lloyd iteration."""
+    lab = np.argmin(((x[:, None, :] - centers[None, :, :]) ** 2).sum(-1), axis=1)
+    mass = np.bincount(lab, weights=w, minlength=centers.shape[0])
+    sums = np.stack([np.bincount(lab, weights=w * x[:, f], minlength=centers.shape[0]) for f in range(x.shape[1])], 1)
+    moved = mass > 0
+    new = centers.copy()
+    new[moved] = (1 - eta) * centers[moved] + eta * sums[moved] / mass[moved, None]
+    return new
+
+
 @dataclass
 class Proposal:
     """A candidate version and what installing it would change."""
@@ -155,7 +170,9 @@ class Reclusterer:
         new_map, centers = cur.map.copy(), self.centers
         if self.cfg.recluster:
             uk, cnt = np.unique(keys, return_counts=True)
-            centers = lloyd(self.feats[uk], cnt.astype(np.float64), self.centers, self.cfg.lloyd_iterations)
+            x, w = self.feats[uk], cnt.astype(np.float64)
+            centers = (ema_step(x, w, self.centers, self.cfg.eta) if self.cfg.centroid_update == "ema" else
+                       lloyd(x, w, self.centers, self.cfg.lloyd_iterations))
             new_map[uk] = np.argmin(((self.feats[uk][:, None, :] - centers[None]) ** 2).sum(-1), axis=1)
         cand = cur.successor(len_lo=lo.astype(np.int64), len_fine_lo=fine.astype(np.int64),
                              map=new_map.astype(np.int64))

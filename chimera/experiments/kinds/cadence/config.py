@@ -11,9 +11,12 @@ from chimera.experiments.kinds.stability.config import StabilityExperiment, Stab
 
 
 class CadenceSpec(BaseModel):
-    """The eta x T_cp sweep (hyper_cadence): eta is the dataplane EMA step, T_cp the slow loop's period."""
+    """The eta x T_cp sweep (hyper_cadence): T_cp is the slow loop's period; eta is the dataplane EMA step
+    (``eta_of: dataplane``), or the slow loop's EMA centroid rate (``eta_of: slow_loop``: the paper's Table 5 loop,
+    control.centroid_update ema, its memory 1/eta epochs; the dataplane's EMA step stays the compiled one)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    eta_of: Literal["dataplane", "slow_loop"] = "dataplane"
     etas: list[float] = Field([0.05, 0.1, 0.3, 0.5], min_length=1)
     t_cp_s: list[float] = Field([10.0, 60.0, 300.0, 1800.0], min_length=1)
 

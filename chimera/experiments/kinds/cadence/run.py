@@ -62,6 +62,7 @@ def run(ctx: RunContext[CadenceExperiment]) -> None:
                               install_ms_simulated=cfg.control.reference_install_ms, seeds=seeds,
                               operating_point=OperatingPoint(eta=v.compile.ema_eta, t_cp_s=cfg.control.t_cp_s)))
     grid = [(e, t) for e in cad.etas for t in cad.t_cp_s]
+    slow = cad.eta_of == "slow_loop"   # the swept eta is the slow loop's EMA centroid rate, not the dataplane's
     cell_rows: dict[tuple[float, float], list[dict[str, Any]]] = {}
     cell_bins: dict[tuple[float, float], dict[int, pd.DataFrame]] = {}
     static_bins: dict[int, pd.DataFrame] = {}
@@ -84,26 +85,29 @@ def run(ctx: RunContext[CadenceExperiment]) -> None:
         static_bins[sd] = scored(res.verdicts.label, sd)
         bins_all.append(static_bins[sd].assign(eta=math.nan, t_cp_s=math.nan, seed=sd, configuration="Static-Map"))
         for eta, t_cp in tqdm(grid, desc=f"eta x T_cp (seed {sd})", unit="cell"):
-            if eta not in arts:
+            fast = v.compile.ema_eta if slow else eta   # the dataplane's EMA step in this cell
+            if fast not in arts:
                 with ctx.timed("compile"):
-                    arts[eta] = compile_model(trained.model, rules.rules, rules.weights,
-                                              v.compile.model_copy(update={"ema_eta": eta}), trained.fusion,
-                                              trained.beta, provenance={"variant": v.name, "eta": eta,
-                                                                        "training_seed": sd})
-            art = arts[eta]
-            loop = control_for(cfg, "Chimera", art, t_cp_s=t_cp)
+                    arts[fast] = compile_model(trained.model, rules.rules, rules.weights,
+                                               v.compile.model_copy(update={"ema_eta": fast}), trained.fusion,
+                                               trained.beta, provenance={"variant": v.name, "eta": fast,
+                                                                         "training_seed": sd})
+            art = arts[fast]
+            loop = control_for(cfg, "Chimera", art, t_cp_s=t_cp,
+                               **({"centroid_update": "ema", "eta": eta} if slow else {}))
             name = f"eta{eta}-tcp{t_cp:g}" if len(seeds) == 1 else f"eta{eta}-tcp{t_cp:g}-seed{sd}"
             with ctx.timed("cells"):
                 res = ctx.target.run(art, data.replay_table, ctx.run.path, slug(name), replay=ctx.replay, control=loop)
             bins = scored(res.verdicts.label, sd)
             steps = pd.DataFrame(loop.log_rows())
             inst = steps[steps["decision"] == "install"] if len(steps) else steps
-            eff = ema_eta_effective(*ema_shifts(eta))
+            eff = ema_eta_effective(*ema_shifts(fast))
             p50 = float(inst["install_ms"].median()) if len(inst) else cfg.control.reference_install_ms
             simulated = bool(inst["install_simulated"].all()) if len(inst) else True
             cell_rows.setdefault((eta, t_cp), []).append({
-                "eta": eta, "eta_effective": eff, "t_cp_s": t_cp, "memory_depth_pkts": 1 / eff,
-                "memory_depth_sim_s": 1 / (eff * rate_sim), "install_p50_ms": p50, "install_simulated": simulated,
+                "eta": eta, "eta_of": cad.eta_of, "eta_effective": eta if slow else eff, "t_cp_s": t_cp,
+                "memory_depth_pkts": 1 / eff, "memory_depth_sim_s": 1 / (eff * rate_sim),
+                "memory_epochs": loop.cfg.memory_epochs, "install_p50_ms": p50, "install_simulated": simulated,
                 "budget_ratio": p50 / 1e3 / t_cp, "installs": int(len(inst)),
                 "churn_per_install": float(inst["churn"].mean()) if len(inst) else 0.0,
                 "churn_per_sim_hour": float(inst["churn"].sum()) / st.day_hours if len(inst) else 0.0,

@@ -6,7 +6,8 @@ from chimera.experiments.kinds.stability.tables import STABILITY_BINS
 from chimera.formats.tables import REPLAY_COLUMNS, B, F, I, S, TableSchema, _cols
 
 CADENCE = TableSchema("cadence.csv", _cols(
-    {"eta": F, "eta_effective": F, "t_cp_s": F, "memory_depth_pkts": F, "memory_depth_sim_s": F,
+    {"eta": F, "eta_of": S, "eta_effective": F, "t_cp_s": F, "memory_depth_pkts": F, "memory_depth_sim_s": F,
+     "memory_epochs": F,
      "install_p50_ms": F, "install_simulated": B, "budget_ratio": F, "installs": I, "churn_per_install": F,
      "churn_per_sim_hour": F, "f1_mean": F, "f1_last": F, "oscillations": I, "response_h": F, "label": S,
      "seeds": I, "f1_mean_lo": F, "f1_mean_hi": F, "diff_vs_static_map": F, "diff_vs_static_map_lo": F,
