@@ -257,6 +257,13 @@ def test_chimera_against_the_yardsticks_is_judged_on_held_out_seeds(ledger: list
     # the small real sets' sentence, from the sweep of the accuracy experiment over the held-out seeds
     real = [c for _, cs in ledger for c in cs if "held-out seeds, paired intervals" in c.claim]
     assert all(c.interval and "over seeds 11, 12, 13, 14, 15" in c.why for c in real), [c.why for c in real]
+    # a comparison is counted once: where a sweep judges Chimera against every method on a set, the fidelity
+    # bench's rows against the yardsticks on that set are left out
+    from chimera.book.blocks import REAL
+    swept_sets = {label.replace(" (real)", "") for frag, label in REAL.items() for c in real if frag in c.claim
+                  or label.replace(" (real)", "") in c.claim}
+    assert real and swept_sets
+    assert not [c.claim for c in rows if any(f"best on {s} (real)" in c.claim for s in swept_sets)]
 
 
 def _ordering_by_hand(paper_chimera: str, paper_other: str, ours_chimera: float, ours_other: float) -> str:
@@ -456,3 +463,37 @@ def test_a_drift_sentence_is_no_wider_than_its_interval(lo: float, hi: float, wo
     from chimera.book.blocks import difference_words
     text = difference_words("Fast-Only", "Static-Map", (lo + hi) / 2, lo, hi)
     assert words in text and sum(w in text for w in ("above", "below", "no measurable")) == 1
+
+
+def test_table3_over_a_swept_ablation_is_judged_by_paired_intervals(book: Book,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where a published sweep of the ablation holds Chimera and a row over held-out seeds, that row's F1 claim is
+    judged by the three-outcome rule on the paired per-seed differences, simultaneous over the rows the sweep holds;
+    rows it does not hold keep the single run's ordering."""
+    import numpy as np
+
+    from chimera.book.blocks import CHIMERA
+    from chimera.book.rules import TIE, dec
+    from chimera.book.runs import on_testbed
+    from chimera.experiments.kinds.variants.tables import ABLATION
+    p = C.paper()
+    r = book.runs.latest("ablation", on_testbed) or book.runs.latest("ablation")
+    d = r.table(ABLATION).set_index("variant")
+    rows, cols = p["table3_ablation"]["rows"], p["table3_ablation"]["columns"]
+    ch = rows["Linearized (Chimera)"][cols.index("f1")]
+    below = [n for n, v in rows.items() if dec(ch) - dec(v[cols.index("f1")]) > TIE
+             and C.T3_NAMES[n] in d.index and C._identical(d, C.T3_NAMES[n]) is None]
+    assert len(below) >= 2, "the paper has rows below Chimera beyond a tie"
+    far_below, far_above = C.T3_NAMES[below[0]], C.T3_NAMES[below[1]]
+    wobble = np.array([0.0, 0.002, -0.002, 0.001, -0.001])
+    base = 0.9 + wobble
+    wide = pd.DataFrame({CHIMERA: base, far_below: base - 0.05, far_above: base[::-1] + 0.05},
+                        index=[11, 12, 13, 14, 15])
+    sweep = SimpleNamespace(cite=lambda *a: "`sweep`", rel="results/published/sweep-ablation/x",
+                            manifest=SimpleNamespace(git=SimpleNamespace(commit="c")))
+    monkeypatch.setattr(C, "ablation_swept", lambda b: (sweep, wide))
+    got = {c.claim.split(":")[0]: c for c in C.table3(book, p) if "F1 against Chimera" in c.claim}
+    assert got[below[0]].verdict == C.REPRODUCED and got[below[0]].interval
+    assert got[below[1]].verdict == C.CONTRADICTED and "simultaneous over the 2 rows" in got[below[1]].why
+    others = [n for n in got if n not in below[:2]]
+    assert others and all(not got[n].interval for n in others)   # not in the sweep: the single run's ordering
