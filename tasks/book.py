@@ -70,8 +70,7 @@ def book(c: Context, check: bool = False, history: str = "", verbose: bool = Fal
     log.info("book: %d page(s) re-rendered%s", len(changed), "".join(f"\n  {p}" for p in changed))
 
 
-@task(help={"stale": "re-run every cited experiment run whose code has moved on (required, or --uncounted: says "
-                     "what it does)",
+@task(help={"stale": "re-run every cited experiment run whose code has moved on (required: says what it does)",
             "uncounted": "also re-run every cited experiment run made before the verdict rules "
                          "(chimera/book/rules.py) last changed: the ledger shows its verdicts but does not count them",
             "only": "comma-separated experiments: just these", "dry_run": "print the plan and its expected time"})
@@ -80,9 +79,9 @@ def republish(c: Context, stale: bool = False, uncounted: bool = False, only: st
               verbose: bool = False) -> None:
     """Re-run the stale runs the book cites from committed code, publish them and re-render the book."""
     from chimera.errors import ConfigError
-    if not (stale or uncounted):
-        raise ConfigError("invoke republish re-runs the stale (or uncounted) cited runs only",
-                          "say which: invoke republish --stale, or --stale --uncounted")
+    if not stale:
+        raise ConfigError("invoke republish re-runs the stale cited runs (and, with --uncounted, the uncounted ones)",
+                          "say so: invoke republish --stale [--uncounted]")
     from chimera.book.republish import republish as run
     run(tuple(x for x in only.split(",") if x), dry_run=dry_run, uncounted=uncounted)
 

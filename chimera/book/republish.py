@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from chimera.book.blocks import Book
+from chimera.book.claims import rules_fixed_before
 from chimera.book.runs import Run
 from chimera.book.scope import run_scope
 from chimera.errors import ChimeraError, ResultsError
@@ -58,7 +59,6 @@ class Plan:
 
 def uncounted(r: Run) -> bool:
     """Whether the ledger leaves ``r``'s verdicts uncounted: the verdict rules changed after its commit."""
-    from chimera.book.claims import rules_fixed_before
     return rules_fixed_before(r.manifest.git.commit, r.root) is False
 
 
@@ -100,7 +100,8 @@ def announce(p: Plan) -> None:
 def republish(only: tuple[str, ...] = (), dry_run: bool = False, results_root: Path = ROOT / "results",
               data_root: Path = Path("data"), uncounted: bool = False) -> list[Path]:
     """Re-run and publish every stale cited experiment run (``only``: these experiments; ``uncounted``: also the
-    fresh ones made before the rules last changed); returns the published directories. Refuses a dirty tree first: a published run must be made from committed code."""
+    fresh ones made before the rules last changed); returns the published directories. Refuses a dirty tree first:
+    a published run must be made from committed code."""
     from chimera.book.render import write
     from chimera.experiments.load import load_experiment
     from chimera.experiments.runner import run_experiment

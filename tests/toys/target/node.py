@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import signal
@@ -35,6 +34,7 @@ class ToySwitch(TargetSwitch):
         super().__init__(name, **params)
         self.daemon: subprocess.Popen[bytes] | None = None
         self.daemon_program: Path | None = None
+        self.sent = 0   # artifacts written for the process
         self.work = (self.run_dir or self.build_dir) / f"{name}-toy"
 
     def _start(self) -> None:
@@ -65,7 +65,8 @@ class ToySwitch(TargetSwitch):
             raise TargetError(f"{self.name}'s toy switch process is not running", f"see {self.work / 'switchd.log'}")
         cmd: dict[str, Any] = {"op": op}
         if art is not None:
-            path = self.work / f"artifact-{hashlib.sha256(json.dumps(art.to_json()).encode()).hexdigest()[:12]}.json"
+            self.sent += 1
+            path = self.work / f"artifact-{self.sent}.json"   # one file per command: never one the process reads
             art.save(path)
             cmd["path"] = str(path)
         answer = self.work / "answer"

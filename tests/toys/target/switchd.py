@@ -95,17 +95,15 @@ def serve(program: Path, port_in: str, port_out: str, work: Path) -> None:
     Commands are served between two frames, never inside one: a frame is classified and marked with one version.
     Without a model, frames are dropped."""
     prog = load_program(program)
-    state: dict[str, Loaded | None] = {"loaded": None}
+    loaded: Loaded | None = None
     asked: list[int] = []
     signal.signal(signal.SIGUSR1, lambda *_: asked.append(1))
 
     def run(cmd: dict[str, Any]) -> Any:
-        op, loaded = cmd["op"], state["loaded"]
-        if op == "load":
-            state["loaded"] = Loaded(Artifact.load(Path(cmd["path"])))
-            return 0
-        if op == "unload":
-            state["loaded"] = None
+        nonlocal loaded
+        op = cmd["op"]
+        if op in ("load", "unload"):
+            loaded = Loaded(Artifact.load(Path(cmd["path"]))) if op == "load" else None
             return 0
         if loaded is None:
             raise RuntimeError(f"{op}: no model loaded")
@@ -137,7 +135,6 @@ def serve(program: Path, port_in: str, port_out: str, work: Path) -> None:
             frame, addr = rx.recvfrom(65535)
         except TimeoutError:
             continue
-        loaded = state["loaded"]
         if addr[2] == PACKET_OUTGOING or loaded is None:
             continue
         t_in = time.monotonic_ns()
@@ -147,7 +144,7 @@ def serve(program: Path, port_in: str, port_out: str, work: Path) -> None:
         except ValueError:
             orig, ts, seq, trace = frame, t_in, NO_SEQ, 0
         flags, *rest = prog.classify(loaded, one_row(orig), ts)
-        tx.send(marked(orig, (flags | trace, *rest), loaded.version, t_in, seq))  # type: ignore[arg-type]
+        tx.send(marked(orig, (flags | trace, *rest), loaded.version, t_in, seq))
 
 
 def _write(path: Path, text: str) -> None:
