@@ -20,10 +20,12 @@ def test_every_method_gets_the_same_number_of_configurations() -> None:
         assert len(s.configs()) == B.CONFIGS, name
         assert len({B.Search.label(c) for c in s.configs()}) == B.CONFIGS, f"{name}: repeated configurations"
         assert len(s.configs("first")) == 1
-    # the gradient-trained methods share one optimizer grid: the settings Chimera and the baselines used before
+    # the gradient-trained methods share one optimizer grid: one learning-rate axis whose interior holds the two
+    # rates the methods used before, so a choice can be interior
     trained = [n for n, s in B.SEARCHES.items() if s.trained_in_epochs]
     assert {B.SEARCHES[n].grid for n in trained} == {B.OPTIMIZER_GRID}
-    assert {(0.003, 512), (0.02, 2048)} <= set(B.OPTIMIZER_GRID)
+    lrs = sorted(lr for lr, _ in B.OPTIMIZER_GRID)
+    assert {0.003, 0.02} <= set(lrs[1:-1]) and len({b for _, b in B.OPTIMIZER_GRID}) == 1
 
 
 def test_the_choice_is_on_validation_and_ties_go_to_the_first() -> None:
@@ -37,14 +39,33 @@ def test_a_choice_at_a_grid_edge_is_flagged() -> None:
     """The kept value at the lowest or highest of a numeric axis is named (seen failing when unflagged: Leo kept
     depth 12, the top of 6..12, on every dataset); an interior choice and a categorical axis are not."""
     depths = [f"depth={d}" for d in (6, 8, 10, 12)]
-    assert B.at_edge("depth=12", depths) == "depth=12 is the grid's highest (4 values)"
-    assert B.at_edge("depth=6", depths) == "depth=6 is the grid's lowest (4 values)"
-    assert B.at_edge("depth=8", depths) == ""
-    assert B.at_edge("max_features=sqrt", ["max_features=sqrt", "max_features=0.2"]) == ""
-    opt = [B.Search.label(c) for c in B.OPTIMIZER.configs()]   # two values per axis: no interior
-    assert B.at_edge(opt[0], opt) != ""
-    cols = B.tuning_columns("depth=12", dict.fromkeys(depths, 0.5))
+    flat = dict.fromkeys(depths, 0.5)
+    assert B.edges("depth=12", flat)[0].startswith("depth=12 is the grid's highest (4 values)")
+    assert B.edges("depth=6", flat)[0].startswith("depth=6 is the grid's lowest (4 values)")
+    assert B.edges("depth=8", flat) == ("", False)
+    assert B.edges("max_features=sqrt", {"max_features=sqrt": 0.5, "max_features=0.2": 0.4}) == ("", False)
+    cols = B.tuning_columns("depth=12", flat)
     assert cols["at_edge"] and cols["scorings"] == 4
+    opt = {B.Search.label(c): 0.5 for c in B.OPTIMIZER.configs()}   # one axis of four: two interior choices
+    assert [B.edges(label, opt)[0] != "" for label in opt] == [True, False, False, True]
+
+
+def test_an_edge_binds_only_where_validation_still_rises_toward_it() -> None:
+    """Leo's old grid: validation rose to its top (0.8975 at 10, 0.9141 at 12): binding. A tree that never grows
+    to the cap scores the same at every depth above its own: at the lowest edge, flat, named but not binding
+    (seen failing with every edge counted as binding)."""
+    rising = {"depth=6": 0.7703, "depth=8": 0.8656, "depth=10": 0.8975, "depth=12": 0.9141}
+    edge, binds = B.edges("depth=12", rising)
+    assert binds and "rises toward it (+0.0166 over depth=10)" in edge
+    flat = {"depth=12": 0.9966, "depth=18": 0.9966, "depth=24": 0.9966, "depth=32": 0.9966}
+    edge, binds = B.edges("depth=12", flat)
+    assert not binds and "flat toward it (ties depth=18)" in edge
+    assert B.tuning_columns("depth=12", flat)["edge_binds"] is False
+    # two axes: the neighbour holds the other value (lr=0.02's neighbour at batch 512 is lr=0.003 at batch 512)
+    two = {"lr=0.003 batch_size=512": 0.90, "lr=0.003 batch_size=2048": 0.99,
+           "lr=0.02 batch_size=512": 0.95, "lr=0.02 batch_size=2048": 0.92}
+    edge, binds = B.edges("lr=0.02 batch_size=512", two)
+    assert binds and "+0.0500 over lr=0.003" in edge and "batch_size=512 is the grid's lowest" in edge
 
 
 def test_leo_reads_chimeras_window() -> None:

@@ -99,8 +99,8 @@ REPLAY_COLUMNS: dict[str, Dtype] = {
 
 #: how a model was trained and chosen (chimera.baselines.budget.tuning_columns, and the epochs of the kept model)
 TRAINING_COLUMNS: dict[str, Dtype] = {
-    "configs_tried": I, "scorings": I, "chosen": S, "at_edge": S, "val_f1": F, "validation": S, "cap_reached_in": I,
-    "epochs_run": I, "stopped_by": S, "epoch_cap": I}
+    "configs_tried": I, "scorings": I, "chosen": S, "at_edge": S, "edge_binds": B, "val_f1": F, "validation": S,
+    "cap_reached_in": I, "epochs_run": I, "stopped_by": S, "epoch_cap": I}
 
 SUMMARY_METRICS: dict[str, Dtype] = {"macro_precision": F, "macro_recall": F, "macro_f1": F, "accuracy": F,
                                      "packets": I}

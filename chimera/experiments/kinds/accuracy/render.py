@@ -57,8 +57,8 @@ def plot_pareto(df: pd.DataFrame, out: Path) -> list[Path]:
     return save(fig, out, "pareto")
 
 
-TUNING_COLUMNS = ("dataset", "method", "configs_tried", "scorings", "chosen", "at_edge", "val_f1", "epochs_run",
-                  "stopped_by", "cap_reached_in", "validation")
+TUNING_COLUMNS = ("dataset", "method", "configs_tried", "scorings", "chosen", "at_edge", "edge_binds", "val_f1",
+                  "epochs_run", "stopped_by", "cap_reached_in", "validation")
 
 
 def tuning_lines(df: pd.DataFrame) -> list[str]:
@@ -81,9 +81,12 @@ def tuning_lines(df: pd.DataFrame) -> list[str]:
              "", table(t[cols], ("configs_tried", "scorings", "epochs_run", "cap_reached_in")), ""]
     if "at_edge" in t:
         edge = t[t["at_edge"].astype(str).str.len() > 1]
-        lines += [(f"**{len(edge)} of {len(t)} kept configurations sit at an edge of their grid** (`at_edge`): the "
-                   "grid may not have reached those methods' best." if len(edge) else
-                   "Every kept configuration is interior to its grid."), ""]
+        binds = t[t["edge_binds"].astype(str) == "True"] if "edge_binds" in t else edge
+        lines += [(f"**{len(edge)} of {len(t)} kept configurations sit at an edge of their grid** (`at_edge`); "
+                   f"validation still rises toward the edge for {len(binds)} of them (`edge_binds`), where the grid "
+                   "may not have reached the method's best" + (": " + ", ".join(
+                       f"{r.method} on {r.dataset}" for r in binds.itertuples()) if len(binds) else "") + "."
+                   if len(edge) else "Every kept configuration is interior to its grid."), ""]
     if "stopped_by" in t and t["stopped_by"].notna().any():
         lines += [("**The epoch cap bound** for " + ", ".join(f"{r.method} on {r.dataset}" for r in capped.itertuples())
                    + ": their kept model stopped at the cap, not by patience.") if len(capped) else

@@ -78,15 +78,16 @@ def render(run: RunView) -> list[str]:
               "has them, on a testbed target ('—' on the reference, where nothing is timed). "
               "row_note: where a row did not run on the switch, and why a row scores exactly like an earlier one.",
               ""]
-    trained = [c for c in ("variant", "configs_tried", "scorings", "chosen", "at_edge", "val_f1", "epochs_run",
-                           "stopped_by", "epoch_cap", "cap_reached_in") if c in ablation]
+    trained = [c for c in ("variant", "configs_tried", "scorings", "chosen", "at_edge", "edge_binds", "val_f1",
+                           "epochs_run", "stopped_by", "epoch_cap", "cap_reached_in") if c in ablation]
     if "epochs_run" in ablation:
         budget = "configs_tried" in ablation
         lines += ["## How each variant was trained", "", table(ablation[trained], T.ABLATION), "",
                   ("Every variant under the comparison's budget (chimera/baselines/budget.py), as Table 1's methods: "
                    "each configuration of Chimera's grid trained to patience, the best validation macro-F1 kept "
                    "(scorings: the validation scores its choice read), beta as the fusion configures it. at_edge: "
-                   "the kept value is the lowest or highest of its axis. stopped_by cap: the guard cap bound."
+                   "the kept value is the lowest or highest of its axis; edge_binds: validation still rises toward it. "
+                   "stopped_by cap: the guard cap bound."
                    if budget else
                    "Trained as the model section says (no budget: beta chosen on validation); not a comparison "
                    "under Table 1's budget. stopped_by cap: the epoch cap bound."), ""]
