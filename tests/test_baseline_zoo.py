@@ -39,7 +39,8 @@ def qs():  # type: ignore[no-untyped-def]
 def test_every_baseline_trains_and_predicts(name: str, qs) -> None:  # type: ignore[no-untyped-def]
     d = qs.data
     att = [i for i, c in enumerate(d.classes) if c in ("SCAN", "SYN_FLOOD")]
-    st = BaselineSettings(window=4, epochs=2, max_train_packets=4000, tuning="first")
+    # the grid's first configuration is its lowest learning rate: a few epochs more than a smoke test would need
+    st = BaselineSettings(window=4, epochs=4, max_train_packets=4000, tuning="first")
     r = run_baseline(name, d.ds, d.tokens, (d.train_rows, d.val_rows, d.test_rows), len(d.classes), att, st, 1)
     assert r.pred.shape == d.test_rows.shape
     hi = 2 if name == "AutoEncoder" else len(d.classes)
