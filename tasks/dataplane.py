@@ -20,7 +20,7 @@ def topo(c: Context, target: str = "auto", experiment: str = "quickstart", verbo
     from mininet.log import setLogLevel
 
     from chimera.experiments.load import build_artifact
-    from chimera.targets.registry import testbed_class
+    from chimera.targets.testbed import testbed_class
     from chimera.testbed.topology import Testbed
     cls = testbed_class(target)  # fails fast, naming what to install
     art = build_artifact(experiment).art
@@ -39,7 +39,7 @@ def topo(c: Context, target: str = "auto", experiment: str = "quickstart", verbo
 def build(c: Context, target: str = "auto", experiment: str = "quickstart", verbose: bool = False) -> None:
     """Compile the dataplane for an experiment's model (eBPF object, or chimera.p4 with p4c-bm2-ss)."""
     from chimera.experiments.load import build_artifact
-    from chimera.targets.registry import testbed_class
+    from chimera.targets.testbed import testbed_class
     cls = testbed_class(target, available=False)
     art = build_artifact(experiment).art
     logging.getLogger("tasks").info("%s program: %s", cls.name, cls.build_program(art, ROOT / "build"))

@@ -104,16 +104,33 @@ def test_a_comment_in_the_dataplane_sources_stales_nothing(repo: Path) -> None:
 
 
 def test_a_real_change_in_the_p4_program_stales_only_the_runs_that_read_it(repo: Path) -> None:
-    """The BMv2 runs, and the yardstick kinds (their per-flow state and table columns compile chimera.p4:
-    targets/allocation.py); not an eBPF or a reference run of the ablation layout, nor the scale bench."""
+    """The BMv2 runs, and a kind that measures what chimera.p4 allocates (targets/allocation.py); not an eBPF or
+    a reference run of the ablation layout, nor a comparison on the reference (its per-flow bits are the
+    design's count), nor the scale bench."""
     _bump(repo / "p4/chimera.p4", r"#define (MAX_\w+) (\d+)", lambda m: f"#define {m.group(1)} {int(m.group(2)) * 2}")
     fresh = _fresh(repo)
     stale = {k for k, v in fresh.items() if not v}
-    assert "quickstart@bmv2" in stale and not stale & {"ablation@ebpf", "quickstart@reference", "bench-scale@local"}
+    assert "quickstart@bmv2" in stale and not stale & {"ablation@ebpf", "quickstart@reference", "bench-scale@local",
+                                                         "accuracy@reference"}
     tree = TreeCode(repo)
     for run in RunSet(repo / "published", repo):
         if f"{run.experiment}@{run.target}" in stale - {"quickstart@bmv2"}:
             assert "chimera/targets/allocation.py" in tree.closure(run.scope), run.experiment
+
+
+def test_a_change_to_the_live_control_loop_stales_the_switch_runs_not_the_comparisons(repo: Path) -> None:
+    """The slow loop and its live driver run beside a switch (and in the stability kinds' simulation), not in a
+    comparison on the reference pipeline: a change to them stales the eBPF ablation, not Table 1's accuracy run
+    nor the ROC. Seen failing while the registry imported the testbed target (and with it the live loop) and
+    Table 1's per-flow bits were read from the eBPF object (which imports the eBPF target and its testbed)."""
+    loop = repo / "chimera/controlplane/loop.py"
+    loop.write_text(loop.read_text() + "\nEXTRA_LINE_THAT_RUNS = 1\n")
+    fresh = _fresh(repo)
+    assert not fresh["ablation@ebpf"] and fresh["accuracy@reference"] and fresh["roc@reference"], fresh
+    tree = TreeCode(repo)
+    acc = tree.closure(scope_of(Manifest(experiment="accuracy", run_id="x", target="reference", kind="accuracy")))
+    assert not any(r.startswith(("chimera/targets/ebpf/", "chimera/targets/bmv2/", "p4/")) for r in acc)
+    assert not {"chimera/controlplane/live.py", "chimera/targets/testbed.py"} & acc
 
 
 def test_a_change_to_a_benchs_data_profile_stales_that_bench(repo: Path) -> None:

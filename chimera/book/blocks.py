@@ -377,8 +377,8 @@ def input_scale(b: Book) -> str:
     peak = ch.loc[ch["f1"].idxmax()]
     return (f"The window sweep on the ciciot profile, every method under the same budget ({r.cite()}): Chimera "
             f"scores {fmt.words([f(x) for x in ch['f1']])} at L = {fmt.words([str(int(w)) for w in ch['window']])} "
-            f"(per-flow state {n(ch['per_flow_bits'].min())} to {n(ch['per_flow_bits'].max())} bits as the eBPF "
-            f"object allocates it); the best other method at each window: " +
+            f"(per-flow state {n(ch['per_flow_bits'].min())} to {n(ch['per_flow_bits'].max())} bits: "
+            f"{fmt.words(sorted(set(ch['per_flow_source'].astype(str))))}); the best other method at each window: " +
             fmt.words([f"{m} {f(x)}" for m, x in zip(best['method'], best['f1'])]) +
             f". Chimera peaks at L = {int(peak['window'])} ({f(peak['f1'])}).")
 
@@ -1075,8 +1075,8 @@ def baselines_measured(b: Book) -> str:
     items = [
         ("input scale", "chimera.baselines.features.input_bits", inspect.getdoc(features.input_bits)),
         ("model size", "chimera.baselines.neural.model_bits", inspect.getdoc(neural.model_bits)),
-        ("per-flow bits, Chimera", "chimera.experiments.kinds.yardstick_common.per_flow_allocation",
-         inspect.getdoc(yardstick_common.per_flow_allocation)),
+        ("per-flow bits, Chimera", "chimera.experiments.kinds.yardstick_common.per_flow_bits",
+         inspect.getdoc(yardstick_common.per_flow_bits)),
         ("per-flow bits, Leo", "chimera.baselines.leo.IntegerTree.per_flow_bits",
          inspect.getdoc(leo.IntegerTree.per_flow_bits)),
         ("per-flow bits, the window models", "chimera.baselines.zoo.stored_bits", inspect.getdoc(zoo.stored_bits)),

@@ -12,15 +12,12 @@ from __future__ import annotations
 import importlib
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chimera.errors import ConfigError
 from chimera.formats import rundir
 from chimera.targets.base import Capability, MutantSource, Target
 from chimera.testbed.nodes import BuildOptions
-
-if TYPE_CHECKING:
-    from chimera.targets.testbed import TestbedTarget
 
 log = logging.getLogger(__name__)
 
@@ -122,25 +119,6 @@ def tool_commands() -> dict[str, tuple[str, ...]]:
 def environment() -> dict[str, Any]:
     """The run environment (formats.rundir.environment) with every target's tool versions."""
     return rundir.environment(tool_commands())
-
-
-def testbed_class(name: str, available: bool = True) -> "type[TestbedTarget]":
-    """The testbed target called ``name`` (``auto``: the highest-ranked testbed that can run here); with
-    ``available``, one that cannot run here fails, naming what to install."""
-    from chimera.targets.testbed import TestbedTarget
-    if name == AUTO:
-        ranked = [c for c in by_rank(Capability.TESTBED) if c.unavailable_reason() is None] or \
-            by_rank(Capability.TESTBED)
-        if not ranked:
-            raise ConfigError("no testbed target is registered", "register one in chimera/targets/registry.py")
-        name = ranked[0].name
-    cls = target_class(name)
-    if not issubclass(cls, TestbedTarget):
-        raise ConfigError(f"target {name!r} has no switch", "use one of: " + ", ".join(
-            c.name for c in with_capability(Capability.TESTBED)))
-    if available:
-        cls.require_available()
-    return cls
 
 
 def describe_all() -> dict[str, str | None]:

@@ -472,3 +472,24 @@ class _SwitchSegments:
 def _span(ts: np.ndarray) -> int:
     ts = np.asarray(ts)
     return int(ts.max() - ts.min()) if ts.size else 0
+
+
+def testbed_class(name: str, available: bool = True) -> type[TestbedTarget]:
+    """The testbed target called ``name`` (``auto``: the highest-ranked testbed that can run here); with
+    ``available``, one that cannot run here fails, naming what to install. Here, not in the registry: a run
+    that needs no switch imports the registry, and should not import the testbed with it (its code fingerprint
+    follows its imports)."""
+    from chimera.targets.registry import AUTO, by_rank, target_class, with_capability
+    if name == AUTO:
+        ranked = [c for c in by_rank(Capability.TESTBED) if c.unavailable_reason() is None] or \
+            by_rank(Capability.TESTBED)
+        if not ranked:
+            raise ConfigError("no testbed target is registered", "register one in chimera/targets/registry.py")
+        name = ranked[0].name
+    cls = target_class(name)
+    if not issubclass(cls, TestbedTarget):
+        raise ConfigError(f"target {name!r} has no switch", "use one of: " + ", ".join(
+            c.name for c in with_capability(Capability.TESTBED)))
+    if available:
+        cls.require_available()
+    return cls

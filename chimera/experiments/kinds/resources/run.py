@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from chimera import paths
 from chimera.baselines.zoo import BASELINES, run_baseline
 from chimera.errors import ChimeraError
 from chimera.experiments.kinds.resources import tables as T
@@ -17,7 +18,6 @@ from chimera.experiments.stages.context import RunContext
 from chimera.experiments.stages.train import train_variant
 from chimera.formats.artifact import Artifact
 from chimera.targets.allocation import ebpf_allocation, p4_allocation, p4_tables
-from chimera.targets.testbed import DEFAULT_BUILD_DIR
 
 log = logging.getLogger(__name__)
 
@@ -47,13 +47,13 @@ def run(ctx: RunContext[ResourcesExperiment]) -> None:
               "formula_bits": art.resources["per_flow_bits"]["total"]}
     rows: list[dict[str, Any]] = []
     try:  # the targets' build cache (keyed by content): the same object a run would load
-        e = ebpf_allocation(art, DEFAULT_BUILD_DIR)
+        e = ebpf_allocation(art, paths.BUILD)
         T.EBPF_MAPS.write(pd.DataFrame(e["maps"]), ctx.run.path)
         rows.append({"method": "Chimera", "where": "eBPF dataplane", "per_flow_bits": e["per_flow_bits"],
                      "per_flow_source": e["source"] + ": " + ", ".join(e["per_flow_maps"]), **common})
     except ChimeraError as err:
         log.warning("eBPF allocation not measured here: %s", err.problem)
-    p = p4_allocation(art, DEFAULT_BUILD_DIR)
+    p = p4_allocation(art, paths.BUILD)
     T.P4_REGISTERS.write(pd.DataFrame(p["registers"]), ctx.run.path)
     T.P4_TABLES.write(pd.DataFrame(p4_tables()), ctx.run.path)
     rows.append({"method": "Chimera", "where": "chimera.p4 (v1model)", "per_flow_bits": p["per_flow_bits"],
