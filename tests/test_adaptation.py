@@ -143,6 +143,64 @@ def test_the_loop_installs_a_class_bias_when_the_class_mix_moves(with_prior) -> 
     assert st2.prior_em_converged and 1 < st2.prior_em_iterations <= cfg.prior_em_iterations
 
 
+def test_the_prior_arms_separate_the_estimator_from_the_correction(with_prior) -> None:  # type: ignore[no-untyped-def]
+    """Issue 56 item 5, on one shifted sample: today's arm (EM, bias from the EM's own training estimate) is what it
+    was; the truth arm installs the true shares it is handed (bias from the training's true shares) and scores 0
+    error; the uniform arm measures the same estimate from equal shares; every EM row is scored against the truth
+    (|pi_hat - pi_true|); and the gate holds the bias of a class too rare in the sample. Seen failing with the
+    truth arm running the EM and with the gate ignored."""
+    from chimera.errors import ConfigError
+    d, art = with_prior.data, with_prior.art
+    post = TokenPosterior.fit(keys_of_tokens(d.tokens, d.train_rows, art.len_lo), d.y(d.train_rows),
+                              len(d.classes), art.len_lo)
+    rows, y = d.train_rows, d.y(d.train_rows)
+    fav = int(np.bincount(y).argmin())
+    shifted = np.concatenate([rows, np.repeat(rows[y == fav], 6)])
+    words = _words_of(d, shifted)
+    true = np.bincount(d.y(shifted), minlength=len(d.classes)) / len(shifted)
+    calls: list[tuple[float, float]] = []
+
+    def truth(t0: float, t1: float) -> np.ndarray:
+        calls.append((t0, t1))
+        return true
+    cfg = ControlPlaneConfig(rebin="off", recluster=False, prior="em", tau_prior=0.2, min_samples=16, t_cp_s=60)
+    # today's arm: the weights are log(pi_hat / the EM's training estimate), anchored at the largest, as before
+    em = PriorShift.of(art, post)
+    est = em.estimate(words)
+    bias = np.log(est.priors / np.maximum(post.reference, 1e-4))
+    bias -= bias.max()
+    assert np.array_equal(est.weights, np.clip(em.vtop + np.rint(bias * em.weight_per_logit), 0, em.vtop))
+    st = SlowLoop(art, cfg, prior_model=post, true_prior=truth).run_step(Regs(words), 2.0)
+    assert calls == [(2.0 - 60, 2.0)] and st.prior_error == pytest.approx(np.abs(est.priors - true).max())
+    assert st.prior_truth.split() == [f"{x:.4f}" for x in true]
+    # the truth arm: no estimation; its zero is the training's true mix
+    with pytest.raises(ConfigError, match="true class shares"):
+        SlowLoop(art, cfg.model_copy(update={"prior": "truth"}), prior_model=post)
+    sw = Regs(words)
+    st_t = SlowLoop(art, cfg.model_copy(update={"prior": "truth"}), prior_model=post, true_prior=truth).run_step(sw, 2.0)
+    assert st_t.prior_error == 0.0 and st_t.prior_em_iterations == 0 and st_t.decision == "install"
+    tb = np.log(true / post.prior)
+    tb -= tb.max()
+    w = sw.installed[0].soft_weights[prior_rule(sw.installed[0])]
+    assert np.array_equal(w, np.clip(em.vtop + np.rint(tb * em.weight_per_logit), 0, em.vtop))
+    # the uniform arm: the same estimate, measured from equal shares
+    uni = PriorShift.of(art, post, "uniform").estimate(words)
+    assert np.allclose(uni.priors, est.priors)
+    ub = np.log(est.priors * len(true))
+    assert np.allclose(uni.bias, ub - ub.max())
+    # the gate: a class with fewer tokens in the sample than the threshold keeps its installed bias
+    cur = MapVersion.of(art).prior
+    assert cur is not None
+    rare = int(np.argmin(est.priors))
+    gate = float(est.priors[rare] * len(words)) + 1.0
+    held = em.weights_for(est.priors, hold=est.priors * len(words) < gate, current=cur)
+    assert held.bias[rare] == pytest.approx(em.bias_of(cur)[rare])   # the installed (relative) bias, kept
+    assert not np.array_equal(held.weights, est.weights)   # the estimate alone would have moved it
+    st_g = SlowLoop(art, cfg.model_copy(update={"prior_min_class_samples": gate}), prior_model=post,
+                    true_prior=truth).run_step(Regs(words), 2.0)
+    assert st_g.prior_held >= 1
+
+
 def test_em_without_a_prior_rule_is_refused(with_prior) -> None:  # type: ignore[no-untyped-def]
     from chimera.errors import ConfigError
     plain = quickstart_artifact()
@@ -205,18 +263,24 @@ def test_the_stability_kind_runs_every_configuration_with_seeds(tmp_path: Path) 
     over = {"dataset": {"synthetic": {"flows": 900, "max_packets_per_flow": 40}},
             "stability": {"seeds": [1, 2], "bin_minutes": 180, "bootstrap": 0, "oracle_every_hours": 9,
                           "configurations": ["Static-Map", "Fast-Only", "Re-cluster-Only", "Chimera", "Prior-Only",
-                                             "Chimera+Prior", "Oracle"], "diagnose": False, "drift_knobs": True}}
+                                             "Prior-Truth", "Prior-Uniform", "Prior-Gated", "Chimera+Prior",
+                                             "Oracle"], "diagnose": False, "drift_knobs": True}}
     cfg = load_experiment("adaptations", over)
     out = run_experiment(cfg, target="reference", results_root=tmp_path, data_root=ROOT / "data")
     s = pd.read_csv(out / "stability.csv")
     assert list(s["configuration"]) == ["Static-Map", "Fast-Only", "Re-cluster-Only", "Chimera", "Prior-Only",
-                                        "Chimera+Prior"]
+                                        "Prior-Truth", "Prior-Uniform", "Prior-Gated", "Chimera+Prior"]
+    # the prior arms (issue 56 item 5): every EM arm is scored against the day's true shares, the truth arm is exact
+    err = s.set_index("configuration")["prior_error_mean"]
+    assert err["Prior-Truth"] == 0 and err[["Prior-Only", "Prior-Uniform", "Prior-Gated"]].gt(0).all()
+    assert pd.isna(err["Static-Map"])
     assert (s["seeds"] == 2).all() and (s["f1_mean_lo"] <= s["f1_mean"]).all() and (s["f1_mean"] <= s["f1_mean_hi"]).all()
     seeds = pd.read_csv(out / "stability_seeds.csv")
     assert seeds.groupby("configuration").size().eq(2).all() and "Oracle" in set(seeds["configuration"])
     assert (out / "oracle.csv").is_file()
     diffs = pd.read_csv(out / "differences.csv")
-    assert {"Prior-Only", "Oracle"} <= set(diffs["a"]) and (diffs["seeds"] == 2).all()
+    assert {"Prior-Only", "Prior-Truth", "Prior-Uniform", "Prior-Gated", "Oracle"} <= set(diffs["a"])
+    assert (diffs["seeds"] == 2).all()
     assert (diffs["lo"] <= diffs["diff"]).all() and (diffs["diff"] <= diffs["hi"]).all()
     drift = pd.read_csv(out / "drift_bins.csv")
     assert drift[["covariate", "label", "concept"]].notna().all().all()

@@ -28,9 +28,18 @@ class ControlPlaneConfig(BaseModel):
         "coarse", description="re-fit length range tables to the current quantiles: off, the coarse (centroid key) "
         "bins, or the fine (value sub-token) bins too")
     recluster: bool = Field(True, description="re-cluster the Map keys (k-means, warm-started from the installed map)")
-    prior: Literal["off", "em"] = Field(
+    prior: Literal["off", "em", "truth"] = Field(
         "off", description="prior-shift correction: re-estimate the class priors of the sampled tokens by EM "
-        "(Saerens et al. 2002) and install them as a class bias (needs compile.prior_logits > 0)")
+        "(Saerens et al. 2002) and install them as a class bias (needs compile.prior_logits > 0); truth installs "
+        "the traffic's true class shares over the last T_cp instead, handed over by the harness (a measuring arm, "
+        "not a switch configuration: it separates the estimator's error from the correction's form)")
+    prior_base: Literal["trained", "uniform"] = Field(
+        "trained", description="the class bias's zero: trained, the training class mix (em: the EM's own estimate "
+        "on the training tokens; truth: the training's true shares); uniform, equal shares (the implicit prior of "
+        "a class-balanced classifier)")
+    prior_min_class_samples: float = Field(
+        0, ge=0, description="hold a class's bias while the sample holds fewer than this many tokens of it (the "
+        "sample size times its estimated share): a rare class's estimate is mostly noise; 0: no gate")
     tau_prior: float = Field(0.05, ge=0, le=8, description="install a new class bias only when some class's bias "
                              "moves by more than this many logits")
     prior_em_iterations: int = Field(200, ge=1, le=10_000, description="the prior EM's iteration cap: a tick whose "

@@ -22,12 +22,13 @@ import logging
 import math
 import time
 from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
 
 from chimera.controlplane.config import ControlPlaneConfig
-from chimera.controlplane.prior import PriorShift, TokenPosterior
+from chimera.controlplane.prior import PriorEstimate, PriorShift, TokenPosterior
 from chimera.controlplane.recluster import MapVersion, Proposal, Reclusterer, churn
 from chimera.controlplane.schedule import Segments
 from chimera.errors import ChimeraError, ConfigError, TargetError
@@ -72,6 +73,9 @@ class ControlStep:
     prior_clipped: int = 0         # classes whose bias the reserved range could not hold
     prior_em_iterations: int = 0   # the EM's iterations this tick (0: no EM)
     prior_em_converged: bool = True  # False: the EM hit its cap; the prior was held, not installed
+    prior_truth: str = ""          # the traffic's true class shares over the last T_cp (where the harness knows them)
+    prior_error: float = math.nan  # the largest |estimated share - true share| over the classes
+    prior_held: int = 0            # classes whose bias was held: too few of their tokens in the sample
     propose_ms: float = math.nan
     error: str = ""
 
@@ -90,6 +94,9 @@ class SlowLoop:
     compression: float = 1.0
     day_offset_s: float = 0.0
     prior_model: TokenPosterior | None = None   # control.prior: em reads the sample through it
+    #: the traffic's true class shares between two times of day (simulated seconds): the harness's (the generator
+    #: knows them, no switch does); control.prior: truth installs those of the last T_cp, em is scored against them
+    true_prior: Callable[[float, float], np.ndarray] | None = None
     steps: list[ControlStep] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -110,11 +117,14 @@ class SlowLoop:
         self.artifacts: dict[int, Artifact] = {self.current.version: self.base}
         self.fitter = Reclusterer(self.base, self.cfg)
         self.prior: PriorShift | None = None
-        if self.cfg.enabled and self.cfg.prior == "em":
+        if self.cfg.enabled and self.cfg.prior != "off":
             if self.prior_model is None:
-                raise ConfigError("control.prior is em but the loop was given no token posterior",
+                raise ConfigError(f"control.prior is {self.cfg.prior} but the loop was given no token posterior",
                                   "build the loop with prior_model (chimera.controlplane.prior.TokenPosterior)")
-            self.prior = PriorShift.of(self.base, self.prior_model)
+            if self.cfg.prior == "truth" and self.true_prior is None:
+                raise ConfigError("control.prior is truth but the loop was given no true class shares",
+                                  "truth is a measuring arm of a generated day: run it from the stability kind")
+            self.prior = PriorShift.of(self.base, self.prior_model, self.cfg.prior_base, self.cfg.prior == "truth")
         self._count = 0
         self._occ: np.ndarray | None = None
 
@@ -144,9 +154,9 @@ class SlowLoop:
         prior_moves = False
         if self.prior is not None:
             t0 = time.perf_counter()
-            est = self.prior.estimate(words, self.cfg.prior_em_iterations)
             cur = self.current.prior
             assert cur is not None  # PriorShift.of refused an artifact without a prior rule
+            est = self._prior_estimate(st, words, cur)
             st.prior_shift = float(np.abs(est.bias - self.prior.bias_of(cur)).max())
             st.prior_estimate = " ".join(f"{x:.4f}" for x in est.priors)
             st.prior_clipped = est.clipped
@@ -167,6 +177,27 @@ class SlowLoop:
             st.decision = "hold"
             return st, None
         return st, p
+
+    def _prior_estimate(self, st: ControlStep, words: np.ndarray, current: np.ndarray) -> PriorEstimate:
+        """This tick's class mix (the EM's, or the true one under ``prior: truth``) and the weights it asks for,
+        with the classes too rare in the sample held; scored against the true mix where the harness knows it."""
+        assert self.prior is not None
+        truth = (self.true_prior(st.t_day_s - self.cfg.t_cp_s, st.t_day_s) if self.true_prior is not None
+                 else None)
+        if truth is not None:
+            st.prior_truth = " ".join(f"{x:.4f}" for x in truth)
+        if self.cfg.prior == "truth":
+            assert truth is not None   # reset() refused a truth arm without true shares
+            est = self.prior.weights_for(truth)
+        else:
+            est = self.prior.estimate(words, self.cfg.prior_em_iterations)
+        if truth is not None:
+            st.prior_error = float(np.abs(est.priors - truth).max())
+        if self.cfg.prior_min_class_samples > 0:
+            hold = est.priors * len(words) < self.cfg.prior_min_class_samples
+            st.prior_held = int(hold.sum())
+            est = self.prior.weights_for(est.priors, est.iterations, est.converged, hold, current)
+        return est
 
     def artifact_for(self, p: Proposal) -> Artifact:
         return p.mapv.apply(self.base)

@@ -27,6 +27,7 @@ misreads the new keys as a new class mix; the stability report measures both.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -127,31 +128,51 @@ class PriorEstimate:
     converged: bool = True  # False: the EM hit its iteration cap (the loop holds the prior)
 
 
+#: what the class bias is measured from (control.prior_base)
+PriorBase = Literal["trained", "uniform"]
+
+
 @dataclass(frozen=True)
 class PriorShift:
-    """The prior rule of an artifact and the EM that sets it."""
+    """The prior rule of an artifact, the EM that sets it, and the bias's zero (``base``)."""
 
     model: TokenPosterior
     rule: int               # the prior rule's index among the artifact's soft rules
     weight_per_logit: float
     vtop: int               # the largest weight
+    base: np.ndarray        # [Y] the class mix that asks for no bias
 
     @staticmethod
-    def of(art: Artifact, model: TokenPosterior) -> "PriorShift":
+    def of(art: Artifact, model: TokenPosterior, base: PriorBase = "trained", truth: bool = False) -> "PriorShift":
+        """``base``: trained (the EM's own training estimate where the EM estimates, ``truth``: the training's
+        true shares, so that each arm's undrifted traffic asks for no bias) or uniform."""
         pr = art.provenance.get("prior_rule")
         if not pr:
-            raise ConfigError("control.prior is em, but the artifact has no prior rule",
+            raise ConfigError("control.prior is set, but the artifact has no prior rule",
                               "compile with compile.prior_logits > 0 (e.g. 2.0)")
-        return PriorShift(model, int(pr["rule"]), float(pr["weight_per_logit"]), (1 << (art.c("TABLE_BITS") - 1)) - 1)
+        y = len(model.prior)
+        zero = (np.full(y, 1.0 / y) if base == "uniform" else model.prior if truth else model.reference)
+        return PriorShift(model, int(pr["rule"]), float(pr["weight_per_logit"]),
+                          (1 << (art.c("TABLE_BITS") - 1)) - 1, np.asarray(zero, np.float64))
 
     def estimate(self, words: np.ndarray, iterations: int = 200) -> PriorEstimate:
+        """The EM's estimate of the sampled tokens' class mix, and the weights it asks for."""
         fit = em_fit(self.model.of_sample(words), self.model.prior, iterations)
-        pi = fit.priors
-        bias = np.log(pi / np.maximum(self.model.reference, PRIOR_FLOOR))
+        return self.weights_for(fit.priors, fit.iterations, fit.converged)
+
+    def weights_for(self, pi: np.ndarray, iterations: int = 0, converged: bool = True,
+                    hold: np.ndarray | None = None, current: np.ndarray | None = None) -> PriorEstimate:
+        """The bias log(pi / base), anchored at its largest, as the rule's integer weights. ``hold`` (a class
+        mask): those classes keep the bias the installed weights ``current`` stand for."""
+        pi = np.asarray(pi, np.float64)
+        bias = np.log(np.where(pi > 0, pi, PRIOR_FLOOR) / np.maximum(self.base, PRIOR_FLOOR))  # a true share of 0
+        if hold is not None and current is not None and hold.any():
+            bias = bias - bias[~hold].max() if (~hold).any() else bias
+            bias[hold] = self.bias_of(current)[hold]
         bias -= bias.max()
         raw = self.vtop + np.rint(bias * self.weight_per_logit)
         return PriorEstimate(pi, bias, np.clip(raw, 0, self.vtop).astype(np.int64), int((raw < 0).sum()),
-                             fit.iterations, fit.converged)
+                             iterations, converged)
 
     def bias_of(self, weights: np.ndarray) -> np.ndarray:
         """The bias (logits, anchored at its largest) that installed weights stand for."""

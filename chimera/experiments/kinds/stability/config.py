@@ -34,6 +34,17 @@ ADAPTATIONS: dict[str, Adaptation] = {
                           slow={"prior": "off"}),
     "Chimera+Prior": Adaptation("Chimera with the prior-shift correction in its slow loop", fast_prior=True,
                                 slow={"prior": "em"}),
+    "Prior-Truth": Adaptation("MEASURING ARM, not a switch configuration: Prior-Only with the traffic's true class "
+                              "shares over the last T_cp installed instead of the EM's estimate (the generator "
+                              "knows them; no switch does): what the correction's form gives with no estimator "
+                              "error", slow={"rebin": "off", "recluster": False, "prior": "truth"}),
+    "Prior-Uniform": Adaptation("Prior-Only with the bias measured from equal class shares (the implicit prior of a "
+                                "class-balanced classifier) instead of the training mix",
+                                slow={"rebin": "off", "recluster": False, "prior": "em", "prior_base": "uniform"}),
+    "Prior-Gated": Adaptation("Prior-Only holding each class's bias while the sample holds fewer than "
+                              "control.prior_min_class_samples of its tokens (default here: 32)",
+                              slow={"rebin": "off", "recluster": False, "prior": "em",
+                                    "prior_min_class_samples": 32}),
     "Oracle": Adaptation("ORACLE, not a switch configuration: retrained on labelled recent traffic (ground truth "
                          "no switch has), on the reference; the ceiling of any unsupervised loop", oracle=True),
 }

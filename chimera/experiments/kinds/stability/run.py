@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
@@ -130,15 +131,35 @@ def token_posterior(data: PreparedData, art: Artifact) -> TokenPosterior:
                               art.len_lo)
 
 
+def true_shares(data: PreparedData, cfg: StabilityExperiment) -> Callable[[float, float], np.ndarray]:
+    """The class shares of the replayed packets between two times of day (simulated seconds, on the slow loop's
+    clock: from the first replayed packet): what the prior-shift EM estimates from the switch's token sample,
+    known here because the day is generated. A window with no labelled packet gives equal shares."""
+    table, n = data.replay_table, len(data.classes)
+    t = (table.ts_ns - table.ts_ns.min()) / 1e9 * cfg.stability.factor if len(table) else np.zeros(0)
+    y = data.y(data.replay_rows)
+    keep = y >= 0
+    order = np.argsort(t[keep], kind="stable")
+    t, y = t[keep][order], y[keep][order]
+
+    def shares(t_from_s: float, t_to_s: float) -> np.ndarray:
+        lo, hi = np.searchsorted(t, [t_from_s, t_to_s])
+        c = np.bincount(y[lo:hi], minlength=n).astype(np.float64)
+        return c / c.sum() if c.sum() else np.full(n, 1.0 / n)
+    return shares
+
+
 def control_for(cfg: StabilityExperiment, configuration: str, art: Artifact, prior: TokenPosterior | None = None,
-                **over: Any) -> SlowLoop:
-    """The slow loop of ``configuration`` (disabled where it runs none)."""
+                truth: Callable[[float, float], np.ndarray] | None = None, **over: Any) -> SlowLoop:
+    """The slow loop of ``configuration`` (disabled where it runs none); ``truth``: the day's true class shares
+    (true_shares), which a prior arm installs (``prior: truth``) or is scored against (``prior: em``)."""
     slow = ADAPTATIONS[configuration].slow
     cp = cfg.control.model_copy(update={"enabled": slow is not None and cfg.control.enabled, **(slow or {}),
                                         **over})
     cpc = ControlPlaneConfig.model_validate(cp.model_dump())
-    return SlowLoop(art, cpc, compression=cfg.stability.factor,
-                    prior_model=prior if cpc.enabled and cpc.prior == "em" else None)
+    uses_prior = cpc.enabled and cpc.prior != "off"
+    return SlowLoop(art, cpc, compression=cfg.stability.factor, prior_model=prior if uses_prior else None,
+                    true_prior=truth if uses_prior else None)
 
 
 def f1_summary(bins: pd.DataFrame, st: StabilitySpec) -> dict[str, float]:
@@ -167,6 +188,10 @@ def summarize(configuration: str, bins: pd.DataFrame, loop: SlowLoop, st: Stabil
         "install_simulated": bool(len(inst) and inst["install_simulated"].all()),
         "install_measured_p50_ms": float(np.percentile(measured, 50)) if measured.size else float("nan"),
     }
+    err = steps["prior_error"].dropna() if len(steps) else pd.Series(dtype=float)
+    if len(err):   # a prior arm scored against the day's true class shares, over every tick it estimated
+        row["prior_error_mean"], row["prior_error_max"] = float(err.mean()), float(err.max())
+        row["prior_held_ticks"] = int((steps["prior_held"] > 0).sum())
     row["f1_drop"] = row["f1_first"] - row["f1_last"]
     row["budget_ratio"] = row["install_p50_ms"] / 1e3 / t_cp_s
     row["budget_ratio_replay"] = row["install_p50_ms"] / 1e3 / (t_cp_s / st.factor)
@@ -185,12 +210,16 @@ COMPARISONS: list[tuple[str, str, str]] = [
     ("Prior-Only", "Static-Map", "the prior-shift correction alone"),
     ("Chimera+Prior", "Chimera", "adding the prior-shift correction to Chimera"),
     ("Chimera+Prior", "Static-Map", "all three adaptations"),
+    ("Prior-Truth", "Prior-Only", "the EM's estimation error (true shares installed against the estimate)"),
+    ("Prior-Truth", "Static-Map", "the correction's form, with no estimation error"),
+    ("Prior-Uniform", "Prior-Only", "the correction's zero: equal shares against the training mix"),
+    ("Prior-Gated", "Prior-Only", "holding the bias of classes too rare in the sample"),
     ("Oracle", "Static-Map", "the oracle's ceiling"),
     ("Oracle", "Chimera", "what Chimera leaves to the oracle"),
 ]
 #: replay counters summed over the seeds in the per-configuration row (every one must be 0 on a testbed)
 SUMMED = ("replayed", "verdicts", "not_sent", "dropped_by_capture", "lost", "reference_mismatches",
-          "register_mismatches", "evictions", "installs", "failed_installs", "churn_total")
+          "register_mismatches", "evictions", "installs", "failed_installs", "churn_total", "prior_held_ticks")
 
 
 def pooled(rows: list[dict[str, Any]], bins: dict[int, pd.DataFrame], st: StabilitySpec, seed: int) -> dict[str, Any]:
@@ -201,7 +230,7 @@ def pooled(rows: list[dict[str, Any]], bins: dict[int, pd.DataFrame], st: Stabil
     for c in df.columns:
         if c in SUMMED and pd.api.types.is_numeric_dtype(df[c]):
             out[c] = df[c].sum(min_count=1)
-        elif c.startswith("f1_") and pd.api.types.is_numeric_dtype(df[c]):
+        elif c.startswith(("f1_", "prior_error_")) and pd.api.types.is_numeric_dtype(df[c]):
             out[c] = float(df[c].mean())
     out.pop("seed", None)
     out["seeds"] = len(rows)
@@ -379,13 +408,14 @@ def run(ctx: RunContext[StabilityExperiment]) -> None:
         all_bins.setdefault(conf, {})[sd] = bins
         return bins
 
+    truth = true_shares(data, cfg)
     for sd in seeds:
         models = build_models(ctx, data, rules, sd)
         first = first or models
         prior = token_posterior(data, models.static)
         for conf in st.switch_configurations:
             art = models.artifact(conf)
-            loop = control_for(cfg, conf, art, prior)
+            loop = control_for(cfg, conf, art, prior, truth)
             log.info("[stability] %s, seed %d (%s) on %s: a %g-hour day compressed %gx (%.0f s of trace), clock %s",
                      conf, sd, ADAPTATIONS[conf].description, ctx.target.name, st.day_hours, st.factor, span_s,
                      ctx.replay.resolved_clock)

@@ -11,14 +11,15 @@ STABILITY = TableSchema("stability.csv", _cols(
      "install_simulated": B, "install_measured_p50_ms": F, "f1_drop": F, "budget_ratio": F, "budget_ratio_replay": F,
      "load_ms": F, "diff_vs_fast_only": F, "diff_vs_fast_only_lo": F, "diff_vs_fast_only_hi": F,
      "diff_vs_static_map": F, "diff_vs_static_map_lo": F, "diff_vs_static_map_hi": F, "seeds": I,
-     "f1_mean_lo": F, "f1_mean_hi": F},
+     "f1_mean_lo": F, "f1_mean_hi": F, "prior_error_mean": F, "prior_error_max": F, "prior_held_ticks": I},
     REPLAY_COLUMNS), keys=("configuration",), metrics=("f1_mean", "f1_last", "f1_first"),
     doc="one row per configuration a switch ran: F1s averaged over the training seeds, counters summed")
 STABILITY_SEEDS = TableSchema("stability_seeds.csv", _cols(
     {"configuration": S, "seed": I, "f1_mean": F, "f1_worst_bin": F, "f1_first": F, "f1_last": F, "installs": I,
      "failed_installs": I, "churn_total": I, "churn_per_install": F, "install_p50_ms": F, "install_p99_ms": F,
      "install_simulated": B, "install_measured_p50_ms": F, "f1_drop": F, "budget_ratio": F, "budget_ratio_replay": F,
-     "load_ms": F, "target": S}, REPLAY_COLUMNS), keys=("configuration", "seed"), metrics=("f1_mean",),
+     "load_ms": F, "target": S, "prior_error_mean": F, "prior_error_max": F, "prior_held_ticks": I}, REPLAY_COLUMNS),
+    keys=("configuration", "seed"), metrics=("f1_mean",),
     doc="one row per configuration and training seed (the oracle's too)")
 ORACLE = TableSchema("oracle.csv", {
     "configuration": S, "seeds": I, "f1_mean": F, "f1_mean_lo": F, "f1_mean_hi": F, "f1_worst_bin": F, "f1_first": F,
@@ -47,8 +48,8 @@ CONTROL = TableSchema("control.csv", {
     "delta": F, "decision": S, "installed_version": I, "install_ms": F, "install_simulated": B,
     "install_ms_measured": F, "entries_written": I, "churn": I, "churn_map": I, "churn_bins": I, "churn_prior": I,
     "prior_shift": F, "prior_estimate": S, "prior_clipped": I, "prior_em_iterations": I, "prior_em_converged": B,
-    "propose_ms": F,
-    "error": S, "configuration": S, "seed": I, "eta": F, "t_cp_s": F}, keys=("configuration", "seed", "step"),
+    "prior_truth": S, "prior_error": F, "prior_held": I, "propose_ms": F, "error": S, "configuration": S, "seed": I,
+    "eta": F, "t_cp_s": F}, keys=("configuration", "seed", "step"),
     doc="one row per slow-loop tick")
 DIAGNOSIS = TableSchema("diagnosis.csv", {"slow_loop": S, "f1_mean": F, "f1_last": F, "installs": I},
                         keys=("slow_loop",), metrics=("f1_mean",))
