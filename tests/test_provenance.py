@@ -133,6 +133,21 @@ def test_a_change_to_the_live_control_loop_stales_the_switch_runs_not_the_compar
     assert not {"chimera/controlplane/live.py", "chimera/targets/testbed.py"} & acc
 
 
+def test_a_new_target_or_kind_stales_no_run_but_a_change_to_the_registry_does(repo: Path) -> None:
+    """Adding a resident is one line in its registry's table (RESIDENT_TABLES): no other run's code. Any other
+    change to the registry is every run's code. Seen failing before the tables were left out: one registry line
+    staled every published run."""
+    reg = repo / "chimera/targets/registry.py"
+    _bump(reg, r'("reference": "chimera\.targets\.reference:ReferenceTarget",)',
+          lambda m: m.group(1) + '\n    "tofino": "chimera.targets.tofino:TofinoTarget",')
+    kinds = repo / "chimera/experiments/kinds/__init__.py"
+    _bump(kinds, r'(PACKAGES = \(\n)', lambda m: m.group(1) + '    "new_kind",\n')
+    assert all(_fresh(repo).values()), _fresh(repo)
+    reg.write_text(reg.read_text() + "\nEXTRA_LINE_THAT_RUNS = 1\n")
+    fresh = _fresh(repo)
+    assert not any(v for k, v in fresh.items() if not k.startswith("bench-")), fresh
+
+
 def test_a_change_to_a_benchs_data_profile_stales_that_bench(repo: Path) -> None:
     _bump(repo / "chimera/bench/scale.py", r"(flows|packets|seed)\s*=\s*(\d+)",
           lambda m: f"{m.group(1)}={int(m.group(2)) + 1}")

@@ -68,6 +68,15 @@ DATA: tuple[tuple[str, tuple[str, ...]], ...] = (
 #: this file now (chimera.book.claims), and a published manifest records its digest at the run's commit
 RULES_FILE = "chimera/book/rules.py"
 
+#: the registries' resident tables (file -> the module-level names that list residents by name): a run's scope
+#: resolves its own residents through them (chimera.book.scope: the modules of its kind and of its targets), so
+#: the rest of a table is no run's code. Adding a target or a kind adds a line here and stales no other run; a
+#: resident's entry names its module, and that module is the code of the runs that used it
+RESIDENT_TABLES: dict[str, tuple[str, ...]] = {
+    "chimera/targets/registry.py": ("TARGETS",),
+    "chimera/experiments/kinds/__init__.py": ("PACKAGES",),
+}
+
 #: the suffixes of the non-Python sources that travel with the module beside them (the eBPF programs)
 NATIVE = (".c", ".h")
 
@@ -145,11 +154,15 @@ def strip_c_comments(text: str) -> str:
 
 
 def canonical(rel: str, data: bytes) -> bytes:
-    """What of a file can change a result: a Python file's syntax tree without docstrings, a YAML file's
-    content, a C or P4 file less comments; anything that does not parse as its bytes."""
+    """What of a file can change a result: a Python file's syntax tree without docstrings (a registry without its
+    resident table: RESIDENT_TABLES), a YAML file's content, a C or P4 file less comments; anything that does not
+    parse as its bytes."""
     try:
         if rel.endswith(".py"):
             tree = ast.parse(data)
+            tables = RESIDENT_TABLES.get(rel, ())
+            if tables:
+                tree.body = [n for n in tree.body if not _assigns(n, tables)]
             for node in ast.walk(tree):
                 body = getattr(node, "body", None)
                 if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body \
@@ -166,12 +179,19 @@ def canonical(rel: str, data: bytes) -> bytes:
     return data
 
 
+def _assigns(node: ast.stmt, names: tuple[str, ...]) -> bool:
+    """Whether a module-level statement binds one of ``names`` (``X = ...`` or ``X: T = ...``)."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) \
+        else []
+    return any(isinstance(t, ast.Name) and t.id in names for t in targets)
+
+
 _DIGESTS: dict[tuple[str, bytes], bytes] = {}
 
 
 def _file_digest(rel: str, data: bytes) -> bytes:
     """sha256 of a file's canonical form (cached by content: parsing is the slow part)."""
-    key = (rel[-5:], hashlib.sha1(data).digest())
+    key = (rel if rel in RESIDENT_TABLES else rel[-5:], hashlib.sha1(data).digest())
     if key not in _DIGESTS:
         _DIGESTS[key] = hashlib.sha256(canonical(rel, data)).digest()
     return _DIGESTS[key]
