@@ -50,8 +50,9 @@ def run_experiment(c: Context, name: str = "quickstart", target: str = "", datas
             "join": "one seed of a multi-dataset experiment: also write the experiment's own run from the tasks "
                     "(results/<name>/<run-id>, the tables a plain run writes; chimera.sweep.join)",
             "results": "results root directory",
-            "resume": "a sweep stopped part-way (its results/sweep-<name>/.<run>.partial or .failed/<run> folder): "
-                      "reuse the tasks it completed, run the others (refused where its code has changed since)"})
+            "resume": "a sweep stopped part-way (its results/sweep-<name>/.<run>.partial or .failed/<run> folder), "
+                      "or a finished one to extend with more seeds or datasets: reuse the tasks it completed, run "
+                      "the others (refused where its code has changed since)"})
 @cli
 def sweep(c: Context, name: str = "quickstart", seeds: str = "1", datasets: str = "", target: str = "",
           ray: str = "", retries: int = 2, sequential: bool = False, join: bool = False, results: str = "results",

@@ -254,9 +254,20 @@ def test_a_stopped_sweep_resumes_with_the_tasks_it_completed(tmp_path: Path, mon
         a, b = pd.read_csv(whole / name), pd.read_csv(again / name)
         pd.testing.assert_frame_equal(a.drop(columns=[c for c in a if "seconds" in c]),
                                       b.drop(columns=[c for c in b if "seconds" in c]))
-    with pytest.raises(ConfigError, match="planned other tasks"):
-        sweep(exp, [1, 2, 3], results_root=tmp_path / "c", data_root=ROOT / "data", executor="sequential",
+    with pytest.raises(ConfigError, match="planned other tasks"):   # a task the new plan does not hold
+        sweep(exp, [1], results_root=tmp_path / "c", data_root=ROOT / "data", executor="sequential",
               resume=stopped)
+    # more seeds extend a finished sweep: its tasks are reused, only the new seed's run (seen refused before)
+    ran.clear()
+    more = sweep(exp, [1, 2, 3], results_root=tmp_path / "d", data_root=ROOT / "data", executor="sequential",
+                 resume=whole)
+    tasks = Manifest.read(more / "manifest.json").sections["sweep"]["tasks"]
+    assert ran and all(n not in planned for n in ran) and sum(bool(t.get("reused")) for t in tasks) == len(planned)
+    for name in ("hyper_dim.csv",):
+        a, b = pd.read_csv(whole / name), pd.read_csv(more / name)
+        b = b[b["seed"].isin(a["seed"].unique())].reset_index(drop=True) if "seed" in b else b
+        pd.testing.assert_frame_equal(a.drop(columns=[c for c in a if "seconds" in c]),
+                                      b.drop(columns=[c for c in b if "seconds" in c]))
 
 
 def test_a_sweep_is_resumed_only_on_the_code_it_started_on(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
@@ -54,6 +54,7 @@ class SweepRecord(BaseModel):
     """Section ``sweep``: what was planned, then what every task did (its node, attempts, status, error)."""
 
     model_config = ConfigDict(extra="allow")
+    DEFAULT_TARGET: ClassVar[str] = "(the experiment's)"   # what a sweep records that ran on its experiment's target
     experiment: str
     seeds: list[int]
     datasets: list[str] | None = None
@@ -167,18 +168,25 @@ def summarize(df: pd.DataFrame, schema: TableSchema) -> pd.DataFrame | None:
     return out.reset_index()
 
 
-def completed_tasks(partial: Path, tasks: list[SweepTask]) -> dict[str, dict[str, Any]]:
-    """The tasks of the sweep at ``partial`` (a killed or stopped sweep's folder) that completed, as the outcomes
-    ``run_task`` returned for them, by task name. Refused where that sweep planned other tasks."""
+def completed_tasks(partial: Path, tasks: list[SweepTask], experiment: str = "",
+                    target: str | None = None) -> dict[str, dict[str, Any]]:
+    """The tasks of the sweep at ``partial`` (a stopped sweep's folder, or a finished one that this sweep extends
+    with more seeds or datasets) that completed, as the outcomes ``run_task`` returned for them, by task name.
+    Refused where that sweep planned a task this one does not, or swept another experiment or target."""
     m = Manifest.read(partial / "manifest.json")
     sw = m.get("sweep", SweepRecord)
     if sw is None:
         raise ResultsError(f"{partial} is not a sweep's folder (its manifest has no sweep section)",
-                           "give the .partial or .failed folder of the sweep to resume")
+                           "give the folder of the sweep to resume or extend")
     planned = [t["task"] for t in sw.planned_tasks]
-    if planned != [t.name for t in tasks]:
-        raise ConfigError(f"{partial} planned other tasks ({len(planned)}: {', '.join(planned[:4])}...)",
-                          "resume with the experiment, seeds, datasets and target it was started with")
+    other = sorted(set(planned) - {t.name for t in tasks})
+    same = (not experiment or sw.experiment == experiment) and \
+        (target is None or sw.target == (target or SweepRecord.DEFAULT_TARGET))
+    if other or not same:
+        raise ConfigError(f"{partial} planned other tasks ({len(planned)}: {', '.join((other or planned)[:4])}...)"
+                          + ("" if same else f", of {sw.experiment} on {sw.target}"),
+                          "resume with the experiment, seeds, datasets and target it was started with (more seeds "
+                          "or datasets extend it)")
     out: dict[str, dict[str, Any]] = {}
     for t in tasks:
         done = [d.parent for d in sorted((partial / "work" / t.name / "results").glob("*/*/manifest.json"))
@@ -208,7 +216,7 @@ def sweep(experiment: str, seeds: list[int], datasets: list[str] | None = None, 
     if not seeds:
         raise ConfigError("sweep: no seeds", "pass --seeds 1,2,3")
     tasks = plan(experiment, seeds, datasets, target)
-    reused = completed_tasks(Path(resume), tasks) if resume is not None else {}
+    reused = completed_tasks(Path(resume), tasks, experiment, target) if resume is not None else {}
     kind = kind_of(load_experiment(experiment).kind)
     schemas = {t.name: t for t in kind.tables}
     name = Path(experiment).stem if experiment.endswith((".yaml", ".yml")) else experiment
@@ -216,7 +224,7 @@ def sweep(experiment: str, seeds: list[int], datasets: list[str] | None = None, 
         work = run.path / "work"
         run.manifest.record(kind="sweep", git=git_state(ROOT), environment=environment())
         record = SweepRecord(experiment=experiment, seeds=seeds, datasets=datasets,
-                             target=target or "(the experiment's)", executor=executor,
+                             target=target or SweepRecord.DEFAULT_TARGET, executor=executor,
                              ray=address or ("local" if executor == "ray" else None), retries=retries,
                              planned_tasks=[{"task": t.name, "cell": t.cell, "testbed": t.testbed} for t in tasks],
                              resumed_from=str(resume) if resume is not None else None)
