@@ -497,3 +497,44 @@ def test_table3_over_a_swept_ablation_is_judged_by_paired_intervals(book: Book,
     assert got[below[1]].verdict == C.CONTRADICTED and "simultaneous over the 2 rows" in got[below[1]].why
     others = [n for n in got if n not in below[:2]]
     assert others and all(not got[n].interval for n in others)   # not in the sweep: the single run's ordering
+
+
+def _cadence_run(cell_above: float, seeds: int, tmp: "Path") -> SimpleNamespace:
+    """A hyper_cadence run (as the claims read it): a 24-bin day, training hours 0-6, two cells and the operating
+    point (eta 0.1, T_cp 60 s); the cell (0.3, 60) ``cell_above`` over the operating point after the training
+    hours, the cell (0.1, 1800) equal to it."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(1)
+    day = 0.9 + 0.01 * np.sin(np.arange(24) / 3)
+    rows = []
+    for s in range(1, seeds + 1):
+        noise = rng.normal(0, 0.002, 24)
+        for (eta, t_cp), shift in (((0.1, 60.0), 0.0), ((0.3, 60.0), cell_above), ((0.1, 1800.0), 0.0)):
+            f1 = day + noise + shift * (np.arange(24) >= 6) + rng.normal(0, 0.001, 24)
+            rows += [{"configuration": "Chimera", "eta": eta, "t_cp_s": t_cp, "seed": s, "bin": i,
+                      "t_mid_h": i + 0.5, "f1": float(f1[i])} for i in range(24)]
+    (tmp / "cadence_bins.csv").write_text(pd.DataFrame(rows).to_csv(index=False))
+    return SimpleNamespace(path=tmp, csv=lambda name: pd.read_csv(tmp / name),
+                           manifest=SimpleNamespace(config={"stability": {"train_hours": 6.0}}))
+
+
+@pytest.mark.parametrize(("above", "seeds", "paper_gap", "want"), [
+    (0.03, 5, 0.02, C.REPRODUCED),     # the cell clearly above its operating point, as the paper's
+    (0.03, 5, -0.02, C.CONTRADICTED),  # clearly above, the paper's below
+    (0.03, 3, 0.02, C.INCONCLUSIVE),   # too few seeds, however clear
+])
+def test_table5_is_judged_by_paired_intervals(above: float, seeds: int, paper_gap: float, want: str,
+                                              tmp_path: Path) -> None:
+    """Issue 53: Table 5's rows were judged by the ordering rule on one point per cell. Each cell − the operating
+    point is now a paired interval over training seeds and time bins, one family over the cells (seen failing
+    with the difference taken the wrong way round)."""
+    from chimera.book.rules import interval_verdict
+    ivs = C.cadence_intervals(_cadence_run(above, seeds, tmp_path), (0.1, 60.0),   # type: ignore[arg-type]
+                              [(0.3, 60.0), (0.1, 1800.0)])
+    m, lo, hi, k = ivs[(0.3, 60.0)]
+    assert abs(m - above) < 0.002 and lo < m < hi and k == seeds
+    assert interval_verdict(paper_gap, lo, hi, k)[0] == want
+    m0, lo0, hi0, _ = ivs[(0.1, 1800.0)]
+    assert lo0 < 0 < hi0 and abs(m0) < 0.002

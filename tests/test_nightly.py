@@ -499,3 +499,15 @@ def test_a_survivor_whose_id_looks_like_a_number_is_recorded_once(tmp_path: Path
     assert tr.record_new(out, dt.date(2026, 11, 25), f) == [mutant_id]
     assert mutant_id in tr.load(f)
     assert tr.record_new(out, dt.date(2026, 11, 26), f) == []
+
+
+def test_a_nights_run_key_is_a_typed_pair_and_a_status_an_enum() -> None:
+    """The ``experiment@target`` keys of a night's records are parsed once, into a typed pair (an experiment name
+    may hold an '@'; a target never does), and a check's status and kind are enums that read and write as the
+    strings a night's CSV holds."""
+    k = ck.RunKey.parse("stability24h@ebpf")
+    assert (k.experiment, k.target) == ("stability24h", "ebpf") and str(k) == "stability24h@ebpf"
+    assert ck.RunKey.parse("odd@name@reference") == ck.RunKey("odd@name", "reference")
+    c = ck.Check("x", ck.CheckKind.EXACT, ck.Status.PASS)
+    assert c.row()["status"] == "pass" and pd.DataFrame([c.row()]).to_csv(index=False).splitlines()[1] == "x,exact,pass,,,"
+    assert ck.failed([ck.Check("y", ck.CheckKind.RAN, ck.Status.FAILED_TO_RUN)])

@@ -29,7 +29,8 @@ import seaborn as sns  # noqa: E402
 from chimera import paths
 from chimera.errors import ResultsError  # noqa: E402
 from chimera.formats.rundir import Manifest  # noqa: E402
-from chimera.nightly.checks import BAND_FLOOR, BAND_K, F1_TOLERANCE, FAILING, STATUSES, band  # noqa: E402
+from chimera.nightly.checks import (BAND_FLOOR, BAND_K, F1_TOLERANCE, FAILING, STATUSES, CheckKind, Status,
+                                    band)  # noqa: E402
 from chimera.nightly.golden import Golden  # noqa: E402
 from chimera.report.sections import NightMeasured, section  # noqa: E402
 from chimera.nightly.history import load_history, with_published  # noqa: E402
@@ -38,8 +39,8 @@ log = logging.getLogger(__name__)
 SITE = "site"
 PUBLISHED_NIGHTS = paths.PUBLISHED / "nightly"
 #: row colours of the checks table, by status (the failing ones stand out)
-STATUS_COLOURS = {"regressed": "#f4c7c3", "failed-to-run": "#f9e0b0", "improved": "#d4edda",
-                  "no-verdict": "#eeeeee", "allowed-skip": "#e2e3f3", "pass": "#ffffff"}
+STATUS_COLOURS = {Status.REGRESSED: "#f4c7c3", Status.FAILED_TO_RUN: "#f9e0b0", Status.IMPROVED: "#d4edda",
+                  Status.NO_VERDICT: "#eeeeee", Status.ALLOWED_SKIP: "#e2e3f3", Status.PASS: "#ffffff"}
 
 
 @dataclass
@@ -110,7 +111,7 @@ def chart_svg(g: pd.DataFrame, metric: str, gold: float | None, bnd: tuple[float
     iqr = pd.to_numeric(g["iqr"], errors="coerce").fillna(0)
     if (iqr > 0).any():
         ax.fill_between(x, vals - iqr / 2, vals + iqr / 2, color="#4c72b0", alpha=0.15, lw=0, label="IQR")
-    colours = ["crimson" if s in FAILING else "#4c72b0" for s in g.get("night_status", pd.Series(["pass"] * len(g)))]
+    colours = ["crimson" if s in FAILING else "#4c72b0" for s in g.get("night_status", pd.Series([Status.PASS.value] * len(g)))]
     pts = ax.scatter(x, vals, c=colours, s=28, zorder=3, label="night (red: failed)")
     pts.set_urls(links)
     if bnd is not None:
@@ -156,7 +157,7 @@ def night_verdict(checks: pd.DataFrame) -> str:
     check passed."""
     if checks["status"].isin(FAILING).any():
         return "REGRESSED"
-    if ((checks["kind"] == "exact") & (checks["status"] == "no-verdict")).any():
+    if ((checks["kind"] == CheckKind.EXACT) & (checks["status"] == Status.NO_VERDICT)).any():
         return "NO VERDICT"
     return "PASS"
 

@@ -20,6 +20,7 @@ import seaborn as sns  # noqa: E402
 
 from chimera.errors import ResultsError  # noqa: E402
 from chimera.formats.rundir import Manifest  # noqa: E402
+from chimera.nightly.checks import Status  # noqa: E402
 from chimera.report.sections import Flag, NightMeasured, NightRecord, section  # noqa: E402
 
 COLUMNS = ["run_id", "time", "git", "code", "metric", "value", "iqr"]
@@ -76,7 +77,7 @@ def published_history(published: Path, retired: Path | None = None) -> pd.DataFr
         regressed = night.regressed if night.regressed is not None else bool(old.root) if old is not None else False
         common = {"run_id": man.run_id, "time": (man.finished or man.started or "").replace(" ", "T"),
                   "git": man.git.commit, "code": night.code, "host": night.host,
-                  "night_status": "regressed" if regressed else "pass"}
+                  "night_status": Status.REGRESSED.value if regressed else Status.PASS.value}
         rows += history_rows(common, measured)
     return pd.DataFrame(rows, columns=[*COLUMNS, *MORE]).astype({c: str for c in ("run_id", "time", "git", "metric")})
 
@@ -113,7 +114,7 @@ def trend_figure(g: pd.DataFrame, metric: str, golden: float | None = None,
     iqr = pd.to_numeric(g["iqr"], errors="coerce").fillna(0)
     ax.fill_between(x, vals - iqr / 2, vals + iqr / 2, alpha=0.2)
     if "night_status" in g:
-        bad = g["night_status"] == "regressed"
+        bad = g["night_status"] == Status.REGRESSED
         ax.scatter([i for i in x if bad.iloc[i]], vals[bad], color="crimson", zorder=3, label="regressed night")
     if golden is not None:
         ax.axhline(golden, color="black", ls="--", lw=1, label="golden")

@@ -26,8 +26,8 @@ from chimera.experiments.kinds.base import NightlyTrack
 from chimera.formats.rundir import RunDir, git_state
 from chimera.targets.registry import environment
 from chimera.fuzz.mutate import ROUNDS_CAP_S, target_of
-from chimera.nightly.checks import (Check, bench_checks, experiment_checks, failed, fuzz_checks, mutate_checks,
-                                    on_testbed, summary_markdown)
+from chimera.nightly.checks import (Check, RunKey, Status, bench_checks, experiment_checks, failed, fuzz_checks,
+                                    mutate_checks, on_testbed, summary_markdown)
 from chimera.nightly.config import NightlyConfig, load_suite
 from chimera.book.scope import run_scope
 from chimera.nightly.golden import FORMAT_VERSION, GOLDEN, ROOT, code_changes, load_golden, run_codes, save_golden
@@ -86,7 +86,7 @@ def run_experiments(cfg: NightlyConfig, runs: Path, data_root: Path,
     out: dict[str, Any] = {"experiments": {}, "skipped": {}, "failed": {}}
     for e in cfg.experiments:
         for target in e.targets:
-            key = f"{e.label}@{target}"
+            key = str(RunKey(e.label, target))
             if target in skip_t:
                 out["skipped"][key] = skip_t[target]
                 log.info("[nightly] %s: allowed skip: %s", key, skip_t[target])
@@ -270,7 +270,7 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
             raise
         checks = all_checks()
         bad = failed(checks)
-        status = "regressed" if bad else "pass"
+        status = Status.REGRESSED if bad else Status.PASS
         pd.DataFrame([c.row() for c in checks]).to_csv(run.path / "checks.csv", index=False)
         run.manifest.put("measured", NightMeasured.model_validate(measured))
         run.manifest.put("nightly", record.model_copy(update={"seconds": time.perf_counter() - t0, "regressed": bool(bad)}))
