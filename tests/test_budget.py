@@ -59,7 +59,10 @@ def test_an_edge_binds_only_where_validation_still_rises_toward_it() -> None:
     assert binds and "rises toward it (+0.0166 over depth=10)" in edge
     flat = {"depth=12": 0.9966, "depth=18": 0.9966, "depth=24": 0.9966, "depth=32": 0.9966}
     edge, binds = B.edges("depth=12", flat)
-    assert not binds and "flat toward it (ties depth=18)" in edge
+    assert not binds and "flat toward it (+0.0000 over depth=18" in edge
+    # a rise within the tie band is noise on a small validation split, not a binding edge (issue 53: the real
+    # sets' first run on the one-axis grid counted +0.0001 as binding)
+    assert not B.edges("depth=12", {**rising, "depth=12": 0.8975 + B.EDGE_RISE / 2})[1]
     assert B.tuning_columns("depth=12", flat)["edge_binds"] is False
     # two axes: the neighbour holds the other value (lr=0.02's neighbour at batch 512 is lr=0.003 at batch 512)
     two = {"lr=0.003 batch_size=512": 0.90, "lr=0.003 batch_size=2048": 0.99,
