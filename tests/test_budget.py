@@ -62,7 +62,7 @@ def test_an_edge_binds_only_where_validation_still_rises_toward_it() -> None:
     assert not binds and "flat toward it (+0.0000 over depth=18" in edge
     # a rise within the tie band is noise on a small validation split, not a binding edge (issue 53: the real
     # sets' first run on the one-axis grid counted +0.0001 as binding)
-    assert not B.edges("depth=12", {**rising, "depth=12": 0.8975 + B.EDGE_RISE / 2})[1]
+    assert not B.edges("depth=12", {**rising, "depth=12": 0.8975 + 0.002})[1]
     assert B.tuning_columns("depth=12", flat)["edge_binds"] is False
     # two axes: the neighbour holds the other value (lr=0.02's neighbour at batch 512 is lr=0.003 at batch 512)
     two = {"lr=0.003 batch_size=512": 0.90, "lr=0.003 batch_size=2048": 0.99,
