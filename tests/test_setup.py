@@ -170,11 +170,12 @@ def test_tasks_run_commands_where_stdin_is_a_terminal_they_do_not_control() -> N
     assert p.returncode == 0 and p.stdout.strip() == "ran", p.stderr[-2000:]
 
 
-def test_the_tofino_compiler_build_refuses_bad_input_naming_the_fix(tmp_path: Path) -> None:
-    """scripts/build-tofino-compiler (issue 57) stops before building when its input is wrong, naming the fix: an
-    unknown option, or sources it cannot find (or, on a machine without them, the Debian packages it needs). It
-    never downloads here: --sources points at an empty folder."""
-    script = str(ROOT / "scripts" / "build-tofino-compiler")
+@pytest.mark.parametrize(("name", "first"), [("build-tofino-compiler", "p4c"), ("build-bmv2", "PI")])
+def test_a_toolchain_build_refuses_bad_input_naming_the_fix(tmp_path: Path, name: str, first: str) -> None:
+    """scripts/build-tofino-compiler (issue 57) and scripts/build-bmv2 (issue 58) stop before building when their
+    input is wrong, naming the fix: an unknown option, or sources they cannot find (or, on a machine without them,
+    the Debian packages they need). They never download here: --sources points at an empty folder."""
+    script = str(ROOT / "scripts" / name)
     assert subprocess.run([script, "--bogus"], capture_output=True, text=True, timeout=60).returncode == 2
     usage = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=60)
     assert usage.returncode == 0 and "--sources" in usage.stdout
@@ -183,5 +184,5 @@ def test_the_tofino_compiler_build_refuses_bad_input_naming_the_fix(tmp_path: Pa
     r = subprocess.run([script, "--sources", str(empty), "--work", str(tmp_path / "work"), "--prefix",
                         str(tmp_path / "prefix")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "fix:" in r.stderr, r.stderr
-    assert "no git repository for p4c" in r.stderr or "missing Debian packages" in r.stderr, r.stderr
+    assert f"no git repository for {first} " in r.stderr or "missing Debian packages" in r.stderr, r.stderr
     assert not (tmp_path / "prefix" / "bin").exists()
