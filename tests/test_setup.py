@@ -6,6 +6,7 @@ Only the local-wheel path can be exercised on this project's machines; the plan 
 from __future__ import annotations
 
 import re
+import subprocess
 
 from pathlib import Path
 from types import ModuleType
@@ -167,3 +168,21 @@ def test_tasks_run_commands_where_stdin_is_a_terminal_they_do_not_control() -> N
         os.close(master)
         os.close(slave)
     assert p.returncode == 0 and p.stdout.strip() == "ran", p.stderr[-2000:]
+
+
+@pytest.mark.parametrize(("name", "first"), [("build-tofino-compiler", "p4c"), ("build-bmv2", "PI")])
+def test_a_toolchain_build_refuses_bad_input_naming_the_fix(tmp_path: Path, name: str, first: str) -> None:
+    """scripts/build-tofino-compiler (issue 57) and scripts/build-bmv2 (issue 58) stop before building when their
+    input is wrong, naming the fix: an unknown option, or sources they cannot find (or, on a machine without them,
+    the Debian packages they need). They never download here: --sources points at an empty folder."""
+    script = str(ROOT / "scripts" / name)
+    assert subprocess.run([script, "--bogus"], capture_output=True, text=True, timeout=60).returncode == 2
+    usage = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=60)
+    assert usage.returncode == 0 and "--sources" in usage.stdout
+    empty = tmp_path / "sources"
+    empty.mkdir()
+    r = subprocess.run([script, "--sources", str(empty), "--work", str(tmp_path / "work"), "--prefix",
+                        str(tmp_path / "prefix")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "fix:" in r.stderr, r.stderr
+    assert f"no git repository for {first} " in r.stderr or "missing Debian packages" in r.stderr, r.stderr
+    assert not (tmp_path / "prefix" / "bin").exists()

@@ -1132,6 +1132,24 @@ def preflight_limits(b: Book) -> str:
             fmt.table(["constant", "set by", *[c.title for c in limited]], rows))
 
 
+@block("baselines-failures")
+def baselines_failures(b: Book) -> str:
+    """What fails before training, in the code's own words: an unknown method, tried when the page is rendered;
+    what the data must hold, from the docstring of the function that checks it."""
+    import inspect
+    from chimera import paths
+    from chimera.errors import ConfigError
+    from chimera.experiments.load import load_experiment
+    from chimera.experiments.stages import dataset as D
+    try:
+        load_experiment("accuracy", {"baselines": {"methods": ["NoSuchMethod"]}})
+        unknown = "it was accepted (a defect: report it)"
+    except ConfigError as e:
+        unknown = f"refused: {e.problem.replace(str(paths.ROOT) + '/', '')}"
+    return (f"An unknown method in `baselines.methods`, tried when this page was rendered, is {unknown}. "
+            f"`chimera.experiments.stages.dataset.prepare`: {_paragraph(inspect.getdoc(D.prepare))}")
+
+
 @block("baselines-intro")
 def baselines_intro(b: Book) -> str:
     """What the baselines are and how they are compared, in the words of the package that trains them."""

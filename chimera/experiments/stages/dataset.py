@@ -183,7 +183,9 @@ def time_split(ds: Dataset, seed: int, train_until_ns: int) -> np.ndarray:
 
 def prepare(ds: Dataset, seed: int, train_until_ns: int | None = None) -> PreparedData:
     """Split ``ds`` by flow (or by time, see ``time_split``) and tokenize it; errors name what is too small
-    and how to fix it."""
+    and how to fix it. Refused before any training: a split with no classifiable packet, a training split of one
+    class, and a class with no packets in the training or the test split (a class never trained on, or never
+    scored, would skew macro-F1), named with the seed of the split."""
     classes = ds.classes
     if len(classes) < 2:
         raise DatasetError(f"dataset {ds.root} has one class ({classes}); a classifier needs two or more",
