@@ -47,6 +47,7 @@ def ray_local(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(KILL_ENV, str(tmp_path_factory.mktemp("kill")))
         mp.setenv(LOCK_OWNER_ENV, str(os.getpid()))
+        mp.delenv("RAY_worker_niceness", raising=False)   # start_ray sets it for a local instance, not the suite
         ray = start_ray(None, 2)
         yield ray
         ray.shutdown()
@@ -82,8 +83,9 @@ def test_ray_sweep_equals_the_sequential_tasks(ray_local, tmp_path: Path) -> Non
 
 
 def test_the_suites_ray_workers_run_at_its_priority(ray_local) -> None:  # type: ignore[no-untyped-def]
-    """Ray's default would start them at nice 15, where beside the suite's busy workers a task got almost no CPU
-    (tests/conftest.py sets RAY_worker_niceness)."""
+    """Ray's default would start them at nice 15, where beside busy processes a task got almost no CPU: a local
+    instance (start_ray) runs its workers at the driver's priority (seen failing without it: an invoke sweep beside
+    a test suite gave its two tasks a few minutes of CPU in half an hour)."""
     def nice() -> int:
         return os.getpriority(os.PRIO_PROCESS, 0)
     assert ray_local.get(ray_local.remote(nice).remote()) == nice()

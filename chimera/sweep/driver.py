@@ -77,7 +77,10 @@ def start_ray(address: str | None, num_cpus: int | None = None) -> Any:
     if address:
         ray.init(address=address, **kw)
     else:
-        # address "local": a new instance of its own, never a cluster another process happens to run here
+        # address "local": a new instance of its own, never a cluster another process happens to run here. Its
+        # workers run at this process's priority: Ray's default (nice 15) put every sweep task below anything else
+        # on the machine (a 2-core host running a test suite gave two tasks a few minutes of CPU in half an hour)
+        os.environ.setdefault("RAY_worker_niceness", str(os.getpriority(os.PRIO_PROCESS, 0)))
         ray.init(address="local", num_cpus=num_cpus or os.cpu_count(), resources={"testbed": 1}, **kw)
     log.info("ray: %d nodes, resources %s", len(ray.nodes()), ray.cluster_resources())
     return ray
