@@ -21,8 +21,8 @@ import dataclasses
 import logging
 import math
 import time
-from dataclasses import asdict, dataclass, field
 from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
