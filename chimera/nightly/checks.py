@@ -134,7 +134,8 @@ def experiment_checks(measured: NightMeasured, golden: Golden | None, changed: C
         if m.error:
             out.append(Check(f"{key}: ran", CheckKind.RAN, Status.FAILED_TO_RUN, detail=m.error[:300]))
             continue
-        testbed = on_testbed(RunKey.parse(key).target)
+        rk = RunKey.parse(key)
+        testbed = on_testbed(rk.target)
         for what in ("reference_mismatches", "register_mismatches", "lost", "unaccounted"):
             vals = m.counter(what)
             if vals is None:
@@ -146,12 +147,13 @@ def experiment_checks(measured: NightMeasured, golden: Golden | None, changed: C
             bad = {v: x for v, x in vals.items() if x is not None and x != 0}
             status = Status.FAILED_TO_RUN if unknown else Status.REGRESSED if bad else Status.PASS
             detail = ", ".join([f"{v}: unknown (never read)" for v in unknown] + [f"{v}: {x}" for v, x in bad.items()])
-            out.append(Check(f"{key}: {what} == 0", CheckKind.EXACT, status, "unknown" if unknown else (bad or 0), 0, detail))
+            out.append(Check(f"{key}: {what} == 0", CheckKind.EXACT, status, "unknown" if unknown else (bad or 0), 0,
+                             detail))
         gf1 = gold[key].f1 if key in gold else {}
         for variant in sorted(set(gf1) - set(m.f1)):
             out.append(Check(f"{key}/{variant}: present", CheckKind.EXACT, Status.FAILED_TO_RUN, None, gf1[variant],
                              "in the golden, absent tonight (a variant that disappeared)"))
-        ref = runs.get(str(RunKey(RunKey.parse(key).experiment, TRUTH))) if testbed else None
+        ref = runs.get(str(RunKey(rk.experiment, TRUTH))) if testbed else None
         for variant, f1 in m.f1.items():
             if testbed and m.clock == "trace":
                 rf = ref.f1.get(variant) if ref is not None and not ref.error else None
@@ -170,12 +172,14 @@ def experiment_checks(measured: NightMeasured, golden: Golden | None, changed: C
                 why = changed(key)
                 if why is None:
                     ok = f1 == gf
-                    out.append(Check(f"{key}/{variant}: F1 bit-identical", CheckKind.EXACT, Status.PASS if ok else Status.REGRESSED,
-                                     f1, gf, "" if ok else "same code, seed and data gave a different F1"))
+                    out.append(Check(f"{key}/{variant}: F1 bit-identical", CheckKind.EXACT,
+                                     Status.PASS if ok else Status.REGRESSED, f1, gf,
+                                     "" if ok else "same code, seed and data gave a different F1"))
                 else:
                     out.append(Check(f"{key}/{variant}: F1 bit-identical", CheckKind.EXACT, Status.NO_VERDICT, f1, gf,
                                      why))
-            status = Status.REGRESSED if f1 < gf - F1_TOLERANCE else Status.IMPROVED if f1 > gf + F1_TOLERANCE else Status.PASS
+            status = (Status.REGRESSED if f1 < gf - F1_TOLERANCE else
+                      Status.IMPROVED if f1 > gf + F1_TOLERANCE else Status.PASS)
             out.append(Check(f"{key}/{variant}: F1 >= golden - {F1_TOLERANCE}", CheckKind.TOLERANCE, status, f1, gf,
                              f"{f1 - gf:+.4f}"))
     for key in sorted(set(gold) | set(measured.skipped)):
@@ -212,7 +216,8 @@ def bench_checks(measured: NightMeasured, history: pd.DataFrame, golden: Golden 
     out = []
     for metric, st in measured.benches.items():
         if st.error or st.median is None:
-            out.append(Check(f"bench {metric}", CheckKind.BAND, Status.FAILED_TO_RUN, detail=(st.error or "no median")[:300]))
+            out.append(Check(f"bench {metric}", CheckKind.BAND, Status.FAILED_TO_RUN,
+                             detail=(st.error or "no median")[:300]))
             continue
         v = float(st.median)
         b = band(metric, history, host)
@@ -227,7 +232,8 @@ def bench_checks(measured: NightMeasured, history: pd.DataFrame, golden: Golden 
         out.append(Check(f"bench {metric}", CheckKind.BAND, status, v, f"[{lo:.4g}, {hi:.4g}]",
                          f"band from {src} (median +- max({BAND_K:g} IQR, {BAND_FLOOR:.0%}))"))
     for metric in sorted(set(golden.benches if golden else {}) - set(measured.benches)):
-        out.append(Check(f"bench {metric}", CheckKind.BAND, Status.FAILED_TO_RUN, detail="in the golden, not run tonight"))
+        out.append(Check(f"bench {metric}", CheckKind.BAND, Status.FAILED_TO_RUN,
+                         detail="in the golden, not run tonight"))
     return out
 
 
@@ -258,7 +264,8 @@ def mutate_checks(m: MutateNight | None) -> list[Check]:
     if m.error:
         return out + [Check("mutation: ran", CheckKind.RAN, Status.FAILED_TO_RUN, detail=m.error[:300])]
     if m.files and not m.findings:
-        return out + [Check("mutation: judged", CheckKind.TRIAGE, Status.FAILED_TO_RUN, detail="the run judged nothing")]
+        return out + [Check("mutation: judged", CheckKind.TRIAGE, Status.FAILED_TO_RUN,
+                            detail="the run judged nothing")]
     for fd in m.findings:
         name = "mutation triage: none overdue" if fd.file == "triage" else f"mutation@{fd.file}: no kill lost"
         out.append(Check(name, CheckKind.TRIAGE, Status.REGRESSED if fd.regressed else Status.PASS, detail=fd.what))

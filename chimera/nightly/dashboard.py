@@ -111,7 +111,8 @@ def chart_svg(g: pd.DataFrame, metric: str, gold: float | None, bnd: tuple[float
     iqr = pd.to_numeric(g["iqr"], errors="coerce").fillna(0)
     if (iqr > 0).any():
         ax.fill_between(x, vals - iqr / 2, vals + iqr / 2, color="#4c72b0", alpha=0.15, lw=0, label="IQR")
-    colours = ["crimson" if s in FAILING else "#4c72b0" for s in g.get("night_status", pd.Series([Status.PASS.value] * len(g)))]
+    statuses = g.get("night_status", pd.Series([Status.PASS.value] * len(g)))
+    colours = ["crimson" if s in FAILING else "#4c72b0" for s in statuses]
     pts = ax.scatter(x, vals, c=colours, s=28, zorder=3, label="night (red: failed)")
     pts.set_urls(links)
     if bnd is not None:
