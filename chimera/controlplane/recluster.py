@@ -101,13 +101,19 @@ def churn(old: MapVersion, new: MapVersion) -> dict[str, int]:
     return out
 
 
+def _nearest_sums(x: np.ndarray, w: np.ndarray, centers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One assignment step: per centre, the weighted sum of the points nearest to it and their weight."""
+    lab = np.argmin(((x[:, None, :] - centers[None, :, :]) ** 2).sum(-1), axis=1)
+    mass = np.bincount(lab, weights=w, minlength=centers.shape[0])
+    sums = np.stack([np.bincount(lab, weights=w * x[:, f], minlength=centers.shape[0]) for f in range(x.shape[1])], 1)
+    return sums, mass
+
+
 def lloyd(x: np.ndarray, w: np.ndarray, centers: np.ndarray, iterations: int) -> np.ndarray:
     """Weighted k-means from ``centers``; a centre that loses every point stays where it is."""
     c = centers.copy()
     for _ in range(iterations):
-        lab = np.argmin(((x[:, None, :] - c[None, :, :]) ** 2).sum(-1), axis=1)
-        mass = np.bincount(lab, weights=w, minlength=c.shape[0])
-        sums = np.stack([np.bincount(lab, weights=w * x[:, f], minlength=c.shape[0]) for f in range(x.shape[1])], 1)
+        sums, mass = _nearest_sums(x, w, c)
         moved = mass > 0
         new = c.copy()
         new[moved] = sums[moved] / mass[moved, None]
@@ -121,9 +127,7 @@ def ema_step(x: np.ndarray, w: np.ndarray, centers: np.ndarray, eta: float) -> n
     """One EMA update of the centres (the paper's slow loop): each centre moves ``eta`` of the way toward the
     weighted mean of the points nearest to it; a centre no point is nearest to stays where it is. With eta = 1 it
     is one Lloyd iteration."""
-    lab = np.argmin(((x[:, None, :] - centers[None, :, :]) ** 2).sum(-1), axis=1)
-    mass = np.bincount(lab, weights=w, minlength=centers.shape[0])
-    sums = np.stack([np.bincount(lab, weights=w * x[:, f], minlength=centers.shape[0]) for f in range(x.shape[1])], 1)
+    sums, mass = _nearest_sums(x, w, centers)
     moved = mass > 0
     new = centers.copy()
     new[moved] = (1 - eta) * centers[moved] + eta * sums[moved] / mass[moved, None]
