@@ -14,18 +14,49 @@ from chimera.baselines.zoo import BASELINES, BaselineSettings, Candidate, choose
 from builders import quickstart_artifact
 
 
+def _walk(search: B.Search, curve, tuning: B.Tuning = "full") -> list[float]:
+    """The learning rates a walk tries when validation scores ``curve(lr)``."""
+    return [c["lr"] for c, _ in search.run(lambda c: curve(c["lr"]), lambda r: r, tuning)]
+
+
+CURVES = {"rising": lambda lr: np.log(lr), "falling": lambda lr: -np.log(lr), "flat": lambda lr: 0.5,
+          "peak at 0.05": lambda lr: -abs(np.log(lr / 0.05)), "peak at 0.008": lambda lr: -abs(np.log(lr / 0.008))}
+
+
 def test_every_method_gets_the_same_number_of_configurations() -> None:
     assert set(B.SEARCHES) == {"Chimera", *BASELINES}
     for name, s in B.SEARCHES.items():
-        assert len(s.configs()) == B.CONFIGS, name
-        assert len({B.Search.label(c) for c in s.configs()}) == B.CONFIGS, f"{name}: repeated configurations"
-        assert len(s.configs("first")) == 1
-    # the gradient-trained methods share one optimizer grid: one learning-rate axis whose interior holds the two
-    # rates the methods used before, so a choice can be interior
+        if s.ladder is None:
+            tried = [[B.Search.label(c) for c in s.configs()]]
+        else:   # a walk: four distinct configurations whatever validation says
+            tried = [[B.Search.label(c) for c, _ in s.run(lambda c: curve(c["lr"]), lambda r: r)]
+                     for curve in CURVES.values()]
+        for labels in tried:
+            assert len(labels) == B.CONFIGS and len(set(labels)) == B.CONFIGS, f"{name}: {labels}"
+        assert len(s.run(lambda c: 0.5, lambda r: r, "first")) == 1
+    # the gradient-trained methods share one search, which starts from the two rates they used before
     trained = [n for n, s in B.SEARCHES.items() if s.trained_in_epochs]
-    assert {B.SEARCHES[n].grid for n in trained} == {B.OPTIMIZER_GRID}
-    lrs = sorted(lr for lr, _ in B.OPTIMIZER_GRID)
-    assert {0.003, 0.02} <= set(lrs[1:-1]) and len({b for _, b in B.OPTIMIZER_GRID}) == 1
+    assert {B.SEARCHES[n].ladder for n in trained} == {B.OPTIMIZER.ladder}
+    assert _walk(B.OPTIMIZER, CURVES["flat"])[:2] == [0.003, 0.02]
+
+
+@pytest.mark.parametrize(("curve", "walk", "kept"), [
+    ("rising", [0.003, 0.02, 0.052, 0.13], 0.13),        # follows the rise to the ladder's end: it binds there
+    ("falling", [0.003, 0.02, 0.0012, 0.00045], 0.00045),
+    ("peak at 0.05", [0.003, 0.02, 0.052, 0.13], 0.052),  # steps past the peak and stops: interior
+    ("peak at 0.008", [0.003, 0.02, 0.052, 0.0077], 0.0077),  # bracketed, then fills the gap beside the kept one
+    ("flat", [0.003, 0.02, 0.0012, 0.0077], 0.003),       # ties keep the first: never a walk toward noise
+])
+def test_the_walk_follows_validation(curve: str, walk: list[float], kept: float) -> None:
+    """Each step is the untried rate nearest the kept one, beyond it where the kept one is the highest or lowest
+    tried (seen failing with the step always taken upward: the falling curve then ends interior at 0.003)."""
+    tried = B.OPTIMIZER.run(lambda c: CURVES[curve](c["lr"]), lambda r: r)
+    assert [c["lr"] for c, _ in tried] == walk
+    validation = {B.Search.label(c): f for c, f in tried}
+    chosen = max(validation, key=lambda k: validation[k])
+    assert chosen == f"lr={kept} batch_size=512"
+    edge, binds = B.edges(chosen, validation)
+    assert binds == (curve in ("rising", "falling")) and (edge != "") == binds
 
 
 def test_the_choice_is_on_validation_and_ties_go_to_the_first() -> None:
@@ -46,8 +77,8 @@ def test_a_choice_at_a_grid_edge_is_flagged() -> None:
     assert B.edges("max_features=sqrt", {"max_features=sqrt": 0.5, "max_features=0.2": 0.4}) == ("", False)
     cols = B.tuning_columns("depth=12", flat)
     assert cols["at_edge"] and cols["scorings"] == 4
-    opt = {B.Search.label(c): 0.5 for c in B.OPTIMIZER.configs()}   # one axis of four: two interior choices
-    assert [B.edges(label, opt)[0] != "" for label in opt] == [True, False, False, True]
+    opt = {B.Search.label(c): 0.5 for c, _ in B.OPTIMIZER.run(lambda c: 0.5, lambda r: r)}  # a walk: the edge is
+    assert [B.edges(label, opt)[0] != "" for label in opt] == [False, True, True, False]    # of the rates tried
 
 
 def test_an_edge_binds_only_where_validation_still_rises_toward_it() -> None:

@@ -43,13 +43,12 @@ class Tuned:
 def _tune(grid: Search, fit: Any, x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray, y_va: np.ndarray,
           tuning: Tuning) -> Tuned:
     """Fit each configuration on the training rows; keep the first with the best validation macro-F1."""
-    fitted, scores, configs = [], {}, grid.configs(tuning)
-    for config in configs:
+    def one(config: dict[str, Any]) -> tuple[Any, float]:
         m = fit(**config).fit(x_tr, y_tr)
-        scores[Search.label(config)] = macro_f1(y_va, m.predict(x_va)) if len(y_va) else 0.0
-        fitted.append(m)
-    k = int(np.argmax(list(scores.values())))
-    return Tuned(fitted[k], configs[k], scores)
+        return m, (macro_f1(y_va, m.predict(x_va)) if len(y_va) else 0.0)
+    tried = grid.run(one, lambda r: r[1], tuning)
+    k = int(np.argmax([f for _, (_, f) in tried]))   # argmax keeps the first of equals
+    return Tuned(tried[k][1][0], tried[k][0], {Search.label(c): f for c, (_, f) in tried})
 
 
 def tune_tree(x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray, y_va: np.ndarray, seed: int,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,6 +165,12 @@ def choose(candidates: list[Candidate]) -> tuple[Candidate, dict[str, Any]]:
     return best, tuning_columns(Search.label(best.config), {Search.label(c.config): c.val_f1 for c in candidates})
 
 
+def tune(search: Search, fit: Callable[[dict[str, Any]], tuple[float, Any]], tuning: Tuning) -> list[Candidate]:
+    """Every configuration ``search`` tries (a grid's, or a walk's placed by the scores before), fitted: ``fit``
+    maps a configuration to (its validation macro-F1, what was fitted)."""
+    return [cand for _, cand in search.run(lambda c: Candidate(c, *fit(c)), lambda cand: cand.val_f1, tuning)]
+
+
 def run_baseline(name: str, ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray, np.ndarray, np.ndarray],
                  n_classes: int, attack_classes: list[int], st: BaselineSettings, seed: int,
                  cache: dict[Any, SplitFeatures] | None = None) -> BaselineResult:
@@ -176,13 +183,12 @@ def run_baseline(name: str, ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray,
     sf = cache[spec]
     t0 = time.perf_counter()
     info = BASELINES[name]
-    configs = SEARCHES[name].configs(st.tuning)
+    search = SEARCHES[name]
     if name == "Leo":
-        cands = []
-        for c in configs:
+        def leo(c: dict[str, Any]) -> tuple[float, Any]:
             tree, itree = fit_leo(sf.x_tr, sf.y_tr, spec, c["depth"], seed)
-            cands.append(Candidate(c, macro_f1(sf.y_va, itree.predict(sf.x_va)), (tree, itree)))
-        best, cols = choose(cands)
+            return macro_f1(sf.y_va, itree.predict(sf.x_va)), (tree, itree)
+        best, cols = choose(tune(search, leo, st.tuning))
         tree, itree = best.result
         pred = itree.predict(sf.x_te)
         res = itree.resources()
@@ -191,7 +197,7 @@ def run_baseline(name: str, ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray,
                               {"float_tree_agreement": float(np.mean(pred == tree.predict(sf.x_te))),
                                "leaves": int(len(itree.leaf_class)), "depth": best.config["depth"], **cols})
     if name == "AutoEncoder":
-        return _autoencoder(sf, spec, attack_classes, st, configs, seed, t0)
+        return _autoencoder(sf, spec, attack_classes, st, search, seed, t0)
     if info.family == "yardstick":
         tuned = (tune_forest if name.startswith("Forest") else tune_tree)(sf.x_tr, sf.y_tr, sf.x_va, sf.y_va, seed,
                                                                           st.tuning)
@@ -206,12 +212,13 @@ def run_baseline(name: str, ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray,
     vocab = neural.PortVocab.fit(sf.x_tr, spec)
     enc = (lambda x: neural.encode(x, spec, vocab))
     x_tr, x_va, x_te = enc(sf.x_tr), enc(sf.x_va), enc(sf.x_te)
-    cands = []
-    for c in configs:
+
+    def train(c: dict[str, Any]) -> tuple[float, Any]:
         fit = neural.fit_predict(name, x_tr, sf.y_tr, x_va, sf.y_va, x_te, n_classes, seed,
                                  neural.TrainSettings(epochs=st.epochs, patience=st.patience,
                                                       ports=(vocab.ids, len(neural.port_fields(spec))), **c))
-        cands.append(Candidate(c, fit.val_f1, fit))
+        return fit.val_f1, fit
+    cands = tune(search, train, st.tuning)
     best, cols = choose(cands)
     fit = best.result
     return BaselineResult(name, fit.pred, info.where, input_bits(spec), fit.model_bits, stored_bits(spec),
@@ -222,7 +229,7 @@ def run_baseline(name: str, ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray,
 
 
 def _autoencoder(sf: SplitFeatures, spec: WindowSpec, attack_classes: list[int], st: BaselineSettings,
-                 configs: list[dict[str, Any]], seed: int, t0: float) -> BaselineResult:
+                 search: Search, seed: int, t0: float) -> BaselineResult:
     """The AutoEncoder does the anomaly task (benign vs attack): trained on benign windows only; the threshold is
     the benign validation windows' score quantile (``BaselineSettings.autoencoder_quantile``); early stopping and
     the choice of configuration on the validation split's benign-vs-attack macro-F1 (its labels say which windows
@@ -231,11 +238,12 @@ def _autoencoder(sf: SplitFeatures, spec: WindowSpec, attack_classes: list[int],
     benign = ~np.isin(sf.y_tr, attack_classes)
     attack_va = np.isin(sf.y_va, attack_classes)
     x_tr, x_va = neural.encode(sf.x_tr[benign], spec), neural.encode(sf.x_va, spec)
-    cands = []
-    for c in configs:
+
+    def train(c: dict[str, Any]) -> tuple[float, Any]:
         ae = FloatAutoEncoder.fit(x_tr, seed, epochs=st.epochs, batch=c["batch_size"], lr=c["lr"],
                                   val=(x_va, attack_va), patience=st.patience, quantile=st.autoencoder_quantile)
-        cands.append(Candidate(c, ae.val_f1, ae))
+        return ae.val_f1, ae
+    cands = tune(search, train, st.tuning)
     best, cols = choose(cands)
     ae = best.result
     thr = ae.threshold(x_va[~attack_va], st.autoencoder_quantile)

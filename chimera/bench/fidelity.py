@@ -365,7 +365,7 @@ def main(results_root: str | Path = "results", data_root: Path = Path("data"), s
     with bench_run("fidelity", {"data": {d.name: d.dataset for d in chosen}, "seeds": list(seeds),
                                 "seed_sets": {"development": list(DEV_SEEDS), "held-out": list(HELD_OUT_SEEDS)},
                                 "forest_trees": FOREST_TREES,
-                                "budget": {k: SEARCHES[k].configs() for k in ("Chimera", "Tree (yardstick)",
+                                "budget": {k: SEARCHES[k].describe() for k in ("Chimera", "Tree (yardstick)",
                                                                               "Forest (yardstick)")},
                                 "families": FAMILIES,
                                 "gap_goal": GAP_GOAL, "experiment": "quickstart (first variant)"},
@@ -395,7 +395,7 @@ def main(results_root: str | Path = "results", data_root: Path = Path("data"), s
         lines = ["# Fidelity: Chimera in-switch (integer) vs the yardsticks on the same split", "",
                  f"Chimera, the forest ({FOREST_TREES} trees) and the tree each tried the configurations of their grids "
                  "(chimera.baselines.budget: "
-                 + "; ".join(f"{k}: " + ", ".join(Search.label(c) for c in SEARCHES[k].configs())
+                 + "; ".join(f"{k}: " + SEARCHES[k].describe()
                              for k in ("Chimera", "Forest (yardstick)", "Tree (yardstick)")) +
                  "), chosen on validation, balanced class weights; the yardsticks read what Chimera reads "
                  f"(chimera.baselines.features.fair_inputs: {', '.join(TOKEN_FIELDS)} over the window; "

@@ -1021,7 +1021,7 @@ def baselines_budget(b: Book) -> str:
     what["Forest (yardstick)"] = f"random forest, {FOREST_TREES} trees"
     rows = []
     for name, s in B.SEARCHES.items():
-        grid = "; ".join(B.Search.label(c) for c in s.configs())
+        grid = s.describe()
         rows.append([name, what.get(name, name), grid, "patience" if s.trained_in_epochs else "—", s.also or "—"])
     return (f"Rendered from `chimera/baselines/budget.py` (the code trains with these definitions). Every method "
             f"tries **{B.CONFIGS} configurations**, trained on the training split, and keeps the one with the best "
@@ -1030,7 +1030,7 @@ def baselines_budget(b: Book) -> str:
             f"validation score and keep their best epoch; the cap of **{B.EPOCH_CAP}** epochs is a guard, and a "
             "run that reaches it says so (`stopped_by: cap`). Every method reads Chimera's inputs over Chimera's "
             "window (`chimera.baselines.features.fair_inputs`), Leo included.\n\n" +
-            fmt.table(["method", "model", f"grid ({B.CONFIGS} configurations)", "early stopping",
+            fmt.table(["method", "model", f"search ({B.CONFIGS} configurations)", "early stopping",
                        "chosen without retraining"], rows))
 
 

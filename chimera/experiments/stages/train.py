@@ -163,11 +163,12 @@ def tune_variant(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, se
     the fusion's configured β and window (choosing either on validation, or falling back to neural-only, would be
     validation scorings outside the budget); the best validation macro-F1 kept, ties to the first."""
     fixed = v.model_copy(update={"fusion": v.fusion.model_copy(update={"tune_beta": False})})
-    tried: list[tuple[str, TrainedVariant]] = []
-    for config in SEARCHES["Chimera"].configs(tuning):
+
+    def one(config: dict[str, Any]) -> TrainedVariant:
         model = budget_model(v.model, config).model_copy(update={"window_choices": ()})
-        tried.append((Search.label(config), _train_fused(
-            data, rules, fixed.model_copy(update={"model": model}), model, seed, cache, fallback=False)))
+        return _train_fused(data, rules, fixed.model_copy(update={"model": model}), model, seed, cache,
+                            fallback=False)
+    tried = [(Search.label(c), t) for c, t in SEARCHES["Chimera"].run(one, lambda t: t.val_f1, tuning)]
     label, best = max(tried, key=lambda t: t[1].val_f1)  # max keeps the first of equals
     log.info("%s: %s chosen on validation (macro-F1 %s)", v.name, label,
              "; ".join(f"{k}: {t.val_f1:.4f}" for k, t in tried))
