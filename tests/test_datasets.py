@@ -11,7 +11,7 @@ import pytest
 
 from chimera.data.adapters import iscx_label, normalize
 from chimera.data.dataset import load_dataset
-from chimera.data.synthetic import SyntheticSpec, generate, profile_classes
+from chimera.data.synthetic import SyntheticSpec, generate, keep_probability, profile_classes
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
@@ -82,11 +82,48 @@ def test_drift_grows_sizes_and_gaps_over_the_capture(tmp_path: Path) -> None:
     assert np.median(dur_ratio[early]) < 1.2 and np.median(dur_ratio[late]) > 1.5
 
 
+def test_a_day_without_the_covariate_tilt_is_the_day_it_was(tmp_path: Path) -> None:
+    """The covariate knob draws nothing where it is off: a drifting day with a class-mix schedule is byte for byte
+    the one the generator made before the knob existed (sha256 prefixes taken from its commit, 45f84f4)."""
+    import hashlib
+    out = generate(SyntheticSpec(profile="ciciot", flows=300, seed=3, attacks=("SCAN",), drift=1.0, diurnal=0.5,
+                                 class_weights_end={"IDLE": 5.0}), tmp_path / "d")
+    assert hashlib.sha256((out / "packets.pcap").read_bytes()).hexdigest()[:16] == "21f1949a265b184c"
+    assert hashlib.sha256((out / "labels.npy").read_bytes()).hexdigest()[:16] == "831dae43cb3f4e72"
+
+
+def test_keep_probability_reads_lengths_and_is_a_probability() -> None:
+    small, mid, large = np.full(20, 20), np.full(20, 260), np.full(20, 1300)
+    for tilt in (-2.0, -0.5, 0.5, 2.0):
+        p = [keep_probability(x, tilt, 1.0) for x in (small, mid, large)]
+        assert all(0 < q <= 1 for q in p)
+        assert p == sorted(p) if tilt > 0 else p == sorted(p, reverse=True)
+        assert all(keep_probability(x, tilt, 0.0) == 1.0 for x in (small, mid, large))  # the start is untilted
+    assert keep_probability(large, 2.0, 1.0) == 1.0 and keep_probability(small, -2.0, 1.0) == 1.0
+
+
+def test_the_covariate_tilt_moves_lengths_late_in_the_day(tmp_path: Path) -> None:
+    """Selection on lengths: a positive tilt keeps longer flows late in the day, a negative one shorter ones; the
+    early flows look as on the untilted day. The manifest records the tilt and how many flows were redrawn."""
+    spec = dict(profile="ciciot", flows=600, duration_s=60, max_packets_per_flow=40)
+    late_mean = {}
+    for tilt in (-1.5, 0.0, 1.5):
+        d = load_dataset(generate(_spec(**spec, covariate_tilt=tilt), tmp_path / f"t{tilt}"))
+        start, mean_len, _ = _per_flow(d)
+        pos = (start - start.min()) / (start.max() - start.min())
+        late_mean[tilt] = float(np.mean(mean_len[pos > 0.75]))
+        g = json.loads((tmp_path / f"t{tilt}" / "manifest.json").read_text())["generator"]
+        assert g["covariate_tilt"] == tilt and (g["covariate_redrawn"] > 0) == (tilt != 0)
+    assert late_mean[-1.5] < 0.8 * late_mean[0.0] and late_mean[1.5] > 1.2 * late_mean[0.0]
+
+
 def test_generator_bad_config(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="unknown synthetic profile"):
         generate(_spec(profile="nope"), tmp_path / "x")
     with pytest.raises(ConfigError, match="unknown attack"):
         generate(_spec(attacks=("NUKE",)), tmp_path / "x")
+    with pytest.raises(ConfigError, match=r"covariate_tilt=5.0 is outside \[-4, 4\]"):
+        generate(_spec(covariate_tilt=5.0), tmp_path / "x")
 
 
 def test_ciciot_adapter_on_real_sample(cic_sample: Path) -> None:

@@ -128,6 +128,13 @@ class SyntheticSpec:
     ``attack_at_s``: attacks come as one burst starting at this time (the default, None,
     starts each attack at a random time). ``drift_step_at_s``: the drift comes as one step at
     this time (flows starting later get the full 1 + drift) instead of growing linearly.
+
+    ``covariate_tilt``: a pure covariate shift (p(y | x) fixed, p(x) moved), by selection on x alone (Shimodaira,
+    J. Stat. Plan. Inference 90(2), 2000): a normal flow starting at fraction r of the capture is kept with
+    probability ``keep_probability`` (it reads the flow's packet lengths, never its class; a rejected flow is
+    redrawn whole, class included, at the same start time). So p(y | x) is the untilted day's while p(x)
+    tilts toward large packets (tilt > 0) or small ones (< 0) as the day goes; p(y) moves too, as a consequence
+    of p(x): covariate shift is derived from the selection, not a third knob on the classes.
     """
 
     profile: str = "ciciot"
@@ -143,6 +150,7 @@ class SyntheticSpec:
     class_weights_end: dict[str, float] = field(default_factory=dict)
     attack_at_s: float | None = None
     drift_step_at_s: float | None = None
+    covariate_tilt: float = 0.0
     snaplen: int = 0  # 0 = whole frames; else capture at most this many bytes per frame (headers-only traces)
 
 
@@ -161,6 +169,19 @@ def _mixture(rng: np.random.Generator, mix: tuple[tuple[float, float, float], ..
     mean = np.array([m[1] for m in mix])[comp] * scale
     std = np.array([m[2] for m in mix])[comp] * scale
     return np.clip(np.rint(rng.normal(mean, std)), 0, 1400).astype(np.int64)
+
+
+#: ``keep_probability``'s reference mean IP length (bytes) and the clip of its log2 ratio
+COVARIATE_REF_BYTES, COVARIATE_CLIP = 300.0, 2.0
+
+
+def keep_probability(size: np.ndarray, tilt: float, r: float) -> float:
+    """The chance a flow with payload sizes ``size`` (-1: a SYN's option bytes) is kept at fraction ``r`` of the
+    capture: exp(tilt * r * (z - 2 sign(tilt))), z = log2(mean IP length / 300) clipped to [-2, 2]; 1 at r = 0,
+    and at most 1 for any flow. It reads x only (the lengths), so selection keeps p(y | x)."""
+    m = float(np.mean(np.maximum(size, 0))) + 40.0   # IPv4 + TCP headers: a flow's mean IP length, roughly
+    z = float(np.clip(np.log2(m / COVARIATE_REF_BYTES), -COVARIATE_CLIP, COVARIATE_CLIP))
+    return float(np.exp(tilt * r * (z - COVARIATE_CLIP * np.sign(tilt))))
 
 
 class _Builder:
@@ -194,8 +215,12 @@ class _Builder:
         self.p.flow.append(np.full(t.shape[0], fid, np.int64))
 
     def normal_flow(self, label: int, c: ClassShape, vpn: bool, t0: float | None = None) -> None:
+        self._add(label, *self.make_normal(c, vpn, self._start_time() if t0 is None else t0))
+
+    def make_normal(self, c: ClassShape, vpn: bool, t0: float
+                    ) -> tuple[tuple[int, int, int, int, int], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """One flow of class shape ``c`` starting at ``t0``: (endpoints, times, client->server, sizes, flags)."""
         s, rng = self.spec, self.rng
-        t0 = self._start_time() if t0 is None else t0
         ramp = t0 / s.duration_s if s.drift_step_at_s is None else float(t0 >= s.drift_step_at_s)
         drift = 1.0 + s.drift * ramp
         tcp = rng.uniform() < c.tcp
@@ -227,7 +252,7 @@ class _Builder:
             proto, dport, flags = UDP, VPN_PORT, np.zeros_like(flags)
             size = np.maximum(size, 0) + VPN_OVERHEAD + (rng.integers(0, 16, size=size.shape) if c.tcp else 0)
         ep = (self._client(), int(rng.integers(32768, 61000)), int(rng.choice(self.servers)), dport, proto)
-        self._add(label, ep, t, fwd, size, flags)
+        return ep, t, fwd, size, flags
 
     def _attack_start(self) -> float:
         at = self.spec.attack_at_s
@@ -369,6 +394,10 @@ def generate(spec: SyntheticSpec, out_dir: str | os.PathLike[str], *, overwrite:
         if at is not None and not 0 <= at < spec.duration_s:
             raise ConfigError(f"{what}={at} is outside the capture (0..{spec.duration_s} s)",
                               "give a time inside the capture")
+    if abs(spec.covariate_tilt) > 4:
+        raise ConfigError(f"covariate_tilt={spec.covariate_tilt} is outside [-4, 4]",
+                          "at |tilt| 4 a flow far from the tilted-to lengths is kept once in 10^7 draws by midnight: "
+                          "give a smaller tilt")
     if spec.drift < 0:
         raise ConfigError(f"drift={spec.drift} is negative", "give drift >= 0 (the growth of sizes and timings)")
     out = Path(out_dir)
@@ -382,18 +411,39 @@ def generate(spec: SyntheticSpec, out_dir: str | os.PathLike[str], *, overwrite:
     n_normal = spec.flows - n_attack_total
     normal_names = classes[: len(classes) - len(spec.attacks)]
     w = np.array([spec.class_weights.get(n, 1.0) for n in normal_names], float)
-    if spec.class_weights_end:  # a drifting mix: start times first, then each flow's class at its time
-        w_end = np.array([spec.class_weights_end.get(n, 1.0) for n in normal_names], float)
-        starts = np.array([b._start_time() for _ in range(n_normal)])
-        frac = (starts / spec.duration_s)[:, None]
-        wt = (1 - frac) * w / w.sum() + frac * w_end / w_end.sum()
+    w_end = np.array([spec.class_weights_end.get(n, 1.0) for n in normal_names], float)
+
+    def weights_at(t: np.ndarray) -> np.ndarray:
+        """The class weights at start times ``t`` (rows): the mix drifts linearly where class_weights_end is set."""
+        frac = (t / spec.duration_s)[:, None]
+        return (1 - frac) * w / w.sum() + frac * w_end / w_end.sum()
+
+    def draw(wt: np.ndarray) -> np.ndarray:
         cum = np.cumsum(wt, axis=1)
-        picks = np.minimum((b.rng.uniform(size=(n_normal, 1)) * cum[:, -1:] > cum).sum(1), len(normal_names) - 1)
+        return np.minimum((b.rng.uniform(size=(len(wt), 1)) * cum[:, -1:] > cum).sum(1), len(normal_names) - 1)
+
+    if spec.class_weights_end or spec.covariate_tilt:  # start times first, then each flow's class at its time
+        starts = np.array([b._start_time() for _ in range(n_normal)])
+        picks = draw(weights_at(starts))
     else:
         starts, picks = None, b.rng.choice(len(normal_names), size=n_normal, p=w / w.sum())
+    redrawn = 0
     for i, label in enumerate(tqdm(picks, desc=f"synthetic {spec.profile}", unit="flow", leave=False)):
-        vpn = spec.profile == "iscxvpn" and label >= len(shapes)
-        b.normal_flow(int(label), shapes[int(label) % len(shapes)], vpn, None if starts is None else float(starts[i]))
+        if not spec.covariate_tilt:
+            vpn = spec.profile == "iscxvpn" and label >= len(shapes)
+            b.normal_flow(int(label), shapes[int(label) % len(shapes)], vpn,
+                          None if starts is None else float(starts[i]))
+            continue
+        assert starts is not None
+        t0 = float(starts[i])
+        while True:  # selection on x: a rejected flow is redrawn whole, class included, at the same time
+            made = b.make_normal(shapes[int(label) % len(shapes)], spec.profile == "iscxvpn" and label >= len(shapes),
+                                 t0)
+            if b.rng.uniform() < keep_probability(made[3], spec.covariate_tilt, t0 / spec.duration_s):
+                break
+            redrawn += 1
+            label = int(draw(weights_at(np.array([t0])))[0])
+        b._add(int(label), *made)
     for k, kind in enumerate(spec.attacks):
         budget = n_attack_total // len(spec.attacks)
         b.attack_flows(len(normal_names) + k, kind, budget if kind != "UDP_DOS" else max(3, budget // 20))  # >= 3 flows: one per split
@@ -412,7 +462,8 @@ def generate(spec: SyntheticSpec, out_dir: str | os.PathLike[str], *, overwrite:
                               "attack_share": spec.attack_share, "drift": spec.drift, "diurnal": spec.diurnal,
                               "snaplen": spec.snaplen, "class_weights": spec.class_weights,
                               "class_weights_end": spec.class_weights_end, "attack_at_s": spec.attack_at_s,
-                              "drift_step_at_s": spec.drift_step_at_s}}
+                              "drift_step_at_s": spec.drift_step_at_s, "covariate_tilt": spec.covariate_tilt,
+                              "covariate_redrawn": redrawn}}
     return finish_dataset(out, manifest, lambda p: _write_packets(p, b, order, flow, fwd, size, flags, ts_ns), labels)
 
 

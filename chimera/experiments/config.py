@@ -48,6 +48,9 @@ class SyntheticDataset(BaseModel):
                                                 "capture: the mix drifts linearly from class_weights to these")
     attack_at_s: float | None = Field(None, ge=0, description="attacks as one burst starting here (default: random)")
     drift_step_at_s: float | None = Field(None, ge=0, description="the drift as one step here (default: linear)")
+    covariate_tilt: float = Field(0.0, ge=-4, le=4, description="a pure covariate shift: flows are kept by their "
+                                  "lengths alone, tilting p(x) toward large (> 0) or small packets as the day goes, "
+                                  "p(y | x) fixed (chimera.data.synthetic.keep_probability)")
 
     @field_validator("attacks")
     @classmethod

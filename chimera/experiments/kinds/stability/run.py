@@ -351,13 +351,15 @@ def knob_table(ctx: RunContext[StabilityExperiment], art: Artifact) -> pd.DataFr
     cfg, st = ctx.cfg, ctx.cfg.stability
     syn = cfg.the_dataset().synthetic
     assert syn is not None
-    off = {"drift": 0.0, "diurnal": 0.0, "class_weights_end": {}}
+    off = {"drift": 0.0, "diurnal": 0.0, "class_weights_end": {}, "covariate_tilt": 0.0}
     knobs: dict[str, tuple[str, dict[str, Any]]] = {
         "none": ("drift 0, diurnal 0, no class-mix schedule", off),
         "drift (sizes, timings)": (f"drift {syn.drift:g}", {**off, "drift": syn.drift}),
         "diurnal (load)": (f"diurnal {syn.diurnal:g}", {**off, "diurnal": syn.diurnal}),
         "class_weights_end (class mix)": (", ".join(f"{k} x{v:g}" for k, v in syn.class_weights_end.items()) or "none",
                                           {**off, "class_weights_end": syn.class_weights_end}),
+        "covariate_tilt (selection on lengths)": (f"tilt {syn.covariate_tilt:g}",
+                                                  {**off, "covariate_tilt": syn.covariate_tilt}),
         "as configured": ("every knob as the experiment sets it", {})}
     out = []
     for name, (setting, over) in knobs.items():
