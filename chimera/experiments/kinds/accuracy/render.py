@@ -75,18 +75,19 @@ def tuning_lines(df: pd.DataFrame) -> list[str]:
     cols = [c for c in TUNING_COLUMNS if c in t]
     tried = sorted({int(x) for x in t["configs_tried"]})
     capped = t[t["stopped_by"] == "cap"] if "stopped_by" in t else t.iloc[:0]
-    lines = ["## Tuning", "", f"Every method below tried {' or '.join(map(str, tried))} configuration(s) of its grid "
-             "(chimera.baselines.budget), trained on the training split, and kept the one with the best validation "
+    lines = ["## Tuning", "", f"Every method below tried {' or '.join(map(str, tried))} configuration(s) of its search "
+             "(chimera.baselines.budget: a grid, or for the gradient-trained methods a walk on the learning rate "
+             "placed by the validation scores before each step), trained on the training split, and kept the one with the best validation "
              "macro-F1; the test split was read once, by the kept model. Class weights: balanced for every method.",
              "", table(t[cols], ("configs_tried", "scorings", "epochs_run", "cap_reached_in")), ""]
     if "at_edge" in t:
         edge = t[t["at_edge"].astype(str).str.len() > 1]
         binds = t[t["edge_binds"].astype(str) == "True"] if "edge_binds" in t else edge
-        lines += [(f"**{len(edge)} of {len(t)} kept configurations sit at an edge of their grid** (`at_edge`); "
-                   f"validation still rises toward the edge for {len(binds)} of them (`edge_binds`), where the grid "
-                   "may not have reached the method's best" + (": " + ", ".join(
+        lines += [(f"**{len(edge)} of {len(t)} kept configurations sit at an edge of what their search tried** "
+                   f"(`at_edge`); validation still rises toward the edge for {len(binds)} of them (`edge_binds`), "
+                   "where the search may not have reached the method's best" + (": " + ", ".join(
                        f"{r.method} on {r.dataset}" for r in binds.itertuples()) if len(binds) else "") + "."
-                   if len(edge) else "Every kept configuration is interior to its grid."), ""]
+                   if len(edge) else "Every kept configuration is interior to what its search tried."), ""]
     if "stopped_by" in t and t["stopped_by"].notna().any():
         lines += [("**The epoch cap bound** for " + ", ".join(f"{r.method} on {r.dataset}" for r in capped.itertuples())
                    + ": their kept model stopped at the cap, not by patience.") if len(capped) else
