@@ -294,6 +294,55 @@ def test_the_stability_kind_runs_every_configuration_with_seeds(tmp_path: Path) 
         assert text in report, text
 
 
+def test_several_days_make_the_day_the_unit_of_the_interval() -> None:
+    """With two or more day realizations the interval is the t-interval over the days' means, whatever the seeds
+    and blocks inside a day say (seen failing with the seed-and-block interval kept: three days that disagree got
+    an interval as narrow as one day's); with one day it is the seed-and-block interval, unchanged."""
+    from chimera.metrics.days import day_seed_block_mean, f1_by_unit
+    from chimera.metrics.intervals import t_half_width
+    rng = np.random.default_rng(0)
+    d = np.vstack([rng.normal(mu, 0.001, (4, 18)) for mu in (0.00, 0.02, 0.04)])   # 3 days x 4 seeds
+    days = [1] * 4 + [2] * 4 + [3] * 4
+    m, lo, hi, _ = day_seed_block_mean(d, days, None, seed=0)
+    means = np.array([d[:4].mean(), d[4:8].mean(), d[8:].mean()])
+    assert m == pytest.approx(means.mean()) and hi - m == pytest.approx(t_half_width(means, 0.95))
+    assert lo < 0.0 < hi   # three days that disagree: no difference shown, however tight each day is
+    one_day = day_seed_block_mean(d[:4], [1] * 4, 3, seed=0)
+    assert one_day == seed_block_mean(d[:4], 3, seed=0)
+    bins = {(1, sd): pd.DataFrame({"bin": range(4), "t_mid_h": [1, 7, 13, 19], "f1": [0.9, 0.8, 0.7, 0.6]})
+            for sd in (11, 12)}
+    assert f1_by_unit(bins, 6.0, 1, seed=0)[0] == pytest.approx(0.7)
+
+
+def test_day_realizations_list_the_dataset_day_first() -> None:
+    from chimera.experiments.load import load_experiment
+    cfg = load_experiment("adaptations", {"stability": {"days": [1, 2, 3]}, "dataset": {"synthetic": {"seed": 1}}})
+    assert cfg.day_seeds == [1, 2, 3]   # type: ignore[attr-defined]
+    assert load_experiment("adaptations").day_seeds == [load_experiment("adaptations").the_dataset().synthetic.seed]  # type: ignore[attr-defined,union-attr]
+    with pytest.raises(Exception, match=r"the dataset's own \(1\) first"):
+        load_experiment("adaptations", {"stability": {"days": [2, 1]}, "dataset": {"synthetic": {"seed": 1}}})
+
+
+def test_the_stability_kind_runs_day_realizations(tmp_path: Path) -> None:
+    """Two generated days, two training seeds: every table says which day a row is from, the pooled rows count
+    both, and the differences are intervals over the days."""
+    from chimera.experiments.load import load_experiment
+    from chimera.experiments.runner import run_experiment
+    over = {"dataset": {"synthetic": {"flows": 600, "max_packets_per_flow": 30, "seed": 1}},
+            "stability": {"seeds": [1, 2], "days": [1, 2], "bin_minutes": 180, "bootstrap": 0,
+                          "configurations": ["Static-Map", "Chimera"], "diagnose": False, "drift_knobs": False}}
+    out = run_experiment(load_experiment("adaptations", over), target="reference", results_root=tmp_path,
+                         data_root=ROOT / "data")
+    seeds = pd.read_csv(out / "stability_seeds.csv")
+    assert sorted(set(zip(seeds["day"], seeds["seed"]))) == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    assert set(pd.read_csv(out / "stability_bins.csv")["day"]) == {1, 2}
+    s = pd.read_csv(out / "stability.csv")
+    assert (s["seeds"] == 4).all() and (s["days"] == 2).all()
+    diffs = pd.read_csv(out / "differences.csv")
+    assert (diffs["days"] == 2).all() and (diffs["interval_over"] == "days").all()
+    assert "Day realizations (generator seeds) 1, 2" in (out / "report.md").read_text()
+
+
 def test_bins_of_several_seeds_are_averaged_never_run_together() -> None:
     """A cell's F1 trace over seeds is the per-bin mean; bins of several runs without their seed would be read as
     one long trace (every seed's day after the other: spurious oscillations), so that is refused."""

@@ -43,6 +43,7 @@ from chimera.book.rules import (ADDED_US, BASIN, CONTRADICTED, FACTOR, FAMILY_CO
 from chimera.book.runs import Run, on_testbed
 from chimera.errors import ResultsError
 from chimera.metrics.intervals import bootstrap_mean
+from chimera.metrics.days import day_seed_block_mean
 from chimera.metrics.timeseries import seed_block_mean
 from chimera.experiments.kinds.accuracy.tables import ACCURACY
 from chimera.experiments.kinds.cadence.tables import CADENCE
@@ -474,16 +475,20 @@ def stability_intervals(r: Run) -> dict[str, tuple[float, float, float, int]]:
     hours, the seed t-term and the day's block bootstrap in quadrature (chimera.metrics.timeseries). Recomputed
     here, not read from the run's 95% columns, so that the three hold together. (mean, lo, hi, seeds) each."""
     seeds = r.csv("stability_seeds.csv")
-    drops = seeds[seeds["configuration"] == "Chimera"].sort_values("seed")
-    d = list(drops["f1_first"] - drops["f1_last"])
-    out = {"drop": (*paired_interval(d, STABILITY_FAMILY), len(d))}
+    drops = seeds[seeds["configuration"] == "Chimera"].sort_values([c for c in ("day", "seed") if c in seeds])
+    drop = drops["f1_first"] - drops["f1_last"]
+    many = "day" in drops and drops["day"].nunique() > 1   # several day realizations: the day is the unit
+    d = list(drop.groupby(drops["day"]).mean()) if many else list(drop)
+    out = {"drop": (*paired_interval(d, STABILITY_FAMILY)[:3], len(drop))}
     bins = r.csv("stability_bins.csv")
     after = float(r.manifest.config["stability"]["train_hours"])
     bins = bins[bins["t_mid_h"] >= after]
-    wide = bins.pivot_table(index=["seed", "bin"], columns="configuration", values="f1")
+    units = ["day", "seed"] if "day" in bins else ["seed"]
+    wide = bins.pivot_table(index=[*units, "bin"], columns="configuration", values="f1")
     for other in ("Static-Map", "Fast-Only"):
-        diff = (wide["Chimera"] - wide[other]).unstack("bin")   # [seeds, bins]
-        m, lo, hi, _ = seed_block_mean(diff.to_numpy(float), None, level=family_level(STABILITY_FAMILY))
+        diff = (wide["Chimera"] - wide[other]).unstack("bin")   # [units, bins]
+        days = list(diff.index.get_level_values("day")) if "day" in units else [0] * len(diff)
+        m, lo, hi, _ = day_seed_block_mean(diff.to_numpy(float), days, None, level=family_level(STABILITY_FAMILY))
         out[other] = (m, lo, hi, int(diff.shape[0]))
     return out
 

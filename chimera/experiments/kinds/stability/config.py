@@ -76,6 +76,10 @@ class StabilitySpec(BaseModel):
                                       description="what runs the day: names of ADAPTATIONS")
     seeds: list[int] = Field([], description="training seeds (the model is trained once per seed on the same "
                              "split); empty: the experiment's seed alone")
+    days: list[int] = Field([], description="day realizations: the synthetic day's generator seeds, the dataset's "
+                            "own first; each day is generated, trained on and run with every training seed, and "
+                            "an interval is then over the days' means (chimera.metrics.days). Empty: the "
+                            "dataset's day alone")
     block_hours: float | None = Field(None, gt=0, description="block length of the bootstrap over time bins (bins "
                                       "of a day are autocorrelated: neighbours are resampled together); unset: "
                                       "chosen from each series by Politis and White's rule, with a sensitivity table")
@@ -144,6 +148,21 @@ class StabilityExperiment(ExperimentConfig):
                              "(a real capture has no compressible day)")
         return self
 
+    @model_validator(mode="after")
+    def _own_day_first(self) -> "StabilityExperiment":
+        days = self.stability.days
+        syn = self.the_dataset().synthetic
+        if days and syn is not None and (days[0] != syn.seed or len(set(days)) != len(days)):
+            raise ValueError(f"stability.days {days}: list distinct generator seeds, the dataset's own "
+                             f"({syn.seed}) first (the drift and knob tables are measured on it)")
+        return self
+
+    @property
+    def day_seeds(self) -> list[int]:
+        """The day realizations run (``stability.days``, else the dataset's own day)."""
+        syn = self.the_dataset().synthetic
+        return list(self.stability.days) or [syn.seed if syn is not None else 0]
+
     @property
     def training_seeds(self) -> list[int]:
         """The seeds the day's model is trained with (``stability.seeds``, else the experiment's seed)."""
@@ -169,3 +188,4 @@ class StabilitySection(BaseModel):
     clock: str = "trace"
     install_ms_simulated: float | None = None
     seeds: list[int] = []
+    days: list[int] = []

@@ -87,6 +87,11 @@ def _differences(s: pd.DataFrame, d: pd.DataFrame | None = None) -> list[str]:
                "series by Politis and White's rule (block_sensitivity.csv: the same at other lengths)"
                if chosen else f"the seeds and, within the day, circular blocks of "
                f"{'/'.join(f'{x:g}' for x in sorted(set(d['block_hours'])))} h of bins")
+        days = int(d["days"].max()) if "days" in d and d["days"].notna().any() else 1
+        if days > 1:
+            how = (f"the spread between the {days} day realizations: a t-interval over the days' means (each day's "
+                   "seeds share its traffic and its bins' ups and downs, so the day is the independent unit; "
+                   "chimera.metrics.days). The block length is reported, not used")
         return out + ["", "Each difference is the mean over training seeds and time bins after the training hours "
                       "of the two configurations' F1 in the same bin with the same model. Its interval holds "
                       f"{how}. Neighbouring bins are correlated, so resampling single bins would understate the "
@@ -258,6 +263,11 @@ def render(run: RunView) -> list[str]:
         lines += [f"Training seeds {', '.join(str(x) for x in sm.seeds)}: the model is trained once per seed on the "
                   "same split and every configuration runs each; the rows above average the seeds (stability_seeds.csv "
                   "has each), counters are summed.", ""]
+    days = getattr(sm, "days", None) or []
+    if len(days) > 1:
+        lines += [f"Day realizations (generator seeds) {', '.join(str(x) for x in days)}: each day is generated, "
+                  "trained on and run with every training seed; the rows above average them, and an interval is "
+                  "over the days' means. The drift and knob tables are the first day's.", ""]
     lines += _recovery(s) + [""]
     lines += _oracle(run)
     lines += _differences(s, run.table(T.DIFFERENCES) if run.has(T.DIFFERENCES) else None)

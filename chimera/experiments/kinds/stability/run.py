@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
@@ -29,7 +29,8 @@ from chimera.formats.artifact import Artifact
 from chimera.data.pcap import PacketTable
 from chimera.data.tokens import Tokens, dataplane_eligible, tokenize
 from chimera.metrics.drift import drift_bins
-from chimera.metrics.timeseries import binned_f1, f1_by_seed, paired_by_seed, window_mean
+from chimera.metrics.days import K, f1_by_unit, paired_by_unit
+from chimera.metrics.timeseries import binned_f1, window_mean
 from chimera.model.tokenizer import MAP_KEYS
 from chimera.testbed.replay import Clock
 from chimera.targets.registry import TRUTH
@@ -66,14 +67,18 @@ def day_dataset(cfg: StabilityExperiment) -> DatasetSpec:
 SE = TypeVar("SE", bound=StabilityExperiment)
 
 
-def prepare_day(ctx: RunContext[SE]) -> PreparedData:
-    """The day's data: the time split, and every packet replayed."""
-    cfg = ctx.cfg
+def prepare_day(ctx: RunContext[SE], cfg: SE | None = None) -> PreparedData:
+    """The day's data: the time split, and every packet replayed; ``cfg``: another realization of the day (its
+    generator seed), recorded in the manifest's dataset only where it is the experiment's own."""
+    own = cfg is None
+    cfg = ctx.cfg if cfg is None else cfg
     st = cfg.stability
     ds = resolve_dataset(day_dataset(cfg), ctx.data_root)
     train_until = TIME_BASE_NS + int(st.train_hours * 3600 / st.factor * 1e9)
     data = prepare(ds, cfg.seed, train_until_ns=train_until)
     data = dataclasses.replace(data, replay_rows=np.arange(len(ds.table)))
+    if not own:
+        return data
     record_dataset(ctx.run.manifest, data, f"by time: flows starting in the first {st.train_hours:g} simulated hours "
                    f"split 75/10/15 (seed {cfg.seed}), every later flow is test; the whole day is replayed")
     return data
@@ -102,11 +107,13 @@ class DayModels:
         return self.fast if ADAPTATIONS[configuration].fast_prior else self.static
 
 
-def build_models(ctx: RunContext[SE], data: PreparedData, rules: LearnedRules, seed: int | None = None) -> DayModels:
-    """Train (with ``seed``, default the experiment's; a cache of its own per seed) and compile the day's model."""
+def build_models(ctx: RunContext[SE], data: PreparedData, rules: LearnedRules, seed: int | None = None,
+                 day: str = "") -> DayModels:
+    """Train (with ``seed``, default the experiment's; a cache of its own per seed and day realization) and compile
+    the day's model; ``day``: the realization's tag in the artifacts' names ("" for the experiment's own day)."""
     v = ctx.variants[0]
     seed = ctx.cfg.seed if seed is None else seed
-    cache = ctx.cache if seed == ctx.cfg.seed else ModelCache()
+    cache = ctx.cache if seed == ctx.cfg.seed and not day else ModelCache()
     with ctx.timed("train"):
         trained = train_variant(data, rules, v, seed, cache)
     with ctx.timed("compile"):
@@ -118,7 +125,7 @@ def build_models(ctx: RunContext[SE], data: PreparedData, rules: LearnedRules, s
                                provenance={**prov, "configuration": "without the fast-path prior"})
     if fast.c("GAMMA") == 0:
         log.warning("fusion.gamma is 0: the fast-path configurations run without the fast-path prior")
-    tag = "" if seed == ctx.cfg.seed else f"-seed{seed}"
+    tag = day + ("" if seed == ctx.cfg.seed else f"-seed{seed}")
     save_artifact(fast, ctx.run.path / "artifacts", f"day-fast-path{tag}")
     save_artifact(static, ctx.run.path / "artifacts", f"day-static{tag}")
     return DayModels(seed, trained, fast, static)
@@ -222,9 +229,11 @@ SUMMED = ("replayed", "verdicts", "not_sent", "dropped_by_capture", "lost", "ref
           "register_mismatches", "evictions", "installs", "failed_installs", "churn_total", "prior_held_ticks")
 
 
-def pooled(rows: list[dict[str, Any]], bins: dict[int, pd.DataFrame], st: StabilitySpec, seed: int) -> dict[str, Any]:
-    """One configuration's row over its training seeds: F1s averaged (with the seed-and-block interval of the
-    mean F1), counters summed, the rest of the first seed's row."""
+def pooled(rows: list[dict[str, Any]], bins: Mapping[K, pd.DataFrame], st: StabilitySpec,
+           seed: int) -> dict[str, Any]:
+    """One configuration's row over its training seeds (and day realizations): F1s averaged (with the interval of
+    the mean F1: seed-and-block on one day, over the days' means on several), counters summed, the rest of the
+    first seed's row."""
     df = pd.DataFrame(rows)
     out = dict(rows[0])
     for c in df.columns:
@@ -233,8 +242,11 @@ def pooled(rows: list[dict[str, Any]], bins: dict[int, pd.DataFrame], st: Stabil
         elif c.startswith(("f1_", "prior_error_")) and pd.api.types.is_numeric_dtype(df[c]):
             out[c] = float(df[c].mean())
     out.pop("seed", None)
+    out.pop("day", None)
     out["seeds"] = len(rows)
-    out["f1_mean"], out["f1_mean_lo"], out["f1_mean_hi"] = f1_by_seed(bins, st.train_hours, block_bins(st), seed=seed)
+    if "day" in df:
+        out["days"] = int(df["day"].nunique())
+    out["f1_mean"], out["f1_mean_lo"], out["f1_mean_hi"] = f1_by_unit(bins, st.train_hours, block_bins(st), seed=seed)
     return out
 
 
@@ -243,20 +255,22 @@ def block_bins(st: StabilitySpec) -> int | None:
     return None if st.block_hours is None else max(1, int(round(st.block_hours * 60 / st.bin_minutes)))
 
 
-def differences(bins: dict[str, dict[int, pd.DataFrame]], st: StabilitySpec, seed: int) -> pd.DataFrame:
+def differences(bins: Mapping[str, Mapping[tuple[int, int], pd.DataFrame]], st: StabilitySpec, seed: int) -> pd.DataFrame:
     """``COMPARISONS`` that both ran: the mean F1 difference after the training hours, paired per training seed
-    and time bin, with a 95% interval resampling seeds and blocks of bins."""
+    (and day realization) and time bin, with a 95% interval: over seeds and blocks of bins on one day, over the
+    days' means on several (chimera.metrics.days)."""
     rows = []
     for a, b, what in COMPARISONS:
         if a in bins and b in bins:
-            m, lo, hi, n, blk = paired_by_seed(bins[a], bins[b], st.train_hours, block_bins(st), seed=seed)
-            rows.append({"a": a, "b": b, "measures": what, "diff": m, "lo": lo, "hi": hi, "seeds": n,
+            m, lo, hi, n, days, blk = paired_by_unit(bins[a], bins[b], st.train_hours, block_bins(st), seed=seed)
+            rows.append({"a": a, "b": b, "measures": what, "diff": m, "lo": lo, "hi": hi, "seeds": n, "days": days,
+                         "interval_over": "days" if days > 1 else "seeds and blocks",
                          "block_hours": blk * st.bin_minutes / 60, "block_chosen": st.block_hours is None,
                          "verdict": "a > b" if lo > 0 else "a < b" if hi < 0 else "no difference shown"})
     return pd.DataFrame(rows)
 
 
-def block_sensitivity(bins: dict[str, dict[int, pd.DataFrame]], st: StabilitySpec, diffs: pd.DataFrame,
+def block_sensitivity(bins: Mapping[str, Mapping[tuple[int, int], pd.DataFrame]], st: StabilitySpec, diffs: pd.DataFrame,
                       seed: int) -> pd.DataFrame:
     """Each difference's interval at other block lengths: one bin (no autocorrelation kept), half, the one used,
     and twice it, so a reader sees how much the verdict leans on the block length."""
@@ -264,7 +278,7 @@ def block_sensitivity(bins: dict[str, dict[int, pd.DataFrame]], st: StabilitySpe
     for d in diffs.itertuples():
         used = max(1, int(round(float(d.block_hours) * 60 / st.bin_minutes)))
         for blk in sorted({1, max(1, used // 2), used, 2 * used}):
-            m, lo, hi, n, _ = paired_by_seed(bins[str(d.a)], bins[str(d.b)], st.train_hours, blk, seed=seed)
+            m, lo, hi, n, _, _ = paired_by_unit(bins[str(d.a)], bins[str(d.b)], st.train_hours, blk, seed=seed)
             rows.append({"a": d.a, "b": d.b, "block_bins": blk, "block_hours": blk * st.bin_minutes / 60,
                          "used": blk == used, "diff": m, "lo": lo, "hi": hi,
                          "verdict": "a > b" if lo > 0 else "a < b" if hi < 0 else "no difference shown"})
@@ -375,71 +389,98 @@ def knob_table(ctx: RunContext[StabilityExperiment], art: Artifact) -> pd.DataFr
     return pd.DataFrame(out)
 
 
+def day_realization(cfg: StabilityExperiment, day: int) -> StabilityExperiment:
+    """The experiment on another realization of its day: the generator's seed ``day``, every other knob as is."""
+    ds = cfg.the_dataset()
+    assert ds.synthetic is not None
+    return cfg.model_copy(update={"dataset": ds.model_copy(update={"synthetic": ds.synthetic.model_copy(
+        update={"seed": day})})})
+
+
 def run(ctx: RunContext[StabilityExperiment]) -> None:
     cfg = ctx.cfg
     st = cfg.stability
+    days = cfg.day_seeds
     with ctx.timed("dataset"):
         ctx.data = data = prepare_day(ctx)
         ctx.check_classes(len(data.classes))
     ctx.record(StabilitySection(compression=st.factor, trace_s=st.trace_s, day_hours=st.day_hours,
                                 t_cp_s=cfg.control.t_cp_s, t_cp_trace_s=cfg.control.t_cp_s / st.factor,
                                 clock=ctx.replay.resolved_clock, install_ms_simulated=cfg.control.reference_install_ms,
-                                seeds=cfg.training_seeds))
-    with ctx.timed("rules"):
-        ctx.rules = rules = learn_rules(ctx.rule_file, data, cfg.seed, cfg.rule_precision_floor)
+                                seeds=cfg.training_seeds, days=days))
     seeds = cfg.training_seeds
-    test = data.test_rows
-    y, hours = data.y(test), day_hours(data, st, test)
-    flow = data.ds.flows.flow_id[test]
-    load = np.histogram(day_hours(data, st, data.replay_rows), bins=np.arange(0, st.day_hours + 1e-9,
-                                                                               st.bin_minutes / 60))[0]
-    bin_s = st.bin_minutes * 60
-    ts = data.replay_table.ts_ns
-    span_s = float(ts.max() - ts.min()) / 1e9 if len(ts) else 0.0  # what is replayed, not what was asked for
     per_seed: dict[str, list[dict[str, Any]]] = {}
-    all_bins: dict[str, dict[int, pd.DataFrame]] = {}
+    all_bins: dict[str, dict[tuple[int, int], pd.DataFrame]] = {}   # (day, training seed)
     logs: list[pd.DataFrame] = []
     first: DayModels | None = None
+    first_data = data
+    for day in days:
+        many = len(days) > 1
+        day_cfg = cfg if day == days[0] else day_realization(cfg, day)
+        if day != days[0]:
+            with ctx.timed("dataset"):
+                data = prepare_day(ctx, day_cfg)
+                ctx.check_classes(len(data.classes))
+        with ctx.timed("rules"):
+            rules = learn_rules(ctx.rule_file, data, cfg.seed, cfg.rule_precision_floor)
+        if day == days[0]:
+            ctx.rules = rules
+        test = data.test_rows
+        y, hours = data.y(test), day_hours(data, st, test)
+        flow = data.ds.flows.flow_id[test]
+        load = np.histogram(day_hours(data, st, data.replay_rows),
+                            bins=np.arange(0, st.day_hours + 1e-9, st.bin_minutes / 60))[0]
+        bin_s = st.bin_minutes * 60
+        ts = data.replay_table.ts_ns
+        span_s = float(ts.max() - ts.min()) / 1e9 if len(ts) else 0.0  # what is replayed, not what was asked for
 
-    def scored(conf: str, sd: int, labels: np.ndarray) -> pd.DataFrame:
-        pred = labels[data.test_in_replay].astype(np.int64)
-        bins = binned_f1(hours * 3600, y, pred, flow, bin_s, len(data.classes), st.bootstrap, sd, t_end_s=st.day_s)
-        bins.insert(0, "configuration", conf)
-        bins.insert(1, "seed", sd)
-        bins["load_packets"] = load[: len(bins)]
-        all_bins.setdefault(conf, {})[sd] = bins
-        return bins
+        def scored(conf: str, sd: int, labels: np.ndarray) -> pd.DataFrame:
+            pred = labels[data.test_in_replay].astype(np.int64)
+            bins = binned_f1(hours * 3600, y, pred, flow, bin_s, len(data.classes), st.bootstrap, sd,
+                             t_end_s=st.day_s)
+            bins.insert(0, "configuration", conf)
+            bins.insert(1, "seed", sd)
+            if many:
+                bins.insert(2, "day", day)
+            bins["load_packets"] = load[: len(bins)]
+            all_bins.setdefault(conf, {})[(day, sd)] = bins
+            return bins
 
-    truth = true_shares(data, cfg)
-    for sd in seeds:
-        models = build_models(ctx, data, rules, sd)
-        first = first or models
-        prior = token_posterior(data, models.static)
-        for conf in st.switch_configurations:
-            art = models.artifact(conf)
-            loop = control_for(cfg, conf, art, prior, truth)
-            log.info("[stability] %s, seed %d (%s) on %s: a %g-hour day compressed %gx (%.0f s of trace), clock %s",
-                     conf, sd, ADAPTATIONS[conf].description, ctx.target.name, st.day_hours, st.factor, span_s,
-                     ctx.replay.resolved_clock)
-            name = slug(conf) if len(seeds) == 1 else slug(f"{conf}-seed{sd}")
-            with ctx.timed(f"target:{conf}"):
-                res = ctx.target.run(art, data.replay_table, ctx.run.path, name, replay=ctx.replay, control=loop)
-            bins = scored(conf, sd, res.verdicts.label)
-            row = {**summarize(conf, bins, loop, st, cfg.control.t_cp_s, res.columns()), "seed": sd}
-            per_seed.setdefault(conf, []).append(row)
-            if loop.steps:
-                logs.append(pd.DataFrame(loop.log_rows()).assign(configuration=conf, seed=sd))
-            log.info("[stability] %s, seed %d: mean F1 %.4f, first %.4f, last %.4f, %d installs; lost %s, %s differ",
-                     conf, sd, row["f1_mean"], row["f1_first"], row["f1_last"], row["installs"], row.get("lost"),
-                     row.get("reference_mismatches"))
-        for conf in st.oracle_configurations:
-            swaps = oracle_swaps(ctx, data, models)
-            with ctx.timed(f"target:{conf}"):
-                v, _ = run_controlled(models.static, data.replay_table, swaps)
-            bins = scored(conf, sd, v.label)
-            per_seed.setdefault(conf, []).append({"configuration": conf, "seed": sd, **f1_summary(bins, st),
-                                                  "installs": len(swaps.swapped), "target": TRUTH})
+        truth = true_shares(data, day_cfg)
+        tag = f"day{day}" if many else ""
+        for sd in seeds:
+            models = build_models(ctx, data, rules, sd, f"-{tag}" if tag else "")
+            first = first or models
+            prior = token_posterior(data, models.static)
+            for conf in st.switch_configurations:
+                art = models.artifact(conf)
+                loop = control_for(day_cfg, conf, art, prior, truth)
+                log.info("[stability] %s, %sseed %d (%s) on %s: a %g-hour day compressed %gx (%.0f s of trace), "
+                         "clock %s", conf, f"day {day}, " if many else "", sd, ADAPTATIONS[conf].description,
+                         ctx.target.name, st.day_hours, st.factor, span_s, ctx.replay.resolved_clock)
+                name = slug("-".join(x for x in (conf, tag, f"seed{sd}" if len(seeds) > 1 or many else "") if x))
+                with ctx.timed(f"target:{conf}"):
+                    res = ctx.target.run(art, data.replay_table, ctx.run.path, name, replay=ctx.replay, control=loop)
+                bins = scored(conf, sd, res.verdicts.label)
+                row = {**summarize(conf, bins, loop, st, cfg.control.t_cp_s, res.columns()), "seed": sd,
+                       **({"day": day} if many else {})}
+                per_seed.setdefault(conf, []).append(row)
+                if loop.steps:
+                    logs.append(pd.DataFrame(loop.log_rows()).assign(configuration=conf, seed=sd,
+                                                                     **({"day": day} if many else {})))
+                log.info("[stability] %s, seed %d: mean F1 %.4f, first %.4f, last %.4f, %d installs; lost %s, %s "
+                         "differ", conf, sd, row["f1_mean"], row["f1_first"], row["f1_last"], row["installs"],
+                         row.get("lost"), row.get("reference_mismatches"))
+            for conf in st.oracle_configurations:
+                swaps = oracle_swaps(ctx, data, models)
+                with ctx.timed(f"target:{conf}"):
+                    v, _ = run_controlled(models.static, data.replay_table, swaps)
+                bins = scored(conf, sd, v.label)
+                per_seed.setdefault(conf, []).append({"configuration": conf, "seed": sd,
+                                                      **({"day": day} if many else {}), **f1_summary(bins, st),
+                                                      "installs": len(swaps.swapped), "target": TRUTH})
     assert first is not None
+    data = first_data
     seed_rows = [r for conf in per_seed for r in per_seed[conf]]
     rows = [pooled(per_seed[c], all_bins[c], st, cfg.seed) for c in st.configurations if c in per_seed]
     for r in rows:
@@ -459,6 +500,9 @@ def run(ctx: RunContext[StabilityExperiment]) -> None:
         T.ORACLE.write(pd.DataFrame(oracle), ctx.run.path)
     if logs:
         T.CONTROL.write(pd.concat(logs, ignore_index=True), ctx.run.path)
+    # the day's drift, the knobs and the diagnosis: on the first realization (the experiment's own day)
+    test = data.test_rows
+    y, hours, flow = data.y(test), day_hours(data, st, test), data.ds.flows.flow_id[test]
     with ctx.timed("drift"):
         T.DRIFT.write(drift_of(data.ds.table, data.tokens, data.ds.labels, first.static.len_lo, len(data.classes),
                                st), ctx.run.path)
