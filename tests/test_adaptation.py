@@ -325,21 +325,28 @@ def test_day_realizations_list_the_dataset_day_first() -> None:
 
 def test_the_stability_kind_runs_day_realizations(tmp_path: Path) -> None:
     """Two generated days, two training seeds: every table says which day a row is from, the pooled rows count
-    both, and the differences are intervals over the days."""
+    both, and the differences are intervals over the days; the oracle runs with the first seed of each day only
+    (oracle_seeds) and its difference pairs over those."""
     from chimera.experiments.load import load_experiment
     from chimera.experiments.runner import run_experiment
     over = {"dataset": {"synthetic": {"flows": 600, "max_packets_per_flow": 30, "seed": 1}},
-            "stability": {"seeds": [1, 2], "days": [1, 2], "bin_minutes": 180, "bootstrap": 0,
-                          "configurations": ["Static-Map", "Chimera"], "diagnose": False, "drift_knobs": False}}
+            "stability": {"seeds": [1, 2], "days": [1, 2], "bin_minutes": 180, "bootstrap": 0, "oracle_seeds": 1,
+                          "oracle_every_hours": 9, "configurations": ["Static-Map", "Chimera", "Oracle"],
+                          "diagnose": False, "drift_knobs": False}}
     out = run_experiment(load_experiment("adaptations", over), target="reference", results_root=tmp_path,
                          data_root=ROOT / "data")
     seeds = pd.read_csv(out / "stability_seeds.csv")
-    assert sorted(set(zip(seeds["day"], seeds["seed"]))) == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    switch = seeds[seeds["configuration"] != "Oracle"]
+    assert sorted(set(zip(switch["day"], switch["seed"]))) == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    oracle = seeds[seeds["configuration"] == "Oracle"]
+    assert sorted(zip(oracle["day"], oracle["seed"])) == [(1, 1), (2, 1)]
     assert set(pd.read_csv(out / "stability_bins.csv")["day"]) == {1, 2}
     s = pd.read_csv(out / "stability.csv")
     assert (s["seeds"] == 4).all() and (s["days"] == 2).all()
     diffs = pd.read_csv(out / "differences.csv")
     assert (diffs["days"] == 2).all() and (diffs["interval_over"] == "days").all()
+    assert diffs.set_index(["a", "b"])["seeds"].to_dict() == {("Chimera", "Static-Map"): 4, ("Oracle", "Static-Map"): 2,
+                                                             ("Oracle", "Chimera"): 2}
     assert "Day realizations (generator seeds) 1, 2" in (out / "report.md").read_text()
 
 

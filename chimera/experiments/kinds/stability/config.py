@@ -84,6 +84,9 @@ class StabilitySpec(BaseModel):
                                       "of a day are autocorrelated: neighbours are resampled together); unset: "
                                       "chosen from each series by Politis and White's rule, with a sensitivity table")
     oracle_every_hours: float = Field(3.0, gt=0, description="the oracle retrains this often")
+    oracle_seeds: int = Field(0, ge=0, description="run the oracle with the first this many training seeds of each "
+                              "day (0: every seed). Its retraining is most of a run's time on the reference; its "
+                              "rows and differences then pair over the seeds it ran, and say how many")
     oracle_window_hours: float = Field(6.0, gt=0, description="the oracle trains on the training hours plus the "
                                        "labelled flows that started in the last this many hours")
     drift_knobs: bool = Field(True, description="also measure the drift each generator knob causes alone")

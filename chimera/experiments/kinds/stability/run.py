@@ -471,7 +471,7 @@ def run(ctx: RunContext[StabilityExperiment]) -> None:
                 log.info("[stability] %s, seed %d: mean F1 %.4f, first %.4f, last %.4f, %d installs; lost %s, %s "
                          "differ", conf, sd, row["f1_mean"], row["f1_first"], row["f1_last"], row["installs"],
                          row.get("lost"), row.get("reference_mismatches"))
-            for conf in st.oracle_configurations:
+            for conf in st.oracle_configurations if not st.oracle_seeds or sd in seeds[: st.oracle_seeds] else ():
                 swaps = oracle_swaps(ctx, data, models)
                 with ctx.timed(f"target:{conf}"):
                     v, _ = run_controlled(models.static, data.replay_table, swaps)
