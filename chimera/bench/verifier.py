@@ -95,7 +95,8 @@ def main(results_root: str | Path = "results", experiment: str = EXPERIMENT,
                          "loaded" if rep.loaded else "REFUSED", rep.insns, rep.verified_insns,
                          100 * rep.share_of_limit)
         res = VerifierResult(experiment=experiment, kernel=platform.release(),
-                             clang=_clang_version(_clang_path()), rows=rows, seconds=time.perf_counter() - t0)
+                             clang=_clang_version(_clang_path()).splitlines()[0], rows=rows,
+                             seconds=time.perf_counter() - t0)
         run.manifest.put("result", res)
         lines = [f"# The verifier on kernel {res.kernel}: the {experiment} experiment's programs", "",
                  f"clang: {res.clang}. Each variant trained for one epoch and compiled as a run does; the object "

@@ -1235,7 +1235,7 @@ def verifier_matrix(b: Book) -> str:
             return "**refused**"
         return f"{n(row.verified_insns)} ({row.verified_insns / row.limit:.1%})" if row.verified_insns else "loaded"
     rows = [[name, *(cell(k, name) for k in kernels)] for name in variants]
-    cites = "; ".join(f"{k}: {newest[k][0].cite()} (clang {newest[k][1].clang.split(' version ')[-1]})"
+    cites = "; ".join(f"{k}: {newest[k][0].cite()} ({newest[k][1].clang.splitlines()[0]})"
                       for k in kernels)
     return ("Each column is one kernel's newest `invoke bench --what verifier` run: every variant of the "
             f"{newest[kernels[0]][1].experiment} experiment trained for one epoch, compiled as a run does and "
