@@ -51,6 +51,8 @@ class ToolchainOptions(NoOptions):
 
 class VerifierOptions(NoOptions):
     experiment: str | None = None     # the experiment whose variants' programs are loaded (default: ablation)
+    export: Path | None = None        # write the objects for a VM to load instead (scripts/vm-boot --only verifier)
+    guest: Path | None = None         # the record of a VM's loads, from the folder its guest wrote
 
 
 class Bmv2FilesOptions(NoOptions):
