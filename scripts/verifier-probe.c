@@ -25,13 +25,14 @@ int main(int argc, char **argv)
 	}
 	struct bpf_program *p;
 	int rc = bpf_object__load(obj);
-	if (rc) {   /* again with the verifier's log, to say why */
+	if (rc) {   /* again with the verifier's statistics (BPF_LOG_STATS: a few lines, whatever the program's size;
+		       a verbose log of a program too large for the verifier overflows any buffer on older kernels) */
 		bpf_object__close(obj);
 		obj = bpf_object__open_file(argv[1], NULL);
 		if (!obj)
 			return 2;
 		bpf_object__for_each_program(p, obj) {
-			bpf_program__set_log_level(p, 1);
+			bpf_program__set_log_level(p, 4);
 			bpf_program__set_log_buf(p, log_buf, sizeof(log_buf));
 		}
 		bpf_object__load(obj);

@@ -96,4 +96,5 @@ def test_a_guests_answers_become_the_record(tmp_path: Path) -> None:
     ok = [r for r in res.rows if r.loaded]
     assert ok and all(0 < r.verified_insns < r.limit and r.insns > 100 for r in ok)
     bad = next(r for r in res.rows if r.variant == "unchecked")
-    assert "refused" in bad.why and "invalid access to packet" in bad.why
+    assert "refused" in bad.why and "the verifier processed 2 instructions, its limit 1,000,000" in bad.why
+    assert bad.verified_insns == 2

@@ -16,6 +16,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import re
 import shutil
 import tempfile
 import time
@@ -185,10 +186,13 @@ def _from_guest(folder: Path, results_root: str | Path) -> VerifierResult:
         if mine is None or not mine.get("loaded"):
             logged = folder / f"{stem}.log"
             tail = "\n".join(logged.read_text(errors="replace").splitlines()[-25:]) if logged.is_file() else ""
+            walked = re.search(r"processed (\d+) insns \(limit (\d+)\)", tail)
             why = ("the probe did not run (no answer from the guest)" if mine is None else
-                   f"the guest's kernel refused it ({mine.get('error', '?')}); the verifier's last lines:\n{tail}")
+                   f"the guest's kernel refused it ({mine.get('error', '?')})" +
+                   (f": the verifier processed {int(walked[1]):,} instructions, its limit {int(walked[2]):,}"
+                    if walked else "") + f"; the verifier's last lines:\n{tail}")
             rows.append(VerifierRow(variant=p["variant"], loaded=False if mine else None, limit=COMPLEXITY_LIMIT,
-                                    why=why))
+                                    verified_insns=int(walked[1]) if walked else 0, why=why))
             continue
         rows.append(VerifierRow(variant=p["variant"], loaded=True, insns=int(mine["insns"]),
                                 verified_insns=int(mine["verified_insns"]), limit=COMPLEXITY_LIMIT,

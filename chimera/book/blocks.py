@@ -1232,7 +1232,8 @@ def verifier_matrix(b: Book) -> str:
         if row.loaded is None:
             return "— (" + row.why.split(";")[0].split(":")[0] + ")"
         if not row.loaded:
-            return "**refused**"
+            return "**refused**" + (f" (processed {n(row.verified_insns)}, {row.verified_insns / row.limit:.0%})"
+                                    if row.verified_insns else "")
         return f"{n(row.verified_insns)} ({row.verified_insns / row.limit:.1%})" if row.verified_insns else "loaded"
     rows = [[name, *(cell(k, name) for k in kernels)] for name in variants]
     cites = "; ".join(f"{k}: {newest[k][0].cite()} ({newest[k][1].clang.splitlines()[0]})"
