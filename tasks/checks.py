@@ -112,7 +112,7 @@ def mutate(c: Context, files: str = "reference,ebpf", budget: str = "30m", seed:
 
 
 @task(help={"what": "ingest | pipeline | install | switch | fidelity | directions | scale | sweep | zeroloss | "
-                    "shards | bmv2ratio | bmv2files | toolchain",
+                    "shards | bmv2ratio | bmv2files | toolchain | verifier",
             "pcap": "capture to benchmark (ingest)",
             "seeds": "fidelity, directions: comma-separated seeds (default: development 1,2,3 and held-out 11-15)",
             "only": "fidelity, directions: comma-separated parts of data names to run",
@@ -121,11 +121,14 @@ def mutate(c: Context, files: str = "reference,ebpf", budget: str = "30m", seed:
             "switch": "toolchain: the bin directory of the BMv2 build to check (default: the simple_switch_grpc on PATH)",
             "sizes": "scale: comma-separated dataset sizes in packets (default 100000,1000000,10000000)",
             "shards": "shards: comma-separated numbers of testbeds (default 1,2)",
-            "targets": "shards: comma-separated testbed targets (default: every testbed the benches hold to goals)"})
+            "targets": "shards: comma-separated testbed targets (default: every testbed the benches hold to goals)",
+            "experiment": "verifier: the experiment whose variants' programs are loaded (default ablation)",
+            "export": "verifier: write the objects and their index to this folder for a VM (scripts/vm-boot)",
+            "guest": "verifier: record what a VM's kernel said (the folder scripts/vm-boot's guest wrote)"})
 @cli
 def bench(c: Context, what: str = "ingest", pcap: str = "", seeds: str = "", only: str = "", baseline: str = "",
           sizes: str = "", p4c: str = "", switch: str = "", shards: str = "", targets: str = "",
-          verbose: bool = False) -> None:
+          experiment: str = "", export: str = "", guest: str = "", verbose: bool = False) -> None:
     """Benchmarks; each prints its measured rates and ratios (chimera/bench/__init__.py lists them)."""
     from chimera.bench import dispatch
     from chimera.errors import ConfigError
@@ -147,7 +150,8 @@ def bench(c: Context, what: str = "ingest", pcap: str = "", seeds: str = "", onl
     dispatch(what, pcap=Path(pcap) if pcap else None, seeds=seed_list, only=tuple(x for x in only.split(",") if x),
              baseline=baseline, sizes=size_list, p4c=Path(p4c) if p4c else None,
              switch=Path(switch) if switch else None, shards=shard_list,
-             targets=tuple(x for x in targets.split(",") if x))
+             targets=tuple(x for x in targets.split(",") if x), experiment=experiment,
+             export=Path(export) if export else None, guest=Path(guest) if guest else None)
 
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")

@@ -49,6 +49,12 @@ class ToolchainOptions(NoOptions):
     switch: Path | None = None        # the bin directory of the BMv2 build to check (default: the one on PATH)
 
 
+class VerifierOptions(NoOptions):
+    experiment: str | None = None     # the experiment whose variants' programs are loaded (default: ablation)
+    export: Path | None = None        # write the objects for a VM to load instead (scripts/vm-boot --only verifier)
+    guest: Path | None = None         # the record of a VM's loads, from the folder its guest wrote
+
+
 class Bmv2FilesOptions(NoOptions):
     baseline: str | None = None       # the git revision whose chimera.p4 the shipped one is timed against
 
@@ -152,6 +158,8 @@ BENCHES: dict[str, Bench] = {b.name: b for b in (
           ToolchainOptions),
     Bench("bmv2files", "chimera.bench.bmv2files", "chimera.p4 alone in BMv2's file mode against a revision",
           Bmv2FilesOptions),
+    Bench("verifier", "chimera.bench.verifier", "one kernel's column of the verifier matrix: every variant's program "
+          "loaded, its instructions against the verifier's limit", VerifierOptions),
 )}
 
 

@@ -1208,3 +1208,38 @@ def p4c_matrix(b: Book) -> str:
             "[--switch DIR]`): chimera.p4 compiled for the quickstart model, p4c's P4Info against the committed one, "
             "and the BMv2 conformance tests (every verdict and register equal to the reference's) on that pair:\n\n" +
             fmt.table(["p4c", "BMv2", "compiles", "P4Info", "BMv2 conformance tests", "run"], rows))
+
+
+@block("verifier-matrix")
+def verifier_matrix(b: Book) -> str:
+    """The kernel x program matrix: the newest published verifier run of each kernel, one column per kernel."""
+    from chimera.bench.verifier import VerifierResult
+    newest: dict[str, tuple[Run, VerifierResult]] = {}
+    for r in b.runs.all("bench-verifier"):
+        res = r.manifest.get("result", VerifierResult)
+        if res is not None:
+            newest[res.kernel] = (r, res)
+    if not newest:
+        return ("No verifier run is published yet (`invoke bench --what verifier` on each kernel: the host, and "
+                "Debian 12's 6.1 and Debian 13's 6.12 in a VM as `scripts/vm-boot` builds one).")
+    kernels = sorted(newest)
+    variants = list(dict.fromkeys(v.variant for k in kernels for v in newest[k][1].rows))
+
+    def cell(k: str, name: str) -> str:
+        row = next((x for x in newest[k][1].rows if x.variant == name), None)
+        if row is None:
+            return "not run"
+        if row.loaded is None:
+            return "— (" + row.why.split(";")[0].split(":")[0] + ")"
+        if not row.loaded:
+            return "**refused**" + (f" (processed {n(row.verified_insns)}, {row.verified_insns / row.limit:.0%})"
+                                    if row.verified_insns else "")
+        return f"{n(row.verified_insns)} ({row.verified_insns / row.limit:.1%})" if row.verified_insns else "loaded"
+    rows = [[name, *(cell(k, name) for k in kernels)] for name in variants]
+    cites = "; ".join(f"{k}: {newest[k][0].cite()} ({newest[k][1].clang.splitlines()[0]})"
+                      for k in kernels)
+    return ("Each column is one kernel's newest `invoke bench --what verifier` run: every variant of the "
+            f"{newest[kernels[0]][1].experiment} experiment trained for one epoch, compiled as a run does and "
+            "loaded into that kernel. A cell is the instructions the verifier processed and their share of its "
+            "limit (1,000,000); — is a variant with no eBPF program, with the reason. Runs: " + cites + ".\n\n" +
+            fmt.table(["variant", *(f"kernel {k}" for k in kernels)], rows))

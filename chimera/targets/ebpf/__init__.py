@@ -75,7 +75,7 @@ class EbpfTarget(TestbedTarget):
     bench = BenchProfile(zero_loss_goal_pps=50_000, zero_loss_ladder=(10_000, 20_000, 50_000, 100_000, 200_000),
                          zero_loss_packets=20_000, install_goal_ms=20.0, install_pace={"mode": "speed"},
                          install_t_cp_s=0.1,
-                         benches=("install", "switch"))
+                         benches=("install", "switch", "verifier"))
 
     @classmethod
     def build_program(cls, art: Artifact, out_dir: Path, build: BuildOptions | None = None) -> Path:
