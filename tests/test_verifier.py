@@ -51,6 +51,7 @@ def test_the_bench_loads_every_variant_of_an_experiment(tmp_path: Path) -> None:
     assert res.rows and all(r.loaded for r in res.rows) and not res.refused
     assert all(0 < r.verified_insns < r.limit for r in res.rows)
     run = next((tmp_path / "results" / "bench-verifier").iterdir())
+    assert run.name.endswith("-k" + res.kernel)   # one label per kernel: the archive keeps every column
     assert "| loaded |" in (run / "summary.md").read_text()
 
 

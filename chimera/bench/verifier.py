@@ -20,18 +20,32 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pydantic import BaseModel
 from tqdm import tqdm
 
-from chimera.bench.results import BenchResult, bench_run
+from chimera.bench.results import ROOT, BenchParams, BenchResult
+from chimera.formats.rundir import RunDir, git_state
+from chimera.targets.registry import environment
 from chimera.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
 #: the experiment whose programs the matrix checks by default (issue 58: every ablation program)
 EXPERIMENT = "ablation"
+
+
+@contextmanager
+def kernel_run(kernel: str, params: dict[str, object], results_root: str | Path) -> Iterator[RunDir]:
+    """A bench-verifier run labelled with its kernel (``...-k6.1.0-56-amd64``): the archive keeps the newest run
+    per label, so every kernel's column stays published beside the others (bench_run labels every bench local)."""
+    with RunDir(results_root, "bench-verifier", "k" + re.sub(r"[^A-Za-z0-9.-]", "-", kernel)) as run:
+        run.manifest.record(git=git_state(ROOT), environment=environment())
+        run.manifest.put("params", BenchParams.model_validate(json.loads(json.dumps(params, default=str))))
+        yield run
 
 
 class VerifierRow(BaseModel):
@@ -139,7 +153,7 @@ def main(results_root: str | Path = "results", experiment: str = EXPERIMENT, dat
         shutil.rmtree(out / "build", ignore_errors=True)
         log.info("verifier: %d objects and their index in %s", sum(bool(x["object"]) for x in index), out)
         return None
-    with bench_run("verifier", {"experiment": experiment, "epochs": 1}, results_root) as run:
+    with kernel_run(platform.release(), {"experiment": experiment, "epochs": 1}, results_root) as run:
         rows = []
         with tempfile.TemporaryDirectory(prefix="chimera-verifier-") as tmp:
             progs, clang = programs(experiment, data_root, Path(tmp))
@@ -198,7 +212,7 @@ def _from_guest(folder: Path, results_root: str | Path) -> VerifierResult:
                                 verified_insns=int(mine["verified_insns"]), limit=COMPLEXITY_LIMIT,
                                 jited_bytes=int(mine["jited_bytes"])))
     res = VerifierResult(experiment=index["experiment"], kernel=kernel, clang=index["clang"], rows=rows)
-    with bench_run("verifier", {"experiment": index["experiment"], "epochs": 1, "guest": True}, results_root) as run:
+    with kernel_run(kernel, {"experiment": index["experiment"], "epochs": 1, "guest": True}, results_root) as run:
         run.manifest.put("result", res)
         (run.path / "summary.md").write_text(_summary(res, f"a VM's kernel ({kernel}, scripts/vm-boot)"))
     log.info("verifier: the guest's kernel %s: %d loaded, %d refused (%s)", kernel,
