@@ -117,6 +117,14 @@ def test_the_covariate_tilt_moves_lengths_late_in_the_day(tmp_path: Path) -> Non
     assert late_mean[-1.5] < 0.8 * late_mean[0.0] and late_mean[1.5] > 1.2 * late_mean[0.0]
 
 
+def test_a_covariate_day_keeps_the_configured_class_mix(tmp_path: Path) -> None:
+    """Without class_weights_end, a tilted day draws (and redraws) classes from class_weights all day: a class
+    weighted 0 never occurs (seen failing when the redraws drifted toward equal weights by midnight)."""
+    d = load_dataset(generate(_spec(profile="ciciot", flows=300, duration_s=30, max_packets_per_flow=30,
+                                    class_weights={"IDLE": 0.0}, covariate_tilt=1.5), tmp_path / "d"))
+    assert "IDLE" in d.classes and not (d.labels == d.classes.index("IDLE")).any()
+
+
 def test_generator_bad_config(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="unknown synthetic profile"):
         generate(_spec(profile="nope"), tmp_path / "x")

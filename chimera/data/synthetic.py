@@ -411,7 +411,9 @@ def generate(spec: SyntheticSpec, out_dir: str | os.PathLike[str], *, overwrite:
     n_normal = spec.flows - n_attack_total
     normal_names = classes[: len(classes) - len(spec.attacks)]
     w = np.array([spec.class_weights.get(n, 1.0) for n in normal_names], float)
-    w_end = np.array([spec.class_weights_end.get(n, 1.0) for n in normal_names], float)
+    # the mix at the end: class_weights_end where set, else the start's (a covariate day alone keeps the mix)
+    w_end = np.array([spec.class_weights_end.get(n, 1.0) for n in normal_names], float) if spec.class_weights_end \
+        else w
 
     def weights_at(t: np.ndarray) -> np.ndarray:
         """The class weights at start times ``t`` (rows): the mix drifts linearly where class_weights_end is set."""
@@ -437,8 +439,8 @@ def generate(spec: SyntheticSpec, out_dir: str | os.PathLike[str], *, overwrite:
         assert starts is not None
         t0 = float(starts[i])
         while True:  # selection on x: a rejected flow is redrawn whole, class included, at the same time
-            made = b.make_normal(shapes[int(label) % len(shapes)], spec.profile == "iscxvpn" and label >= len(shapes),
-                                 t0)
+            vpn = spec.profile == "iscxvpn" and label >= len(shapes)
+            made = b.make_normal(shapes[int(label) % len(shapes)], vpn, t0)
             if b.rng.uniform() < keep_probability(made[3], spec.covariate_tilt, t0 / spec.duration_s):
                 break
             redrawn += 1
