@@ -51,9 +51,11 @@ class BenchResult(BaseModel):
 
 
 @contextmanager
-def bench_run(name: str, params: dict[str, Any], results_root: str | Path = "results") -> Iterator[RunDir]:
-    """A RunDir for bench ``name`` with the common manifest fields filled in."""
-    with RunDir(results_root, f"bench-{name}", "local") as run:
+def bench_run(name: str, params: dict[str, Any], results_root: str | Path = "results",
+              label: str = "local") -> Iterator[RunDir]:
+    """A RunDir for bench ``name`` with the common manifest fields filled in; ``label``: the run's target label
+    (the archive keeps the newest run per label: a bench whose runs are columns, one per kernel, labels each)."""
+    with RunDir(results_root, f"bench-{name}", label) as run:
         run.manifest.record(git=git_state(ROOT), environment=environment())
         run.manifest.put("params", BenchParams.model_validate(json.loads(json.dumps(params, default=str))))
         yield run

@@ -20,16 +20,12 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from pydantic import BaseModel
 from tqdm import tqdm
 
-from chimera.bench.results import ROOT, BenchParams, BenchResult
-from chimera.formats.rundir import RunDir, git_state
-from chimera.targets.registry import environment
+from chimera.bench.results import BenchResult, bench_run
 from chimera.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -38,14 +34,9 @@ log = logging.getLogger(__name__)
 EXPERIMENT = "ablation"
 
 
-@contextmanager
-def kernel_run(kernel: str, params: dict[str, object], results_root: str | Path) -> Iterator[RunDir]:
-    """A bench-verifier run labelled with its kernel (``...-k6.1.0-56-amd64``): the archive keeps the newest run
-    per label, so every kernel's column stays published beside the others (bench_run labels every bench local)."""
-    with RunDir(results_root, "bench-verifier", "k" + re.sub(r"[^A-Za-z0-9.-]", "-", kernel)) as run:
-        run.manifest.record(git=git_state(ROOT), environment=environment())
-        run.manifest.put("params", BenchParams.model_validate(json.loads(json.dumps(params, default=str))))
-        yield run
+def kernel_label(kernel: str) -> str:
+    """A run's label for its kernel (``k6.1.0-56-amd64``): one published column per kernel."""
+    return "k" + re.sub(r"[^A-Za-z0-9.-]", "-", kernel)
 
 
 class VerifierRow(BaseModel):
@@ -128,7 +119,7 @@ def main(results_root: str | Path = "results", experiment: str = EXPERIMENT, dat
          export: Path | None = None, guest: Path | None = None) -> VerifierResult | None:
     """Load every program here (the default); or ``export``: write the objects and their index to a folder for a
     guest to load (``scripts/vm-boot --only verifier``), no record; or ``guest``: the record of what a guest's
-    kernel said of them (the folder the guest wrote: ``kernel``, ``index.json``, one bpftool answer per object)."""
+    kernel said of them (the folder the guest wrote: ``kernel``, ``index.json``, the probe's answer per object)."""
     import platform
 
     from chimera.targets.ebpf.verifier import COMPLEXITY_LIMIT, load_report
@@ -153,7 +144,8 @@ def main(results_root: str | Path = "results", experiment: str = EXPERIMENT, dat
         shutil.rmtree(out / "build", ignore_errors=True)
         log.info("verifier: %d objects and their index in %s", sum(bool(x["object"]) for x in index), out)
         return None
-    with kernel_run(platform.release(), {"experiment": experiment, "epochs": 1}, results_root) as run:
+    with bench_run("verifier", {"experiment": experiment, "epochs": 1}, results_root,
+                   kernel_label(platform.release())) as run:
         rows = []
         with tempfile.TemporaryDirectory(prefix="chimera-verifier-") as tmp:
             progs, clang = programs(experiment, data_root, Path(tmp))
@@ -212,7 +204,8 @@ def _from_guest(folder: Path, results_root: str | Path) -> VerifierResult:
                                 verified_insns=int(mine["verified_insns"]), limit=COMPLEXITY_LIMIT,
                                 jited_bytes=int(mine["jited_bytes"])))
     res = VerifierResult(experiment=index["experiment"], kernel=kernel, clang=index["clang"], rows=rows)
-    with kernel_run(kernel, {"experiment": index["experiment"], "epochs": 1, "guest": True}, results_root) as run:
+    with bench_run("verifier", {"experiment": index["experiment"], "epochs": 1, "guest": True}, results_root,
+                   kernel_label(kernel)) as run:
         run.manifest.put("result", res)
         (run.path / "summary.md").write_text(_summary(res, f"a VM's kernel ({kernel}, scripts/vm-boot)"))
     log.info("verifier: the guest's kernel %s: %d loaded, %d refused (%s)", kernel,
