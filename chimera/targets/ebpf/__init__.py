@@ -36,8 +36,9 @@ PROBE_FAIL_ENV = "CHIMERA_EBPF_PROBE_FAIL"
 
 @functools.lru_cache(maxsize=1)
 def kernel_probe() -> str | None:
-    """Load the smallest program that uses what the pipeline needs from the kernel (bpf_loop: >= 5.17); why it
-    cannot load, or None. A real load, not a version string (backports and distribution kernels differ)."""
+    """Load the smallest program that uses what the pipeline needs from the kernel (a bounded loop and an
+    mmapable array: >= 5.5); why it cannot load, or None. A real load, not a version string (backports and
+    distribution kernels differ)."""
     forced = os.environ.get(PROBE_FAIL_ENV)
     if forced:
         return f"kernel probe failed ({PROBE_FAIL_ENV}={forced})"
@@ -47,8 +48,8 @@ def kernel_probe() -> str | None:
         obj = BpfObject(str(build_probe_object(Path("/tmp/chimera-ebpf-probe"))))
         obj.close()
     except ChimeraError as e:
-        return f"the kernel ({os.uname().release}) did not load a bpf_loop program (needs >= 5.17): " \
-               f"{e.problem.splitlines()[0]}"
+        return f"the kernel ({os.uname().release}) did not load the probe program (a bounded loop and an " \
+               f"mmapable array: needs >= 5.5): {e.problem.splitlines()[0]}"
     return None
 
 

@@ -178,10 +178,10 @@ _Static_assert(CHIMERA_VERDICT_LEN > CHIMERA_SHIM_LEN, "the verdict header repla
 /* per-CPU scratch for the vectors (the stack holds 512 bytes) */
 struct scratch {
 	__s64 A[Y];
-	__s64 F[Y];
 	__s64 h[DV];
 	__s32 v[DV];
 	__s32 S[Y];
+	__u32 label;
 };
 
 enum counter {
@@ -333,45 +333,6 @@ static __always_inline __u32 crc32_13(const __u8 *b)
 static __always_inline int ternary(const struct rule_key *k, const struct rule_entry *e)
 {
 	return (((k->lo & e->mask_lo) ^ e->value_lo) | ((k->hi & e->mask_hi) ^ e->value_hi)) == 0;
-}
-
-/* Loop bodies below run under bpf_loop(): the verifier checks each body once,
- * whatever the trip count, which keeps verification linear in the program. */
-struct rule_ctx {
-	struct rule_key key;
-	__u32 ver, n;
-	int hit, label;
-};
-
-static long hard_step(__u32 i, void *data)
-{
-	struct rule_ctx *x = data;
-	if (i >= x->n)
-		return 1;
-	__u32 k = x->ver * HMAX + i;
-	struct rule_entry *e = bpf_map_lookup_elem(&hard_tbl, &k);
-	if (e && ternary(&x->key, e)) {
-		x->hit = e->rule;
-		x->label = e->label;
-		return 1;
-	}
-	return 0;
-}
-
-/* step 8's centroid EMA, one centroid per call (bpf_loop) */
-struct ema_ctx {
-	struct ema_regs *em;
-	__u32 c;
-};
-
-static long ema_step(__u32 j, void *data)
-{
-	struct ema_ctx *x = data;
-	if (j >= C)
-		return 1;
-	__s64 u = (__s64)(j == x->c) << CHIMERA_EMA_FRAC;
-	x->em->v[j] += EMA_STEP(u - x->em->v[j]);
-	return 0;
 }
 
 /* v(tok) = the five value rows of the token's sub-tokens, summed (SumReduce); 0 on a missing row */
@@ -671,10 +632,19 @@ UNROLL_OUTER
 	struct rule_key rk = {.lo = (__u64)p->proto | (__u64)p->flags << 8 | (__u64)dir << 16 | pk << 24 |
 				    (__u64)p->sport << 32 | (__u64)p->dport << 48,
 			      .hi = p->ip_len};
-	struct rule_ctx rx = {.ver = ver, .n = pr->n_hard, .hit = -1};
-	rx.key = rk;
-	bpf_loop(HMAX, hard_step, &rx, 0);
-	int hard_rule = rx.hit, hard_label = rx.label;
+	int hard_rule = -1, hard_label = 0;
+	__u32 n_hard = pr->n_hard;
+	for (__u32 i = 0; i < HMAX; i++) {
+		if (i >= n_hard)
+			break;
+		__u32 kh = ver * HMAX + i;
+		struct rule_entry *e = bpf_map_lookup_elem(&hard_tbl, &kh);
+		if (e && ternary(&rk, e)) {
+			hard_rule = e->rule;
+			hard_label = e->label;
+			break;
+		}
+	}
 	if (hard_rule >= 0)
 		COVER(HARD_HIT);
 	else
@@ -711,23 +681,23 @@ UNROLL_OUTER
 		for (int y = 0; y < Y; y++)
 			sc->S[y] += sw->w[r][y];
 	}
+	/* first argmax and the best of the others, in one pass on values (not indices): the label is a constant
+	 * on each path, and an index read through it would make the verifier keep every path apart */
 	__u32 label = 0;
+	__s64 best = 0, second = 0;
+	const int have = Y > 1;
 #pragma unroll
 	for (int y = 0; y < Y; y++) {
-		sc->F[y] = (__s64)pr->alpha * sc->A[y] + (__s64)pr->beta * sc->S[y] * Z +
-			   (((__s64)pr->gamma * ce->v[y] * Z) >> CHIMERA_EMA_FRAC);
-		if (sc->F[y] > sc->F[label & 15])
+		__s64 f = (__s64)pr->alpha * sc->A[y] + (__s64)pr->beta * sc->S[y] * Z +
+			  (((__s64)pr->gamma * ce->v[y] * Z) >> CHIMERA_EMA_FRAC);
+		if (y == 0) {
+			best = f;
+		} else if (f > best) {
+			second = best;
+			best = f;
 			label = y;
-	}
-	__s64 best = sc->F[label & 15], second = 0;
-	int have = 0;
-#pragma unroll
-	for (int y = 0; y < Y; y++) {
-		if (y == label)
-			continue;
-		if (!have || sc->F[y] > second) {
-			second = sc->F[y];
-			have = 1;
+		} else if (y == 1 || f > second) {
+			second = f;
 		}
 	}
 	if (!have)
@@ -759,20 +729,27 @@ UNROLL_OUTER
 				COVER(EMA_STALL);
 		}
 #endif
-#if C > 32 /* many centroids: the loop under bpf_loop, verified once whatever the paths that reach it */
-		struct ema_ctx ex = {.em = em, .c = c};
-		bpf_loop(C, ema_step, &ex, 0);
-#else
-		for (int j = 0; j < C; j++) {
-			__s64 u = (__s64)(j == c) << CHIMERA_EMA_FRAC;
-			em->v[j] += EMA_STEP(u - em->v[j]);
+		/* every register steps toward 0, then c's (kept aside) toward 1: the same values as u_j = [j == c],
+		 * without a branch per centroid (each would split the verifier's paths) */
+		if (c < C) {
+			__s64 ec = em->v[c];
+UNROLL_OUTER
+			for (int j = 0; j < C; j++)
+				em->v[j] += EMA_STEP(-em->v[j]);
+			em->v[c] = ec + EMA_STEP(((__s64)1 << CHIMERA_EMA_FRAC) - ec);
 		}
-#endif
 	}
+	/* the class EMA the same way; the label goes through the scratch map first, so the verifier sees one
+	 * unknown label here, not one constant per path */
+	sc->label = label;
+	asm volatile("" ::: "memory");
+	__u32 lab = sc->label;
+	if (lab < Y) {
+		__s64 el = ce->v[lab];
 #pragma unroll
-	for (int y = 0; y < Y; y++) {
-		__s64 u = (__s64)(y == label) << CHIMERA_EMA_FRAC;
-		ce->v[y] += EMA_STEP(u - ce->v[y]);
+		for (int y = 0; y < Y; y++)
+			ce->v[y] += EMA_STEP(-ce->v[y]);
+		ce->v[lab] = el + EMA_STEP(((__s64)1 << CHIMERA_EMA_FRAC) - el);
 	}
 	/* 9. token sample for the slow control loop */
 	if ((n_parsed & ((1ull << CHIMERA_SAMPLE_SHIFT) - 1)) == 0) {

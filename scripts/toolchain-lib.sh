@@ -1,0 +1,69 @@
+# Shared by scripts/build-bmv2 and scripts/build-tofino-compiler (sourced; not run): timed resumable steps and
+# pinned checkouts. The sourcing script sets TOOL (its name, for messages), WORK, SOURCES and LOG first.
+
+step() {  # step NAME COMMAND...: run (in a subshell that stops at its first failure), time, record one step
+    local name=$1; shift
+    local t0=$SECONDS rc=0
+    echo "== $(date +%T) $name"
+    # not as an if's condition: there bash ignores errexit in everything the condition runs, functions included,
+    # and a failed configure went on to make
+    set +e
+    ( set -e; "$@" )
+    rc=$?
+    set -e
+    if [ "$rc" -eq 0 ]; then
+        printf '%s\t%s\tok\n' "$name" $((SECONDS - t0)) >> "$LOG"
+    else
+        printf '%s\t%s\tfailed\n' "$name" $((SECONDS - t0)) >> "$LOG"
+        echo "$TOOL: step $name failed (its output is above, its logs under $WORK); fix it and run this again:" \
+             "the finished steps are kept" >&2
+        exit 1
+    fi
+}
+
+checkout() {  # checkout NAME URL REF DIR: the pinned source tree at DIR
+    local name=$1 url=$2 ref=$3 dir=$4 from=$2
+    if [ -n "$SOURCES" ]; then
+        from=""
+        for cand in "$SOURCES/$name" "$SOURCES/$name/repo" "$SOURCES/$name.git"; do
+            [ -e "$cand" ] && git -C "$cand" rev-parse --git-dir >/dev/null 2>&1 && from=$cand && break
+        done
+        if [ -z "$from" ]; then
+            echo "$TOOL: no git repository for $name under $SOURCES (from $url)" >&2
+            echo "  fix: clone $url to $SOURCES/$name, or leave out --sources to clone from GitHub" >&2
+            exit 1
+        fi
+    fi
+    if [ ! -e "$dir/.git" ]; then
+        rm -rf "$dir"
+        git clone -q --no-checkout "$from" "$dir"
+    fi
+    # also where HEAD is already the pin but nothing is checked out (a --no-checkout clone cut short): an empty index
+    if [ "$(git -C "$dir" rev-parse HEAD 2>/dev/null)" != "$(git -C "$dir" rev-parse "$ref^{commit}" 2>/dev/null)" ] ||
+       [ -z "$(git -C "$dir" ls-files | head -n 1)" ]; then
+        git -C "$dir" fetch -q origin "$ref" 2>/dev/null || git -C "$dir" fetch -q --tags origin
+        if ! git -C "$dir" -c advice.detachedHead=false checkout -q -f "$ref" 2>/dev/null; then
+            leave_out_missing "$dir" "$ref"
+            git -C "$dir" -c advice.detachedHead=false checkout -q -f "$ref"
+        fi
+    fi
+    echo "$name $(git -C "$dir" rev-parse HEAD)"
+}
+
+leave_out_missing() {  # leave_out_missing DIR REF: check out all of REF but files whose blobs the repository lacks
+    # A snapshot mirror (--sources) may list its largest files without their contents (p4c's
+    # docs/compiler-design.pptx); none is a build input, so a sparse checkout leaves those out, named here.
+    local dir=$1 ref=$2 missing absent
+    absent=$(git -C "$dir" ls-tree -r "$ref" | awk '$2 == "blob" {print $3}' | git -C "$dir" cat-file --batch-check |
+             awk '$2 == "missing" {print $1}')
+    [ -n "$absent" ] || return 0
+    missing=$(git -C "$dir" ls-tree -r "$ref" | grep -F "$absent" | cut -f2)
+    [ -n "$missing" ] || return 0
+    echo "$TOOL: $(basename "$dir"): left out, their contents absent from the source repository:" $missing >&2
+    git -C "$dir" config core.sparseCheckout true
+    git -C "$dir" config core.sparseCheckoutCone false
+    local info
+    info="$(git -C "$dir" rev-parse --absolute-git-dir)/info"
+    mkdir -p "$info"
+    { echo "/*"; echo "$missing" | sed 's|^|!/|'; } > "$info/sparse-checkout"
+}
