@@ -8,7 +8,6 @@ import re
 from fnmatch import fnmatch
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import pandas as pd
 import pytest
@@ -17,6 +16,7 @@ import yaml
 from chimera.book import claims as C
 from chimera.book import reproduce as R
 from chimera.book.blocks import Book
+from chimera.book.paper import Paper
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,19 +39,16 @@ def test_the_papers_values_are_the_shared_transcription() -> None:
     assert yaml.safe_load((ROOT / "paper" / "claims.yaml").read_text()) == yaml.safe_load(shared.read_text())
 
 
-def expected_sources(p: dict[str, Any]) -> set[str]:
+def expected_sources(p: Paper) -> set[str]:
     """Every claim of paper/claims.yaml, as a source id: each cell of each table (less the columns that name a
     row and those the ledger says it does not judge, with why), each sentence, each clause of each caption."""
     out: set[str] = set()
-    for t in ("table1_accuracy", "table2_resources", "table3_ablation", "table4_hyper_dim", "table5_hyper_cadence"):
-        rows = p[t]["rows"]
+    for t, table in p.tables.items():
         skip = [*C.UNJUDGED.get(t, {}), *C.ROW_KEYS.get(t, ())]
-        for key in (list(rows) if isinstance(rows, dict) else range(len(rows))):
-            out |= {f"{t}/{key}/{col}" for col in p[t]["columns"] if not any(fnmatch(col, s) for s in skip)}
-        if "claim" in p[t]:
-            out.add(f"{t}/claim")
-        out |= {f"{t}/claims/{i}" for i in range(len(p[t].get("claims", [])))}
-    for key, caption in p["figures"].items():
+        for key in table.keys():
+            out |= {f"{t}/{key}/{col}" for col in table.columns if not any(fnmatch(col, s) for s in skip)}
+        out |= set(table.sources())
+    for key, caption in p.figures.items():
         assert key in C.CLAUSES, f"figure {key}: its caption is not cut into clauses"
         for i, clause in enumerate(C.CLAUSES[key]):
             assert clause in caption, (key, clause)   # the paper's words, not ours
@@ -105,8 +102,8 @@ def test_gaps_are_exact_decimals_at_the_papers_precision(ledger: list[tuple[str,
     """RFF's paper gap 0.950 − 0.945 is 0.005, a tie; in floating point it is 0.0050000000000000044 > 0.005, and
     the ledger called it a real gap (seen failing with the row's gap taken in floats)."""
     p = C.paper()
-    rows, cols = p["table3_ablation"]["rows"], p["table3_ablation"]["columns"]
-    a, b = rows["Linearized (Chimera)"][cols.index("f1")], rows["Random Fourier features"][cols.index("f1")]
+    t3 = p["table3_ablation"]
+    a, b = t3.number("Linearized (Chimera)", "f1"), t3.number("Random Fourier features", "f1")
     assert float(a) - float(b) > float(C.TIE) and C.places(a, b) == 3   # what floats say; the paper prints 3
     rff = next(c for _, cs in ledger for c in cs if c.claim == "Random Fourier features: F1 against Chimera's")
     assert "+0.005" in rff.why and ("tie in both" in rff.why or "the paper's is a tie" in rff.why), rff.why
@@ -479,9 +476,9 @@ def test_table3_over_a_swept_ablation_is_judged_by_paired_intervals(book: Book,
     p = C.paper()
     r = book.runs.latest("ablation", on_testbed) or book.runs.latest("ablation")
     d = r.table(ABLATION).set_index("variant")
-    rows, cols = p["table3_ablation"]["rows"], p["table3_ablation"]["columns"]
-    ch = rows["Linearized (Chimera)"][cols.index("f1")]
-    below = [n for n, v in rows.items() if dec(ch) - dec(v[cols.index("f1")]) > TIE
+    t3 = p["table3_ablation"]
+    ch = t3.number("Linearized (Chimera)", "f1")
+    below = [n for n in t3.rows if dec(ch) - dec(t3.number(n, "f1")) > TIE
              and C.T3_NAMES[n] in d.index and C._identical(d, C.T3_NAMES[n]) is None]
     assert len(below) >= 2, "the paper has rows below Chimera beyond a tie"
     far_below, far_above = C.T3_NAMES[below[0]], C.T3_NAMES[below[1]]
@@ -538,3 +535,27 @@ def test_table5_is_judged_by_paired_intervals(above: float, seeds: int, paper_ga
     assert interval_verdict(paper_gap, lo, hi, k)[0] == want
     m0, lo0, hi0, _ = ivs[(0.1, 1800.0)]
     assert lo0 < 0 < hi0 and abs(m0) < 0.002
+
+
+def test_the_papers_file_is_read_typed_and_a_malformed_one_named(tmp_path: Path) -> None:
+    """paper/claims.yaml is read once into typed tables (chimera.book.paper); a table with a row that does not
+    fit its columns, or a table left out, is an error naming the file and the fix (seen passing a short row
+    through before the width check)."""
+    from chimera.book.paper import PaperNumber, load
+    from chimera.errors import ResultsError
+    p = load()
+    t1, t4 = p["table1_accuracy"], p["table4_hyper_dim"]
+    assert t1.rows and not t1.grid and t4.grid and not t4.rows
+    ch = t1.number("Chimera", "ciciot_f1")
+    assert isinstance(ch, PaperNumber) and t4.keys() == list(range(len(t4.grid)))
+    raw = yaml.safe_load((ROOT / "paper" / "claims.yaml").read_text())
+    raw["table3_ablation"]["rows"]["Batch recompute"] = raw["table3_ablation"]["rows"]["Batch recompute"][:-1]
+    bad = tmp_path / "claims.yaml"
+    bad.write_text(yaml.safe_dump(raw))
+    with pytest.raises(ResultsError, match="table3_ablation: every row needs") as e:
+        load(bad)
+    assert e.value.fix and "claims.yaml" in e.value.problem
+    del raw["table5_hyper_cadence"]
+    bad.write_text(yaml.safe_dump(raw))
+    with pytest.raises(ResultsError, match="no table5_hyper_cadence"):
+        load(bad)

@@ -30,7 +30,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from chimera.book import fmt
 from chimera.book.blocks import CHIMERA, REAL, Book, accuracy_frame, accuracy_runs, block, fidelity_runs
@@ -40,6 +39,7 @@ from chimera.book.rules import (ADDED_US, BASIN, CONTRADICTED, FACTOR, FAMILY_CO
                                 TAIL, TIE, TIMING_FAMILY, UNINFORMATIVE, UNTESTABLE, VERDICTS, PaperNumber, at,
                                 best_verdict, bound_verdict, dec, factor, family_level, flow_paired_interval,
                                 interval_verdict, ordering, paired_interval, places)
+from chimera.book.paper import PAPER, Paper, load as load_paper, number
 from chimera.book.runs import Run, on_testbed
 from chimera.errors import ResultsError
 from chimera.metrics.intervals import bootstrap_mean
@@ -61,7 +61,6 @@ __all__ = ["BASIN", "CONTRADICTED", "FACTOR", "HIGH_AUC", "INCONCLUSIVE", "NEAR_
            "REPRODUCED", "TAIL", "TIE", "UNINFORMATIVE", "UNTESTABLE", "VERDICTS", "Claim", "factor", "ledger",
            "ordering", "paper", "render"]
 
-PAPER = ROOT / "paper" / "claims.yaml"
 #: the rules' thresholds, each dated on the page by the commit that first set it
 RULE_NAMES = ("TIE", "FACTOR", "HIGH_AUC", "NEAR_CONSTANT", "ORDERS", "BASIN", "TAIL")
 
@@ -155,24 +154,9 @@ class Claim:
         return [self.claim, self.paper, self.ours, self.run, v]
 
 
-class _PaperLoader(yaml.SafeLoader):
-    """YAML with every float kept as the paper prints it."""
-
-
-def _paper_float(loader: yaml.SafeLoader, node: yaml.Node) -> PaperNumber:
-    assert isinstance(node, yaml.ScalarNode)
-    return PaperNumber(str(loader.construct_scalar(node)))
-
-
-_PaperLoader.add_constructor("tag:yaml.org,2002:float", _paper_float)
-
-
-def paper(path: Path = PAPER) -> dict[str, Any]:
-    try:
-        return dict(yaml.load(path.read_text(), Loader=_PaperLoader))  # noqa: S506 (a SafeLoader subclass)
-    except (OSError, yaml.YAMLError, TypeError, ValueError) as e:
-        raise ResultsError(f"{path}: the paper's claims cannot be read ({e})",
-                           "restore paper/claims.yaml from git") from None
+def paper(path: Path = PAPER) -> Paper:
+    """The paper's claims (chimera.book.paper)."""
+    return load_paper(path)
 
 
 def _cite(r: Run | None) -> str:
@@ -253,15 +237,13 @@ def _seeds(wide: pd.DataFrame) -> str:
     return ", ".join(str(int(x)) for x in wide.index)
 
 
-def table1_intervals(b: Book, p: dict[str, Any]) -> dict[str, list[Claim]]:
+def table1_intervals(b: Book, p: Paper) -> dict[str, list[Claim]]:
     """Table 1 on each synthetic stand-in held by a published sweep of the accuracy experiment (``invoke sweep
     --name accuracy --seeds 11,...``), per dataset: each method's row judged by the three-outcome interval rule
     (chimera.book.rules.interval_verdict) on the paired per-seed differences Chimera − method against the paper's
     gap, and Chimera's own row ("the best") against every method by the one-sided rule; every interval simultaneous
     over the family of all those comparisons. A dataset no sweep holds is judged on the single-seed run (table1)."""
-    cols = p["table1_accuracy"]["columns"]
-    rows: dict[str, list[Any]] = p["table1_accuracy"]["rows"]
-    ch_paper = rows["Chimera"]
+    t1 = p["table1_accuracy"]
     held = {ds: s for ds in DATASETS if (s := swept(b, ds.__eq__)) is not None}
     family = sum(sw.wide.shape[1] - 1 for sw in held.values() if "Chimera" in sw.wide)
     out: dict[str, list[Claim]] = {}
@@ -269,7 +251,7 @@ def table1_intervals(b: Book, p: dict[str, Any]) -> dict[str, list[Claim]]:
         r, name, wide = sw.run, sw.name, sw.wide
         if "Chimera" not in wide:
             continue
-        c = cols.index(f"{ds}_f1")
+        col = f"{ds}_f1"
         shown = ds.upper() if ds != "peerrush" else "PeerRush"
         claims: list[Claim] = []
         judged: dict[str, tuple[float, float, float, int]] = {}
@@ -277,7 +259,8 @@ def table1_intervals(b: Book, p: dict[str, Any]) -> dict[str, list[Claim]]:
         for m in (x for x in wide.columns if x != "Chimera"):
             mean, lo, hi, k, how = sw.diff(m, family)
             judged[m] = (mean, lo, hi, k)
-        for paper_name, vals in rows.items():
+        for paper_name in t1.rows:
+            pv = t1.number(paper_name, col)
             ours_name = T1_NAMES.get(paper_name, paper_name)
             label = f"{paper_name} macro-F1 on {shown}"
             src = f"table1_accuracy/{paper_name}/{ds}_f1"
@@ -291,18 +274,18 @@ def table1_intervals(b: Book, p: dict[str, Any]) -> dict[str, list[Claim]]:
                        f"{_seeds(wide)} (the interval over {how}), simultaneous over {family} comparisons; " + "; ".join(
                            f"{m} {v[0]:+.4f} [{v[1]:+.4f}, {v[2]:+.4f}]: {verdicts[m]}"
                            for m, v in sorted(paper_side.items(), key=lambda x: x[1][1])))
-                claims.append(Claim("Table 1", label, f(vals[c]), f"Chimera − {worst} {mean:+.4f} [{lo:+.4f}, "
+                claims.append(Claim("Table 1", label, f(pv), f"Chimera − {worst} {mean:+.4f} [{lo:+.4f}, "
                                     f"{hi:+.4f}] (synthetic stand-in, reference; the lowest interval)", r.cite(),
                                     verdict, why + "; absolute F1 not testable: dataset absent", mean, src,
                                     _m(r, name, "Chimera − every method"), _commit(r), interval=True))
                 continue
             if ours_name not in judged:
-                claims.append(Claim("Table 1", label, f(vals[c]), "—", r.cite(), UNTESTABLE,
+                claims.append(Claim("Table 1", label, f(pv), "—", r.cite(), UNTESTABLE,
                                     "the sweep has no row of this method", source=src))
                 continue
             mean, lo, hi, k = judged[ours_name]
-            verdict, why = interval_verdict(dec(ch_paper[c]) - dec(vals[c]), lo, hi, k)
-            claims.append(Claim("Table 1", label, f(vals[c]), f"Chimera − {ours_name} {mean:+.4f} [{lo:+.4f}, "
+            verdict, why = interval_verdict(dec(t1.number("Chimera", col)) - dec(pv), lo, hi, k)
+            claims.append(Claim("Table 1", label, f(pv), f"Chimera − {ours_name} {mean:+.4f} [{lo:+.4f}, "
                                 f"{hi:+.4f}] (synthetic stand-in, reference)", r.cite(), verdict,
                                 f"Chimera − this method over seeds {_seeds(wide)} (the interval over {how}), "
                                 f"simultaneous over {family} comparisons: {why}; absolute F1 not testable: dataset "
@@ -324,45 +307,45 @@ def table1_intervals(b: Book, p: dict[str, Any]) -> dict[str, list[Claim]]:
     return out
 
 
-def table1(b: Book, p: dict[str, Any]) -> list[Claim]:
+def table1(b: Book, p: Paper) -> list[Claim]:
     out: list[Claim] = []
     df, runs = accuracy_frame(b)
     syn = runs[0] if runs else None
-    cols = p["table1_accuracy"]["columns"]
-    rows: dict[str, list[Any]] = p["table1_accuracy"]["rows"]
-    ch_paper = rows["Chimera"]
+    t1 = p["table1_accuracy"]
     T = "table1_accuracy"
     over_seeds = table1_intervals(b, p)
     for ds in DATASETS:
         if ds in over_seeds:        # judged over the held-out seeds of a sweep, not on one seed
             out += over_seeds[ds]
             continue
-        c = cols.index(f"{ds}_f1")
+        pcol = f"{ds}_f1"
         col = f"{ds} (synthetic)"
         have = col in df.columns
-        best_paper = max((v for k, v in rows.items() if k != "Chimera"), key=lambda v: dec(v[c]))
-        paper_best_gap = dec(ch_paper[c]) - dec(best_paper[c])
-        for name, vals in rows.items():
+        ch_paper = t1.number("Chimera", pcol)
+        best_paper = max((t1.number(k, pcol) for k in t1.rows if k != "Chimera"), key=dec)
+        paper_best_gap = dec(ch_paper) - dec(best_paper)
+        for name in t1.rows:
+            pv = t1.number(name, pcol)
             ours_name = T1_NAMES.get(name, name)
             ours = df.loc[ours_name, col] if have and ours_name in df.index else None
             label = f"{name} macro-F1 on {ds.upper() if ds != 'peerrush' else 'PeerRush'}"
             src = f"{T}/{name}/{ds}_f1"
             if ours is None:
-                out.append(Claim("Table 1", label, f(vals[c]), "—", _cite(syn), UNTESTABLE,
+                out.append(Claim("Table 1", label, f(pv), "—", _cite(syn), UNTESTABLE,
                                  "no run of ours measures it", source=src))
                 continue
-            nd = places(vals[c], ch_paper[c])
+            nd = places(pv, ch_paper)
             if name == "Chimera":   # against the paper's methods only; our yardsticks have rows of their own
-                others = [T1_NAMES.get(k, k) for k in rows if k != "Chimera" and T1_NAMES.get(k, k) in df.index]
+                others = [T1_NAMES.get(k, k) for k in t1.rows if k != "Chimera" and T1_NAMES.get(k, k) in df.index]
                 best = df.loc[others, col].idxmax()
                 verdict, why = ordering(paper_best_gap, _gap(ours, df.loc[best, col], nd),
                                         "Chimera against the best other method")
                 meas = _m(syn, col, "Chimera − best", best)
             else:
-                verdict, why = ordering(dec(ch_paper[c]) - dec(vals[c]), _gap(df.loc["Chimera", col], ours, nd),
+                verdict, why = ordering(dec(ch_paper) - dec(pv), _gap(df.loc["Chimera", col], ours, nd),
                                         "Chimera − this method")
                 meas = _m(syn, col, "Chimera −", ours_name)
-            out.append(Claim("Table 1", label, f(vals[c]), f"{f(ours)} (synthetic stand-in, reference)",
+            out.append(Claim("Table 1", label, f(pv), f"{f(ours)} (synthetic stand-in, reference)",
                              _cite(syn), verdict, why + "; absolute F1 not testable: dataset absent", float(ours),
                              src, meas, _commit(syn)))
         yard = [m for m in df.index if "yardstick" in m]
@@ -375,8 +358,8 @@ def table1(b: Book, p: dict[str, Any]) -> list[Claim]:
                              f"Chimera {f(df.loc['Chimera', col])}, {best_y} {f(df.loc[best_y, col])}", _cite(syn),
                              verdict, why, float(df.loc["Chimera", col] - df.loc[best_y, col]), f"{T}/claim",
                              _m(syn, col, "Chimera −", best_y), _commit(syn)))
-    claim = p["table1_accuracy"]["claim"]
-    largest = max(dec(ch_paper[cols.index(f"{d}_f1")]) - max(dec(v[cols.index(f"{d}_f1")]) for k, v in rows.items()
+    claim = t1.claim
+    largest = max(dec(t1.number("Chimera", f"{d}_f1")) - max(dec(t1.number(k, f"{d}_f1")) for k in t1.rows
                                                                if k != "Chimera") for d in DATASETS)
     swept = real_set_intervals(b, p)
     out += [c for _, c in swept]
@@ -395,7 +378,7 @@ def table1(b: Book, p: dict[str, Any]) -> list[Claim]:
     return out + yardstick_intervals(b, p)
 
 
-def real_set_intervals(b: Book, p: dict[str, Any]) -> list[tuple[str, Claim]]:
+def real_set_intervals(b: Book, p: Paper) -> list[tuple[str, Claim]]:
     """Table 1's sentence on each small real set, over the seeds of the newest published sweep of the accuracy
     experiment (``invoke sweep --name accuracy --seeds 11,...``): per method, the paired per-seed differences
     Chimera − method, a t-interval simultaneous over every (set, method) of the sweep, the one-sided rule for "the
@@ -404,7 +387,7 @@ def real_set_intervals(b: Book, p: dict[str, Any]) -> list[tuple[str, Claim]]:
     sets = [(frag, label, s) for frag, label in REAL.items()
             if (s := swept(b, _containing(frag))) is not None]
     family = sum(sw.wide.shape[1] - 1 for _, _, sw in sets)
-    claim = p["table1_accuracy"]["claim"].split(" while")[0]
+    claim = p["table1_accuracy"].claim.split(" while")[0]
     out = []
     for frag, label, sw in sets:
         r, wide = sw.run, sw.wide
@@ -440,7 +423,7 @@ def swept_data(b: Book) -> set[str]:
     return out | {label for frag, label in REAL.items() if swept(b, _containing(frag)) is not None}
 
 
-def yardstick_intervals(b: Book, p: dict[str, Any]) -> list[Claim]:
+def yardstick_intervals(b: Book, p: Paper) -> list[Claim]:
     """Chimera against each yardstick on each kind of data, over the bench's held-out seeds: paired per-seed
     differences, a t-interval simultaneous over the family, the three-outcome rule (chimera.book.rules). Data an
     accuracy sweep holds are left out: Table 1's claims judge that comparison there, and a comparison is counted
@@ -493,13 +476,12 @@ def stability_intervals(r: Run) -> dict[str, tuple[float, float, float, int]]:
     return out
 
 
-def input_windows(b: Book, p: dict[str, Any], r: Run | None) -> Claim:
+def input_windows(b: Book, p: Paper, r: Run | None) -> Claim:
     """Table 1's second sentence: Chimera supports larger input windows than most baselines."""
-    cols = p["table1_accuracy"]["columns"]
-    rows = p["table1_accuracy"]["rows"]
-    bits = {k: v[cols.index("input_scale_bits")] for k, v in rows.items()}
+    t1 = p["table1_accuracy"]
+    bits = {k: t1.number(k, "input_scale_bits") for k in t1.rows}
     paper_more = sum(1 for k, v in bits.items() if k != "Chimera" and bits["Chimera"] > v)
-    label = "Table 1: \"" + p["table1_accuracy"]["claim"].split(" while ")[1].rstrip(".") + "\""
+    label = "Table 1: \"" + t1.claim.split(" while ")[1].rstrip(".") + "\""
     ptxt = f"{n(bits['Chimera'])} input bits, more than {paper_more} of {len(bits) - 1} baselines"
     if r is None:
         return Claim("Table 1", label, ptxt, "—", "—", UNTESTABLE, "no accuracy run", source="table1_accuracy/claim")
@@ -519,20 +501,20 @@ def input_windows(b: Book, p: dict[str, Any], r: Run | None) -> Claim:
                  measurement=_m(r, "input_bits"), commit=_commit(r))
 
 
-def table2(b: Book, p: dict[str, Any]) -> list[Claim]:
+def table2(b: Book, p: Paper) -> list[Claim]:
     out = []
     r = b.runs.latest("resources")
     res = r.table(RESOURCES) if r is not None else pd.DataFrame(columns=["method", "where", "per_flow_bits",
                                                                           "per_flow_source"])
-    cols = p["table2_resources"]["columns"]
+    t2 = p["table2_resources"]
     T = "table2_resources"
     # a value a formula gives several methods alike does not depend on the method: it tells nothing of any one
     shared = res.groupby(["per_flow_source", "per_flow_bits"])["method"].transform("nunique") if len(res) else \
         pd.Series(dtype=int)
     formula = set(res.index[shared > 1]) if len(res) else set()
-    for name, vals in p["table2_resources"]["rows"].items():
+    for name in t2.rows:
         mine = res[res["method"] == name]
-        bits = vals[cols.index("stateful_bits_per_flow")]
+        bits = t2.number(name, "stateful_bits_per_flow")
         if len(mine):
             for i, x in mine.iterrows():
                 if i in formula:
@@ -549,7 +531,7 @@ def table2(b: Book, p: dict[str, Any]) -> list[Claim]:
             out.append(Claim("Table 2", f"{name} stateful bits per flow", n(bits), "—", _cite(r), UNTESTABLE,
                              "no run of ours allocates it", source=f"{T}/{name}/stateful_bits_per_flow"))
         for col in ("sram_pct", "tcam_pct", "bus_pct"):
-            out.append(Claim("Table 2", f"{name} {col.split('_')[0].upper()} %", f(vals[cols.index(col)], 2), "—",
+            out.append(Claim("Table 2", f"{name} {col.split('_')[0].upper()} %", f(t2.number(name, col), 2), "—",
                              "—", UNTESTABLE, "a Tofino resource share (issue 57: p4c's Tofino backend)",
                              source=f"{T}/{name}/{col}"))
     if r is not None:
@@ -585,24 +567,24 @@ def ablation_swept(b: Book) -> tuple[Run, pd.DataFrame] | None:
     return None
 
 
-def table3(b: Book, p: dict[str, Any]) -> list[Claim]:
+def table3(b: Book, p: Paper) -> list[Claim]:
     out = []
     r = b.runs.latest("ablation", on_testbed) or b.runs.latest("ablation")
     T = "table3_ablation"
     if r is None:
         return [Claim("Table 3", "ablation", "—", "—", "—", UNTESTABLE, "no ablation run", source=T)]
     d = r.table(ABLATION).set_index("variant")
-    cols = p["table3_ablation"]["columns"]
-    rows = p["table3_ablation"]["rows"]
-    ch_p = rows["Linearized (Chimera)"]
+    t3 = p["table3_ablation"]
+    rows = t3.rows
+    ch_f1 = t3.number("Linearized (Chimera)", "f1")
     sw = ablation_swept(b)
     # the rows judged over the sweep's seeds: every paper row the sweep holds beside Chimera, one family
     held = [T3_NAMES[name] for name in rows if sw is not None and T3_NAMES[name] != CHIMERA
             and CHIMERA in sw[1] and T3_NAMES[name] in sw[1] and not _identical(d, T3_NAMES[name])]
-    for name, vals in rows.items():
+    for name in rows:
         v = T3_NAMES[name]
         x = d.loc[v]
-        f1p = vals[cols.index("f1")]
+        f1p = t3.number(name, "f1")
         src = f"{T}/{name}"
         if v == CHIMERA:
             out.append(Claim("Table 3", f"{name}: F1 on CICIOT", f(f1p), f"{f(x['macro_f1'])} (synthetic stand-in)",
@@ -615,7 +597,7 @@ def table3(b: Book, p: dict[str, Any]) -> list[Claim]:
                 sr, wide = sw
                 diffs = (wide[CHIMERA] - wide[v]).dropna()
                 mean, lo, hi = paired_interval(list(diffs), family=len(held))
-                verdict, why = interval_verdict(dec(ch_p[0]) - dec(f1p), lo, hi, len(diffs))
+                verdict, why = interval_verdict(dec(ch_f1) - dec(f1p), lo, hi, len(diffs))
                 out.append(Claim("Table 3", f"{name}: F1 against Chimera's (held-out seeds, paired intervals)",
                                  f(f1p), f"Chimera − this row {mean:+.4f} [{lo:+.4f}, {hi:+.4f}] over seeds "
                                  f"{_seeds(wide.loc[diffs.index])}", sr.cite(), verdict,
@@ -623,13 +605,13 @@ def table3(b: Book, p: dict[str, Any]) -> list[Claim]:
                                  _m(sr, "ablation", v, "Chimera −"), _commit(sr), interval=True))
             else:
                 verdict, why = (UNINFORMATIVE, f"its verdicts are the operating point's ({same})") if same else \
-                    ordering(dec(ch_p[0]) - dec(f1p),
-                             _gap(d.loc[CHIMERA, "macro_f1"], x["macro_f1"], places(ch_p[0], f1p)), "Chimera − this row")
+                    ordering(dec(ch_f1) - dec(f1p),
+                             _gap(d.loc[CHIMERA, "macro_f1"], x["macro_f1"], places(ch_f1, f1p)), "Chimera − this row")
                 out.append(Claim("Table 3", f"{name}: F1 against Chimera's", f(f1p), f(x["macro_f1"]), _cite(r),
                                  verdict, why, float(x["macro_f1"]), f"{src}/f1", _m(r, "ablation", v, "macro_f1"),
                                  _commit(r)))
-        bits = vals[cols.index("bits_per_flow")]
-        if isinstance(bits, str) or x["bits_per_flow"] != x["bits_per_flow"]:
+        bits = t3.cell(name, "bits_per_flow")
+        if bits is None or isinstance(bits, str) or x["bits_per_flow"] != x["bits_per_flow"]:
             out.append(Claim("Table 3", f"{name}: bits per flow", str(bits), "— (software host †)" if
                              bool(x["software_only"]) else "—", _cite(r), UNTESTABLE,
                              "runs off the switch here: no per-flow switch state", source=f"{src}/bits_per_flow"))
@@ -638,17 +620,17 @@ def table3(b: Book, p: dict[str, Any]) -> list[Claim]:
             out.append(Claim("Table 3", f"{name}: bits per flow", n(bits), n(x["bits_per_flow"]), _cite(r), verdict,
                              why, float(x["bits_per_flow"]), f"{src}/bits_per_flow",
                              _m(r, "ablation", v, "bits_per_flow"), _commit(r)))
-        out.append(Claim("Table 3", f"{name}: TCAM entries", n(vals[cols.index("tcam_entries")]),
+        out.append(Claim("Table 3", f"{name}: TCAM entries", n(t3.number(name, "tcam_entries")),
                          n(x["table_entries"]) + " (all entries)" if x["table_entries"] == x["table_entries"] else "—",
                          _cite(r), UNTESTABLE, "Tofino TCAM; ours counts every table entry, of every match kind",
                          source=f"{src}/tcam_entries"))
         ours_lat = x["latency_switch_p50_us"]
-        out.append(Claim("Table 3", f"{name}: latency µs", f(vals[cols.index("latency_us")], 1),
+        out.append(Claim("Table 3", f"{name}: latency µs", f(t3.number(name, "latency_us"), 1),
                          (f(ours_lat, 3) + f" ({r.target} p50)") if ours_lat == ours_lat else "—", _cite(r),
                          UNTESTABLE, "a Tofino latency, as the figure's sub-µs median: one rule for both, its "
                          "testable form judged once, in the latency figure (what the pipeline adds over the bare "
                          "path, by the timing rule)", source=f"{src}/latency_us"))
-        out.append(Claim("Table 3", f"{name}: throughput Gbps", f(vals[cols.index("throughput_gbps")], 1),
+        out.append(Claim("Table 3", f"{name}: throughput Gbps", f(t3.number(name, "throughput_gbps"), 1),
                          (n(x["switch_pps"]) + " pps") if x["switch_pps"] == x["switch_pps"] else "—", _cite(r),
                          UNTESTABLE, "Tofino line rate; our software switches share the sender's cores",
                          source=f"{src}/throughput_gbps"))
@@ -656,13 +638,13 @@ def table3(b: Book, p: dict[str, Any]) -> list[Claim]:
     return out
 
 
-def table3_sentences(r: Run, d: pd.DataFrame, p: dict[str, Any]) -> list[Claim]:
+def table3_sentences(r: Run, d: pd.DataFrame, p: Paper) -> list[Claim]:
     """The four sentences under Table 3, each judged on the ablation run."""
-    rows, cols = p["table3_ablation"]["rows"], p["table3_ablation"]["columns"]
-    claims: list[str] = p["table3_ablation"]["claims"]
+    t3 = p["table3_ablation"]
+    claims = t3.claims
     T = "table3_ablation/claims"
     ch = d.loc[CHIMERA, "macro_f1"]
-    f1p = {k: v[cols.index("f1")] for k, v in rows.items()}
+    f1p = {k: t3.number(k, "f1") for k in t3.rows}
     out = []
 
     def beats(i: int, a: str, b_: str) -> Claim:
@@ -694,7 +676,7 @@ def table3_sentences(r: Run, d: pd.DataFrame, p: dict[str, Any]) -> list[Claim]:
     out.append(beats(1, "Local-only", "Global-only"))
     out.append(beats(2, "Neural-pure (no symbolic)", "Symbolic-pure (fixed rules)"))
     inc, bat = d.loc[CHIMERA, "bits_per_flow"], d.loc["Batch recompute", "bits_per_flow"]
-    pb = {k: rows[k][cols.index("bits_per_flow")] for k in ("Incremental (Chimera)", "Batch recompute")}
+    pb = {k: t3.cell(k, "bits_per_flow") for k in ("Incremental (Chimera)", "Batch recompute")}
     less = inc < bat
     out.append(Claim("Table 3", f"\"{claims[3]}\"", f"incremental {pb['Incremental (Chimera)']} bits, batch "
                      f"{pb['Batch recompute']}", f"incremental {n(inc)} bits, batch recompute {n(bat)}", _cite(r),
@@ -704,18 +686,17 @@ def table3_sentences(r: Run, d: pd.DataFrame, p: dict[str, Any]) -> list[Claim]:
     return out
 
 
-def table4(b: Book, p: dict[str, Any]) -> list[Claim]:
+def table4(b: Book, p: Paper) -> list[Claim]:
     out = []
     r = b.runs.latest("hyper_dim")
-    cols = p["table4_hyper_dim"]["columns"]
+    t4 = p["table4_hyper_dim"]
     T = "table4_hyper_dim"
-    for i, vals in enumerate(p["table4_hyper_dim"]["rows"]):
-        row = dict(zip(cols, vals))
+    for i, row in enumerate(t4.records()):
         for col in ("ciciot_f1", "peerrush_f1"):
             out.append(Claim("Table 4", f"m={row['m']}, d_v={row['d_v']}, {row['quant_bits']} bits: F1 on "
-                             f"{col.split('_')[0]}", f(row[col]), "—", _cite(r), UNTESTABLE,
+                             f"{col.split('_')[0]}", f(number(row[col])), "—", _cite(r), UNTESTABLE,
                              "beyond this build's compiled-in m and d_v", source=f"{T}/{i}/{col}"))
-    claim: str = p["table4_hyper_dim"]["claim"]
+    claim = t4.claim
     first, second = (s.strip().rstrip(".") for s in claim.split(";"))
     if r is None:
         return out + [Claim("Table 4", f"\"{s}\"", "", "—", "—", UNTESTABLE, "no hyper_dim run",
@@ -774,19 +755,18 @@ def cadence_intervals(r: Run, op: tuple[float, float], cells: list[tuple[float, 
     return out
 
 
-def table5(b: Book, p: dict[str, Any]) -> list[Claim]:
+def table5(b: Book, p: Paper) -> list[Claim]:
     """Each row of the paper's Table 5 against its operating point: our cell − our operating point, judged by the
     paired-interval rule over training seeds and time bins (cadence_intervals, one family over the rows); a
     grid where no cell differs from no adaptation is not informative."""
     out = []
     r = b.runs.latest("hyper_cadence")
-    cols = p["table5_hyper_cadence"]["columns"]
-    rows = [dict(zip(cols, v)) for v in p["table5_hyper_cadence"]["rows"]]
+    rows = p["table5_hyper_cadence"].records()
     op = next(x for x in rows if x["stability"] == "balanced")
     g = r.table(CADENCE) if r is not None else None
     flat = g is not None and "diff_vs_static_map_lo" in g and _no_cell_differs(g)
-    key = (float(op["eta"]), float(op["t_cp_s"]))
-    others = [(float(x["eta"]), float(x["t_cp_s"])) for x in rows if x is not op]
+    key = (float(number(op["eta"])), float(number(op["t_cp_s"])))
+    others = [(float(number(x["eta"])), float(number(x["t_cp_s"]))) for x in rows if x is not op]
     ivs = cadence_intervals(r, key, others) if r is not None else {}
     for i, row in enumerate(rows):
         label = f"eta={row['eta']}, T_cp={row['t_cp_s']} s: F1 ({row['stability']})"
@@ -794,31 +774,31 @@ def table5(b: Book, p: dict[str, Any]) -> list[Claim]:
         cell = g[(g["eta"] == row["eta"]) & (g["t_cp_s"] == row["t_cp_s"])] if g is not None else None
         base = g[(g["eta"] == op["eta"]) & (g["t_cp_s"] == op["t_cp_s"])] if g is not None else None
         if cell is None or not len(cell) or base is None or not len(base):
-            out.append(Claim("Table 5", label, f(row["ciciot_f1"]), "—", _cite(r), UNTESTABLE, "cell not in our grid",
+            out.append(Claim("Table 5", label, f(number(row["ciciot_f1"])), "—", _cite(r), UNTESTABLE, "cell not in our grid",
                              source=src))
             continue
         ours = float(cell["f1_mean"].iloc[0])
         meas = _m(r, "cadence", row["eta"], row["t_cp_s"])
         if row is op:
-            out.append(Claim("Table 5", label, f(row["ciciot_f1"]), f"{f(ours)} ({cell['label'].iloc[0]})", _cite(r),
+            out.append(Claim("Table 5", label, f(number(row["ciciot_f1"])), f"{f(ours)} ({cell['label'].iloc[0]})", _cite(r),
                              UNTESTABLE, "dataset absent; the operating point the other rows compare to", ours, src,
                              meas, _commit(r)))
             continue
         if flat:
             verdict, why = UNINFORMATIVE, ("no cell of the grid differs from no adaptation: every interval of "
                                           "(cell − Static-Map) spans 0")
-        elif (iv := ivs.get((float(row["eta"]), float(row["t_cp_s"])))) is not None:
+        elif (iv := ivs.get((float(number(row["eta"])), float(number(row["t_cp_s"]))))) is not None:
             m, lo, hi, k = iv
-            verdict, why = interval_verdict(dec(row["ciciot_f1"]) - dec(op["ciciot_f1"]), lo, hi, k)
+            verdict, why = interval_verdict(dec(number(row["ciciot_f1"])) - dec(number(op["ciciot_f1"])), lo, hi, k)
             why = f"this cell − the operating point {m:+.4f}; {why} (one family of {len(others)})"
         else:   # a run without per-seed bins: no interval to judge
             verdict, why = INCONCLUSIVE, "the run has no per-seed bins: no paired interval"
-        out.append(Claim("Table 5", label, f(row["ciciot_f1"]), f"{f(ours)} ({cell['label'].iloc[0]})", _cite(r),
+        out.append(Claim("Table 5", label, f(number(row["ciciot_f1"])), f"{f(ours)} ({cell['label'].iloc[0]})", _cite(r),
                          verdict, why, ours, src, meas, _commit(r), interval=verdict != UNINFORMATIVE))
     return out
 
 
-def _fig(key: str, i: int, p: dict[str, Any]) -> tuple[str, str]:
+def _fig(key: str, i: int, p: Paper) -> tuple[str, str]:
     """(the ledger's label of clause ``i`` of figure ``key``, its source id)."""
     return f"{FIGURE_TITLES[key]}: \"{CLAUSES[key][i]}\"", f"figures/{key}/{i}"
 
@@ -846,7 +826,7 @@ def timing_intervals(ls: pd.DataFrame, load: str = "high") -> dict[str, tuple[fl
     return out
 
 
-def figures(b: Book, p: dict[str, Any]) -> list[Claim]:
+def figures(b: Book, p: Paper) -> list[Claim]:
     out = []
 
     def add(key: str, i: int, paper_: str, ours: str, r: Run | None, verdict: str, why: str = "",
@@ -859,7 +839,7 @@ def figures(b: Book, p: dict[str, Any]) -> list[Claim]:
     acc = runs[0] if runs else None
     if acc is not None:
         a = acc.table(ACCURACY)
-        paper_methods = {T1_NAMES.get(k, k) for k in p["table1_accuracy"]["rows"]}
+        paper_methods = {T1_NAMES.get(k, k) for k in p["table1_accuracy"].rows}
         a = a[(a["dataset"] == "ciciot") & a["method"].isin(paper_methods)].drop_duplicates("method")
         ch = a[a["method"] == "Chimera"].iloc[0]
         comp = a[a["method"] != "Chimera"]
@@ -996,7 +976,7 @@ def figures(b: Book, p: dict[str, Any]) -> list[Claim]:
     return out
 
 
-SECTIONS: list[tuple[str, Callable[[Book, dict[str, Any]], list[Claim]]]] = [
+SECTIONS: list[tuple[str, Callable[[Book, Paper], list[Claim]]]] = [
     ("Table 1: classification accuracy", table1), ("Table 2: resources", table2), ("Table 3: ablation", table3),
     ("Table 4: m x d_v x bits", table4), ("Table 5: update cadence", table5), ("Figures", figures)]
 
@@ -1011,7 +991,7 @@ def rules_fixed_before(commit: str | None, root: Path = ROOT) -> bool | None:
         return False
 
 
-def ledger(b: Book, p: dict[str, Any] | None = None) -> list[tuple[str, list[Claim]]]:
+def ledger(b: Book, p: Paper | None = None) -> list[tuple[str, list[Claim]]]:
     """Every section's claims, each marked: a sub-row where its measurement was judged before, and whether its
     run's rules were fixed before it."""
     p = p or paper(b.root / "paper" / "claims.yaml")
