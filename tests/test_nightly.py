@@ -511,3 +511,26 @@ def test_a_nights_run_key_is_a_typed_pair_and_a_status_an_enum() -> None:
     c = ck.Check("x", ck.CheckKind.EXACT, ck.Status.PASS)
     assert c.row()["status"] == "pass" and pd.DataFrame([c.row()]).to_csv(index=False).splitlines()[1] == "x,exact,pass,,,"
     assert ck.failed([ck.Check("y", ck.CheckKind.RAN, ck.Status.FAILED_TO_RUN)])
+
+
+def test_a_nights_mutation_step_is_typed_where_it_skips_or_fails(monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    """run_mutate returns the night's typed record: files whose target may be absent are listed as skipped with
+    the reason, and a mutation run that raises is the record's error, not a lost night."""
+    from chimera.errors import ResultsError
+    from chimera.fuzz.mutate import sources, target_of
+    from chimera.nightly.config import MutateEntry, NightlyConfig
+    from chimera.nightly.suite import run_mutate
+    from chimera.report.sections import MutateNight
+    files = list(sources())
+    cfg = NightlyConfig(experiments=[], mutate=MutateEntry(files=files, per_file=1, fuzz_rounds=1))
+    absent = {target_of(f).name: "absent tonight" for f in files}
+    got = run_mutate(cfg, tmp_path, (absent, {}))
+    assert isinstance(got, MutateNight) and got.files == [] and set(got.skipped) == set(files) and got.error is None
+
+    def boom(*a: object, **k: object) -> None:
+        raise ResultsError("triage unreadable", "fix it")
+    monkeypatch.setattr("chimera.fuzz.triage.load", boom)
+    got = run_mutate(cfg, tmp_path, ({}, {}))
+    assert isinstance(got, MutateNight) and (got.error or "").startswith("triage unreadable") and got.files == files
+    assert run_mutate(cfg.model_copy(update={"mutate": None}), tmp_path, ({}, {})) is None

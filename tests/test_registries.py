@@ -107,6 +107,7 @@ def test_a_bench_is_one_record_read_by_the_cli_and_the_nightly(monkeypatch: pyte
     from chimera.errors import ConfigError
     from chimera.nightly.config import NightlyConfig
     from chimera.nightly.suite import run_benches
+    from chimera.report.sections import BenchStat
     with pytest.raises(ConfigError, match="takes no option --seeds") as e:
         B.dispatch("zeroloss", seeds=(1, 2))
     assert "fidelity" in e.value.fix
@@ -119,7 +120,7 @@ def test_a_bench_is_one_record_read_by_the_cli_and_the_nightly(monkeypatch: pyte
                   metric="toy_ratio")
     monkeypatch.setitem(B.BENCHES, "toy", toy)
     cfg = NightlyConfig(benches=["toy"], repeats=5)
-    assert run_benches(cfg, ({}, {})) == {"toy_ratio": {"median": 0.5}}
+    assert run_benches(cfg, ({}, {})) == {"toy_ratio": BenchStat(median=0.5)}
     import dataclasses
 
     from chimera.targets.registry import target_class
@@ -130,7 +131,7 @@ def test_a_bench_is_one_record_read_by_the_cli_and_the_nightly(monkeypatch: pyte
     monkeypatch.setattr(ebpf, "bench", dataclasses.replace(ebpf.bench, benches=(*ebpf.bench.benches, "sick")))
     assert sick.target == "ebpf" and toy.target is None
     assert run_benches(NightlyConfig(benches=["sick"]), ({}, {"ebpf": "no clang"})) == \
-        {"sick_ratio": {"error": "no clang"}}
+        {"sick_ratio": BenchStat(error="no clang")}
     assert run_benches(NightlyConfig(benches=["sick"]), ({"ebpf": "may be absent"}, {})) == {}
 
 

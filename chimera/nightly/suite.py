@@ -33,30 +33,34 @@ from chimera.book.scope import run_scope
 from chimera.nightly.golden import FORMAT_VERSION, GOLDEN, ROOT, code_changes, load_golden, run_codes, save_golden
 from chimera.report.provenance import Scope, TreeCode
 from chimera.nightly.history import append_history, history_rows, load_history, trend_figures
-from chimera.report.sections import MutateResult, NightMeasured, NightRecord, section
+from chimera.report.sections import (BenchStat, ExperimentNight, FuzzNight, MutateNight, MutateResult,
+                                     NightMeasured, NightRecord, section)
 from chimera.testbed.pacing import host_key
 
 log = logging.getLogger(__name__)
 BASELINE_DIR = ROOT / "results" / "baseline"
 
 
-def tracked(out: Path, track: NightlyTrack, testbed: bool) -> dict[str, Any]:
+def tracked(out: Path, track: NightlyTrack, testbed: bool, run: str | None = None) -> ExperimentNight:
     """What the nightly reads from a run: the kind's F1 per row key, its counters (a testbed run's counter that is
     missing is unknown, not absent), the unaccounted frames, the clock."""
     df = track.table.read(out)
     keys = df[track.key].astype(str)
-    r: dict[str, Any] = {"f1": dict(zip(keys, df[track.metric].astype(float)))}
+
+    def ints(col: pd.Series) -> dict[str, int | None]:
+        return {v: (None if pd.isna(x) else int(x)) for v, x in zip(keys, col)}
+    counters: dict[str, dict[str, int | None]] = {}
     for c in track.counters:
         if c in df:
-            r[c] = {v: (None if pd.isna(x) else int(x)) for v, x in zip(keys, df[c])}
+            counters[c] = ints(df[c])
         elif testbed:
-            r[c] = {v: None for v in keys}
+            counters[c] = {v: None for v in keys}
     if {"replayed", "verdicts", "not_sent", "dropped_by_capture", "lost"} <= set(df.columns):
-        un = df["replayed"] - df["verdicts"] - df["not_sent"] - df["dropped_by_capture"] - df["lost"]
-        r["unaccounted"] = {v: (None if pd.isna(x) else int(x)) for v, x in zip(keys, un)}
-    if "clock" in df and df["clock"].notna().any():
-        r["clock"] = str(df["clock"].dropna().iloc[0])
-    return r
+        counters["unaccounted"] = ints(df["replayed"] - df["verdicts"] - df["not_sent"] - df["dropped_by_capture"]
+                                       - df["lost"])
+    clock = str(df["clock"].dropna().iloc[0]) if "clock" in df and df["clock"].notna().any() else None
+    return ExperimentNight(f1=dict(zip(keys, df[track.metric].astype(float))), clock=clock, run=run,
+                           **counters)  # the counters are the model's own fields
 
 
 def availability(cfg: NightlyConfig) -> tuple[dict[str, str], dict[str, str]]:
@@ -78,21 +82,21 @@ def availability(cfg: NightlyConfig) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def run_experiments(cfg: NightlyConfig, runs: Path, data_root: Path,
-                    unavailable: tuple[dict[str, str], dict[str, str]]) -> dict[str, Any]:
+                    unavailable: tuple[dict[str, str], dict[str, str]]) -> NightMeasured:
     from chimera.experiments.kinds import kind_of
     from chimera.experiments.load import load_experiment
     from chimera.experiments.runner import run_experiment
     skip_t, miss_t = unavailable
-    out: dict[str, Any] = {"experiments": {}, "skipped": {}, "failed": {}}
+    out = NightMeasured()
     for e in cfg.experiments:
         for target in e.targets:
             key = str(RunKey(e.label, target))
             if target in skip_t:
-                out["skipped"][key] = skip_t[target]
+                out.skipped[key] = skip_t[target]
                 log.info("[nightly] %s: allowed skip: %s", key, skip_t[target])
                 continue
             if target in miss_t:
-                out["failed"][key] = miss_t[target]
+                out.failed[key] = miss_t[target]
                 log.error("[nightly] %s: %s", key, miss_t[target])
                 continue
             log.info("[nightly] %s", key)
@@ -103,41 +107,42 @@ def run_experiments(cfg: NightlyConfig, runs: Path, data_root: Path,
                     raise ConfigError(f"kind {exp.kind} declares nothing for the nightly to track",
                                       "give its Kind record a NightlyTrack, or leave it out of the suite")
                 run = run_experiment(exp, target=target, results_root=runs, data_root=data_root)
-                out["experiments"][key] = {**tracked(run, track, on_testbed(target)),
-                                           "run": run.relative_to(runs.parent).as_posix()}
+                out.experiments[key] = tracked(run, track, on_testbed(target),
+                                               run.relative_to(runs.parent).as_posix())
             except ChimeraError as err:
-                out["experiments"][key] = {"error": str(err)}
+                out.experiments[key] = ExperimentNight(error=str(err))
     return out
 
 
-def run_benches(cfg: NightlyConfig, unavailable: tuple[dict[str, str], dict[str, str]]) -> dict[str, Any]:
+def run_benches(cfg: NightlyConfig, unavailable: tuple[dict[str, str], dict[str, str]]) -> dict[str, BenchStat]:
     """Each of the suite's benches through its record (chimera.bench.BENCHES): what it tracks, the target it
     needs (skipped or failed as the suite says of that target)."""
     from chimera.bench import bench
     skip_t, miss_t = unavailable
-    out: dict[str, Any] = {}
-    prior: dict[str, Any] = {}
+    out: dict[str, BenchStat] = {}
+    prior: dict[str, Any] = {}   # what one bench leaves for the next (the bench records' own business)
     for b in cfg.benches:
         rec = bench(b)
         assert rec.nightly is not None   # the suite's validation admits nightly benches only
         if rec.target in skip_t:
             continue
         if rec.target in miss_t:
-            out[rec.metric or b] = {"error": miss_t[rec.target]}
+            out[rec.metric or b] = BenchStat(error=miss_t[rec.target])
             continue
         log.info("[nightly] bench %s (%d repeats)", b, cfg.repeats)
         try:
-            out.update(rec.nightly(cfg.repeats, prior))
+            out.update({k: BenchStat.model_validate(v) for k, v in rec.nightly(cfg.repeats, prior).items()})
         except ChimeraError as e:
-            out[rec.metric or b] = {"error": str(e)}
+            out[rec.metric or b] = BenchStat(error=str(e))
     return out
 
 
-def run_fuzz(cfg: NightlyConfig, out_dir: Path, unavailable: tuple[dict[str, str], dict[str, str]]) -> dict[str, Any]:
+def run_fuzz(cfg: NightlyConfig, out_dir: Path,
+             unavailable: tuple[dict[str, str], dict[str, str]]) -> FuzzNight | None:
     """The night's fuzz (a budget or fixed rounds) on the suite's targets, with a seed that rotates with the date
     (or the suite's)."""
     if cfg.fuzz is None:
-        return {}
+        return None
     from chimera.fuzz.run import FuzzConfig, fuzz
     skip_t, miss_t = unavailable
     targets = [t for t in cfg.fuzz.targets if t not in skip_t and t not in miss_t]
@@ -148,22 +153,23 @@ def run_fuzz(cfg: NightlyConfig, out_dir: Path, unavailable: tuple[dict[str, str
         res = fuzz(FuzzConfig(targets=tuple(targets), budget_s=ROUNDS_CAP_S if rounds else cfg.fuzz.budget_s,
                               seed=seed, rounds=rounds, database=not rounds), results_root=out_dir)
     except ChimeraError as e:
-        return {"error": str(e)}
-    return {"sequences": res.sequences, "differences": len(res.failures), "seed": seed, "targets": targets,
-            "failures": [f.describe() for f in res.failures], "run": res.run_dir.relative_to(out_dir.parent).as_posix(),
-            "coverage": res.coverage_summary(),
-            "skipped": {t: skip_t[t] for t in cfg.fuzz.targets if t in skip_t},
-            "failed": {t: miss_t[t] for t in cfg.fuzz.targets if t in miss_t}}
+        return FuzzNight(error=str(e))
+    return FuzzNight.model_validate(
+        {"sequences": res.sequences, "differences": len(res.failures), "seed": seed, "targets": targets,
+         "failures": [f.describe() for f in res.failures], "run": res.run_dir.relative_to(out_dir.parent).as_posix(),
+         "coverage": res.coverage_summary(),
+         "skipped": {t: skip_t[t] for t in cfg.fuzz.targets if t in skip_t},
+         "failed": {t: miss_t[t] for t in cfg.fuzz.targets if t in miss_t}})
 
 
 def run_mutate(cfg: NightlyConfig, out_dir: Path, unavailable: tuple[dict[str, str], dict[str, str]],
-               today: dt.date | None = None, triage_file: Path | None = None) -> dict[str, Any]:
+               today: dt.date | None = None, triage_file: Path | None = None) -> MutateNight | None:
     """The night's mutation sample, judged against the triage (chimera.fuzz.triage): a kill lost or a survivor
     untriaged too long fails the night; new survivors are written to the triage as untriaged; the score over every
     mutant drawn so far (the published runs' and tonight's) is reported. A file whose target cannot run tonight is
     an allowed skip or a failure, as the suite says of that target."""
     if cfg.mutate is None:
-        return {}
+        return None
     import math
 
     from chimera.fuzz import triage as tr
@@ -175,9 +181,9 @@ def run_mutate(cfg: NightlyConfig, out_dir: Path, unavailable: tuple[dict[str, s
     target = {f: target_of(f).name for f in m.files}
     files = [f for f in m.files if target[f] not in skip_t and target[f] not in miss_t]
     seed = cfg.seed if cfg.seed is not None else int(today.strftime("%Y%m%d"))
-    out: dict[str, Any] = {"files": files, "night": today.isoformat(),
-                           "skipped": {f: skip_t[target[f]] for f in m.files if target[f] in skip_t},
-                           "failed": {f: miss_t[target[f]] for f in m.files if target[f] in miss_t}}
+    out = MutateNight(files=files, night=today.isoformat(),
+                      skipped={f: skip_t[target[f]] for f in m.files if target[f] in skip_t},
+                      failed={f: miss_t[target[f]] for f in m.files if target[f] in miss_t})
     if not files:
         return out
     try:
@@ -192,19 +198,21 @@ def run_mutate(cfg: NightlyConfig, out_dir: Path, unavailable: tuple[dict[str, s
         from chimera.formats.rundir import Manifest
         res = section(Manifest.read(run / "manifest.json"), "mutate_result", MutateResult)
     except ChimeraError as e:
-        return {**out, "error": str(e)}
-    return {**out, "scores": {k: v.model_dump() for k, v in (res.scores if res else {}).items()},
-            "run": run.relative_to(out_dir.parent).as_posix(), "findings": [asdict(f) for f in findings],
-            "new_untriaged": new, "cumulative": cum}
+        return out.model_copy(update={"error": str(e)})
+    return MutateNight.model_validate(
+        {**out.model_dump(), "scores": {k: v.model_dump() for k, v in (res.scores if res else {}).items()},
+         "run": run.relative_to(out_dir.parent).as_posix(), "findings": [asdict(f) for f in findings],
+         "new_untriaged": new, "cumulative": cum})
 
 
-def golden_measured(measured: dict[str, Any]) -> dict[str, Any]:
-    """What a golden keeps of a night: F1 and counters per run, bench medians (for the record), the fuzz seed."""
-    return {"experiments": {k: {x: m[x] for x in ("f1", "reference_mismatches", "register_mismatches", "lost", "clock")
-                                if x in m}
-                            for k, m in measured["experiments"].items() if "error" not in m},
-            "benches": {k: {x: s[x] for x in ("median", "iqr", "n")} for k, s in measured["benches"].items()
-                        if "median" in s}}
+def golden_measured(measured: NightMeasured) -> dict[str, Any]:
+    """What a golden keeps of a night: F1 and counters per run, bench medians (for the record). A dict: it is
+    written as JSON (chimera.nightly.golden reads it back with the same models)."""
+    keep = {"f1", "reference_mismatches", "register_mismatches", "lost", "clock"}
+    return {"experiments": {k: m.model_dump(include=keep, exclude_none=True)
+                            for k, m in measured.experiments.items() if m.error is None},
+            "benches": {k: s.model_dump(include={"median", "iqr", "n"}) for k, s in measured.benches.items()
+                        if s.median is not None}}
 
 
 def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, force: bool = False, reason: str = "",
@@ -239,15 +247,14 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
                              skipped_targets=unavailable[0], missing_targets=unavailable[1])
         run.manifest.record(git=git, environment=environment())
         run.manifest.put("nightly", record)
-        measured: dict[str, Any] = {"experiments": {}, "benches": {}, "skipped": {}, "failed": {}, "fuzz": {},
-                                    "mutate": {}}
+        measured = NightMeasured()
         step = "experiments"
         t0 = time.perf_counter()
 
         scopes: dict[str, Scope] = {}
 
         def all_checks() -> list[Check]:
-            typed = NightMeasured.model_validate(measured)
+            typed = measured
             scopes.update({k: run_scope(run.path / m.run) for k, m in typed.experiments.items()
                            if m.run and (run.path / m.run / "manifest.json").is_file()})
             changes = code_changes(golden, scopes, tree)
@@ -256,13 +263,13 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
                     + fuzz_checks(typed.fuzz) + mutate_checks(typed.mutate))
 
         try:
-            measured.update(run_experiments(cfg, run.path / "runs", data_root, unavailable))
+            measured = run_experiments(cfg, run.path / "runs", data_root, unavailable)
             step = "benches"
-            measured["benches"] = run_benches(cfg, unavailable)
+            measured.benches = run_benches(cfg, unavailable)
             step = "fuzz"
-            measured["fuzz"] = run_fuzz(cfg, run.path / "runs", unavailable)
+            measured.fuzz = run_fuzz(cfg, run.path / "runs", unavailable)
             step = "mutate"
-            measured["mutate"] = run_mutate(cfg, run.path / "runs", unavailable)
+            measured.mutate = run_mutate(cfg, run.path / "runs", unavailable)
         except KeyboardInterrupt:
             meta["interrupted"] = step
             (run.path / "summary.md").write_text(summary_markdown(all_checks(), meta))
@@ -272,13 +279,13 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
         bad = failed(checks)
         status = Status.REGRESSED if bad else Status.PASS
         pd.DataFrame([c.row() for c in checks]).to_csv(run.path / "checks.csv", index=False)
-        run.manifest.put("measured", NightMeasured.model_validate(measured))
+        run.manifest.put("measured", measured)
         run.manifest.put("nightly", record.model_copy(update={"seconds": time.perf_counter() - t0, "regressed": bool(bad)}))
         (run.path / "summary.md").write_text(summary_markdown(checks, meta))
         now = time.strftime("%Y-%m-%dT%H:%M:%S")
         common = {"run_id": run.run_id, "time": now, "git": git.commit, "code": code, "host": host,
                   "night_status": status}
-        rows = history_rows(common, NightMeasured.model_validate(measured))
+        rows = history_rows(common, measured)
         append_history(history, rows)
         trend_figures(load_history(history), run.path / "figures")
     if book:  # the ledger and the pages from tonight's runs: a night that moves a verdict or a number says so
