@@ -72,7 +72,7 @@ def main(workers: int = 2, data_root: Path = Path("data")) -> dict[str, float]:
             for n in a)
         r = {"tasks": len(tasks), "sequential_s": t_seq, "ray_s": t_ray, "ray_start_s": t_start,
              "speedup": t_seq / t_ray, "goal": GOAL, "tables_identical": identical,
-             "failed": sum(o["status"] != "ok" for o in seq + par)}
+             "failed": sum(o.status != "ok" for o in seq + par)}
         run.manifest.put("result", SweepResult(**r))
         pd.DataFrame([r]).to_csv(run.path / "sweep.csv", index=False)
         (run.path / "report.md").write_text(

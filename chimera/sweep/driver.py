@@ -43,11 +43,19 @@ from chimera.targets.registry import environment
 from chimera.formats.tables import TableSchema
 from chimera.metrics.intervals import ci95
 from chimera.sweep.plan import SweepTask, plan
-from chimera.sweep.task import failure, run_task
+from chimera.sweep.task import TaskOutcome, failure, read_outcome, run_task
 
 log = logging.getLogger(__name__)
 ROOT = paths.ROOT
 
+
+
+class PlannedTask(BaseModel):
+    """One task of a sweep's plan, as its manifest records it."""
+    model_config = ConfigDict(extra="allow")
+    task: str
+    cell: dict[str, Any] = Field(default_factory=dict)
+    testbed: bool = False
 
 
 class SweepRecord(BaseModel):
@@ -62,10 +70,10 @@ class SweepRecord(BaseModel):
     executor: str
     ray: str | None = None
     retries: int = 0
-    planned_tasks: list[dict[str, Any]] = Field(default_factory=list)
+    planned_tasks: list[PlannedTask] = Field(default_factory=list)
     resumed_from: str | None = None       # the partial sweep whose completed tasks this one reused
     seconds: float | None = None
-    tasks: list[dict[str, Any]] = Field(default_factory=list)
+    tasks: list[TaskOutcome] = Field(default_factory=list)   # each without its tables
     failed_tasks: list[str] = Field(default_factory=list)
     merged_tables: list[str] = Field(default_factory=list)
 
@@ -87,7 +95,7 @@ def start_ray(address: str | None, num_cpus: int | None = None) -> Any:
 
 
 def run_ray(tasks: list[SweepTask], target: str, work_root: Path, data_root: Path, address: str | None,
-            retries: int, num_cpus: int | None = None) -> list[dict[str, Any]]:
+            retries: int, num_cpus: int | None = None) -> list[TaskOutcome]:
     ray = start_ray(address, num_cpus)
     remote = ray.remote(run_task)
     refs = {}
@@ -96,7 +104,7 @@ def run_ray(tasks: list[SweepTask], target: str, work_root: Path, data_root: Pat
         if t.testbed:
             opts["resources"] = {"testbed": 1}
         refs[remote.options(**opts).remote(t, target, str(work_root), str(data_root))] = t
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, TaskOutcome] = {}
     pending = list(refs)
     try:
         with tqdm(total=len(refs), desc="sweep tasks", unit="task") as bar:
@@ -109,7 +117,7 @@ def run_ray(tasks: list[SweepTask], target: str, work_root: Path, data_root: Pat
                     except Exception as e:  # noqa: BLE001 - a task that failed after its retries
                         out[t.name] = failure(t, e)
                         log.error("sweep task %s failed after %d retries: %s", t.name, retries,
-                                  out[t.name]["error"].splitlines()[-1])
+                                  out[t.name].last_error(2000))
                     bar.update(1)
     except KeyboardInterrupt:
         log.warning("interrupted: cancelling %d outstanding tasks and cleaning every testbed node", len(pending))
@@ -137,24 +145,24 @@ def _on_node(node_id: str) -> Any:
     return NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
 
 
-def run_sequential(tasks: list[SweepTask], target: str, work_root: Path, data_root: Path) -> list[dict[str, Any]]:
+def run_sequential(tasks: list[SweepTask], target: str, work_root: Path, data_root: Path) -> list[TaskOutcome]:
     """The same tasks, one after another in this process (the reference for the bit-identical check)."""
     from chimera.determinism import single_threaded
     with single_threaded():  # as each Ray task runs; the caller's setting is restored after
         return [run_task(t, target, str(work_root), str(data_root)) for t in tqdm(tasks, desc="tasks", unit="task")]
 
 
-def merge(outcomes: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
+def merge(outcomes: list[TaskOutcome]) -> dict[str, pd.DataFrame]:
     """Each CSV name: the ok tasks' rows concatenated in plan order, with a ``sweep_task`` column."""
     tables: dict[str, list[pd.DataFrame]] = {}
     for o in outcomes:
-        if o.get("status") != "ok":
+        if o.status != "ok":
             continue
-        for name, text in o["tables"].items():
+        for name, text in o.tables.items():
             df = pd.read_csv(io.StringIO(text))
-            df.insert(0, "sweep_task", o["task"])
+            df.insert(0, "sweep_task", o.task)
             if "seed" not in df:
-                df.insert(1, "seed", o["cell"].get("seed"))
+                df.insert(1, "seed", o.cell.get("seed"))
             tables.setdefault(name, []).append(df)
     return {n: pd.concat(parts, ignore_index=True) for n, parts in tables.items()}
 
@@ -172,7 +180,7 @@ def summarize(df: pd.DataFrame, schema: TableSchema) -> pd.DataFrame | None:
 
 
 def completed_tasks(partial: Path, tasks: list[SweepTask], experiment: str = "",
-                    target: str | None = None) -> dict[str, dict[str, Any]]:
+                    target: str | None = None) -> dict[str, TaskOutcome]:
     """The tasks of the sweep at ``partial`` (a stopped sweep's folder, or a finished one that this sweep extends
     with more seeds or datasets) that completed, as the outcomes ``run_task`` returned for them, by task name.
     Refused where that sweep planned a task this one does not, or swept another experiment or target."""
@@ -181,7 +189,7 @@ def completed_tasks(partial: Path, tasks: list[SweepTask], experiment: str = "",
     if sw is None:
         raise ResultsError(f"{partial} is not a sweep's folder (its manifest has no sweep section)",
                            "give the folder of the sweep to resume or extend")
-    planned = [t["task"] for t in sw.planned_tasks]
+    planned = [t.task for t in sw.planned_tasks]
     other = sorted(set(planned) - {t.name for t in tasks})
     same = (not experiment or sw.experiment == experiment) and \
         (target is None or sw.target == (target or SweepRecord.DEFAULT_TARGET))
@@ -190,7 +198,7 @@ def completed_tasks(partial: Path, tasks: list[SweepTask], experiment: str = "",
                           + ("" if same else f", of {sw.experiment} on {sw.target}"),
                           "resume with the experiment, seeds, datasets and target it was started with (more seeds "
                           "or datasets extend it)")
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, TaskOutcome] = {}
     for t in tasks:
         done = [d.parent for d in sorted((partial / "work" / t.name / "results").glob("*/*/manifest.json"))
                 if Manifest.read(d).status == "complete"]
@@ -199,13 +207,9 @@ def completed_tasks(partial: Path, tasks: list[SweepTask], experiment: str = "",
     return out
 
 
-def reused_outcome(task: SweepTask, run_dir: Path) -> dict[str, Any]:
+def reused_outcome(task: SweepTask, run_dir: Path) -> TaskOutcome:
     """What ``run_task`` returned for a task whose run completed, read back from its run folder."""
-    m = Manifest.read(run_dir / "manifest.json").to_json()
-    return {"task": task.name, "cell": task.cell, "status": "ok", "reused": str(run_dir), "attempts": 0,
-            "run_dir": str(run_dir), "tables": {p.name: p.read_text() for p in sorted(run_dir.glob("*.csv"))},
-            "manifest": {k: m[k] for k in ("run_id", "target", "seed", "git", "timings_s", "dataset", "datasets",
-                                           "target_detail", "clock")}}
+    return read_outcome(task, run_dir, {"reused": str(run_dir), "attempts": 0})
 
 
 def sweep(experiment: str, seeds: list[int], datasets: list[str] | None = None, target: str = "",
@@ -229,12 +233,12 @@ def sweep(experiment: str, seeds: list[int], datasets: list[str] | None = None, 
         record = SweepRecord(experiment=experiment, seeds=seeds, datasets=datasets,
                              target=target or SweepRecord.DEFAULT_TARGET, executor=executor,
                              ray=address or ("local" if executor == "ray" else None), retries=retries,
-                             planned_tasks=[{"task": t.name, "cell": t.cell, "testbed": t.testbed} for t in tasks],
+                             planned_tasks=[PlannedTask(task=t.name, cell=t.cell, testbed=t.testbed) for t in tasks],
                              resumed_from=str(resume) if resume is not None else None)
         run.manifest.put("sweep", record)
         for name, o in reused.items():   # the completed tasks' folders, copied: the sweep holds every run it merges
             shutil.copytree(Path(resume or "") / "work" / name, work / name)
-            o["run_dir"] = str(work / name / Path(o["run_dir"]).relative_to(Path(resume or "") / "work" / name))
+            o.run_dir = str(work / name / Path(o.run_dir or "").relative_to(Path(resume or "") / "work" / name))
         if reused:
             log.info("resuming %s: %d of %d tasks completed there, %d to run", resume, len(reused), len(tasks),
                      len(tasks) - len(reused))
@@ -243,25 +247,24 @@ def sweep(experiment: str, seeds: list[int], datasets: list[str] | None = None, 
         ran = (run_ray(todo, target, work, Path(data_root), address, retries, num_cpus) if executor == "ray"
                else run_sequential(todo, target, work, Path(data_root))) if todo else []
         seconds = time.perf_counter() - t0
-        by_name = {**reused, **{o["task"]: o for o in ran}}
+        by_name = {**reused, **{o.task: o for o in ran}}
         outcomes = [by_name[t.name] for t in tasks]
         merged = merge(outcomes)
         for o in outcomes:
-            d = run.path / "tasks" / o["task"]
+            d = run.path / "tasks" / o.task
             d.mkdir(parents=True, exist_ok=True)
-            for n, text in (o.get("tables") or {}).items():
+            for n, text in o.tables.items():
                 (d / n).write_text(text)
-            (d / "outcome.json").write_text(json.dumps({k: v for k, v in o.items() if k != "tables"}, indent=1,
-                                                       default=str))
+            (d / "outcome.json").write_text(json.dumps(o.record(), indent=1, default=str))
         for n, df in merged.items():
             df.to_csv(run.path / n, index=False)
         summaries = {n: s for n, df in merged.items() if n in schemas and (s := summarize(df, schemas[n])) is not None}
         for n, s in summaries.items():
             s.to_csv(run.path / f"summary-{n}", index=False)
-        failed = [o for o in outcomes if o.get("status") != "ok"]
+        failed = [o for o in outcomes if o.status != "ok"]
         record = record.model_copy(update={
-            "seconds": seconds, "tasks": [{k: v for k, v in o.items() if k != "tables"} for o in outcomes],
-            "failed_tasks": [o["task"] for o in failed], "merged_tables": sorted(merged)})
+            "seconds": seconds, "tasks": outcomes,
+            "failed_tasks": [o.task for o in failed], "merged_tables": sorted(merged)})
         run.manifest.put("sweep", record)
         (run.path / "report.md").write_text("\n".join(_report(run.manifest, merged, summaries, schemas)))
     log.info("sweep %s: %d tasks (%d failed) in %.1f s -> %s", name, len(tasks), len(failed), seconds, run.final)
@@ -274,11 +277,9 @@ def _report(m: Manifest, merged: dict[str, pd.DataFrame], summaries: dict[str, p
     sw = m.get("sweep", SweepRecord)
     if sw is None:
         raise ResultsError(f"run {m.run_id}: no sweep section", "re-run the sweep")
-    rows = pd.DataFrame([{"task": t["task"], "status": t["status"] + (" (reused)" if t.get("reused") else ""),
-                          "node": str(t.get("node", "?"))[:12],
-                          "host": t.get("host"), "attempts": t.get("attempts"),
-                          "seconds": (t.get("ended", 0) - t.get("started", 0)) if t.get("started") else None,
-                          "error": (t.get("error") or "").splitlines()[-1][:120] if t.get("error") else ""}
+    rows = pd.DataFrame([{"task": t.task, "status": t.status + (" (reused)" if t.reused else ""),
+                          "node": t.node[:12], "host": t.host, "attempts": t.attempts,
+                          "seconds": ((t.ended or 0) - t.started) if t.started else None, "error": t.last_error()}
                          for t in sw.tasks])
     failed = sw.failed_tasks
     lines = [f"# Sweep: {sw.experiment}", "", f"- seeds {sw.seeds}, target {sw.target}, executor "

@@ -16,7 +16,6 @@ cluster keeps them on the nodes that ran them).
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 from pathlib import Path
@@ -29,6 +28,8 @@ from pydantic import BaseModel, ConfigDict
 from chimera.errors import ResultsError
 from chimera.experiments.kinds import kind_of
 from chimera.formats.rundir import Manifest, RunDir
+from chimera.sweep.driver import SweepRecord
+from chimera.sweep.task import TaskOutcome
 
 #: read a table's floats back to the last bit: pandas from 3.1 reads every float round-trip (and deprecates the
 #: argument), an older one must be asked
@@ -48,19 +49,19 @@ class JoinRecord(BaseModel):
     tasks: dict[str, str]        # dataset -> the task run's id
 
 
-def _tasks(sweep_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _tasks(sweep_dir: Path) -> tuple[SweepRecord, list[TaskOutcome]]:
     """The sweep's record and its tasks' outcomes, in plan order."""
     m = Manifest.read(sweep_dir / "manifest.json")
-    if m.status != "complete" or m.kind != "sweep":
+    sw = m.get("sweep", SweepRecord) if m.kind == "sweep" else None
+    if m.status != "complete" or sw is None:
         raise ResultsError(f"{sweep_dir} is not a finished sweep (kind {m.kind}, status {m.status})",
                            "give a results/sweep-<name>/<run-id> directory of a finished sweep")
-    sw = m.sections.get("sweep") or {}
     outcomes = []
-    for t in sw.get("planned_tasks", []):
-        p = sweep_dir / "tasks" / t["task"] / "outcome.json"
+    for t in sw.planned_tasks:
+        p = sweep_dir / "tasks" / t.task / "outcome.json"
         if not p.is_file():
-            raise ResultsError(f"{sweep_dir}: task {t['task']} left no outcome", "re-run the sweep")
-        outcomes.append(json.loads(p.read_text()))
+            raise ResultsError(f"{sweep_dir}: task {t.task} left no outcome", "re-run the sweep")
+        outcomes.append(TaskOutcome.model_validate_json(p.read_text()))
     return sw, outcomes
 
 
@@ -79,18 +80,17 @@ def joinable(experiment: str, seeds: list[int]) -> None:
                            "its cells are no single run: cite the sweep itself (leave out --join)")
 
 
-def _check(sw: dict[str, Any], outcomes: list[dict[str, Any]]) -> None:
-    exp = sw["experiment"]
-    joinable(exp, list(sw.get("seeds", [])))
-    if any(set(o["cell"]) - {"dataset", "seed"} for o in outcomes):
+def _check(sw: SweepRecord, outcomes: list[TaskOutcome]) -> None:
+    exp = sw.experiment
+    joinable(exp, list(sw.seeds))
+    if any(set(o.cell) - {"dataset", "seed"} for o in outcomes):
         raise ResultsError(f"sweep of {exp} splits the experiment by cells, not only by dataset",
                            "its cells are no single run: cite the sweep itself")
-    bad = [f"{o['task']}: {o.get('status')} ({((o.get('error') or '').splitlines() or ['no error recorded'])[-1]})"
-           for o in outcomes if o.get("status") != "ok"]
+    bad = [f"{o.task}: {o.status} ({o.last_error(2000) or 'no error recorded'})" for o in outcomes if o.status != "ok"]
     if bad:
         raise ResultsError(f"{len(bad)} task(s) of the sweep did not finish: {'; '.join(bad)}",
                            "re-run the sweep; a joined run needs every dataset")
-    commits = {o["manifest"]["git"].get("commit") for o in outcomes}
+    commits = {o.manifest["git"].get("commit") for o in outcomes}
     if len(commits) != 1:
         raise ResultsError(f"the sweep's tasks were made at {len(commits)} commits", "re-run the sweep from one tree")
 
@@ -100,11 +100,11 @@ def _experiment(experiment: str, seed: int) -> Any:
     return load_experiment(experiment, {"seed": seed})
 
 
-def _task_run(sweep_dir: Path, o: dict[str, Any]) -> Path:
+def _task_run(sweep_dir: Path, o: TaskOutcome) -> Path:
     """The task's run, under the sweep's ``work/`` (its recorded path names the sweep's unfinished directory)."""
-    found = sorted((sweep_dir / "work" / o["task"] / "results").glob(f"*/{o['manifest']['run_id']}/manifest.json"))
+    found = sorted((sweep_dir / "work" / o.task / "results").glob(f"*/{o.manifest['run_id']}/manifest.json"))
     if not found:
-        raise ResultsError(f"task {o['task']}: its run directory is not under {sweep_dir / 'work'} on this machine",
+        raise ResultsError(f"task {o.task}: its run directory is not under {sweep_dir / 'work'} on this machine",
                            "join a sweep whose tasks ran here (a local Ray instance or --sequential)")
     return found[0].parent
 
@@ -116,11 +116,11 @@ def join(sweep_dir: Path, results_root: str | Path = "results") -> Path:
     sweep_dir = Path(sweep_dir)
     sw, outcomes = _tasks(sweep_dir)
     _check(sw, outcomes)
-    order = list(_experiment(sw["experiment"], sw["seeds"][0]).named_datasets())
-    by_ds = {o["cell"]["dataset"]: o for o in outcomes}
+    order = list(_experiment(sw.experiment, sw.seeds[0]).named_datasets())
+    by_ds = {o.cell["dataset"]: o for o in outcomes}
     missing = [d for d in order if d not in by_ds]
     if missing:
-        raise ResultsError(f"the sweep has no task for dataset(s) {missing} of {sw['experiment']}",
+        raise ResultsError(f"the sweep has no task for dataset(s) {missing} of {sw.experiment}",
                            "sweep every dataset of the experiment (leave out --datasets)")
     runs = [(d, _task_run(sweep_dir, by_ds[d])) for d in order]
     mans = [Manifest.read(p / "manifest.json") for _, p in runs]
@@ -147,8 +147,7 @@ def join(sweep_dir: Path, results_root: str | Path = "results") -> Path:
             man.replay_plans.update(m.replay_plans)
             man.timings_s.update(m.timings_s)
         man.sections.update(sections)
-        man.put("joined", JoinRecord(sweep_run=sweep_dir.name, executor=str(sw.get("executor")),
-                                     seconds=sw.get("seconds"), tasks={d: m.run_id for (d, _), m in zip(runs, mans)}))
+        man.put("joined", JoinRecord(sweep_run=sweep_dir.name, executor=sw.executor, seconds=sw.seconds, tasks={d: m.run_id for (d, _), m in zip(runs, mans)}))
         (run.path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
         names = sorted({p.name for _, r in runs for p in [*r.glob("*.csv"), *r.glob("*.csv.gz")]})
         for n in names:  # round-trip floats: the joined table holds the tasks' values to the last bit

@@ -16,12 +16,46 @@ import socket
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from chimera.errors import ChimeraError
 from chimera.sweep.plan import SweepTask
 
 PIDS_FILE = "attempts.jsonl"
+#: what a sweep keeps of a task run's manifest (enough to find and join the run)
+MANIFEST_KEYS = ("run_id", "target", "seed", "git", "timings_s", "dataset", "datasets", "target_detail", "clock")
+
+
+class TaskOutcome(BaseModel):
+    """What one task returned: the driver merges its tables, the sweep's manifest and ``tasks/<task>/outcome.json``
+    record the rest (without the tables). Older sweeps' records read with the same model."""
+
+    model_config = ConfigDict(extra="allow")
+    task: str
+    cell: dict[str, Any] = Field(default_factory=dict)   # the plan's cell: the override values this task fixes
+    status: Literal["ok", "failed"] = "failed"
+    pid: int | None = None
+    host: str | None = None
+    node: str = "?"
+    started: float | None = None
+    ended: float | None = None
+    attempts: int = 0
+    run_dir: str | None = None
+    reused: str | None = None                              # the resumed sweep's run this task's outcome came from
+    # CSV name -> its text: carried to the driver, never written with the record (they are the sweep's merged CSVs)
+    tables: dict[str, str] = Field(default_factory=dict, exclude=True)
+    manifest: dict[str, Any] = Field(default_factory=dict)  # MANIFEST_KEYS of the run's manifest JSON (I/O)
+    error: str | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The outcome as a sweep records it: everything but the tables."""
+        return self.model_dump()
+
+    def last_error(self, width: int = 120) -> str:
+        """The error's last line (its message), or ""."""
+        return (self.error or "").splitlines()[-1][:width] if self.error else ""
 KILL_ENV = "CHIMERA_SWEEP_KILL_DIR"
 """Fault injection, for the retry tests: where this names a folder that holds a file named as the task, the
 worker running that task's first attempt SIGKILLs itself right after recording the attempt. To Ray that is an
@@ -29,7 +63,7 @@ OOM kill or a lost node (a real crash), at a known point, so the check never rac
 environment is its raylet's, so the variable is set before Ray starts; the file says which task, and when."""
 
 
-def run_task(task: SweepTask, target: str, work_root: str, data_root: str) -> dict[str, Any]:
+def run_task(task: SweepTask, target: str, work_root: str, data_root: str) -> TaskOutcome:
     """Run ``task``; a ChimeraError (bad data, a refused config) is returned as a failure (retrying cannot help);
     anything else propagates, so Ray retries it (a killed worker, a lost node, an OOM)."""
     import torch
@@ -44,10 +78,9 @@ def run_task(task: SweepTask, target: str, work_root: str, data_root: str) -> di
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
-def _run(task: SweepTask, target: str, work_root: Path, data_root: str) -> dict[str, Any]:
+def _run(task: SweepTask, target: str, work_root: Path, data_root: str) -> TaskOutcome:
     from chimera.experiments.load import load_experiment
     from chimera.experiments.runner import run_experiment
-    from chimera.formats.rundir import Manifest
 
     here = Path(work_root) / task.name
     here.mkdir(parents=True, exist_ok=True)
@@ -63,12 +96,19 @@ def _run(task: SweepTask, target: str, work_root: Path, data_root: str) -> dict[
         out = run_experiment(cfg, target=target or None, results_root=here / "results", data_root=data_root,
                              experiment_file=task.experiment)
     except ChimeraError as e:
-        return {**base, "status": "failed", "error": str(e), "ended": time.time()}
-    tables = {p.name: p.read_text() for p in sorted(out.glob("*.csv"))}
-    m = Manifest.read(out / "manifest.json").to_json()
-    return {**base, "status": "ok", "ended": time.time(), "run_dir": str(out), "tables": tables,
-            "manifest": {k: m[k] for k in ("run_id", "target", "seed", "git", "timings_s", "dataset", "datasets",
-                                           "target_detail", "clock")}}
+        return TaskOutcome.model_validate({**base, "status": "failed", "error": str(e), "ended": time.time()})
+    return read_outcome(task, out, {**base, "ended": time.time()})
+
+
+def read_outcome(task: SweepTask, run_dir: Path, more: dict[str, Any] | None = None) -> TaskOutcome:
+    """A completed task's outcome, read from its run folder (its tables and manifest); ``more``: the attempt's
+    facts (pid, host, node, times, attempts) where it ran just now."""
+    from chimera.formats.rundir import Manifest
+    m = Manifest.read(run_dir / "manifest.json").to_json()
+    return TaskOutcome.model_validate({"task": task.name, "cell": task.cell, **(more or {}), "status": "ok",
+                                       "run_dir": str(run_dir),
+                                       "tables": {p.name: p.read_text() for p in sorted(run_dir.glob("*.csv"))},
+                                       "manifest": {k: m[k] for k in MANIFEST_KEYS}})
 
 
 def _attempts(here: Path) -> int:
@@ -88,7 +128,7 @@ def _node_id() -> str:
     return "local"
 
 
-def failure(task: SweepTask, err: BaseException) -> dict[str, Any]:
+def failure(task: SweepTask, err: BaseException) -> TaskOutcome:
     """The record of a task that failed after its retries."""
-    return {"task": task.name, "cell": task.cell, "status": "failed", "node": "?",
-            "error": "".join(traceback.format_exception_only(type(err), err)).strip()[-2000:]}
+    return TaskOutcome(task=task.name, cell=task.cell, status="failed", node="?",
+                       error="".join(traceback.format_exception_only(type(err), err)).strip()[-2000:])
