@@ -163,3 +163,63 @@ def test_the_book_shows_each_kind_of_data_from_the_newest_run_that_has_it(tmp_pa
     got = [(r.run_id, kinds) for r, kinds in fidelity_runs(Book(RunSet(base, ROOT), ROOT))]
     assert got == [("20260103-000000-local", ["c (real)", "b (real)"]),
                    ("20260101-000000-local", ["a (synthetic)"])]  # the middle run's only kind is shown newer
+
+
+def test_typed_rows_derive_their_schema_and_refuse_what_is_not_a_row() -> None:
+    """chimera.formats.rows: a table's schema comes from its row class (field order and types, None allowed), a
+    frame keeps the columns without a row, and a class that is not a frozen dataclass of plain columns, or a row
+    of another class, is refused (seen passing a mutable dataclass before the frozen check)."""
+    from dataclasses import dataclass
+
+    from chimera.bench.directions import DIRECTIONS, ArmRow
+    from chimera.formats.rows import columns_of, frame, schema_of
+
+    @dataclass(frozen=True)
+    class R:
+        name: str
+        n: int
+        x: float | None
+        ok: bool
+
+    assert columns_of(R) == {"name": "str", "n": "int", "x": "float", "ok": "bool"}
+    s = schema_of(R, "r.csv", keys=("name",))
+    assert s.columns == columns_of(R) and s.keys == ("name",)
+    assert frame([], R).columns.tolist() == ["name", "n", "x", "ok"]
+    assert frame([R("a", 1, None, True)], R).iloc[0].tolist()[:2] == ["a", 1]
+    with pytest.raises(TypeError, match="rows of R expected"):
+        frame([("a", 1, None, True)], R)
+
+    @dataclass
+    class Loose:
+        a: int
+    with pytest.raises(TypeError, match="frozen dataclass"):
+        columns_of(Loose)
+
+    @dataclass(frozen=True)
+    class Nested:
+        a: list[int]
+    with pytest.raises(TypeError, match="Nested.a: a column must be"):
+        columns_of(Nested)
+    assert list(DIRECTIONS.columns) == list(columns_of(ArmRow)) and DIRECTIONS.keys == ("data", "seed", "arm")
+
+
+def test_the_directions_bench_writes_its_typed_rows(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """bench --what directions, its measurement faked: the rows it writes are its row class's columns, an
+    unscored seed is its own typed row, and the decision is recorded as a typed record."""
+    import chimera.bench.directions as Dn
+    from chimera.errors import DatasetError
+    from chimera.formats.rundir import Manifest
+
+    def fake(d: F.Data, seed: int, data_root: Path) -> list[Dn.ArmRow]:
+        if seed == 2:
+            raise DatasetError("class(es) ['Y'] have no packets in the test split", "use more flows")
+        return [Dn.ArmRow(d.name, False, seed, F.seed_set(seed), arm, 0.5 + 0.01 * i, 0.5, 3, "patience", 0.0,
+                          "hybrid", float("nan")) for i, arm in enumerate(Dn.ARMS)]
+    monkeypatch.setattr(Dn, "measure", fake)
+    monkeypatch.setattr(F, "DATA", (F.Data("x (synthetic)", {"synthetic": {}}),))
+    table = Dn.main(results_root=tmp_path, seeds=(1, 2, 3))
+    assert sorted(set(table.seed)) == [1, 3] and list(table.columns) == list(Dn.DIRECTIONS.columns)
+    run = next((tmp_path / "bench-directions").iterdir())
+    assert F.UNSCORED.read(run).seed.tolist() == [2]
+    res = Manifest.read(run / "manifest.json").get("result", Dn.DirectionsResult)
+    assert res is not None and res.decisions["recency"].kinds == 1 and res.unscored[0].seed == 2

@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel
 from tqdm import tqdm
 
-from chimera.bench.fidelity import DEV_SEEDS, HELD_OUT_SEEDS, Data, chosen_data, seed_set
+from chimera.bench.fidelity import DEV_SEEDS, HELD_OUT_SEEDS, UNSCORED, Data, Unscored, chosen_data, seed_set
 from chimera.bench.results import BenchResult, bench_run
 from chimera.errors import DatasetError
 from chimera.experiments.config import resolve_variants
@@ -37,6 +38,7 @@ from chimera.experiments.stages.dataset import prepare, resolve_dataset
 from chimera.experiments.stages.rules import load_and_learn
 from chimera.experiments.stages.train import Directions, ModelCache, budget_model, train_variant
 from chimera.metrics.classification import macro_f1
+from chimera.formats.rows import frame, schema_of
 from chimera.metrics.intervals import ci95
 
 log = logging.getLogger(__name__)
@@ -46,7 +48,36 @@ TOLERANCE = 0.005
 SEEDS = DEV_SEEDS + HELD_OUT_SEEDS
 
 
-def measure(d: Data, seed: int, data_root: Path) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class ArmRow:
+    """One arm on one kind of data and seed: validation and test macro-F1 of the fused float prediction."""
+    data: str
+    real: bool
+    seed: int
+    seed_set: str
+    arm: str
+    val_f1: float
+    test_f1: float
+    epochs_run: int
+    stopped_by: str
+    beta: float
+    fusion: str
+    rho: float                  # the recency arm's learned decay per packet of age (NaN for the other arms)
+
+
+DIRECTIONS = schema_of(ArmRow, "directions.csv", keys=("data", "seed", "arm"), metrics=("val_f1", "test_f1"))
+
+
+class Decision(BaseModel):
+    """A direction's verdict under the rule fixed before any run (``decide``)."""
+    kept: bool
+    kinds_up: int
+    kinds: int
+    worst_gain: float
+    why: str
+
+
+def measure(d: Data, seed: int, data_root: Path) -> list[ArmRow]:
     """One row per arm: validation and test macro-F1 of the fused float prediction."""
     cfg = load_experiment("quickstart", {"dataset": d.dataset, "seed": seed})
     v = resolve_variants(cfg)[0]
@@ -57,12 +88,13 @@ def measure(d: Data, seed: int, data_root: Path) -> list[dict[str, Any]]:
     rows = []
     for arm, directions in ARMS.items():
         t = train_variant(data, rules, v, seed, ModelCache(), directions)
-        rows.append({"data": d.name, "real": d.real, "seed": seed, "seed_set": seed_set(seed), "arm": arm,
-                     "val_f1": t.val_f1, "test_f1": macro_f1(y, t.float_pred), "epochs_run": t.model.epochs_run,
-                     "stopped_by": t.model.stopped_by, "beta": t.beta, "fusion": t.fusion.mode,
-                     "rho": float(t.model.decay[1]) if t.model.decay is not None and t.model.decay.size > 1
-                     else np.nan})
-        log.info("%s seed %d %s: validation %.4f, test %.4f", d.name, seed, arm, t.val_f1, rows[-1]["test_f1"])
+        rows.append(ArmRow(data=d.name, real=d.real, seed=seed, seed_set=seed_set(seed), arm=arm,
+                           val_f1=float(t.val_f1), test_f1=float(macro_f1(y, t.float_pred)),
+                           epochs_run=int(t.model.epochs_run), stopped_by=str(t.model.stopped_by),
+                           beta=float(t.beta), fusion=str(t.fusion.mode),
+                           rho=float(t.model.decay[1]) if t.model.decay is not None and t.model.decay.size > 1
+                           else float("nan")))
+        log.info("%s seed %d %s: validation %.4f, test %.4f", d.name, seed, arm, t.val_f1, rows[-1].test_f1)
     return rows
 
 
@@ -82,7 +114,7 @@ def gains(table: pd.DataFrame, split: str, sset: str) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def decide(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
+def decide(table: pd.DataFrame) -> dict[str, Decision]:
     """The rule fixed before any run: on validation, development seeds only. Kept when the mean gain is > 0 on a
     majority of the kinds of data and no kind loses more than ``TOLERANCE``."""
     g = gains(table, "val", "development")
@@ -91,20 +123,20 @@ def decide(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
         x = g[g.arm == arm]
         up, worst = int((x.mean_gain > 0).sum()), float(x.mean_gain.min()) if len(x) else float("nan")
         keep = bool(len(x)) and up > len(x) / 2 and worst >= -TOLERANCE
-        out[arm] = {"kept": keep, "kinds_up": up, "kinds": int(len(x)), "worst_gain": worst,
-                    "why": (f"validation macro-F1 up on {up} of {len(x)} kinds of data, worst {worst:+.4f} "
-                            f"(kept needs a majority up and none below {-TOLERANCE:+.3f})")}
+        out[arm] = Decision(kept=keep, kinds_up=up, kinds=int(len(x)), worst_gain=worst,
+                            why=(f"validation macro-F1 up on {up} of {len(x)} kinds of data, worst {worst:+.4f} "
+                                 f"(kept needs a majority up and none below {-TOLERANCE:+.3f})"))
     return out
 
 
 class DirectionsResult(BenchResult):
-    decisions: dict[str, dict[str, Any]]
-    unscored: list[Any]
+    decisions: dict[str, Decision]
+    unscored: list[Unscored]
 
 
 def report(run_dir: Path, cite: str) -> str:
     """The run's report from its CSVs: the decision, then the gains on validation and test, per seed set."""
-    table = pd.read_csv(run_dir / "directions.csv")
+    table = DIRECTIONS.read(run_dir)
     dec = decide(table)
     out = [f"Measured by `invoke bench --what directions` in `{cite}`. Float macro-F1 of Chimera's fused "
            "prediction; each direction against the base arm, paired per seed (mean ± 95% t-interval). The decision "
@@ -112,7 +144,7 @@ def report(run_dir: Path, cite: str) -> str:
            "datasets are small (their README).", "", "### Decision (validation, development seeds)", "",
            "| direction | kept | why |", "| --- | --- | --- |"]
     for arm, d in dec.items():
-        out.append(f"| {arm} | {'**kept**' if d['kept'] else 'dropped'} | {d['why']} |")
+        out.append(f"| {arm} | {'**kept**' if d.kept else 'dropped'} | {d.why} |")
     for split in ("val", "test"):
         for sset in ("development", "held-out"):
             g = gains(table, split, sset)
@@ -137,8 +169,8 @@ def report(run_dir: Path, cite: str) -> str:
 def main(results_root: str | Path = "results", data_root: Path = Path("data"), seeds: Sequence[int] = SEEDS,
          only: Sequence[str] = ()) -> pd.DataFrame:
     chosen = chosen_data(only, "directions")
-    rows: list[dict[str, Any]] = []
-    unscored: list[dict[str, Any]] = []
+    rows: list[ArmRow] = []
+    unscored: list[Unscored] = []
     with bench_run("directions", {"data": {d.name: d.dataset for d in chosen}, "seeds": list(seeds),
                                   "arms": {k: repr(v) for k, v in ARMS.items()}, "tolerance": TOLERANCE,
                                   "experiment": "quickstart (first variant)"}, results_root) as run:
@@ -148,15 +180,15 @@ def main(results_root: str | Path = "results", data_root: Path = Path("data"), s
                 rows += measure(d, s, data_root)
             except DatasetError as e:  # reported, never replaced by another seed
                 log.warning("%s seed %d: not measurable: %s", d.name, s, e.problem)
-                unscored.append({"data": d.name, "seed": s, "reason": e.problem})
+                unscored.append(Unscored(d.name, s, e.problem))
                 continue
-            pd.DataFrame(rows).to_csv(run.path / "directions.csv", index=False)
-        table = pd.DataFrame(rows)
+            DIRECTIONS.write(frame(rows, ArmRow), run.path)   # partial progress stays readable
+        table = frame(rows, ArmRow)
         if table.empty:
             raise DatasetError("no kind of data could be measured (see the warnings above)",
                                "check CHIMERA_SHARED_DATASETS and the datasets' class counts")
-        table.to_csv(run.path / "directions.csv", index=False)
-        pd.DataFrame(unscored, columns=["data", "seed", "reason"]).to_csv(run.path / "unscored.csv", index=False)
+        DIRECTIONS.write(table, run.path)
+        UNSCORED.write(frame(unscored, Unscored), run.path)
         run.manifest.put("result", DirectionsResult(decisions=decide(table), unscored=unscored))
         (run.path / "report.md").write_text("# The two named directions, measured\n\n" +
                                             report(run.path, str(run.final)))

@@ -54,6 +54,7 @@ from chimera.experiments.stages.compile import compile_variant
 from chimera.experiments.stages.dataset import PreparedData, prepare, resolve_dataset
 from chimera.experiments.stages.rules import LearnedRules, load_and_learn
 from chimera.formats.artifact import Artifact
+from chimera.formats.rows import frame, schema_of
 from chimera.experiments.stages.train import ModelCache, TrainedVariant, budget_model, train_variant, tune_variant
 from chimera.metrics.classification import MIN_TEST_FLOWS, TOO_FEW, macro_f1, per_class
 from chimera.metrics.intervals import ci95
@@ -294,8 +295,8 @@ def tables_markdown(run_dir: Path, cite: str, only: Sequence[str] | None = None)
                    f"{pm(s, n, 'gap_to_forest', ss)} | "
                    f"{'met' if met == len(g) else f'**not met** ({met}/{len(g)} seeds)'} | "
                    f"{', '.join(str(int(w)) for w in g['chosen_window' if 'chosen_window' in g else 'window'])} |")
-    un = run_dir / "unscored.csv"
-    unscored = pd.read_csv(un) if un.exists() else pd.DataFrame(columns=["data", "seed", "reason"])
+    un = run_dir / UNSCORED.name
+    unscored = UNSCORED.read(run_dir) if un.exists() else frame([], Unscored)
     if only is not None:
         unscored = unscored[unscored["data"].isin(list(only))]
     for _, u in unscored.iterrows():
@@ -339,10 +340,21 @@ def tables_markdown(run_dir: Path, cite: str, only: Sequence[str] | None = None)
     return "\n".join(out) + "\n"
 
 
+@dataclass(frozen=True)
+class Unscored:
+    """A kind of data and seed that could not be scored, and why (reported, never replaced by another seed)."""
+    data: str
+    seed: int
+    reason: str
+
+
+UNSCORED = schema_of(Unscored, "unscored.csv", keys=("data", "seed"))
+
+
 class FidelityResult(BenchResult):
     rows: list[dict[str, Any]]          # fidelity.csv's rows: per kind of data and seed
     skipped: list[Any]                  # data named but absent here
-    unscored: list[Any]                 # (data, seed, reason) that could not be scored
+    unscored: list[Unscored]
 
 
 def chosen_data(only: Sequence[str], bench: str) -> list[Data]:
@@ -360,7 +372,7 @@ def chosen_data(only: Sequence[str], bench: str) -> list[Data]:
 def main(results_root: str | Path = "results", data_root: Path = Path("data"), seeds: Sequence[int] = SEEDS,
          only: Sequence[str] = ()) -> pd.DataFrame:
     rows, pers = [], []
-    unscored: list[dict[str, Any]] = []
+    unscored: list[Unscored] = []
     chosen = chosen_data(only, "fidelity")
     with bench_run("fidelity", {"data": {d.name: d.dataset for d in chosen}, "seeds": list(seeds),
                                 "seed_sets": {"development": list(DEV_SEEDS), "held-out": list(HELD_OUT_SEEDS)},
@@ -378,12 +390,12 @@ def main(results_root: str | Path = "results", data_root: Path = Path("data"), s
                 row, per = measure(d, s, data_root)
             except DatasetError as e:  # a split that cannot be scored is reported, never replaced by another seed
                 log.warning("%s seed %d: not measurable: %s", d.name, s, e.problem)
-                unscored.append({"data": d.name, "seed": s, "reason": e.problem})
+                unscored.append(Unscored(d.name, s, e.problem))
                 continue
             rows.append(row)
             pers.append(per)
             pd.DataFrame(rows).to_csv(run.path / "fidelity.csv", index=False)  # partial progress stays readable
-        pd.DataFrame(unscored, columns=["data", "seed", "reason"]).to_csv(run.path / "unscored.csv", index=False)
+        UNSCORED.write(frame(unscored, Unscored), run.path)
         table = pd.DataFrame(rows)
         table.to_csv(run.path / "fidelity.csv", index=False)
         if not rows:
