@@ -44,3 +44,30 @@ def test_a_size_below_the_floor_is_refused(tmp_path) -> None:  # type: ignore[no
     from chimera.errors import ChimeraError
     with pytest.raises(ChimeraError, match="at least 10,000"):
         main(tmp_path, sizes=(100,))
+
+
+def test_the_bench_writes_its_typed_stage_rows(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Each size's stages come back from their process as JSON and are read into StageRow (a stage's own columns
+    stay empty for the others); scale.csv is the row class's columns and the result records the rows typed."""
+    import json
+    from dataclasses import asdict
+
+    import chimera.bench.scale as S
+    from chimera.formats.rundir import Manifest
+
+    def fake(packets: int, max_train_packets: int, work) -> list[S.StageRow]:  # type: ignore[no-untyped-def]
+        rows = [S.StageRow(0, "generate", packets / 1e4, 0.5 + packets / 1e6, 0.5, generated_packets=packets),
+                S.StageRow(0, "compile", packets / 2e4, 0.5 + packets / 1e6, 0.5)]
+        back = json.loads(json.dumps([asdict(r) for r in rows]))   # the child process's answer, as _one_size reads it
+        from dataclasses import replace
+        return [replace(S.StageRow(**r), packets=packets) for r in back]
+    monkeypatch.setattr(S, "_one_size", fake)
+    monkeypatch.setattr(S, "figure", lambda table, path: None)
+    table = S.main(tmp_path, sizes=(10_000, 100_000))
+    assert list(table.columns) == list(S.SCALE.columns)
+    assert table["packets"].tolist() == [10_000, 10_000, 100_000, 100_000]
+    assert table["generated_packets"].iloc[0] == 10_000 and pd.isna(table["generated_packets"].iloc[1])
+    run = next((tmp_path / "bench-scale").iterdir())
+    res = Manifest.read(run / "manifest.json").get("result", S.ScaleResult)
+    assert res is not None and isinstance(res.stages[0], S.StageRow) and res.stages[2].packets == 100_000
+    assert S.SCALE.read(run)["stage"].tolist()[:2] == ["generate", "compile"]

@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,7 @@ from chimera.experiments.stages.compile import compile_variant
 from chimera.experiments.stages.dataset import prepare
 from chimera.experiments.stages.rules import load_and_learn
 from chimera.experiments.stages.train import ModelCache, train_variant
+from chimera.formats.rows import frame, schema_of
 from chimera.metrics.classification import macro_f1
 from chimera.reference.pipeline import run_reference
 
@@ -65,8 +67,28 @@ def _peak_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
+@dataclass(frozen=True)
+class StageRow:
+    """One offline stage at one size: its time and the process's peak memory (each size in a process of its
+    own); what the stage alone measures is in its own columns, empty for the others."""
+    packets: int
+    stage: str
+    seconds: float
+    peak_rss_gib: float
+    baseline_rss_gib: float             # the interpreter and the libraries, before any data
+    generated_packets: int | None = None
+    pcap_gib: float | None = None
+    flows: int | None = None
+    epochs: int | None = None
+    test_packets: int | None = None
+    macro_f1: float | None = None
+
+
+SCALE = schema_of(StageRow, "scale.csv", keys=("packets", "stage"), metrics=("seconds", "peak_rss_gib"))
+
+
 class ScaleResult(BenchResult):
-    stages: list[dict[str, Any]]        # scale.csv's rows: each size's stages, their time and peak memory
+    stages: list[StageRow]              # scale.csv's rows
     sizes: list[int]
     total_s: float                      # the largest size's
     peak_rss_gib: float                 # the largest size's
@@ -76,17 +98,17 @@ class ScaleResult(BenchResult):
     superlinear: list[str]              # stages growing faster than linearly between the two largest sizes
 
 
-def run_one(packets: int, max_train_packets: int, work: Path) -> list[dict[str, Any]]:
+def run_one(packets: int, max_train_packets: int, work: Path) -> list[StageRow]:
     """Every offline stage on a ``packets``-packet dataset: one row per stage (its time, the process's peak RSS)."""
     flows = max(10, packets // PACKETS_PER_FLOW)
-    rows: list[dict[str, Any]] = []
+    rows: list[StageRow] = []
     base = _peak_gib()  # the interpreter and the libraries, before any data
 
     def stage(name: str, t0: float, **extra: Any) -> None:
-        rows.append({"stage": name, "seconds": time.perf_counter() - t0, "peak_rss_gib": _peak_gib(),
-                     "baseline_rss_gib": base, **extra})
-        log.info("[scale %s] %-18s %7.1f s  peak RSS %.2f GiB %s", f"{packets:.0e}", name, rows[-1]["seconds"],
-                 rows[-1]["peak_rss_gib"], extra or "")
+        rows.append(StageRow(packets=packets, stage=name, seconds=time.perf_counter() - t0, peak_rss_gib=_peak_gib(),
+                             baseline_rss_gib=base, **extra))
+        log.info("[scale %s] %-18s %7.1f s  peak RSS %.2f GiB %s", f"{packets:.0e}", name, rows[-1].seconds,
+                 rows[-1].peak_rss_gib, extra or "")
 
     t0 = time.perf_counter()
     gen = generate(SyntheticSpec(profile="iscxvpn", flows=flows, seed=7, duration_s=3600.0,
@@ -119,11 +141,11 @@ def run_one(packets: int, max_train_packets: int, work: Path) -> list[dict[str, 
     t0 = time.perf_counter()
     verdicts, _ = run_reference(art, data.replay_table)
     f1 = macro_f1(data.y(data.test_rows), verdicts.label[data.test_in_replay].astype(int))
-    stage("score (reference)", t0, test_packets=int(data.test_rows.size), macro_f1=f1)
+    stage("score (reference)", t0, test_packets=int(data.test_rows.size), macro_f1=float(f1))
     return rows
 
 
-def _one_size(packets: int, max_train_packets: int, work: Path) -> list[dict[str, Any]]:
+def _one_size(packets: int, max_train_packets: int, work: Path) -> list[StageRow]:
     """``run_one`` in a process of its own (its peak RSS is this size's alone), its rows read back."""
     out = work / f"rows-{packets}.json"
     cmd = [sys.executable, "-m", "chimera.bench.scale", "--packets", str(packets), "--max-train-packets",
@@ -132,7 +154,7 @@ def _one_size(packets: int, max_train_packets: int, work: Path) -> list[dict[str
     if r.returncode != 0 or not out.exists():
         raise ChimeraError(f"the scale run at {packets:,} packets failed (exit {r.returncode})",
                          "see its log above; rerun one size with python -m chimera.bench.scale --packets N ...")
-    return [{"packets": packets, **row} for row in json.loads(out.read_text())]
+    return [replace(StageRow(**row), packets=packets) for row in json.loads(out.read_text())]
 
 
 def growth(table: pd.DataFrame) -> pd.DataFrame:
@@ -207,8 +229,8 @@ def main(results_root: str | Path = "results", sizes: tuple[int, ...] = SIZES, m
         with bench_run("scale", params, results_root) as run:
             rows = [row for size in tqdm(sizes, desc="scale sizes", unit="size")
                     for row in _one_size(size, max_train_packets, work)]
-            table = pd.DataFrame(rows)
-            table.to_csv(run.path / "scale.csv", index=False)
+            table = frame(rows, StageRow)
+            SCALE.write(table, run.path)
             grow = growth(table)
             grow.to_csv(run.path / "growth.csv", index=False)
             figs = run.path / "figures"
@@ -261,7 +283,7 @@ def _cli() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
                         datefmt="%H:%M:%S")
     a.work.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(run_one(a.packets, a.max_train_packets, a.work), default=float))
+    a.out.write_text(json.dumps([asdict(r) for r in run_one(a.packets, a.max_train_packets, a.work)], default=float))
 
 
 if __name__ == "__main__":
