@@ -31,8 +31,8 @@ def test_the_decision_reads_validation_on_development_seeds_only() -> None:
     t = _table({"recency": [0.01, 0.01, 0.01, -0.001, 0.0], "class-aware Map": [0.02, 0.02, 0.02, 0.02, -0.01]},
                held_out_gain=-0.5)
     d = D.decide(t)
-    assert d["recency"]["kept"] and d["recency"]["kinds_up"] == 3      # a majority up, none below the tolerance
-    assert not d["class-aware Map"]["kept"]                             # one kind loses 0.01 > 0.005
+    assert d["recency"].kept and d["recency"].kinds_up == 3      # a majority up, none below the tolerance
+    assert not d["class-aware Map"].kept                             # one kind loses 0.01 > 0.005
     # the held-out seeds (here a 0.5 loss on validation) do not enter the decision
     t2 = t.copy()
     t2.loc[t2.seed_set == "held-out", "val_f1"] = 0.0
