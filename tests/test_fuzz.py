@@ -81,7 +81,7 @@ def test_fuzz_reference_takes_every_reachable_point(tmp_path: Path) -> None:
     res = fuzz(FuzzConfig(targets=(), budget_s=600, seed=5, batch=25, rounds=4, database=False), tmp_path)
     assert res.failures == [] and res.sequences > 50
     s = res.coverage_summary()["reference"]
-    assert s["missed"] == [] and s["percent"] == 100.0, s
+    assert s.missed == [] and s.percent == 100.0, s
     assert (res.run_dir / "coverage.csv").is_file() and "0 differences" in (res.run_dir / "summary.md").read_text()
 
 
@@ -151,3 +151,20 @@ def test_planted_ebpf_mutant_is_killed_and_deterministic(tmp_path: Path) -> None
     f = res.failures[0]
     assert f.diff.target == "ebpf" and f.reproduced.startswith("3/3") and len(f.sequence) <= 3, f.describe()
     assert "--target ebpf --frames as-captured" in f.command
+
+
+def test_the_mutation_score_per_file_is_a_typed_record() -> None:
+    """score_table: per file, killed and timed-out mutants over the judged ones (equivalent and invalid apart),
+    its Wilson interval, the population; a file with nothing judged has no score (NaN), not 0."""
+    import math
+
+    import pandas as pd
+
+    from chimera.fuzz.mutate import score_table
+    from chimera.report.sections import Score
+    df = pd.DataFrame({"file": ["a", "a", "a", "a", "b"],
+                       "status": ["killed", "timeout", "survived", "equivalent", "invalid"]})
+    s = score_table(df, {"a": 40, "b": 7})
+    assert isinstance(s["a"], Score) and (s["a"].killed, s["a"].timeout, s["a"].survived) == (1, 1, 1)
+    assert s["a"].score == 2 / 3 and s["a"].population == 40 and s["a"].ci95[0] < 2 / 3 < s["a"].ci95[1]
+    assert s["b"].invalid == 1 and s["b"].score is not None and math.isnan(s["b"].score)

@@ -41,7 +41,7 @@ from chimera.errors import ChimeraError, ConfigError
 from chimera.formats.rundir import RunDir, git_state
 from chimera.targets.registry import environment
 from chimera.fuzz.mutants import Mutant, mutants_of, source_of, sources
-from chimera.report.sections import MutatePlan, MutateResult
+from chimera.report.sections import MutatePlan, MutateResult, Score
 from chimera.targets.base import Capability, Target
 from chimera.targets.registry import mutant_sources
 from chimera.fuzz.triage import equivalents, wilson
@@ -199,19 +199,20 @@ def mutate(cfg: MutateConfig, results_root: str | Path = "results") -> Path:
     return run.final
 
 
-def score_table(df: pd.DataFrame, population: dict[str, int]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
+def score_table(df: pd.DataFrame, population: dict[str, int]) -> dict[str, Score]:
+    """Per file: the outcomes counted, the score (killed / judged) and its Wilson interval."""
+    out: dict[str, Score] = {}
     for f, g in df.groupby("file"):
         counts = {s: int((g["status"] == s).sum()) for s in STATUSES}
         killed = counts["killed"] + counts["timeout"]
         n = killed + counts["survived"]
         lo, hi = wilson(killed, n)
-        out[str(f)] = {**counts, "population": population.get(str(f), 0), "score": killed / n if n else math.nan,
-                       "ci95": [lo, hi]}
+        out[str(f)] = Score.model_validate({**counts, "population": population.get(str(f), 0),
+                                            "score": killed / n if n else math.nan, "ci95": (lo, hi)})
     return out
 
 
-def summary_markdown(df: pd.DataFrame, scores: dict[str, dict[str, Any]], cfg: MutateConfig,
+def summary_markdown(df: pd.DataFrame, scores: dict[str, Score], cfg: MutateConfig,
                      skipped: dict[str, str], run_id: str) -> str:
     lines = [f"# Mutation run {run_id}", "",
              f"seed {cfg.seed}, " + (f"budget {cfg.budget_s:.0f} s, " if math.isfinite(cfg.budget_s) else
@@ -221,8 +222,10 @@ def summary_markdown(df: pd.DataFrame, scores: dict[str, dict[str, Any]], cfg: M
              "| file | score (killed / non-equivalent) | 95% CI | killed | timeout | survived | equivalent | invalid "
              "| population |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for f, s in scores.items():
-        lines.append(f"| {f} | {s['score']:.1%} | {s['ci95'][0]:.0%}-{s['ci95'][1]:.0%} | {s['killed']} | "
-                     f"{s['timeout']} | {s['survived']} | {s['equivalent']} | {s['invalid']} | {s['population']} |")
+        lo, hi = s.ci95
+        lines.append(f"| {f} | {s.score if s.score is not None else math.nan:.1%} | "
+                     f"{lo if lo is not None else math.nan:.0%}-{hi if hi is not None else math.nan:.0%} | {s.killed} | "
+                     f"{s.timeout} | {s.survived} | {s.equivalent} | {s.invalid} | {s.population} |")
     for f, why in skipped.items():
         lines.append(f"| {f} | not run here: {why} | | | | | | | |")
     surv = df[df["status"] == "survived"]

@@ -46,7 +46,7 @@ from chimera.fuzz.frames import FrameSpec
 from chimera.fuzz.profiles import PROFILES, artifact
 from chimera.fuzz.sequence import Batch, Event, Sequence
 from chimera.fuzz.strategies import UNIT_NS, Context, sequences
-from chimera.report.sections import FuzzPlan
+from chimera.report.sections import Coverage, FuzzPlan
 from chimera.report.sections import FuzzResult as FuzzResultSection
 from chimera.targets.base import Capability, Target
 from chimera.targets.registry import target_class, with_capability
@@ -127,15 +127,15 @@ class FuzzResult:
                              "reachable": point in self.reachable.get(prof, set()) or point in CONTROL_POINTS})
         return pd.DataFrame(rows, columns=["target", "profile", "point", "count", "reachable"])
 
-    def coverage_summary(self) -> dict[str, dict[str, Any]]:
+    def coverage_summary(self) -> dict[str, Coverage]:
         """Per target: the reachable points (over the profiles it ran) and those it took at least once."""
         df = self.coverage_table()
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, Coverage] = {}
         for t, g in df.groupby("target"):
             reach = sorted(set(g[g["reachable"]]["point"]))
             hit = sorted(set(g[(g["count"] > 0)]["point"]) & set(reach))
-            out[str(t)] = {"reachable": len(reach), "hit": len(hit), "percent": 100.0 * len(hit) / max(1, len(reach)),
-                           "missed": sorted(set(reach) - set(hit))}
+            out[str(t)] = Coverage(reachable=len(reach), hit=len(hit), percent=100.0 * len(hit) / max(1, len(reach)),
+                                   missed=sorted(set(reach) - set(hit)))
         return out
 
 
@@ -453,7 +453,7 @@ def fuzz(cfg: FuzzConfig, results_root: str | Path = "results") -> FuzzResult:
     return res
 
 
-def summary_markdown(res: FuzzResult, cfg: FuzzConfig, summary: dict[str, dict[str, Any]]) -> str:
+def summary_markdown(res: FuzzResult, cfg: FuzzConfig, summary: dict[str, Coverage]) -> str:
     lines = [f"# Fuzz run {res.run_dir.name}", "",
              f"seed {cfg.seed}, budget {cfg.budget_s:.0f} s, profiles {', '.join(cfg.profiles)}; "
              f"targets {', '.join(res.targets)}", "",
@@ -461,7 +461,7 @@ def summary_markdown(res: FuzzResult, cfg: FuzzConfig, summary: dict[str, dict[s
              f"{len(res.failures)} differences**", "", "## Coverage of the decision points", "",
              "| target | taken / reachable | missed |", "| --- | --- | --- |"]
     for t, s in summary.items():
-        lines.append(f"| {t} | {s['hit']}/{s['reachable']} ({s['percent']:.0f}%) | {', '.join(s['missed']) or '-'} |")
+        lines.append(f"| {t} | {s.hit}/{s.reachable} ({s.percent:.0f}%) | {', '.join(s.missed) or '-'} |")
     if res.failures:
         lines += ["", "## Differences", ""]
         for f in res.failures:
