@@ -53,12 +53,12 @@ checkout() {  # checkout NAME URL REF DIR: the pinned source tree at DIR
 leave_out_missing() {  # leave_out_missing DIR REF: check out all of REF but files whose blobs the repository lacks
     # A snapshot mirror (--sources) may list its largest files without their contents (p4c's
     # docs/compiler-design.pptx); none is a build input, so a sparse checkout leaves those out, named here.
-    local dir=$1 ref=$2 missing absent
-    absent=$(git -C "$dir" ls-tree -r "$ref" | awk '$2 == "blob" {print $3}' | git -C "$dir" cat-file --batch-check |
+    local dir=$1 ref=$2 tree absent missing
+    tree=$(git -C "$dir" ls-tree -r "$ref")
+    absent=$(echo "$tree" | awk '$2 == "blob" {print $3}' | git -C "$dir" cat-file --batch-check |
              awk '$2 == "missing" {print $1}')
     [ -n "$absent" ] || return 0
-    missing=$(git -C "$dir" ls-tree -r "$ref" | grep -F "$absent" | cut -f2)
-    [ -n "$missing" ] || return 0
+    missing=$(echo "$tree" | grep -F "$absent" | cut -f2)
     echo "$TOOL: $(basename "$dir"): left out, their contents absent from the source repository:" $missing >&2
     git -C "$dir" config core.sparseCheckout true
     git -C "$dir" config core.sparseCheckoutCone false

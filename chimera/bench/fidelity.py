@@ -295,8 +295,7 @@ def tables_markdown(run_dir: Path, cite: str, only: Sequence[str] | None = None)
                    f"{pm(s, n, 'gap_to_forest', ss)} | "
                    f"{'met' if met == len(g) else f'**not met** ({met}/{len(g)} seeds)'} | "
                    f"{', '.join(str(int(w)) for w in g['chosen_window' if 'chosen_window' in g else 'window'])} |")
-    un = run_dir / UNSCORED.name
-    unscored = UNSCORED.read(run_dir) if un.exists() else frame([], Unscored)
+    unscored = UNSCORED.read(run_dir) if UNSCORED.exists(run_dir) else frame([], Unscored)
     if only is not None:
         unscored = unscored[unscored["data"].isin(list(only))]
     for _, u in unscored.iterrows():

@@ -36,10 +36,10 @@ from chimera.book.blocks import CHIMERA, REAL, Book, accuracy_frame, accuracy_ru
 from chimera.book.fmt import f, n, signed
 from chimera.book.rules import (ADDED_US, BASIN, CONTRADICTED, FACTOR, FAMILY_CONFIDENCE, HIGH_AUC, INCONCLUSIVE,
                                 MIN_SEEDS, NEAR_CONSTANT, NOT, ORDERS, OUTCOMES, REPRODUCED, RULES, STABILITY_FAMILY,
-                                TAIL, TIE, TIMING_FAMILY, UNINFORMATIVE, UNTESTABLE, VERDICTS, PaperNumber, at,
+                                TAIL, TIE, TIMING_FAMILY, UNINFORMATIVE, UNTESTABLE, VERDICTS, at,
                                 best_verdict, bound_verdict, dec, factor, family_level, flow_paired_interval,
                                 interval_verdict, ordering, paired_interval, places)
-from chimera.book.paper import PAPER, Paper, load as load_paper, number
+from chimera.book.paper import Cell, Paper, load as paper, number
 from chimera.book.runs import Run, on_testbed
 from chimera.errors import ResultsError
 from chimera.metrics.intervals import bootstrap_mean
@@ -152,11 +152,6 @@ class Claim:
         elif self.kind in VERDICTS and self.rules_fixed is False:
             v += " *(not counted: the rules were set after this run; re-run it)*"
         return [self.claim, self.paper, self.ours, self.run, v]
-
-
-def paper(path: Path = PAPER) -> Paper:
-    """The paper's claims (chimera.book.paper)."""
-    return load_paper(path)
 
 
 def _cite(r: Run | None) -> str:
@@ -606,7 +601,8 @@ def table3(b: Book, p: Paper) -> list[Claim]:
             else:
                 verdict, why = (UNINFORMATIVE, f"its verdicts are the operating point's ({same})") if same else \
                     ordering(dec(ch_f1) - dec(f1p),
-                             _gap(d.loc[CHIMERA, "macro_f1"], x["macro_f1"], places(ch_f1, f1p)), "Chimera − this row")
+                             _gap(d.loc[CHIMERA, "macro_f1"], x["macro_f1"], places(ch_f1, f1p)),
+                             "Chimera − this row")
                 out.append(Claim("Table 3", f"{name}: F1 against Chimera's", f(f1p), f(x["macro_f1"]), _cite(r),
                                  verdict, why, float(x["macro_f1"]), f"{src}/f1", _m(r, "ablation", v, "macro_f1"),
                                  _commit(r)))
@@ -765,36 +761,39 @@ def table5(b: Book, p: Paper) -> list[Claim]:
     op = next(x for x in rows if x["stability"] == "balanced")
     g = r.table(CADENCE) if r is not None else None
     flat = g is not None and "diff_vs_static_map_lo" in g and _no_cell_differs(g)
-    key = (float(number(op["eta"])), float(number(op["t_cp_s"])))
-    others = [(float(number(x["eta"])), float(number(x["t_cp_s"]))) for x in rows if x is not op]
+    def setting(x: dict[str, Cell]) -> tuple[float, float]:
+        """A row's (eta, T_cp), the key of its cell in our grid."""
+        return float(number(x["eta"])), float(number(x["t_cp_s"]))
+    key = setting(op)
+    others = [setting(x) for x in rows if x is not op]
     ivs = cadence_intervals(r, key, others) if r is not None else {}
     for i, row in enumerate(rows):
         label = f"eta={row['eta']}, T_cp={row['t_cp_s']} s: F1 ({row['stability']})"
         src = f"table5_hyper_cadence/{i}/ciciot_f1"
+        pf1 = number(row["ciciot_f1"])
         cell = g[(g["eta"] == row["eta"]) & (g["t_cp_s"] == row["t_cp_s"])] if g is not None else None
         base = g[(g["eta"] == op["eta"]) & (g["t_cp_s"] == op["t_cp_s"])] if g is not None else None
         if cell is None or not len(cell) or base is None or not len(base):
-            out.append(Claim("Table 5", label, f(number(row["ciciot_f1"])), "—", _cite(r), UNTESTABLE, "cell not in our grid",
-                             source=src))
+            out.append(Claim("Table 5", label, f(pf1), "—", _cite(r), UNTESTABLE, "cell not in our grid", source=src))
             continue
         ours = float(cell["f1_mean"].iloc[0])
         meas = _m(r, "cadence", row["eta"], row["t_cp_s"])
         if row is op:
-            out.append(Claim("Table 5", label, f(number(row["ciciot_f1"])), f"{f(ours)} ({cell['label'].iloc[0]})", _cite(r),
-                             UNTESTABLE, "dataset absent; the operating point the other rows compare to", ours, src,
-                             meas, _commit(r)))
+            out.append(Claim("Table 5", label, f(pf1), f"{f(ours)} ({cell['label'].iloc[0]})", _cite(r), UNTESTABLE,
+                             "dataset absent; the operating point the other rows compare to", ours, src, meas,
+                             _commit(r)))
             continue
         if flat:
             verdict, why = UNINFORMATIVE, ("no cell of the grid differs from no adaptation: every interval of "
                                           "(cell − Static-Map) spans 0")
-        elif (iv := ivs.get((float(number(row["eta"])), float(number(row["t_cp_s"]))))) is not None:
+        elif (iv := ivs.get(setting(row))) is not None:
             m, lo, hi, k = iv
-            verdict, why = interval_verdict(dec(number(row["ciciot_f1"])) - dec(number(op["ciciot_f1"])), lo, hi, k)
+            verdict, why = interval_verdict(dec(pf1) - dec(number(op["ciciot_f1"])), lo, hi, k)
             why = f"this cell − the operating point {m:+.4f}; {why} (one family of {len(others)})"
         else:   # a run without per-seed bins: no interval to judge
             verdict, why = INCONCLUSIVE, "the run has no per-seed bins: no paired interval"
-        out.append(Claim("Table 5", label, f(number(row["ciciot_f1"])), f"{f(ours)} ({cell['label'].iloc[0]})", _cite(r),
-                         verdict, why, ours, src, meas, _commit(r), interval=verdict != UNINFORMATIVE))
+        out.append(Claim("Table 5", label, f(pf1), f"{f(ours)} ({cell['label'].iloc[0]})", _cite(r), verdict,
+                         why, ours, src, meas, _commit(r), interval=verdict != UNINFORMATIVE))
     return out
 
 

@@ -222,9 +222,8 @@ def summary_markdown(df: pd.DataFrame, scores: dict[str, Score], cfg: MutateConf
              "| file | score (killed / non-equivalent) | 95% CI | killed | timeout | survived | equivalent | invalid "
              "| population |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for f, s in scores.items():
-        lo, hi = s.ci95
-        lines.append(f"| {f} | {s.score if s.score is not None else math.nan:.1%} | "
-                     f"{lo if lo is not None else math.nan:.0%}-{hi if hi is not None else math.nan:.0%} | {s.killed} | "
+        score, lo, hi = (math.nan if x is None else x for x in (s.score, *s.ci95))
+        lines.append(f"| {f} | {score:.1%} | {lo:.0%}-{hi:.0%} | {s.killed} | "
                      f"{s.timeout} | {s.survived} | {s.equivalent} | {s.invalid} | {s.population} |")
     for f, why in skipped.items():
         lines.append(f"| {f} | not run here: {why} | | | | | | | |")

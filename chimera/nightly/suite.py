@@ -254,13 +254,13 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
         scopes: dict[str, Scope] = {}
 
         def all_checks() -> list[Check]:
-            typed = measured
-            scopes.update({k: run_scope(run.path / m.run) for k, m in typed.experiments.items()
+            scopes.update({k: run_scope(run.path / m.run) for k, m in measured.experiments.items()
                            if m.run and (run.path / m.run / "manifest.json").is_file()})
             changes = code_changes(golden, scopes, tree)
-            return (experiment_checks(typed, golden, lambda k: changes.get(k, "no run directory to read its code from"))
-                    + bench_checks(typed, hist, golden, host)
-                    + fuzz_checks(typed.fuzz) + mutate_checks(typed.mutate))
+            return (experiment_checks(measured, golden,
+                                      lambda k: changes.get(k, "no run directory to read its code from"))
+                    + bench_checks(measured, hist, golden, host)
+                    + fuzz_checks(measured.fuzz) + mutate_checks(measured.mutate))
 
         try:
             measured = run_experiments(cfg, run.path / "runs", data_root, unavailable)

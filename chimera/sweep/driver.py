@@ -255,7 +255,7 @@ def sweep(experiment: str, seeds: list[int], datasets: list[str] | None = None, 
             d.mkdir(parents=True, exist_ok=True)
             for n, text in o.tables.items():
                 (d / n).write_text(text)
-            (d / "outcome.json").write_text(json.dumps(o.record(), indent=1, default=str))
+            (d / "outcome.json").write_text(json.dumps(o.model_dump(), indent=1, default=str))
         for n, df in merged.items():
             df.to_csv(run.path / n, index=False)
         summaries = {n: s for n, df in merged.items() if n in schemas and (s := summarize(df, schemas[n])) is not None}

@@ -147,7 +147,8 @@ def join(sweep_dir: Path, results_root: str | Path = "results") -> Path:
             man.replay_plans.update(m.replay_plans)
             man.timings_s.update(m.timings_s)
         man.sections.update(sections)
-        man.put("joined", JoinRecord(sweep_run=sweep_dir.name, executor=sw.executor, seconds=sw.seconds, tasks={d: m.run_id for (d, _), m in zip(runs, mans)}))
+        man.put("joined", JoinRecord(sweep_run=sweep_dir.name, executor=sw.executor, seconds=sw.seconds,
+                                     tasks={d: m.run_id for (d, _), m in zip(runs, mans)}))
         (run.path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
         names = sorted({p.name for _, r in runs for p in [*r.glob("*.csv"), *r.glob("*.csv.gz")]})
         for n in names:  # round-trip floats: the joined table holds the tasks' values to the last bit

@@ -49,13 +49,11 @@ class TaskOutcome(BaseModel):
     manifest: dict[str, Any] = Field(default_factory=dict)  # MANIFEST_KEYS of the run's manifest JSON (I/O)
     error: str | None = None
 
-    def record(self) -> dict[str, Any]:
-        """The outcome as a sweep records it: everything but the tables."""
-        return self.model_dump()
-
     def last_error(self, width: int = 120) -> str:
         """The error's last line (its message), or ""."""
         return (self.error or "").splitlines()[-1][:width] if self.error else ""
+
+
 KILL_ENV = "CHIMERA_SWEEP_KILL_DIR"
 """Fault injection, for the retry tests: where this names a folder that holds a file named as the task, the
 worker running that task's first attempt SIGKILLs itself right after recording the attempt. To Ray that is an
