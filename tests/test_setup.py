@@ -186,3 +186,25 @@ def test_a_toolchain_build_refuses_bad_input_naming_the_fix(tmp_path: Path, name
     assert r.returncode == 1 and "fix:" in r.stderr, r.stderr
     assert f"no git repository for {first} " in r.stderr or "missing Debian packages" in r.stderr, r.stderr
     assert not (tmp_path / "prefix" / "bin").exists()
+
+
+def test_a_toolchain_checkout_cut_short_is_checked_out(tmp_path: Path) -> None:
+    """scripts/toolchain-lib.sh's checkout: a --no-checkout clone whose HEAD is already the pin (a build stopped
+    right after cloning) gets its files; it did not (HEAD matched, so nothing was checked out, and p4c's configure
+    found no CMakeLists.txt). Seen failing with the empty-index condition removed."""
+    src = tmp_path / "src"
+    src.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, "init", "-q", str(src)], check=True)
+    (src / "CMakeLists.txt").write_text("project(x)\n")
+    subprocess.run([*git, "-C", str(src), "add", "."], check=True)
+    subprocess.run([*git, "-C", str(src), "commit", "-qm", "x"], check=True)
+    ref = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    dest = tmp_path / "work" / "x"
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(src), str(dest)], check=True)
+    lib = ROOT / "scripts" / "toolchain-lib.sh"
+    r = subprocess.run(["bash", "-c", f'set -euo pipefail; TOOL=t WORK={tmp_path} SOURCES="" LOG={tmp_path}/log; '
+                        f'. {lib}; checkout x {src} {ref} {dest}'], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert (dest / "CMakeLists.txt").is_file() and r.stdout.strip() == f"x {ref}"
