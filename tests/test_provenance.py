@@ -22,7 +22,7 @@ from chimera.book.scope import scope_of
 from chimera.formats.rundir import Manifest
 from chimera.nightly import checks as ck
 from chimera.nightly.golden import Golden, code_changes
-from chimera.report.provenance import EVERYTHING, Scope, TreeCode, closure, strip_c_comments
+from chimera.report.provenance import EVERYTHING, ROOT, Scope, TreeCode, closure, strip_c_comments
 from chimera.report.sections import NightMeasured
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -221,3 +221,23 @@ def test_a_sweep_depends_on_its_experiment_not_on_everything() -> None:
     assert not s.everything
     assert {RUNNER, SWEEP, kind_packages()["accuracy"], "chimera.targets.reference"} <= set(s.modules)
     assert s.files == ("experiments/accuracy.yaml",)
+
+
+def test_short_hashes_are_seven_digits_whatever_the_clone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page cites commits by seven hex digits. git's %h grows with the clone's object count, so CI's clone
+    rendered eight where this one rendered seven and the book test failed there; core.abbrev=12 stands in for
+    a larger clone."""
+    from chimera.book import claims as C
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "core.abbrev")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "12")
+    C.rule_dates.cache_clear()
+    try:
+        dates = C.rule_dates()
+    finally:
+        C.rule_dates.cache_clear()
+    assert dates and all(len(commit) == 7 for _, commit, _ in dates if commit != "uncommitted")
+    first = subprocess.run(["git", "rev-list", "--max-parents=0", "HEAD"], cwd=ROOT, capture_output=True,
+                           text=True).stdout.split()[0]
+    commits = TreeCode(ROOT).code_commits(first)
+    assert commits and all(len(c) == 7 for c in commits)

@@ -1015,10 +1015,11 @@ def rule_dates(root: Path = ROOT) -> tuple[tuple[str, str, str], ...]:
     """(rule, commit, ISO date) of the commit that first set each threshold in the book's code."""
     out = []
     for name in RULE_NAMES:
-        r = subprocess.run(["git", "log", "--reverse", "--format=%h %cI", "-S", f"{name} = ", "--", "chimera/book/"],
+        r = subprocess.run(["git", "log", "--reverse", "--format=%H %cI", "-S", f"{name} = ", "--", "chimera/book/"],
                            cwd=root, capture_output=True, text=True)
         line = (r.stdout.splitlines() or ["uncommitted now"])[0].split(" ", 1)
-        out.append((name, line[0], line[1] if len(line) > 1 else "now"))
+        # seven hex digits, not git's %h: its length grows with the clone's object count (CI's clone printed eight)
+        out.append((name, line[0][:7], line[1] if len(line) > 1 else "now"))
     return tuple(out)
 
 

@@ -305,8 +305,9 @@ class TreeCode:
         files = self.changed_files(since, scope)
         if not files:
             return []
-        out = _git(self.root, "log", "--reverse", "--format=%h", "--abbrev=7", f"{since}..HEAD", "--", *files)
-        return out.decode().split()
+        out = _git(self.root, "log", "--reverse", "--format=%H", f"{since}..HEAD", "--", *files)
+        # seven hex digits whatever the clone: git's %h (even with --abbrev=7) grows where seven are ambiguous
+        return [h[:7] for h in out.decode().split()]
 
 
 def changed_since(since: tuple[str, ...] | list[str]) -> str:
