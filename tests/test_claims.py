@@ -15,7 +15,8 @@ import yaml
 
 from chimera.book import claims as C
 from chimera.book import reproduce as R
-from chimera.book.blocks import Book
+from chimera.book.scope import published_book
+from chimera.report.book import Book
 from chimera.book.paper import Paper
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def book() -> Book:
-    return Book.published(ROOT)
+    return published_book(ROOT)
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +114,7 @@ def test_gaps_are_exact_decimals_at_the_papers_precision(ledger: list[tuple[str,
 def test_the_hyper_dim_block_names_the_row_each_value_came_from(book: Book) -> None:
     """Each dataset's lowest and highest cell, with the m, d_v and bits of that very row of that dataset (seen
     failing when the block took both over every dataset and labelled them with the first)."""
-    from chimera.book.blocks import BLOCKS
+    from chimera.book.render import BLOCKS
     from chimera.experiments.kinds.hyper_dim.tables import HYPER_DIM
     text = BLOCKS["roc-hyper-dim"](book)
     g = book.runs.need("hyper_dim").table(HYPER_DIM)
@@ -195,7 +196,7 @@ def test_a_night_that_changes_a_verdict_says_so(tmp_path: Path) -> None:
 
 def test_republish_plans_every_stale_cited_run_and_only_those() -> None:
     from chimera.book import republish as RP
-    book = Book.published(ROOT)
+    book = published_book(ROOT)
     p = RP.plan(book)
     planned = {id(x.run) for x in p.reruns} | {id(r) for r, _ in p.elsewhere}
     for r in book.runs.newest_each():
@@ -210,9 +211,9 @@ def test_republish_uncounted_also_plans_the_runs_made_before_the_rules(monkeypat
     """``--uncounted`` adds the fresh cited runs whose commit's rules file is not today's (the ledger shows their
     verdicts uncounted) and leaves out the ones judged by today's rules."""
     from chimera.book import republish as RP
-    book = Book.published(ROOT)
+    book = published_book(ROOT)
     cited = list(book.runs.newest_each())
-    from chimera.book.runs import Freshness
+    from chimera.report.runs import Freshness
     before = {id(r) for r in cited[::2]}      # say every other run is fresh but made before the rules changed
     for r in cited[::2]:
         r.__dict__["freshness"] = Freshness(True, "c")
@@ -256,7 +257,7 @@ def test_chimera_against_the_yardsticks_is_judged_on_held_out_seeds(ledger: list
     assert all(c.interval and "over seeds 11, 12, 13, 14, 15" in c.why for c in real), [c.why for c in real]
     # a comparison is counted once: where a sweep judges Chimera against every method on a set, the fidelity
     # bench's rows against the yardsticks on that set are left out
-    from chimera.book.blocks import REAL
+    from chimera.report.book import REAL
     swept_sets = {label.replace(" (real)", "") for frag, label in REAL.items() for c in real if frag in c.claim
                   or label.replace(" (real)", "") in c.claim}
     assert real and swept_sets
@@ -457,7 +458,7 @@ def test_the_stability_claim_is_judged_by_intervals(above: float, drop: float, s
                                                  (-0.001, 0.004, "no measurable difference")])
 def test_a_drift_sentence_is_no_wider_than_its_interval(lo: float, hi: float, words: str) -> None:
     """The drift section's words come from the interval: "measurably" only where it excludes zero."""
-    from chimera.book.blocks import difference_words
+    from chimera.experiments.kinds.stability.blocks import difference_words
     text = difference_words("Fast-Only", "Static-Map", (lo + hi) / 2, lo, hi)
     assert words in text and sum(w in text for w in ("above", "below", "no measurable")) == 1
 
@@ -469,9 +470,9 @@ def test_table3_over_a_swept_ablation_is_judged_by_paired_intervals(book: Book,
     rows it does not hold keep the single run's ordering."""
     import numpy as np
 
-    from chimera.book.blocks import CHIMERA
+    from chimera.report.book import CHIMERA
     from chimera.book.rules import TIE, dec
-    from chimera.book.runs import on_testbed
+    from chimera.report.runs import on_testbed
     from chimera.experiments.kinds.variants.tables import ABLATION
     p = C.paper()
     r = book.runs.latest("ablation", on_testbed) or book.runs.latest("ablation")

@@ -145,13 +145,14 @@ def test_the_book_shows_each_kind_of_data_from_the_newest_run_that_has_it(tmp_pa
     page from the older run that has them, and nothing is shown twice."""
     import json
 
-    from chimera.book.blocks import Book, fidelity_runs
-    from chimera.book.runs import RunSet
+    from chimera.bench.blocks import fidelity_runs
+    from chimera.book.scope import run_set
+    from chimera.report.book import Book
     from chimera.errors import ResultsError
     from chimera.report.provenance import ROOT
     base = tmp_path / "published"
     with pytest.raises(ResultsError, match="invoke bench --what fidelity"):
-        fidelity_runs(Book(RunSet(base, ROOT), ROOT))
+        fidelity_runs(Book(run_set(base, ROOT), ROOT))
     for rid, kinds in (("20260101-000000-local", ["a (synthetic)", "b (real)"]),
                        ("20260102-000000-local", ["b (real)"]),
                        ("20260103-000000-local", ["c (real)", "b (real)"])):
@@ -160,7 +161,7 @@ def test_the_book_shows_each_kind_of_data_from_the_newest_run_that_has_it(tmp_pa
         (d / "manifest.json").write_text(json.dumps({"experiment": "bench-fidelity", "run_id": rid, "target": "local",
                                                      "status": "complete", "git": {"commit": "0" * 40}}))
         pd.DataFrame([{"data": k, "seed": s} for k in kinds for s in (1, 11)]).to_csv(d / "fidelity.csv", index=False)
-    got = [(r.run_id, kinds) for r, kinds in fidelity_runs(Book(RunSet(base, ROOT), ROOT))]
+    got = [(r.run_id, kinds) for r, kinds in fidelity_runs(Book(run_set(base, ROOT), ROOT))]
     assert got == [("20260103-000000-local", ["c (real)", "b (real)"]),
                    ("20260101-000000-local", ["a (synthetic)"])]  # the middle run's only kind is shown newer
 

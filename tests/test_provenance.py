@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from chimera.book.runs import RunSet
-from chimera.book.scope import scope_of
+from chimera.book.scope import run_set, scope_of
 from chimera.formats.rundir import Manifest
 from chimera.nightly import checks as ck
 from chimera.nightly.golden import Golden, code_changes
@@ -57,7 +56,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 def _fresh(r: Path) -> dict[str, bool]:
-    return {f"{run.experiment}@{run.target}": run.freshness.fresh for run in RunSet(r / "published", r)}
+    return {f"{run.experiment}@{run.target}": run.freshness.fresh for run in run_set(r / "published", r)}
 
 
 def _bump(path: Path, pattern: str, new: Callable[[re.Match[str]], str]) -> None:
@@ -78,14 +77,14 @@ def test_a_fix_to_one_kind_stales_only_that_kinds_runs(repo: Path) -> None:
     fresh = _fresh(repo)
     assert not fresh["roc@reference"], fresh
     assert all(v for k, v in fresh.items() if k != "roc@reference"), fresh
-    stale = next(r for r in RunSet(repo / "published", repo) if r.experiment == "roc").freshness
+    stale = next(r for r in run_set(repo / "published", repo) if r.experiment == "roc").freshness
     assert stale.since == () and "uncommitted" in stale.mark()   # not committed yet: no commit to name
     _git(repo, "commit", "-qam", "roc fix")
-    stale = next(r for r in RunSet(repo / "published", repo) if r.experiment == "roc").freshness
+    stale = next(r for r in run_set(repo / "published", repo) if r.experiment == "roc").freshness
     assert len(stale.since) == 1 and "its code changed first in" in stale.mark()
     run_py.write_text(run_py.read_text() + "\nANOTHER_LINE_THAT_RUNS = 2\n")
     _git(repo, "commit", "-qam", "another roc fix")
-    again = next(r for r in RunSet(repo / "published", repo) if r.experiment == "roc").freshness
+    again = next(r for r in run_set(repo / "published", repo) if r.experiment == "roc").freshness
     assert len(again.since) == 2 and again.mark() == stale.mark()   # a page citing it does not move again
 
 
@@ -113,7 +112,7 @@ def test_a_real_change_in_the_p4_program_stales_only_the_runs_that_read_it(repo:
     assert "quickstart@bmv2" in stale and not stale & {"ablation@ebpf", "quickstart@reference", "bench-scale@local",
                                                          "accuracy@reference"}
     tree = TreeCode(repo)
-    for run in RunSet(repo / "published", repo):
+    for run in run_set(repo / "published", repo):
         if f"{run.experiment}@{run.target}" in stale - {"quickstart@bmv2"}:
             assert "chimera/targets/allocation.py" in tree.closure(run.scope), run.experiment
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from chimera.book.blocks import Book
 from chimera.book.render import BLOCK, check, check_text, typed_numbers
-from chimera.book.runs import RunSet
+from chimera.book.scope import published_book, run_set
+from chimera.report.book import Book
 from chimera.report.provenance import code_fingerprint, fingerprint_at
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,7 +26,7 @@ CITE = re.compile(r"results/published/[\w.-]+/\d{8}-\d{6}-[\w.-]*\w")
 
 @pytest.fixture(scope="module")
 def book() -> Book:
-    return Book.published(ROOT)
+    return published_book(ROOT)
 
 
 @pytest.fixture(scope="module")
@@ -133,14 +133,14 @@ def test_an_edited_published_table_is_refused(tmp_path: Path) -> None:
     import shutil
 
     from chimera.errors import ResultsError
-    src = RunSet().need("hyper_dim").path
+    src = run_set().need("hyper_dim").path
     run = tmp_path / "hyper_dim" / src.name
     shutil.copytree(src, run)
-    assert RunSet(tmp_path, ROOT).need("hyper_dim")     # as published: read
+    assert run_set(tmp_path, ROOT).need("hyper_dim")     # as published: read
     csv = run / "hyper_dim.csv"
     csv.write_text(csv.read_text().replace("0.9", "0.8", 1))
     with pytest.raises(ResultsError, match="hyper_dim.csv differ from what was published"):
-        RunSet(tmp_path, ROOT)
+        run_set(tmp_path, ROOT)
 
 
 def test_freshness_is_judged_by_the_code_fingerprint(tmp_path: Path) -> None:
@@ -154,7 +154,7 @@ def test_freshness_is_judged_by_the_code_fingerprint(tmp_path: Path) -> None:
         d.mkdir(parents=True)
         (d / "manifest.json").write_text(json.dumps({"experiment": "quickstart", "run_id": rid, "target": "reference",
                                                      "status": "complete", "git": {"commit": commit, "dirty": False}}))
-    runs = RunSet(tmp_path, ROOT)
+    runs = run_set(tmp_path, ROOT)
     old, new = runs.all("quickstart")
     assert not old.freshness.fresh and "stale: made at" in old.cite() and old.freshness.since
     assert new.freshness.fresh == (fingerprint_at(head, ROOT, new.scope) == code_fingerprint(ROOT, new.scope))
@@ -173,6 +173,9 @@ def test_a_report_renderer_is_not_result_code() -> None:
                 "chimera/compile/build.py", "experiments/stability24h.yaml", "p4/chimera.p4"):
         assert counts(rel), rel
     assert not counts("chimera/report/common.py") and not counts("chimera/book/blocks.py")
+    # the book blocks of a kind and of the benches: presentation where they live, beside code that counts
+    assert not counts("chimera/experiments/kinds/stability/blocks.py") and not counts("chimera/bench/blocks.py")
+    assert counts("chimera/bench/scale.py")
 
 
 def test_no_experiment_reaches_a_check_harness() -> None:

@@ -151,6 +151,24 @@ def test_no_target_is_named_outside_its_folder_and_the_registries() -> None:
     assert not found, "\n".join(found)
 
 
+def test_the_books_own_blocks_import_no_kind_target_or_bench() -> None:
+    """The book gathers the blocks (chimera.book.render); a kind's live in its package and the benches' in
+    chimera/bench/blocks.py, so chimera/book/blocks.py reads runs through the registries and imports no resident:
+    no module inside a kind's package, a target's folder or the bench package (their registries are allowed:
+    ``chimera.experiments.kinds``, ``chimera.targets.registry``, ``chimera.targets.base``)."""
+    import ast
+    allowed = ("chimera.experiments.kinds", "chimera.targets.registry", "chimera.targets.base")
+    resident = ("chimera.experiments.kinds.", "chimera.targets.", "chimera.bench")
+    tree = ast.parse((ROOT / "chimera" / "book" / "blocks.py").read_text())
+    mods = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    mods += [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module]
+    bad = [m for m in mods if m.startswith(resident) and m not in allowed]
+    assert not bad, bad
+    from chimera.book.render import BLOCKS
+    from chimera.experiments.kinds.accuracy import blocks as accuracy_blocks
+    assert BLOCKS["accuracy"] is accuracy_blocks.BLOCKS["accuracy"]   # gathered from the kind's own module
+
+
 def test_invoke_lists_the_documented_commands_at_the_top_level() -> None:
     """tasks/ is a package of collections, but the commands stay where the README documents them: every task at
     the top level (``invoke run-experiment``, not ``invoke run.run-experiment``), each one in the README."""

@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chimera.book import claims as C
-from chimera.book import fmt
-from chimera.book.blocks import CHIMERA, Book, block
-from chimera.book.fmt import f, n
-from chimera.book.runs import Run, is_testbed, on_dataset, on_target
+from chimera.report import fmt
+from chimera.report.book import CHIMERA, Blocks, Book
+
+BLOCKS = Blocks()
+from chimera.report.fmt import f, n
+from chimera.report.runs import Run, is_testbed, on_dataset, on_target
 from chimera.experiments.kinds.variants.tables import ABLATION
 from chimera.targets.base import Capability
 from chimera.targets.registry import with_capability
@@ -26,7 +28,7 @@ def _minutes(r: Run) -> str:
     return "n/a" if m != m else f"{m:.1f} min" if m < 10 else f"{m:.0f} min"
 
 
-@block("fresh-check-newest")
+@BLOCKS("fresh-check-newest")
 def fresh_check_newest(b: Book) -> str:
     """The newest fresh-check record alone (the history is in docs/reproducibility.md)."""
     r = b.runs.need("fresh-check")
@@ -43,7 +45,7 @@ def _switch_rows(r: Run) -> tuple[int, int, int, int]:
             int(sw["register_mismatches"].sum()))
 
 
-@block("smoke")
+@BLOCKS("smoke")
 def smoke(b: Book) -> str:
     """The quickstart on each target: the smoke test's time and accounting."""
     parts = []
@@ -65,7 +67,7 @@ def smoke(b: Book) -> str:
         "No quickstart run is published."
 
 
-@block("card")
+@BLOCKS("card")
 def card(b: Book) -> str:
     """The card's command, as published on each testbed: its time, Chimera's F1 and the switch rows' accounting."""
     parts = []
@@ -81,7 +83,7 @@ def card(b: Book) -> str:
     return ("As published, " + "; ".join(parts) + ".") if parts else "No ablation run on a testbed is published."
 
 
-@block("claims-tally")
+@BLOCKS("claims-tally")
 def claims_tally(b: Book) -> str:
     parts = C.ledger(b)
     return C.tally(parts) + "\n\n" + C.tally_table(parts)
@@ -114,7 +116,7 @@ HEADLINES = (
 )
 
 
-@block("headline-claims")
+@BLOCKS("headline-claims")
 def headline_claims(b: Book) -> str:
     """About fifteen of the paper's claims: our verdict, the command that measures it, its minutes here, its file."""
     claims = [c for _, cs in C.ledger(b) for c in cs]

@@ -15,7 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from chimera.book import claims as C
-from chimera.book.blocks import Book
+from chimera.book.scope import published_book
+from chimera.report.book import Book
 from chimera.book.render import block_differences, pages, render_text
 from chimera.book.reproduce import compare
 from chimera.errors import ChimeraError
@@ -51,7 +52,7 @@ def night_book(night: Path, root: Path) -> NightBook:
     """Render the ledger and the pages from the published runs plus ``night`` and the runs it made, into
     ``night``; compare with the published ledger and the committed pages."""
     try:
-        published = Book.published(root)
+        published = published_book(root)
         runs = published.runs.with_runs([night, *sorted(p.parent for p in night.glob("runs/*/*/manifest.json"))])
         tonight = Book(runs, root)
         (night / "claims.md").write_text("# The paper's claims, with tonight's runs\n\n" + C.render(tonight) + "\n")

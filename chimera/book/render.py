@@ -3,7 +3,7 @@
 A page holds generated blocks::
 
     <!-- book:NAME -->
-    ...rendered by the block NAME (chimera.book.blocks)...
+    ...rendered by the block NAME (``BLOCKS``: gathered from every owner's blocks module)...
     <!-- /book:NAME -->
 
 Prose outside the blocks interprets; every figure inside a block is computed from run directories, rounded,
@@ -17,20 +17,50 @@ a changed count fails it.
 from __future__ import annotations
 
 import difflib
+import importlib
 import logging
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from chimera.book import claims as _claims  # noqa: F401  (registers the ledger block)
-from chimera.book import front as _front  # noqa: F401  (registers the README's front-page blocks)
-from chimera.book import reproduce as _reproduce  # noqa: F401  (registers the reproduction block)
-from chimera.book.blocks import BLOCKS, Book
+from chimera.book import blocks, claims, front, reproduce
+from chimera.book.scope import published_book
 from chimera.errors import ResultsError
+from chimera.experiments.kinds import PACKAGES
+from chimera.report.book import Blocks, Book
 from chimera.report.provenance import ROOT
 
 log = logging.getLogger(__name__)
+#: the blocks module of the bench floor (each kind's is found from the kinds' registry)
+BENCH_BLOCKS = "chimera.bench.blocks"
+
+
+def _owners() -> Iterator[Blocks]:
+    """Every owner's blocks: the book's own, each kind's that has a ``blocks`` module, the benches'."""
+    yield from (blocks.BLOCKS, front.BLOCKS, claims.BLOCKS, reproduce.BLOCKS)
+    for p in PACKAGES:
+        try:
+            mod = importlib.import_module(f"chimera.experiments.kinds.{p}.blocks")
+        except ModuleNotFoundError as e:
+            if e.name != f"chimera.experiments.kinds.{p}.blocks":
+                raise
+            continue
+        yield mod.BLOCKS
+    yield importlib.import_module(BENCH_BLOCKS).BLOCKS
+
+
+def gather() -> Blocks:
+    """All blocks by name; a name two owners define is an error (a page could not say which renders it)."""
+    out = Blocks()
+    for owner in _owners():
+        for name, fn in owner.items():
+            out(name)(fn)
+    return out
+
+
+BLOCKS = gather()
 BLOCK = re.compile(r"(<!-- book:(?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- /book:(?P=name) -->)", re.S)
 #: the pages a book owns blocks in
 PAGES = ("README.md", "docs/*.md")
@@ -110,7 +140,7 @@ def check_text(text: str, book: Book, page: str) -> list[Difference]:
 
 
 def check(root: Path = ROOT, book: Book | None = None) -> list[Difference]:
-    book = book or Book.published(root)
+    book = book or published_book(root)
     out = []
     for p in pages(root):
         out += check_text(p.read_text(), book, p.relative_to(root).as_posix())
@@ -119,7 +149,7 @@ def check(root: Path = ROOT, book: Book | None = None) -> list[Difference]:
 
 def write(root: Path = ROOT, book: Book | None = None) -> list[Path]:
     """Re-render every page in place (atomically); returns the pages that changed."""
-    book = book or Book.published(root)
+    book = book or published_book(root)
     changed = []
     for p in pages(root):
         old = p.read_text()

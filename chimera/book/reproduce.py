@@ -21,9 +21,10 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from chimera.book import claims as C
-from chimera.book import fmt
-from chimera.book.blocks import Book, block
-from chimera.book.runs import RunSet, on_dataset, on_target
+from chimera.report import fmt
+from chimera.book.scope import published_book, run_set
+from chimera.report.book import Blocks, Book
+from chimera.report.runs import RunSet, on_dataset, on_target
 from chimera.errors import ChimeraError
 from chimera.formats.rundir import RunDir, git_state
 from chimera.targets.base import Capability
@@ -31,6 +32,8 @@ from chimera.targets.registry import environment, with_capability
 from chimera.report.provenance import ROOT
 from chimera.report.sections import section
 from chimera.targets.registry import TRUTH
+
+BLOCKS = Blocks()
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +98,7 @@ class Planned:
 def plan(quick: bool, published: RunSet | None = None) -> list[Planned]:
     """Each step with the target it runs on here (or why none) and its expected minutes."""
     from chimera.targets.registry import target_class
-    published = published or RunSet()
+    published = published or run_set()
     out = []
     for s in STEPS:
         if quick and not s.quick:
@@ -202,10 +205,10 @@ def reproduce(quick: bool = False, results_root: Path = ROOT / "results", data_r
                 failed[p.step.experiment] = str(e)
                 log.error("reproduce: %s failed: %s", p.step.experiment, e)
         took = (time.monotonic() - t0) / 60
-        mine = Book(RunSet(runs, ROOT), ROOT)
+        mine = Book(run_set(runs, ROOT), ROOT)
         (run.path / "claims.md").write_text("# The paper's claims, as this machine measured them\n\n" + C.render(mine)
                                             + "\n")
-        cmp = compare(Book.published(ROOT), mine)
+        cmp = compare(published_book(ROOT), mine)
         cmp.to_csv(run.path / "comparison.csv", index=False)
         here = int(cmp["reproduced_here"].sum()) if len(cmp) else 0
         tested = cmp[cmp["testable"]] if len(cmp) else cmp
@@ -238,7 +241,7 @@ def reproduce(quick: bool = False, results_root: Path = ROOT / "results", data_r
     return run.final
 
 
-@block("reproduce")
+@BLOCKS("reproduce")
 def reproduction(b: Book) -> str:
     """The newest published reproduction: announced against taken time, and how many claims agreed."""
     r = b.runs.latest("reproduce")

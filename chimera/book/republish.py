@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chimera.book.blocks import Book
+from chimera.book.scope import published_book
+from chimera.report.book import Book
 from chimera.book.claims import rules_fixed_before
-from chimera.book.runs import Run
+from chimera.report.runs import Run
 from chimera.book.scope import run_scope
 from chimera.errors import ChimeraError, ResultsError
 from chimera.formats.rundir import Manifest, git_state
@@ -106,7 +107,7 @@ def republish(only: tuple[str, ...] = (), dry_run: bool = False, results_root: P
     from chimera.experiments.load import load_experiment
     from chimera.experiments.runner import run_experiment
     from chimera.report.publish import publish
-    book = Book.published()
+    book = published_book()
     p = plan(book, only, uncounted)
     announce(p)
     if dry_run or not p.reruns:

@@ -17,7 +17,9 @@ from pathlib import Path
 
 from chimera.bench import BENCHES
 from chimera.formats.rundir import Manifest
-from chimera.report.provenance import EVERYTHING, Scope
+from chimera.report.book import Book
+from chimera.report.provenance import EVERYTHING, ROOT, Scope
+from chimera.report.runs import RunSet
 from chimera.targets.registry import TARGETS
 
 #: where a run's code starts, for the runs that are neither an experiment kind nor a bench (by experiment name)
@@ -89,7 +91,6 @@ def _own(m: Manifest) -> Scope:
 def _experiment_kind(experiment: str) -> str | None:
     """The kind an experiment of experiments/ declares (None: a YAML path from elsewhere, or no such file)."""
     import yaml
-    from chimera.report.provenance import ROOT
     p = ROOT / "experiments" / f"{experiment}.yaml"
     if not p.is_file():
         return None
@@ -101,3 +102,14 @@ def run_scope(run_dir: Path) -> Scope:
     """The scope of the run directory ``run_dir``, with the runs under its ``runs/``."""
     nested = [Manifest.read(p) for p in sorted(run_dir.glob("runs/*/*/manifest.json"))]
     return scope_of(Manifest.read(run_dir / "manifest.json"), nested)
+
+
+def run_set(base: Path | None = None, root: Path = ROOT) -> RunSet:
+    """The complete runs under ``base`` (the published runs by default), each judged fresh or stale by the scope
+    read here from the registries."""
+    return RunSet(base if base is not None else root / "results" / "published", root, scope_of=scope_of)
+
+
+def published_book(root: Path = ROOT) -> Book:
+    """The book of the published runs: what ``invoke book`` renders the pages from."""
+    return Book(run_set(None, root), root)

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from chimera.book.runs import is_testbed
+from chimera.report.runs import is_testbed
 from chimera.nightly.golden import Golden
 from chimera.report.sections import FuzzNight, MutateNight, NightMeasured
 from chimera.targets.registry import TRUTH

@@ -49,9 +49,10 @@ TOP_FILES = ("pyproject.toml",)
 #: starts inside one still counts it: ``Scope.modules`` are never excluded)
 PRESENTATION = ("chimera.report", "chimera.book")
 
-#: presentation modules inside the experiments package: the report renderers (a kind's render.py draws its
-#: report and figures from the run's tables, and nothing reads back what they write)
-PRESENTATION_FILES = ("render.py", "yardstick_render.py")
+#: presentation modules inside the experiments and bench packages: the report renderers (a kind's render.py draws
+#: its report and figures from the run's tables, and nothing reads back what they write) and the book blocks
+#: (a kind's or the benches' blocks.py renders pages from published runs; no run imports it)
+PRESENTATION_FILES = ("render.py", "yardstick_render.py", "blocks.py")
 
 #: check harnesses inside the targets package: they run a target to compare it with the reference (the
 #: conformance tests, a bench), and no experiment imports them (tests/test_readme.py checks that): left out of
@@ -125,7 +126,7 @@ def module_of(rel: str) -> str:
 
 def _presentation(module: str, rel: str) -> bool:
     return module.startswith(tuple(p + "." for p in PRESENTATION)) or module in PRESENTATION or \
-        (rel.startswith("chimera/experiments/") and rel.rsplit("/", 1)[-1] in PRESENTATION_FILES)
+        (rel.startswith(("chimera/experiments/", "chimera/bench/")) and rel.rsplit("/", 1)[-1] in PRESENTATION_FILES)
 
 
 def counts(rel: str) -> bool:

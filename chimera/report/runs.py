@@ -4,14 +4,16 @@ run's freshness against the code of the working tree.
 A book cites runs it *selects* by what they are (the newest published run of an experiment on a target, on a
 dataset), never by a hand-typed id, so republishing moves every number at once; and it reports the newest,
 not the best. A run is fresh when the fingerprint of its own code (chimera.report.provenance: what its kind or
-bench and its targets import, ``chimera.book.scope``) at its commit equals the working tree's; a stale run is
-still shown, marked, with the commits that changed its code since.
+bench and its targets import) at its commit equals the working tree's; a stale run is still shown, marked, with
+the commits that changed its code since. Where a run's code starts is read from the registries of kinds,
+benches and targets, which sit above this floor: the book passes that reading in (``ScopeFn``,
+``chimera.book.scope.scope_of``), so the residents' renderers can select runs without importing the book.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,13 +22,14 @@ import pandas as pd
 from chimera.errors import ResultsError
 from chimera.formats.rundir import Manifest
 from chimera.formats.tables import TableSchema
-from chimera.book.scope import scope_of
 from chimera.report.archive import data_of
 from chimera.report.provenance import ROOT, Scope, TreeCode, changed_since, fingerprint_at
 from chimera.report.publish import check_seal
 from chimera.report.run import RunView
 
 PUBLISHED = ROOT / "results" / "published"
+#: where a run's code starts, from its manifest and those of the runs nested in it
+ScopeFn = Callable[[Manifest, Iterable[Manifest]], Scope]
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,9 @@ class WorkingTree:
     """The code a book is rendered against, read once: a book is rendered at one moment, and reading the whole
     tree again for each run it looks at cost a night's book most of its time."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, scope_of: ScopeFn) -> None:
         self.root = root
+        self.scope_of = scope_of
         self._of: dict[tuple[str, Scope], Freshness] = {}
 
     @functools.cached_property
@@ -73,7 +77,7 @@ class Run:
     view: RunView
     rel: str                 # the path a reader opens, relative to the repository root
     root: Path
-    tree: WorkingTree | None = None  # its set's (shared by every run the set reads); its own where none
+    tree: WorkingTree  # its set's, shared by every run the set reads
 
     @property
     def manifest(self) -> Manifest:
@@ -98,14 +102,14 @@ class Run:
     @functools.cached_property
     def scope(self) -> Scope:
         """Where its code starts: its kind or bench and its targets, with those of the runs nested in it."""
-        return scope_of(self.manifest, (n.manifest for n in self.nested()))
+        return self.tree.scope_of(self.manifest, (n.manifest for n in self.nested()))
 
     @functools.cached_property
     def freshness(self) -> Freshness:
         commit = self.manifest.git.commit
         if commit is None or self.manifest.git.dirty:
             return Freshness(False, commit or "unknown")
-        return (self.tree or WorkingTree(self.root)).freshness(commit, self.scope)
+        return self.tree.freshness(commit, self.scope)
 
     def cite(self, sub: str = "") -> str:
         """`results/published/<experiment>/<run-id>[/sub]`, with the stale mark where the run is stale."""
@@ -145,10 +149,12 @@ class RunSet:
     base: Path = PUBLISHED
     root: Path = ROOT
     _runs: list[Run] = field(default_factory=list, repr=False)
-    tree: WorkingTree | None = field(default=None, repr=False)
+    #: where each run's code starts (``chimera.book.scope.scope_of``: the registries' reading)
+    scope_of: ScopeFn = field(repr=False, kw_only=True)
+    tree: WorkingTree = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.tree = self.tree or WorkingTree(self.root)
+        self.tree = WorkingTree(self.root, self.scope_of)
         if not self._runs:
             for m in sorted(self.base.glob("*/*/manifest.json")):
                 self._add(m.parent)
@@ -168,7 +174,8 @@ class RunSet:
     def with_runs(self, dirs: list[Path]) -> "RunSet":
         """This set plus the complete run directories ``dirs`` (a night and the runs it made): a book rendered
         from it cites tonight's runs where they are the newest of their experiment."""
-        out = RunSet(self.base, self.root, list(self._runs), self.tree)
+        out = RunSet(self.base, self.root, list(self._runs), scope_of=self.scope_of)
+        out.tree = self.tree
         for d in dirs:
             out._add(d)
         return out

@@ -1,0 +1,162 @@
+"""The stability kind's book blocks: the drifting days, their intervals and verdicts.
+
+Presentation (``chimera.report.provenance.PRESENTATION_FILES``): no run reads this module, so editing it
+stales no run; ``chimera.book.render`` gathers its ``BLOCKS``.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from chimera.errors import ResultsError
+from chimera.experiments.kinds.stability.tables import DIAGNOSIS, DIFFERENCES, DRIFT, STABILITY
+from chimera.report import fmt
+from chimera.report.book import Blocks, Book
+from chimera.report.fmt import f, n, signed
+from chimera.report.runs import Run, on_dataset, on_testbed
+
+BLOCKS = Blocks()
+
+
+@BLOCKS("stability")
+def stability(b: Book) -> str:
+    """What the current code measures on the drifting day (the freshest run, a night's included), and the
+    newest testbed run's conformance beside it."""
+    r = b.runs.freshest("stability24h", on_dataset(None))
+    if r is None:
+        r = b.runs.need("stability24h")
+    s = r.table(STABILITY).set_index("configuration")
+    c = s.loc["Chimera"]
+    k = int(c["seeds"]) if "seeds" in c and pd.notna(c["seeds"]) else 1
+    size = (n(c['replayed'] / k) + " packets" if "replayed" in c and pd.notna(c["replayed"]) else
+            n(c['new_flows']) + " flows")
+    out = [f"The drifting day, uncompressed under the {r.manifest.clock} clock on the {r.target} target ({r.cite()}): "
+           f"{size}{f', each configuration run with {k} training seeds' if k > 1 else ''}. Mean F1 over the day"
+           f"{' (the mean over seeds)' if k > 1 else ''}: " +
+           fmt.words([f"{k} {f(v)}" for k, v in s["f1_mean"].items()]) +
+           f"; first to last bin, Chimera {f(c['f1_first'])} to {f(c['f1_last'])}. The slow loop's own effect, "
+           f"Chimera − Fast-Only: {signed(c['diff_vs_fast_only'])} ({_interval_words(r)} "
+           f"{fmt.interval(c['diff_vs_fast_only_lo'], c['diff_vs_fast_only_hi'])}); both timescales together, "
+           f"Chimera − Static-Map: {signed(c['diff_vs_static_map'])} "
+           f"{fmt.interval(c['diff_vs_static_map_lo'], c['diff_vs_static_map_hi'])}. " + _verdict_slow(c)]
+    tb = b.runs.latest("stability24h", lambda x: on_testbed(x) and not x.manifest.dataset_override)
+    if tb is not None and tb is not r:
+        t = tb.table(STABILITY).set_index("configuration")
+        tk = int(t.loc["Chimera", "seeds"]) if "seeds" in t and pd.notna(t.loc["Chimera", "seeds"]) else 1
+        out.append(f"The newest testbed run of the day ({tb.target}, {tb.cite()}): {n(t.loc['Chimera', 'replayed'] / tk)} "
+                   f"packets per replay, {len(t) * tk} replays ({len(t)} configurations x {tk} seeds), "
+                   f"{n(t['lost'].sum())} lost and {n(t['reference_mismatches'].sum())} verdicts different "
+                   f"from the reference; its Chimera − Fast-Only {signed(t.loc['Chimera', 'diff_vs_fast_only'])}, "
+                   f"Chimera − Static-Map {signed(t.loc['Chimera', 'diff_vs_static_map'])}.")
+    elif on_testbed(r):
+        out.append(f"{n(s['lost'].sum())} lost and {n(s['reference_mismatches'].sum())} verdicts different from "
+                   "the reference.")
+    return " ".join(out)
+
+
+def _interval_words(r: Run) -> str:
+    """How a stability run's intervals were made (seeds and blocks, or bins alone in older runs)."""
+    if (r.path / DIFFERENCES.name).is_file():
+        d = r.table(DIFFERENCES)
+        k = int(d["seeds"].max()) if len(d) else 1
+        blocks = sorted({float(x) for x in d["block_hours"]})
+        chosen = "block_chosen" in d and bool(d["block_chosen"].all())
+        return (f"95% interval over {k} training seed{'s' * (k > 1)} and "
+                f"{'/'.join(f'{x:g}' for x in blocks)}-hour blocks of time bins"
+                f"{' (chosen from each series by Politis and White’s rule)' if chosen else ''}, paired")
+    return "95% interval paired by time bin"
+
+
+def _drift_words(r: Run) -> str:
+    if not (r.path / DRIFT.name).is_file():
+        return ""
+    d = r.table(DRIFT)
+    st = r.view.config.get("stability") or {}
+    last = d[d["t_mid_h"] >= float(st.get("day_hours", 24)) - float(st.get("last_hours", 6))]
+    floor = d[d["in_training_hours"].astype(bool)]
+    return ("drift in the last hours against the training hours (Jensen-Shannon, bits; the training hours' own "
+            "bins in brackets): " + fmt.words([f"{k} {float(last[k].mean()):.3f} ({float(floor[k].mean()):.3f})"
+                                               for k in ("covariate", "label", "concept")]))
+
+
+def _pairs(r: Run, pairs: list[tuple[str, str]]) -> str:
+    d = r.table(DIFFERENCES).set_index(["a", "b"])
+    return fmt.words([f"{a} − {b} {signed(d.loc[(a, b), 'diff'])} {fmt.interval(d.loc[(a, b), 'lo'], d.loc[(a, b), 'hi'])}"
+                      for a, b in pairs if (a, b) in d.index])
+
+
+@BLOCKS("drift")
+def drift(b: Book) -> str:
+    """The adaptations on the two days: the drifting day (covariate, concept and label shift) and the day with
+    label shift only; each with its drift decomposition and the paired differences the paper's claim turns on."""
+    out = []
+    pairs = [("Fast-Only", "Static-Map"), ("Re-cluster-Only", "Static-Map"), ("Prior-Only", "Static-Map"),
+             ("Chimera+Prior", "Chimera"), ("Oracle", "Static-Map")]
+    for exp, what in (("stability24h", "The drifting day"), ("stability_labelshift", "The day with label shift only")):
+        r = b.runs.freshest(exp, on_dataset(None))
+        if r is None or not (r.path / DIFFERENCES.name).is_file():  # older runs: the stability block cites them
+            continue
+        s = r.table(STABILITY).set_index("configuration")
+        out.append(f"{what} ({r.target}, {r.cite()}; {_interval_words(r)}): {_drift_words(r)}. Mean F1 after the "
+                   "training hours: " + fmt.words([f"{k} {f(v)}" for k, v in s["f1_mean"].items()]) +
+                   f". Paired differences: {_pairs(r, pairs)}.")
+    if not out:
+        raise ResultsError("no stability run with paired differences (differences.csv) is published",
+                           "run invoke run-experiment --name stability24h and --name stability_labelshift, then "
+                           "invoke publish")
+    return " ".join(out)
+
+
+#: the days of the drift section: (experiment, what the day is, the drift it carries)
+DAYS = (("stability24h", "the drifting day", "concept, covariate and label shift"),
+        ("stability_labelshift", "the day with label shift only", "label shift"))
+
+
+def difference_words(a: str, b: str, diff: float, lo: float, hi: float) -> str:
+    """One comparison in words no wider than its interval: measurably above or below where the interval excludes
+    zero, else "no measurable difference"."""
+    where = f"{signed(diff)} {fmt.interval(lo, hi)}"
+    if lo > 0:
+        return f"{a} measurably above {b} ({where})"
+    if hi < 0:
+        return f"{a} measurably below {b} ({where})"
+    return f"no measurable difference between {a} and {b} ({where})"
+
+
+@BLOCKS("drift-verdicts")
+def drift_verdicts(b: Book) -> str:
+    """The drift section's conclusions, one sentence per comparison and day, from each day's paired intervals
+    (differences.csv): what a reader may say, and nothing wider. Each interval is a 95% one on its own; the
+    comparisons of a day are reported as exploratory (no correction for multiplicity), which the text says."""
+    out = []
+    for exp, what, kind in DAYS:
+        r = b.runs.freshest(exp, on_dataset(None))
+        if r is None or not (r.path / DIFFERENCES.name).is_file():
+            continue
+        d = r.table(DIFFERENCES)
+        lines = [f"- **{what[0].upper() + what[1:]}** ({kind}; {r.target}, {r.cite()}; {_interval_words(r)}; "
+                 f"{len(d)} comparisons, each interval at 95% on its own: exploratory, not corrected for "
+                 "multiplicity):"]
+        lines += [f"  - {x['measures']}: {difference_words(x['a'], x['b'], x['diff'], x['lo'], x['hi'])}."
+                  for _, x in d.iterrows()]
+        if exp == "stability24h" and (r.path / DIAGNOSIS.name).is_file():
+            g = r.table(DIAGNOSIS)
+            lines.append("  - the diagnosis runs (the slow loop's parts switched off one at a time, on the reference, "
+                         "the first training seed only: points without intervals, not verdicts), mean F1 after the "
+                         "training hours: " + fmt.words([f"{x['slow_loop']} {f(x['f1_mean'])} ({n(x['installs'])} "
+                                                         f"installs)" for _, x in g.iterrows()]) + ".")
+        out.append("\n".join(lines))
+    if not out:
+        raise ResultsError("no stability run with paired differences (differences.csv) is published",
+                           "run invoke run-experiment --name stability24h and --name stability_labelshift, then "
+                           "invoke publish")
+    return "\n".join(out)
+
+
+def _verdict_slow(c: pd.Series) -> str:
+    lo, hi = c["diff_vs_fast_only_lo"], c["diff_vs_fast_only_hi"]
+    if hi < 0:
+        return "The interval is below zero: on this day the slow loop measurably hurts."
+    if lo > 0:
+        return "The interval is above zero: on this day the slow loop measurably helps."
+    return "The interval holds zero: no effect of the slow loop is measured on this day."
