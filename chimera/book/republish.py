@@ -28,10 +28,16 @@ from chimera.report.provenance import ROOT
 
 log = logging.getLogger(__name__)
 
-#: how the runs that are not experiments are remade (then `invoke publish RUN_DIR`)
-REMAKE = {"nightly": "invoke nightly", "fuzz": "invoke fuzz --targets reference,ebpf,bmv2 --budget 10m",
-          "mutate": "invoke mutate --files reference,ebpf,p4", "fresh-check": "scripts/fresh-check",
-          "vm-boot": "scripts/vm-boot"}
+
+def remake(experiment: str) -> str | None:
+    """How a run that is not an experiment is remade (then `invoke publish RUN_DIR`): the fuzzer over every
+    registered target, the mutation run over every target's mutant source (the registries name them)."""
+    from chimera.fuzz.mutants import sources
+    from chimera.targets.registry import TARGETS
+    return {"nightly": "invoke nightly", "fuzz": f"invoke fuzz --targets {','.join(TARGETS)} --budget 10m",
+            "mutate": f"invoke mutate --files {','.join(sources())}", "fresh-check": "scripts/fresh-check",
+            "vm-boot": "scripts/vm-boot"}.get(experiment)
+
 
 
 @dataclass
@@ -73,7 +79,7 @@ def plan(book: Book, only: tuple[str, ...] = (), also_uncounted: bool = False) -
         if not due or (only and r.experiment not in only):
             continue
         if not (book.root / "experiments" / f"{r.experiment}.yaml").is_file():
-            how = REMAKE.get(r.experiment) or (f"invoke bench --what {r.experiment.removeprefix('bench-')}"
+            how = remake(r.experiment) or (f"invoke bench --what {r.experiment.removeprefix('bench-')}"
                                                if r.experiment.startswith("bench-") else "its own command")
             elsewhere.append((r, f"not an experiment: remake it with `{how}`, then `invoke publish RUN_DIR`"))
             continue
