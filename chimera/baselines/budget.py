@@ -65,7 +65,7 @@ class Ladder:
     start: tuple[int, ...]                  # indices scored first, in this order
     held: tuple[tuple[str, Any], ...] = ()  # the other parameters, at one value each
 
-    def config(self, i: int) -> dict[str, Any]:
+    def config(self, i: int) -> dict[str, Any]:  # library boundary: a configuration's keyword arguments
         return {self.param: self.values[i], **dict(self.held)}
 
     def next_index(self, scores: Mapping[int, float]) -> int | None:
@@ -104,6 +104,7 @@ class Search:
     also: str = ""
     ladder: Ladder | None = None
 
+    # dict[str, Any]: library boundary: configurations' keyword arguments
     def configs(self, tuning: Tuning = "full") -> list[dict[str, Any]]:
         """A grid's configurations (a walk's depend on its scores: ``run``)."""
         if self.ladder is not None:
@@ -111,14 +112,16 @@ class Search:
         grid = self.grid if tuning == "full" else self.grid[:1]
         return [dict(zip(self.params, values)) for values in grid]
 
+    # dict[str, Any]: library boundary: a configuration's keyword arguments
     def run(self, evaluate: Callable[[dict[str, Any]], T], score: Callable[[T], float],
+            # dict[str, Any]: library boundary: a configuration's keyword arguments
             tuning: Tuning = "full") -> list[tuple[dict[str, Any], T]]:
         """Every configuration tried, in the order tried, with what ``evaluate`` made of it: a grid's in grid
         order; a walk's each chosen from the ``score`` (validation macro-F1) of those before. ``CONFIGS`` either
         way; ``first``: the first one only."""
         if self.ladder is None:
             return [(c, evaluate(c)) for c in self.configs(tuning)]
-        out: list[tuple[dict[str, Any], T]] = []
+        out: list[tuple[dict[str, Any], T]] = []  # library boundary: a configuration's keyword arguments
         scores: dict[int, float] = {}
         i = self.ladder.next_index(scores)
         while i is not None and len(out) < (CONFIGS if tuning == "full" else 1):
@@ -136,7 +139,7 @@ class Search:
         return "; ".join(self.label(c) for c in self.configs())
 
     @staticmethod
-    def label(config: dict[str, Any]) -> str:
+    def label(config: dict[str, Any]) -> str:  # library boundary: a configuration's keyword arguments
         """``lr=0.003 batch_size=512``: how a configuration is named in a run's tables."""
         return " ".join(f"{k}={v}" for k, v in config.items())
 

@@ -229,7 +229,7 @@ class CNN(nn.Module):
         return self.out(self.conv(x.transpose(1, 2)).amax(2))
 
 
-ARCHITECTURES: dict[str, dict[str, Any]] = {
+ARCHITECTURES: dict[str, dict[str, Any]] = {  # library boundary: each architecture's keyword arguments
     "N3IC": {"family": "mlp", "hidden": (64, 32), "binary": True},
     "MLP-B": {"family": "mlp", "hidden": (64, 32), "binary": False},
     "BoS": {"family": "rnn", "hidden": 16, "binary": True},

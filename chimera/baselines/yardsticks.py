@@ -33,7 +33,7 @@ class Tuned:
     """A fitted yardstick, the hyper-parameter chosen, and every candidate's validation macro-F1."""
 
     model: Any
-    chosen: dict[str, Any]
+    chosen: dict[str, Any]  # library boundary: the chosen estimator's keyword arguments
     validation: dict[str, float] = field(default_factory=dict)
 
     def predict(self, x: np.ndarray) -> np.ndarray:
@@ -43,7 +43,7 @@ class Tuned:
 def _tune(grid: Search, fit: Any, x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray, y_va: np.ndarray,
           tuning: Tuning) -> Tuned:
     """Fit each configuration on the training rows; keep the first with the best validation macro-F1."""
-    def one(config: dict[str, Any]) -> tuple[Any, float]:
+    def one(config: dict[str, Any]) -> tuple[Any, float]:  # library boundary: the estimator's keyword arguments
         m = fit(**config).fit(x_tr, y_tr)
         return m, (macro_f1(y_va, m.predict(x_va)) if len(y_va) else 0.0)
     tried = grid.run(one, lambda r: r[1], tuning)
@@ -68,8 +68,8 @@ def tune_forest(x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray, y_va: np.n
 class YardstickResult:
     forest: np.ndarray   # predictions on the test rows
     tree: np.ndarray
-    forest_params: dict[str, Any]
-    tree_params: dict[str, Any]
+    forest_params: dict[str, Any]  # library boundary: the forest's keyword arguments
+    tree_params: dict[str, Any]  # library boundary: the tree's keyword arguments
 
 
 def fit_yardsticks(ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray, np.ndarray, np.ndarray],

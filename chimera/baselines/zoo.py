@@ -153,11 +153,12 @@ def spec_of(name: str, st: BaselineSettings) -> WindowSpec:
 class Candidate:
     """One configuration of a method's grid, trained, with its validation macro-F1."""
 
-    config: dict[str, Any]
+    config: dict[str, Any]  # library boundary: the estimator's keyword arguments
     val_f1: float
     result: Any
 
 
+# dict[str, Any]: library boundary: the estimator's keyword arguments
 def choose(candidates: list[Candidate]) -> tuple[Candidate, dict[str, Any]]:
     """The candidate with the best validation macro-F1 (ties: the first), and the columns every method's row
     carries: the chosen configuration and each configuration's validation score."""
@@ -165,6 +166,7 @@ def choose(candidates: list[Candidate]) -> tuple[Candidate, dict[str, Any]]:
     return best, tuning_columns(Search.label(best.config), {Search.label(c.config): c.val_f1 for c in candidates})
 
 
+# dict[str, Any]: library boundary: the estimator's keyword arguments
 def tune(search: Search, fit: Callable[[dict[str, Any]], tuple[float, Any]], tuning: Tuning) -> list[Candidate]:
     """Every configuration ``search`` tries (a grid's, or a walk's placed by the scores before), fitted: ``fit``
     maps a configuration to (its validation macro-F1, what was fitted)."""
@@ -185,7 +187,7 @@ def run_baseline(name: str, ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray,
     info = BASELINES[name]
     search = SEARCHES[name]
     if name == "Leo":
-        def leo(c: dict[str, Any]) -> tuple[float, Any]:
+        def leo(c: dict[str, Any]) -> tuple[float, Any]:  # library boundary: the estimator's keyword arguments
             tree, itree = fit_leo(sf.x_tr, sf.y_tr, spec, c["depth"], seed)
             return macro_f1(sf.y_va, itree.predict(sf.x_va)), (tree, itree)
         best, cols = choose(tune(search, leo, st.tuning))
@@ -213,7 +215,7 @@ def run_baseline(name: str, ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray,
     enc = (lambda x: neural.encode(x, spec, vocab))
     x_tr, x_va, x_te = enc(sf.x_tr), enc(sf.x_va), enc(sf.x_te)
 
-    def train(c: dict[str, Any]) -> tuple[float, Any]:
+    def train(c: dict[str, Any]) -> tuple[float, Any]:  # library boundary: the estimator's keyword arguments
         fit = neural.fit_predict(name, x_tr, sf.y_tr, x_va, sf.y_va, x_te, n_classes, seed,
                                  neural.TrainSettings(epochs=st.epochs, patience=st.patience,
                                                       ports=(vocab.ids, len(neural.port_fields(spec))), **c))
@@ -239,7 +241,7 @@ def _autoencoder(sf: SplitFeatures, spec: WindowSpec, attack_classes: list[int],
     attack_va = np.isin(sf.y_va, attack_classes)
     x_tr, x_va = neural.encode(sf.x_tr[benign], spec), neural.encode(sf.x_va, spec)
 
-    def train(c: dict[str, Any]) -> tuple[float, Any]:
+    def train(c: dict[str, Any]) -> tuple[float, Any]:  # library boundary: the estimator's keyword arguments
         ae = FloatAutoEncoder.fit(x_tr, seed, epochs=st.epochs, batch=c["batch_size"], lr=c["lr"],
                                   val=(x_va, attack_va), patience=st.patience, quantile=st.autoencoder_quantile)
         return ae.val_f1, ae

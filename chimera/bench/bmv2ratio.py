@@ -65,7 +65,7 @@ class Bmv2ForwardSwitch(Bmv2Switch):
         return a
 
 
-def build_config() -> dict[str, Any]:
+def build_config() -> dict[str, Any]:  # JSON out: the BMv2 JSON config the bench builds
     """BMv2's compiled-in logging switches, from the installed bm/config.h (where the headers are)."""
     for inc in (Path(shutil.which("simple_switch_grpc") or "/").parents[1] / "include", Path("/usr/include"),
                 Path("/usr/local/include")):

@@ -98,7 +98,7 @@ class Data:
     """One kind of data: its row name, the quickstart's dataset override, and whether it is real."""
 
     name: str
-    dataset: dict[str, Any]
+    dataset: dict[str, Any]  # YAML overlay: a dataset spec, validated by load_experiment
     real: bool = False
 
     @property
@@ -162,13 +162,14 @@ def tree_f1(data: PreparedData, spec: WindowSpec, cols: dict[str, np.ndarray], s
     return macro_f1(data.y(data.test_rows), tuned.predict(x[2])), int(tuned.chosen["depth"])
 
 
+# dict[str, Any]: YAML overlay: a dataset spec, validated by load_experiment
 def chimera_f1(data: PreparedData, dataset: dict[str, Any], seed: int, window: int | None,
                rules: LearnedRules, fixed: TrainedVariant | None = None
                ) -> tuple[float, TrainedVariant, Artifact, np.ndarray]:
     """The quickstart's first variant trained under the comparison's budget (chimera.baselines.budget), compiled
     and run on the reference; with ``window`` and ``fixed``: that window, with the optimizer configuration
     ``fixed`` kept (a diagnosis, not tuned again)."""
-    over: dict[str, Any] = {"dataset": dataset, "seed": seed}
+    over: dict[str, Any] = {"dataset": dataset, "seed": seed}  # YAML overlay: overrides, validated by load_experiment
     if window is not None:
         over["model"] = {"window": window, "window_choices": []}
     v = resolve_variants(load_experiment("quickstart", over))[0]

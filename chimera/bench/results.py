@@ -51,6 +51,7 @@ class BenchResult(BaseModel):
 
 
 @contextmanager
+# dict[str, Any]: JSON out: the bench's parameters in its manifest
 def bench_run(name: str, params: dict[str, Any], results_root: str | Path = "results",
               label: str = "local") -> Iterator[RunDir]:
     """A RunDir for bench ``name`` with the common manifest fields filled in; ``label``: the run's target label

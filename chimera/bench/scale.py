@@ -222,6 +222,7 @@ def main(results_root: str | Path = "results", sizes: tuple[int, ...] = SIZES, m
     sizes = tuple(sorted(sizes))
     if not sizes or min(sizes) < 10_000:
         raise ChimeraError(f"scale sizes {sizes}: each must be at least 10,000 packets", "e.g. --sizes 100000,1000000")
+    # dict[str, Any]: JSON out: the bench's parameters in its manifest
     params: dict[str, Any] = {"sizes": list(sizes), "profile": "iscxvpn", "max_train_packets": max_train_packets,
                               "goal_s": GOAL_S, "goal_peak_gib": GOAL_GIB, "project_to": PROJECT_TO}
     work = Path(tempfile.mkdtemp(prefix="chimera-scale-", dir=work_dir))
@@ -268,7 +269,7 @@ def main(results_root: str | Path = "results", sizes: tuple[int, ...] = SIZES, m
     return table
 
 
-def load_manifest(path: Path) -> dict[str, Any]:
+def load_manifest(path: Path) -> dict[str, Any]:  # JSON in: a manifest read back
     return json.loads((path / "manifest.json").read_text())
 
 

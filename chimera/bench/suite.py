@@ -50,7 +50,7 @@ def readme_command(readme: Path = ROOT / "README.md") -> str:
     return found[0]
 
 
-def parse(out: str) -> dict[str, Any]:
+def parse(out: str) -> dict[str, Any]:  # JSON out: pytest's summary counts, for the bench's record
     """pytest's counts (the last summary line), its skips by reason and its slowest tests."""
     summary = next((ln for ln in reversed(out.splitlines()) if " in " in ln and COUNTS.search(ln)), "")
     counts = {k.rstrip("s") if k.startswith("error") else k: int(v) for v, k in COUNTS.findall(summary)}

@@ -43,6 +43,7 @@ def remake(experiment: str) -> str | None:
 @dataclass
 class Rerun:
     run: Run
+    # dict[str, Any]: YAML overlay: experiment overrides, validated by load_experiment
     overrides: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -87,7 +88,7 @@ def plan(book: Book, only: tuple[str, ...] = (), also_uncounted: bool = False) -
         if why is not None:
             elsewhere.append((r, f"target {r.target} cannot run here: {why}"))
             continue
-        over: dict[str, Any] = {}
+        over: dict[str, Any] = {}  # YAML overlay: experiment overrides, validated by load_experiment
         if r.manifest.dataset_override:
             over = {k: r.manifest.config[k] for k in ("dataset", "datasets") if r.manifest.config.get(k)}
         reruns.append(Rerun(r, over))

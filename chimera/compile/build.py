@@ -331,6 +331,7 @@ def constants_of(q: Quantized, model: TrainedModel, ccfg: CompileConfig, fusion:
 
 
 def compile_model(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: CompileConfig,
+                  # dict[str, Any]: JSON out: the artifact's provenance record
                   fusion: FusionConfig, beta: float, provenance: dict[str, Any] | None = None) -> Artifact:
     """Build the artifact: quantize, prove the accumulator bounds, account resources against the budgets,
     write the constants; raises BudgetError/ConfigError naming what to change."""

@@ -120,7 +120,7 @@ class Dataset:
     """A loaded normalized dataset with its flows."""
 
     root: Path
-    manifest: dict[str, Any]
+    manifest: dict[str, Any]  # JSON in and out: the dataset's manifest.json
     table: PacketTable
     labels: np.ndarray
     flows: Flows
@@ -213,6 +213,7 @@ def _cap_per_class(table: PacketTable, labels: np.ndarray, cap: int) -> tuple[np
 
 
 def write_dataset(out_dir: str | os.PathLike[str], captures: list[CaptureSpec], classes: list[str], *,
+                  # dict[str, Any]: JSON out: extra fields of the dataset's manifest.json
                   name: str, source: str, seed: int, extra: dict[str, Any] | None = None,
                   overwrite: bool = False, options: NormalizeOptions = NormalizeOptions()) -> Path:
     """Normalize captures into ``out_dir`` (atomically). Returns the dataset path.
@@ -276,6 +277,7 @@ def write_dataset(out_dir: str | os.PathLike[str], captures: list[CaptureSpec], 
                           lab_all[order], lambda ds: _cross_capture_flows(ds, table, order), table.capture[order])
 
 
+# dict[str, Any]: JSON out: the dataset's manifest.json
 def finish_dataset(out: Path, manifest: dict[str, Any], write_packets: Callable[[Path], int], labels: np.ndarray,
                    cross_capture: Callable[["Dataset"], int] | None = None, captures: np.ndarray | None = None
                    ) -> Path:

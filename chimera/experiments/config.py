@@ -95,9 +95,9 @@ class Variant(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str
     group: str = ""
-    model: dict[str, Any] = {}
-    compile: dict[str, Any] = {}
-    fusion: dict[str, Any] = {}
+    model: dict[str, Any] = {}  # YAML overlay: a variant's model overrides, validated when resolved
+    compile: dict[str, Any] = {}  # YAML overlay: a variant's compile overrides, validated when resolved
+    fusion: dict[str, Any] = {}  # YAML overlay: a variant's fusion overrides, validated when resolved
 
 
 class ExperimentConfig(BaseModel):
@@ -174,6 +174,7 @@ class ResolvedVariant(BaseModel):
 REPLACED_WHOLE = ("dataset",)
 
 
+# dict[str, Any]: YAML overlay: two raw configs merged before validation
 def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     """``over`` applied to ``base``: mappings merge key by key, except a dataset, which ``over`` replaces whole
     (a dataset override never inherits the experiment's own generator arguments, attacks included)."""

@@ -35,6 +35,7 @@ def _adapter(kinds: tuple[str, ...]) -> TypeAdapter[Any]:
     return TypeAdapter(Annotated[union, Field(discriminator="kind")])  # type: ignore[arg-type]
 
 
+# dict[str, Any]: YAML in: the experiment file before validation
 def validate_experiment(raw: dict[str, Any], where: str) -> ExperimentConfig:
     """A raw mapping as the configuration of the kind it names."""
     raw = {**raw, "kind": raw.get("kind") or "variants"}
@@ -61,6 +62,7 @@ def experiment_file(name_or_path: str) -> Path:
     return p
 
 
+# dict[str, Any]: YAML overlay: overrides, validated with the file
 def load_experiment(name_or_path: str, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
     """Load ``experiments/<name>.yaml`` (or a path), apply ``overrides``, validate everything."""
     p = experiment_file(name_or_path)
@@ -90,7 +92,7 @@ class BuiltArtifact:
 
 
 def train_one(experiment: str = "quickstart", variant: int = 0, data_root: Path = Path("data"),
-              overrides: dict[str, Any] | None = None
+              overrides: dict[str, Any] | None = None  # YAML overlay: overrides, validated with the file
               ) -> tuple[PreparedData, LearnedRules, ResolvedVariant, TrainedVariant]:
     """(data, learned rules, variant, trained variant) of variant ``variant`` of ``experiment`` (with config
     ``overrides``), as a run prepares them: what compiling it needs."""
@@ -102,6 +104,7 @@ def train_one(experiment: str = "quickstart", variant: int = 0, data_root: Path 
 
 
 def build_artifact(experiment: str = "quickstart", variant: int = 0, data_root: Path = Path("data"),
+                   # dict[str, Any]: YAML overlay: overrides, validated with the file
                    overrides: dict[str, Any] | None = None) -> BuiltArtifact:
     """Train and compile variant ``variant`` of ``experiment`` (with config ``overrides``), as a run would."""
     data, rules, v, trained = train_one(experiment, variant, data_root, overrides)

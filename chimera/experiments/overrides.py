@@ -13,9 +13,10 @@ from chimera.experiments.load import load_experiment
 
 
 def cli_overrides(name: str, dataset: str = "", adapter: str = "ciciot2022", layout: str = "sequential",
+                  # dict[str, Any]: YAML overlay: the CLI's overrides, validated by load_experiment
                   max_packets_per_class: int = 0, compression: float = 0.0) -> dict[str, Any]:
     kind = kind_of(load_experiment(name).kind)
-    over: dict[str, Any] = {}
+    over: dict[str, Any] = {}  # YAML overlay: the CLI's overrides, validated by load_experiment
     if dataset:
         spec = {"path": dataset, "adapter": adapter, "synthetic": None,
                 "normalize": {"layout": layout, "max_packets_per_class": max_packets_per_class}}

@@ -57,7 +57,7 @@ class ReplayResult(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     counts: dict[str, int]
-    outcome: dict[str, Any] = Field(default_factory=dict)
+    outcome: dict[str, Any] = Field(default_factory=dict)  # JSON out: the replay's outcome columns in the manifest
 
 def model_artifact(model: Path | None, variant: str = "") -> tuple[Artifact, str]:
     """(artifact, where it came from)."""

@@ -112,8 +112,8 @@ class Artifact:
     hard: np.ndarray              # hard rules, stored as RuleTable lays them out (read them via .hard_rules)
     soft_entries: np.ndarray      # soft rule entries, likewise (via .soft_rules), grouped by rule
     soft_weights: np.ndarray      # [R, Y] W_int
-    resources: dict[str, Any] = field(default_factory=dict)
-    provenance: dict[str, Any] = field(default_factory=dict)
+    resources: dict[str, Any] = field(default_factory=dict)  # JSON in and out: the artifact's resource record
+    provenance: dict[str, Any] = field(default_factory=dict)  # JSON in and out: the artifact's provenance record
     rule_names: dict[str, list[str]] = field(default_factory=dict)
 
     ARRAYS = ("len_lo", "len_fine_lo", "flag_ternary", "map", "port_vocab", *VALUE_TABLES, "phi_q", "phi_k", "kernel",
@@ -139,8 +139,8 @@ class Artifact:
         """The five value tables in sub-token order."""
         return [getattr(self, n) for n in VALUE_TABLES]
 
-    def to_json(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def to_json(self) -> dict[str, Any]:  # JSON out: artifact.json
+        body: dict[str, Any] = {  # JSON out: artifact.json
             "format": FORMAT, "classes": self.classes, "constants": self.constants,
             "tables": {k: np.asarray(getattr(self, k)).tolist() for k in self.ARRAYS},
             "shapes": {k: list(np.asarray(getattr(self, k)).shape) for k in self.ARRAYS},
@@ -186,6 +186,6 @@ class Artifact:
             raise ConfigError(f"{p}: artifact is missing or mangles a field ({e})", "recompile the model") from None
 
 
-def content_hash(body: dict[str, Any]) -> str:
+def content_hash(body: dict[str, Any]) -> str:  # JSON out: the body hashed as artifact.json writes it
     canon = json.dumps({k: v for k, v in body.items() if k != "sha256"}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canon.encode()).hexdigest()

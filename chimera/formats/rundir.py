@@ -59,6 +59,7 @@ def _first_line(cmd: Sequence[str]) -> str | None:
     return out[0] if out else ""
 
 
+# dict[str, Any]: JSON out: the manifest's environment record
 def environment(tools: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
     """Versions of everything that can change a result: ``tools`` are the targets' (with the testbed's own)."""
     pk: dict[str, str | None] = {}
@@ -128,11 +129,11 @@ class Manifest(BaseModel):
     finished: str | None = None
     error: str | None = None
     kind: str | None = None
-    config: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict)  # JSON in and out: the run's config as YAML gave it
     seed: int | None = None
     git: GitState = Field(default_factory=GitState)
-    environment: dict[str, Any] = Field(default_factory=dict)
-    target_detail: dict[str, Any] = Field(default_factory=dict)
+    environment: dict[str, Any] = Field(default_factory=dict)  # JSON in and out: tool versions and machine facts
+    target_detail: dict[str, Any] = Field(default_factory=dict)  # JSON in and out: what the target says of itself
     target_requested: str | None = None
     target_reason: str | None = None        # why this target ran (auto's choice, or asked for)
     target_fallback: str | None = None      # every variant ran elsewhere than asked: why
@@ -142,9 +143,11 @@ class Manifest(BaseModel):
     dataset_override: str | None = None
     variant_targets: dict[str, str] = Field(default_factory=dict)
     variant_fallbacks: dict[str, str] = Field(default_factory=dict)
+    # dict[str, Any]: JSON in and out: each replay plan as the testbed wrote it
     replay_plans: dict[str, dict[str, Any]] = Field(default_factory=dict)
     timings_s: dict[str, float] = Field(default_factory=dict)
     code_fingerprint: str | None = None     # a published run: the fingerprint of the code that made it
+    # dict[str, Any]: JSON in and out: sections, each read through its model (Manifest.get)
     sections: dict[str, Any] = Field(default_factory=dict)
 
     def record(self, **fields: Any) -> None:
@@ -173,7 +176,7 @@ class Manifest(BaseModel):
             raise ResultsError(f"run {self.run_id}: its section {name!r} is not what this version reads "
                                f"({str(e).splitlines()[0]})", "re-run it with this version") from None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # JSON out: manifest.json
         return self.model_dump(mode="json", exclude_none=False)
 
     @staticmethod

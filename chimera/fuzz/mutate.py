@@ -273,7 +273,7 @@ def _valid(file: str, source: Path, work: Path) -> str | None:
     return None
 
 
-def worker(spec_path: Path) -> dict[str, Any]:
+def worker(spec_path: Path) -> dict[str, Any]:  # JSON out: the worker's result, read back by the parent process
     spec = json.loads(spec_path.read_text())
     file, source, work = spec["file"], Path(spec["source"]), Path(spec["work"])
     local, target, src = in_process(file), target_of(file), source_of(file)

@@ -37,7 +37,7 @@ TRAIN = {"model": {"epochs": 2}}
 @dataclass(frozen=True)
 class Profile:
     name: str
-    overrides: dict[str, Any]
+    overrides: dict[str, Any]  # YAML overlay: experiment overrides, validated by load_experiment
     widest_bits: bool = False   # try compile.bits from 15 down to the widest whose bounds hold
     what: str = ""
 
@@ -57,6 +57,7 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
 )}
 
 
+# dict[str, Any]: YAML overlay: experiment overrides, validated by load_experiment
 def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     out = dict(a)
     for k, v in b.items():
@@ -64,6 +65,7 @@ def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# dict[str, Any]: YAML overlay: experiment overrides, validated by load_experiment
 def _build(overrides: dict[str, Any], data_root: Path, widest_bits: bool) -> Artifact:
     """Train once; compile (with ``widest_bits``, at the widest table values whose bounds the compiler proves)."""
     from chimera.experiments.load import train_one

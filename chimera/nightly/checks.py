@@ -106,7 +106,7 @@ class Check:
     expected: Any = None
     detail: str = ""
 
-    def row(self) -> dict[str, Any]:
+    def row(self) -> dict[str, Any]:  # CSV out: one row of checks.csv
         return asdict(self)
 
 
@@ -281,7 +281,7 @@ def _pct(x: float | None) -> str:
     return "—" if x is None or x != x else f"{x:.0%}"
 
 
-def summary_markdown(checks: list[Check], meta: dict[str, Any]) -> str:
+def summary_markdown(checks: list[Check], meta: dict[str, Any]) -> str:  # JSON in: the night's manifest metadata
     """A summary fit for a CI comment or an e-mail: the verdict, the counts, then every check grouped by status."""
     df = pd.DataFrame([c.row() for c in checks], columns=["name", "kind", "status", "value", "expected", "detail"])
     counts = df["status"].value_counts().to_dict() if len(df) else {}

@@ -74,7 +74,7 @@ class Golden(BaseModel):
     #: each run's code fingerprint when the golden was taken (the run's own: chimera.report.provenance)
     codes: dict[str, str] = Field(default_factory=dict)
     benches: dict[str, BenchStat] = Field(default_factory=dict)
-    updates: list[dict[str, Any]] = Field(default_factory=list)
+    updates: list[dict[str, Any]] = Field(default_factory=list)  # JSON out: the golden file's update log, as written
 
 
 def load_golden(baseline_dir: Path, any_format: bool = False) -> Golden:
@@ -95,11 +95,12 @@ def load_golden(baseline_dir: Path, any_format: bool = False) -> Golden:
         raise ResultsError(f"{p} is not a golden this build reads ({str(e).splitlines()[0]})", UPDATE) from None
 
 
+# dict[str, Any]: JSON out: the golden file's measured values, metadata and update entry
 def save_golden(baseline_dir: Path, measured: dict[str, Any], meta: dict[str, Any], update: dict[str, Any]) -> Path:
     """Write the golden; ``update`` (who, when, why, forced, from which night) is appended to its record."""
     baseline_dir.mkdir(parents=True, exist_ok=True)
     p = baseline_dir / GOLDEN
-    updates: list[dict[str, Any]] = []
+    updates: list[dict[str, Any]] = []  # JSON in and out: the update log read from the golden file
     if p.is_file():
         try:
             updates = list(json.loads(p.read_text()).get("updates", []))

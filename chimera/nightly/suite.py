@@ -205,7 +205,7 @@ def run_mutate(cfg: NightlyConfig, out_dir: Path, unavailable: tuple[dict[str, s
          "new_untriaged": new, "cumulative": cum})
 
 
-def golden_measured(measured: NightMeasured) -> dict[str, Any]:
+def golden_measured(measured: NightMeasured) -> dict[str, Any]:  # JSON out: what the golden file stores
     """What a golden keeps of a night: F1 and counters per run, bench medians (for the record). A dict: it is
     written as JSON (chimera.nightly.golden reads it back with the same models)."""
     keep = {"f1", "reference_mismatches", "register_mismatches", "lost", "clock"}

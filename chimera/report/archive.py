@@ -113,10 +113,10 @@ def _head(root: Path) -> str | None:
     return r.stdout.strip() or None if r.returncode == 0 else None
 
 
-def headline(run: Path) -> dict[str, Any]:
+def headline(run: Path) -> dict[str, Any]:  # CSV out: a row of an experiment's history
     """A run's headline values for the history: each table's declared metrics, averaged over its rows (a table
     whose schema is not known here contributes its numeric columns named ``f1``, ``macro_f1`` or ``auc``)."""
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {}  # CSV out: a row of an experiment's history
     for p in sorted(run.glob("*.csv")):
         try:
             df = pd.read_csv(p)
@@ -128,6 +128,7 @@ def headline(run: Path) -> dict[str, Any]:
     return out
 
 
+# dict[str, Any]: CSV out: a row of the archive index
 def index_row(r: Published, in_tree_at: str | None, root: Path) -> dict[str, Any]:
     m = r.manifest
     return {"run_id": m.run_id, "experiment": m.experiment, "target": m.target, "data": r.key[2],
@@ -179,5 +180,5 @@ def history_table(experiment: str, history: Path = HISTORY) -> pd.DataFrame:
     return pd.read_csv(idx, dtype=str).fillna("").sort_values("run_id") if idx.is_file() else pd.DataFrame()
 
 
-def restore_hint(row: dict[str, Any]) -> str:
+def restore_hint(row: dict[str, Any]) -> str:  # CSV in: a row of the archive index
     return f"git checkout {str(row.get('in_tree_at') or '')[:10]} -- {row.get('path')}"

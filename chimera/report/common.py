@@ -75,7 +75,7 @@ def data_notes(ds: DatasetRecord) -> list[str]:
     return notes
 
 
-def _describe(detail: dict[str, Any]) -> str:
+def _describe(detail: dict[str, Any]) -> str:  # JSON in: a manifest's target_detail
     return ", ".join(f"{k}: {v}" for k, v in (detail or {}).items() if k != "target")
 
 

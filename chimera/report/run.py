@@ -27,7 +27,7 @@ NOT_FINISHED = {"running": "it is still running, or was killed (status 'running'
 class RunView:
     path: Path
     manifest: Manifest
-    config: dict[str, Any]
+    config: dict[str, Any]  # YAML in: the run's config as the manifest stores it
     _tables: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
 
     @staticmethod

@@ -82,7 +82,7 @@ class MutatePlan(_Section):
 class NightRecord(_Section):
     """Section ``nightly`` of a night: its suite, code, host and golden; then how long it took and whether it
     regressed (older nights wrote ``regressed`` as a section of its own: ``Flag``)."""
-    suite: dict[str, Any] = Field(default_factory=dict)
+    suite: dict[str, Any] = Field(default_factory=dict)  # JSON in: the suite bench's record, as the manifest holds it
     code: str | None = None
     host: str | None = None
     golden: str | None = None

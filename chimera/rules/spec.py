@@ -49,11 +49,11 @@ class RuleSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
     label: str | None = None
-    match: dict[str, Any]
+    match: dict[str, Any]  # YAML in: a rule's match as the rules file gives it
 
     @field_validator("match")
     @classmethod
-    def _fields(cls, v: dict[str, Any]) -> dict[str, Any]:
+    def _fields(cls, v: dict[str, Any]) -> dict[str, Any]:  # YAML in: a rule's match as the rules file gives it
         unknown = sorted(set(v) - MATCH_FIELDS)
         if unknown:
             raise ValueError(f"unknown match field(s) {unknown}; allowed: {sorted(MATCH_FIELDS)}")
@@ -131,6 +131,7 @@ def _field_alternatives(field: str, spec: Any, where: str) -> list[tuple[int, in
                       + (" or {set: [...], unset: [...]}" if field == "tcp_flags" else ""))
 
 
+# dict[str, Any]: YAML in: a rule's match as the rules file gives it
 def compile_match(match: dict[str, Any], where: str) -> list[TernaryEntry]:
     """Ternary entries whose union is the rule's match (cross product of field alternatives)."""
     per_field: list[list[tuple[str, int, int]]] = []

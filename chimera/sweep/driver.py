@@ -54,6 +54,7 @@ class PlannedTask(BaseModel):
     """One task of a sweep's plan, as its manifest records it."""
     model_config = ConfigDict(extra="allow")
     task: str
+    # dict[str, Any]: JSON in and out: a task's cell as the sweep manifest records it
     cell: dict[str, Any] = Field(default_factory=dict)
     testbed: bool = False
 
@@ -81,6 +82,7 @@ def start_ray(address: str | None, num_cpus: int | None = None) -> Any:
     import ray
     if ray.is_initialized():
         return ray
+    # dict[str, Any]: library boundary: ray.init's keyword arguments
     kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
     if address:
         ray.init(address=address, **kw)
@@ -100,6 +102,7 @@ def run_ray(tasks: list[SweepTask], target: str, work_root: Path, data_root: Pat
     remote = ray.remote(run_task)
     refs = {}
     for t in tasks:
+        # dict[str, Any]: library boundary: Ray's task options
         opts: dict[str, Any] = {"num_cpus": 1, "max_retries": retries, "retry_exceptions": True}
         if t.testbed:
             opts["resources"] = {"testbed": 1}

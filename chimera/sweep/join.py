@@ -33,6 +33,7 @@ from chimera.sweep.task import TaskOutcome
 
 #: read a table's floats back to the last bit: pandas from 3.1 reads every float round-trip (and deprecates the
 #: argument), an older one must be asked
+# dict[str, Any]: library boundary: DataFrame.to_csv's keyword arguments
 EXACT_FLOATS: dict[str, Any] = ({} if tuple(int(x) for x in pd.__version__.split(".")[:2]) >= (3, 1)
                                 else {"float_precision": "round_trip"})
 

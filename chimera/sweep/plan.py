@@ -27,11 +27,13 @@ class SweepTask:
     name: str                        # unique, file-name safe
     experiment: str                  # the experiment's name or YAML path
     seed: int
+    # dict[str, Any]: YAML overlay: experiment overrides, validated by load_experiment
     overrides: dict[str, Any] = field(default_factory=dict, hash=False)
     testbed: bool = False            # needs its node's one testbed (Mininet names and BMv2 cores are host-wide)
     cell: dict[str, Any] = field(default_factory=dict, hash=False)  # what this task fixes (for the merge)
 
 
+# dict[str, Any]: YAML overlay: experiment overrides, validated by load_experiment
 def _dataset_overrides(cfg: ExperimentConfig, datasets: list[str]) -> list[tuple[str, dict[str, Any]]]:
     """(name, override) per dataset asked for: a name of the experiment's own datasets, or a dataset path."""
     out = []
@@ -45,6 +47,7 @@ def _dataset_overrides(cfg: ExperimentConfig, datasets: list[str]) -> list[tuple
         if not p.exists():
             raise ConfigError(f"sweep --datasets: {d!r} is neither one of {sorted(own) or 'the experiment datasets'} "
                               f"nor an existing path", "pass dataset names from the YAML or dataset directories")
+        # dict[str, Any]: YAML overlay: a dataset spec, validated by load_experiment
         spec: dict[str, Any] = {"path": str(p), "synthetic": None}
         out.append((p.name, {"datasets": {p.name: spec}} if multi else {"dataset": spec}))
     return out

@@ -98,6 +98,7 @@ def _run(task: SweepTask, target: str, work_root: Path, data_root: str) -> TaskO
     return read_outcome(task, out, {**base, "ended": time.time()})
 
 
+# dict[str, Any]: JSON out: extra fields of the task's outcome record
 def read_outcome(task: SweepTask, run_dir: Path, more: dict[str, Any] | None = None) -> TaskOutcome:
     """A completed task's outcome, read from its run folder (its tables and manifest); ``more``: the attempt's
     facts (pid, host, node, times, attempts) where it ran just now."""

@@ -36,7 +36,7 @@ def ebpf_allocation(art: Artifact, build_dir: Path) -> dict[str, Any]:
             "total_bits": int(sum(8 * int(m["value_size"]) * int(m["max_entries"]) for m in maps))}
 
 
-def _p4c_json(art: Artifact, build_dir: Path) -> dict[str, Any] | None:
+def _p4c_json(art: Artifact, build_dir: Path) -> dict[str, Any] | None:  # JSON in: p4c's BMv2 JSON
     if shutil.which("p4c-bm2-ss") is None:
         return None
     from chimera.targets.bmv2.compiler import compile_p4

@@ -71,7 +71,7 @@ class BenchProfile:
     zero_loss_packets: int
     install_goal_ms: float
     #: the install bench's replay: the original timing, or paced below the target's capacity
-    install_pace: dict[str, Any]
+    install_pace: dict[str, Any]  # JSON out: the install pacing the manifest records
     install_t_cp_s: float
     install_max_packets: int | None = None
     #: the benches that measure this target's own switch (``invoke bench --what``): a night runs them as this
@@ -242,7 +242,7 @@ class Target(abc.ABC):
         """Compiled-in maxima of the dataplane, by artifact constant ({}: none); checked before training."""
         return {}
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, Any]:  # JSON out: the manifest's target_detail
         return {"target": self.name}
 
     def close(self) -> None:

@@ -46,5 +46,5 @@ class ReferenceTarget(Target):
         v, st = run_reference(art, table) if control is None else run_controlled(art, table, control)
         return TargetResult(v, SwitchCounters.of(st.registers()["counters"]))
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, Any]:  # JSON out: the manifest's target_detail
         return {"target": "reference", "clock": "the capture's timestamps (trace)"}

@@ -116,7 +116,7 @@ def tool_commands() -> dict[str, tuple[str, ...]]:
     return {k: v for c in classes() for k, v in c.tools.items()}
 
 
-def environment() -> dict[str, Any]:
+def environment() -> dict[str, Any]:  # JSON out: the manifest's environment record
     """The run environment (formats.rundir.environment) with every target's tool versions."""
     return rundir.environment(tool_commands())
 

@@ -232,7 +232,7 @@ class ShardedTarget(Target):
         super().__init__(build, build_dir)
         self._one = self.inner(build=build, build_dir=build_dir)  # its record, unsupported(); never run here
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, Any]:  # JSON out: the manifest's target_detail
         return {**self._one.describe(), "shards": self.shards, "shard_executor": self.executor,
                 **({"ray": self.address} if self.address else {}),
                 "shard_of": "CRC-32 of the canonical 5-tuple (pipeline step 1) mod shards"}

@@ -167,7 +167,7 @@ class TestbedTarget(Target):
         from chimera.testbed.tools import testbed_unavailable_reason
         return testbed_unavailable_reason()
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, Any]:  # JSON out: the manifest's target_detail
         return {"target": self.name, "kernel": os.uname().release}
 
     # ------------------------------------------------------------------ lifetime

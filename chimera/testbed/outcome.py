@@ -87,7 +87,7 @@ class SwitchCounters:
     redirected: int | None = None
 
     @staticmethod
-    def of(d: dict[str, Any] | None) -> "SwitchCounters | None":
+    def of(d: dict[str, Any] | None) -> "SwitchCounters | None":  # JSON in: the counters a switch's node reported
         if not d:
             return None
         names = {f.name for f in dataclasses.fields(SwitchCounters)}

@@ -116,6 +116,7 @@ class ReplayPlan:
     span_ns: int                 # the replayed timeline's span (after gap compression)
     original_span_ns: int        # before it
     pace_source: str             # where the rate came from (measured, --pps, the YAML...)
+    # dict[str, Any]: JSON out: the replay plan's compression record in the manifest
     compression: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -145,7 +146,7 @@ class ReplayPlan:
         raise ConfigError(f"the replay would take {human_s(self.expected_s)}, over its budget of "
                           f"{human_s(budget_s)}: {self.describe()}", "; ".join(fixes))
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:  # JSON out: the replay plan in the manifest
         return {"clock": self.clock, "pace": self.pace.describe(), "pace_source": self.pace_source,
                 "frames": self.frames, "span_s": self.span_ns / 1e9, "original_span_s": self.original_span_ns / 1e9,
                 "expected_s": self.expected_s, "compression": self.compression}

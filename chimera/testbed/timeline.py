@@ -55,7 +55,7 @@ class Compression:
     removed_ns: int
     original_span_ns: int
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:  # JSON out: the timeline in the manifest
         return {"enabled": self.enabled, "gaps_compressed": self.gaps_compressed, "gaps_kept_for_wrap": self.gaps_kept,
                 "removed_s": self.removed_ns / 1e9, "original_span_s": self.original_span_ns / 1e9,
                 "span_s": span(self.ts_ns) / 1e9, "keep_gap_s": KEEP_NS / 1e9,

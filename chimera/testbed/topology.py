@@ -319,7 +319,7 @@ class Testbed:
             self._old_mask = None
         self._release_lock()
 
-    def _state(self) -> dict[str, Any]:
+    def _state(self) -> dict[str, Any]:  # JSON in and out: the run's state file (what to clean up)
         try:
             return json.loads(self.state_file.read_text()) if self.state_file.exists() else {"nodes": []}
         except (OSError, json.JSONDecodeError):
@@ -337,14 +337,14 @@ class Testbed:
         else:  # a node shell died (killed switch): Mininet would wait on it forever
             log.warning("[testbed] a node shell died; removing the run's namespaces directly")
 
-    def _kill_namespaces(self, st: dict[str, Any]) -> None:
+    def _kill_namespaces(self, st: dict[str, Any]) -> None:  # JSON in: the run's state file (what to clean up)
         """Processes a node started may outlive its shell; with them gone the namespace, its veths, their tc
         filters and the programs those hold go too."""
         for node in st.get("nodes", []):
             if node.get("netns"):
                 _kill_netns(node["netns"])
 
-    def _remove_run_state(self, st: dict[str, Any]) -> None:
+    def _remove_run_state(self, st: dict[str, Any]) -> None:  # JSON in: the run's state file (what to clean up)
         for d in st.get("run_state", []):
             shutil.rmtree(d, ignore_errors=True)
 

@@ -42,8 +42,8 @@ class Cell:
     """One unit of a sweep: a label, the config override that restricts the experiment to it, and what it fixes."""
 
     label: str
-    override: dict[str, Any]
-    fixes: dict[str, Any]
+    override: dict[str, Any]  # YAML overlay: a cell's overrides, validated by load_experiment
+    fixes: dict[str, Any]  # JSON out: what a cell fixes, as the sweep manifest records it
 
 
 def as_configured(cfg: C, clock: Clock) -> C:

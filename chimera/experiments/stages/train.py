@@ -149,6 +149,7 @@ def train_variant(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, s
     return dataclasses.replace(tried[best], window_val_f1={w: t.val_f1 for w, t in tried.items()})
 
 
+# dict[str, Any]: library boundary: a tuning configuration's keyword arguments
 def budget_model(model: ModelConfig, config: dict[str, Any]) -> ModelConfig:
     """``model`` with one configuration of Chimera's grid and the budget's training rules: its patience, its
     guard cap and balanced class weights (Chimera's class_weight_power 1 is inverse frequency)."""
@@ -164,7 +165,7 @@ def tune_variant(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, se
     validation scorings outside the budget); the best validation macro-F1 kept, ties to the first."""
     fixed = v.model_copy(update={"fusion": v.fusion.model_copy(update={"tune_beta": False})})
 
-    def one(config: dict[str, Any]) -> TrainedVariant:
+    def one(config: dict[str, Any]) -> TrainedVariant:  # library boundary: a tuning configuration's keyword arguments
         model = budget_model(v.model, config).model_copy(update={"window_choices": ()})
         return _train_fused(data, rules, fixed.model_copy(update={"model": model}), model, seed, cache,
                             fallback=False)

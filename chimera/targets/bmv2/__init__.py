@@ -77,7 +77,7 @@ class Bmv2Target(TestbedTarget):
     def program_sources(self) -> list[Path]:
         return [P4_SOURCE]
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, Any]:  # JSON out: the manifest's target_detail
         return {**super().describe(), "switch_clock": "BMv2 ingress_global_timestamp (µs, x1000 to ns)",
                 "note": "logging builds are 10x slower or more; the manifest records the binary's version"}
 

@@ -91,14 +91,16 @@ def check_supported(art: Artifact) -> str | None:
     return None
 
 
+# dict[str, Any]: P4Runtime boundary: p4runtime-shell's match fields by name
 def _t(name: str, match: dict[str, Any], action: str, priority: int = 0, **params: Any) -> P4TableEntry:
     return P4TableEntry(qualified(name), match=P4TableMatch(match),
                         action=P4TableAction(qualified(action), **params), priority=priority)
 
 
+# dict[str, Any]: P4Runtime boundary: p4runtime-shell's match fields by name
 def _rule_match(ver: int, t: RuleTable, i: int) -> dict[str, Any]:
     """Entry i's match fields, named as the P4 key names them (KEY_FIELDS order)."""
-    m: dict[str, Any] = {"ver": ver}
+    m: dict[str, Any] = {"ver": ver}  # P4Runtime boundary: p4runtime-shell's match fields by name
     for f, (n, _) in enumerate(KEY_FIELDS):
         if int(t.mask[i, f]):  # an all-zero mask is a wildcard: omitted, as P4Runtime requires
             m[n] = (int(t.value[i, f]), int(t.mask[i, f]))
@@ -119,7 +121,7 @@ def map_entries(art: Artifact, ver: int) -> list[P4TableEntry]:
         out.append(_t("len_fine_range", {"ver": ver, "ip_len": (start, end)}, "set_fine_bin",
                       priority=TOP_PRIORITY - b, bin=b))
     for i, (v, m, c) in enumerate(art.flag_ternary.tolist()):
-        match: dict[str, Any] = {"ver": ver}
+        match: dict[str, Any] = {"ver": ver}  # P4Runtime boundary: p4runtime-shell's match fields by name
         if m:
             match["tcp_flags"] = (v, m)
         out.append(_t("flag_ternary", match, "set_flag_class", priority=TOP_PRIORITY - i, cls=c))
@@ -152,7 +154,7 @@ def model_entries(art: Artifact, ver: int) -> list[P4TableEntry]:
     out.append(_t("w_out", {"ver": ver}, "set_wout", **{f"w{e}": r for e, r in enumerate(rows)}))
     gt = art.global_table
     for i in range(len(gt)):
-        match: dict[str, Any] = {"ver": ver}
+        match: dict[str, Any] = {"ver": ver}  # P4Runtime boundary: p4runtime-shell's match fields by name
         if gt.c_mask[i]:
             match["centroid"] = (int(gt.c_value[i]), int(gt.c_mask[i]))
         if gt.pc_mask[i]:

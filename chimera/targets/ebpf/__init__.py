@@ -108,7 +108,7 @@ class EbpfTarget(TestbedTarget):
     def program_sources(self) -> list[Path]:
         return SOURCES
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, Any]:  # JSON out: the manifest's target_detail
         return {**super().describe(), "switch_clock": "switch ingress (CLOCK_MONOTONIC)"}
 
     def run_software(self, model_json: Path, table: PacketTable, run_dir: Path, slug: str, *,

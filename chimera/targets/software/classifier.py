@@ -88,7 +88,7 @@ class _Flow:
 class SoftwareClassifier:
     """Per-flow state (exact canonical 5-tuples: no slots, no collisions) and the float model."""
 
-    def __init__(self, model: dict[str, Any]) -> None:
+    def __init__(self, model: dict[str, Any]) -> None:  # JSON in: the exported float model
         self.m = model
         self.K = np.asarray(model["kernel"])
         self.values = [np.asarray(v) for v in model["values"]]

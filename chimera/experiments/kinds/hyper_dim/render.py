@@ -33,7 +33,7 @@ def plot_hyper_dim_heatmap(df: pd.DataFrame, out: Path, bits: int, op: tuple[int
 
 def render(run: RunView) -> list[str]:
     df = run.table(T.HYPER_DIM)
-    cfg: dict[str, Any] = run.config
+    cfg: dict[str, Any] = run.config  # YAML in: the run's config as the manifest stores it
     model = cfg.get("model") or {}
     op = (int(model.get("features", 0)), int(model.get("d_v", 0)))
     figs = []

@@ -22,6 +22,7 @@ from chimera.model.config import ModelConfig
 log = logging.getLogger(__name__)
 
 
+# dict[str, Any]: YAML overlay: model and compile overrides, validated by the models
 def variant(base: ResolvedVariant, name: str, model: dict[str, Any], compile: dict[str, Any]) -> ResolvedVariant:
     return ResolvedVariant(name=name, group=base.group,
                            model=ModelConfig.model_validate({**base.model.model_dump(), **model}),

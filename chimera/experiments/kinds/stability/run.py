@@ -366,7 +366,7 @@ def knob_table(ctx: RunContext[StabilityExperiment], art: Artifact) -> pd.DataFr
     syn = cfg.the_dataset().synthetic
     assert syn is not None
     off = {"drift": 0.0, "diurnal": 0.0, "class_weights_end": {}, "covariate_tilt": 0.0}
-    knobs: dict[str, tuple[str, dict[str, Any]]] = {
+    knobs: dict[str, tuple[str, dict[str, Any]]] = {  # YAML overlay: each knob's overrides, validated by the models
         "none": ("drift 0, diurnal 0, no class-mix schedule", off),
         "drift (sizes, timings)": (f"drift {syn.drift:g}", {**off, "drift": syn.drift}),
         "diurnal (load)": (f"diurnal {syn.diurnal:g}", {**off, "diurnal": syn.diurnal}),

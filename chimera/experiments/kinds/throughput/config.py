@@ -42,4 +42,4 @@ class ThroughputSection(ThroughputSpec):
     model_config = ConfigDict(extra="allow", frozen=True)
     max_zero_loss_pps: int | None = None
     max_zero_loss_requested_pps: int | None = None
-    target_detail: dict[str, Any] = Field(default_factory=dict)
+    target_detail: dict[str, Any] = Field(default_factory=dict)  # JSON in: the manifest's target_detail

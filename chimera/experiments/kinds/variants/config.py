@@ -23,4 +23,5 @@ class VariantsSection(BaseModel):
     """Manifest section ``variants``: every variant as resolved (the YAML's, with its overrides applied)."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
+    # dict[str, Any]: YAML in: each variant's overlay, validated when resolved
     variants: list[dict[str, Any]] = Field(default_factory=list)
