@@ -22,11 +22,12 @@ from tasks.book import book, prune_, publish, reproduce, republish  # noqa: E402
 from tasks.checks import bench, dashboard, fuzz, mutate, nightly, test  # noqa: E402
 from tasks.data import dataset  # noqa: E402
 from tasks.dataplane import build, clean, p4header, p4info, topo  # noqa: E402
-from tasks.run import compare, join_sweep, replay, report, run_experiment, sweep  # noqa: E402
+from tasks.run import compare, join_sweep, replay, report, run_experiment, sweep, targets  # noqa: E402
 from tasks.setup import setup  # noqa: E402
 
 ns = Collection(setup, dataset, run_experiment, sweep, join_sweep, nightly, dashboard, fuzz, mutate, publish, prune_,
-                republish, book, reproduce, report, compare, replay, topo, build, p4info, p4header, bench, test, clean)
+                republish, book, reproduce, report, compare, replay, topo, build, p4info, p4header, bench, test, clean,
+                targets)
 # No task reads the terminal (apt-get runs with -y), so invoke does not mirror stdin into the commands it runs. Its
 # stdin mirroring asks the terminal for its foreground process group, which fails (ENOTTY) where stdin is a
 # terminal the process does not control: a VM's init console (scripts/vm-boot's guest), setsid, some CI runners.

@@ -57,8 +57,8 @@ def dashboard(c: Context, history: str = "", results: str = "results", verbose: 
     logging.getLogger("tasks").info("open file://%s", out.resolve())
 
 
-@task(help={"targets": "comma-separated: reference,ebpf,bmv2 or auto (every target that can run here); the "
-                       "reference and the oracle always run",
+@task(help={"targets": "comma-separated target names (`invoke targets`) or auto (every target that can run "
+                       "here); the reference and the oracle always run",
             "budget": "how long to fuzz, e.g. 10m, 90s, 1h", "seed": "the generator's seed (default: today's date)",
             "profiles": "artifact profiles (default: all; chimera/fuzz/profiles.py)",
             "reproduce": "re-run a saved failure (results/fuzz/<run>/failure-N.json) instead of fuzzing",
@@ -90,7 +90,8 @@ def fuzz(c: Context, targets: str = "auto", budget: str = "10m", seed: int = -1,
         raise Exit(f"fuzz: {len(res.failures)} differences (see {res.run_dir / 'summary.md'})", code=1)
 
 
-@task(help={"files": "comma-separated: reference, ebpf, p4 (p4 where p4c and BMv2 are installed)",
+@task(help={"files": "comma-separated mutant sources, each named in its target's record, or auto (the default: "
+                     "the sources of every target that can run here; chimera.p4's, p4, needs p4c and BMv2)",
             "budget": "how long to run mutants, e.g. 30m", "seed": "which mutants are drawn (default 0)",
             "fuzz": "the fuzz budget of each mutant (default 40s)", "max_mutants": "per file (0: as the budget allows)",
             "fuzz_rounds": "fuzz rounds per mutant instead of --fuzz (the outcome is then the seed's alone)",
@@ -98,13 +99,17 @@ def fuzz(c: Context, targets: str = "auto", budget: str = "10m", seed: int = -1,
             "no_conformance": "skip the conformance tests for mutants the fuzzer did not kill",
             "results": "results root directory"})
 @cli
-def mutate(c: Context, files: str = "reference,ebpf", budget: str = "30m", seed: int = 0, fuzz: str = "40s",
+def mutate(c: Context, files: str = "auto", budget: str = "30m", seed: int = 0, fuzz: str = "40s",
            max_mutants: int = 0, no_conformance: bool = False, results: str = "results", only: str = "",
            fuzz_rounds: int = 0, verbose: bool = False) -> None:
     """Mutation score: mechanical mutants of chimera.bpf.c, chimera.p4 and the reference core (docs/fuzzing.md)."""
     from chimera.formats.units import parse_duration
-    from chimera.fuzz.mutate import MutateConfig, mutate as run
-    out = run(MutateConfig(files=tuple(f for f in files.split(",") if f), budget_s=parse_duration(budget, "--budget"),
+    from chimera.fuzz.mutants import sources
+    from chimera.fuzz.mutate import MutateConfig, available, mutate as run
+    names = [f for f in files.split(",") if f]
+    if names == ["auto"]:
+        names = [f for f in sources() if available(f) is None]
+    out = run(MutateConfig(files=tuple(names), budget_s=parse_duration(budget, "--budget"),
                            seed=seed, fuzz_s=parse_duration(fuzz, "--fuzz"), conformance=not no_conformance,
                            max_mutants=max_mutants, only=tuple(x for x in only.split(",") if x),
                            fuzz_rounds=fuzz_rounds), results)

@@ -11,8 +11,8 @@ from tasks._common import cli
 
 
 @task(help={"name": "experiment (experiments/<name>.yaml) or a path to a YAML file",
-            "target": "auto (the default: the highest-ranked target that can run here: bmv2 > ebpf > reference), "
-                      "or a name in chimera/targets/registry.py",
+            "target": "auto (the default: the highest-ranked target that can run here) or a target's name "
+                      "(`invoke targets` lists them, ranked, and says which can run here)",
             "dataset": "use this dataset instead: a normalized dataset or a raw dataset directory",
             "adapter": "adapter for a raw --dataset directory (ciciot2022, iscxvpn2016, peerrush, folders)",
             "layout": "raw --dataset: sequential (captures back to back) | overlay (all start together)",
@@ -43,7 +43,7 @@ def run_experiment(c: Context, name: str = "quickstart", target: str = "", datas
 @task(help={"name": "experiment to sweep (experiments/<name>.yaml) or a YAML path",
             "seeds": "comma-separated seeds, e.g. 1,2,3 (mean and 95% CI across them)",
             "datasets": "comma-separated: names of the experiment's datasets, or dataset directories",
-            "target": "reference | ebpf | bmv2 | auto (default: the experiment's)",
+            "target": "a target's name (`invoke targets`) or auto (default: the experiment's)",
             "ray": "HEAD:PORT of a Ray cluster (default: a local Ray instance sized to this machine)",
             "retries": "retries of a task whose worker or node dies (then it is recorded as failed)",
             "sequential": "run the tasks one after another in this process (no Ray)",
@@ -85,6 +85,27 @@ def join_sweep(c: Context, sweep_dir: str, results: str = "results", verbose: bo
     """Write the experiment's own run from a one-seed sweep's dataset tasks (as `invoke sweep --join`)."""
     from chimera.sweep.join import join as join_run
     logging.getLogger("tasks").info("joined run: %s", join_run(Path(sweep_dir), results) / "report.md")
+
+
+@task
+@cli
+def targets(c: Context, verbose: bool = False) -> None:
+    """The registered targets, in --target auto's order: what each can do and whether it can run here (and why
+    not)."""
+    import pandas as pd
+
+    from chimera.targets.registry import AUTO, TARGETS, TRUTH, describe_all, target_class
+    rows = []
+    for name, why in describe_all().items():
+        t = target_class(name)
+        caps = [str(f.name).lower() for f in type(t.capabilities) if f in t.capabilities and f.name]
+        rows.append({"target": name + (" (the truth)" if name == TRUTH else ""), "title": t.title,
+                     "auto rank": "-" if t.auto_rank is None else t.auto_rank, "can": ", ".join(caps) or "classify",
+                     "here": "yes" if why is None else f"no: {why}"})
+    table = pd.DataFrame(rows).sort_values("auto rank", key=lambda r: r.map(lambda x: -1 if x == "-" else -x))
+    print(table.to_markdown(index=False))  # noqa: T201 - the table is the command's output
+    print(f"\n--target {AUTO}: the highest-ranked target that can run here; registry: "  # noqa: T201
+          f"chimera/targets/registry.py ({len(TARGETS)} targets)")
 
 
 @task(help={"pcap": "the capture to classify",
