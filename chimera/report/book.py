@@ -8,8 +8,9 @@ Interpretation that depends on the numbers (who wins, where the peak is) is comp
 
 The blocks live with what they render: a kind's in ``chimera/experiments/kinds/<kind>/blocks.py``, the
 benches' in ``chimera/bench/blocks.py``, the book's own in ``chimera/book``; each module fills its own
-``Blocks`` and ``chimera.book.render`` gathers them (no registration by import side effect). This module sits
-below the experiments floor so that every owner can import it.
+``Blocks`` and ``chimera.book.render`` gathers them (no registration by import side effect). A ``blocks.py`` is
+presentation (``chimera.report.provenance.PRESENTATION_FILES``): no run imports it, so editing it stales no run.
+This module sits below the experiments floor so that every owner can import it.
 """
 
 from __future__ import annotations

@@ -1,8 +1,4 @@
-"""The accuracy kind's book blocks: Table 1 and the baselines page.
-
-Presentation (``chimera.report.provenance.PRESENTATION_FILES``): no run reads this module, so editing it
-stales no run; ``chimera.book.render`` gathers its ``BLOCKS``.
-"""
+"""The accuracy kind's book blocks: Table 1 and the baselines page."""
 
 from __future__ import annotations
 

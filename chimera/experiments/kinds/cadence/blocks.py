@@ -1,8 +1,4 @@
-"""The cadence kind's book blocks: the two-timescale cadence sweep.
-
-Presentation (``chimera.report.provenance.PRESENTATION_FILES``): no run reads this module, so editing it
-stales no run; ``chimera.book.render`` gathers its ``BLOCKS``.
-"""
+"""The cadence kind's book blocks: the two-timescale cadence sweep."""
 
 from __future__ import annotations
 

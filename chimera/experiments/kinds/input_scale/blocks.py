@@ -1,8 +1,4 @@
-"""The input_scale kind's book blocks: the input-scale (window) table.
-
-Presentation (``chimera.report.provenance.PRESENTATION_FILES``): no run reads this module, so editing it
-stales no run; ``chimera.book.render`` gathers its ``BLOCKS``.
-"""
+"""The input_scale kind's book blocks: the input-scale (window) table."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""The resources kind's book blocks: the per-flow bits and table entries.
-
-Presentation (``chimera.report.provenance.PRESENTATION_FILES``): no run reads this module, so editing it
-stales no run; ``chimera.book.render`` gathers its ``BLOCKS``.
-"""
+"""The resources kind's book blocks: the per-flow bits and table entries."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""The roc kind's book blocks: the ROC and hyper-dimension rows, and the detectors of the roc kind.
-
-Presentation (``chimera.report.provenance.PRESENTATION_FILES``): no run reads this module, so editing it
-stales no run; ``chimera.book.render`` gathers its ``BLOCKS``.
-"""
+"""The roc kind's book blocks: the ROC and hyper-dimension rows, and the detectors of the roc kind."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""The stability kind's book blocks: the drifting days, their intervals and verdicts.
-
-Presentation (``chimera.report.provenance.PRESENTATION_FILES``): no run reads this module, so editing it
-stales no run; ``chimera.book.render`` gathers its ``BLOCKS``.
-"""
+"""The stability kind's book blocks: the drifting days, their intervals and verdicts."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""The throughput kind's book blocks: throughput and latency.
-
-Presentation (``chimera.report.provenance.PRESENTATION_FILES``): no run reads this module, so editing it
-stales no run; ``chimera.book.render`` gathers its ``BLOCKS``.
-"""
+"""The throughput kind's book blocks: throughput and latency."""
 
 from __future__ import annotations
 

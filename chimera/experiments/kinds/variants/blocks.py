@@ -1,8 +1,4 @@
-"""The variants kind's book blocks: the ablation and quickstart rows (and the VM-boot guest's quickstart).
-
-Presentation (``chimera.report.provenance.PRESENTATION_FILES``): no run reads this module, so editing it
-stales no run; ``chimera.book.render`` gathers its ``BLOCKS``.
-"""
+"""The variants kind's book blocks: the ablation and quickstart rows (and the VM-boot guest's quickstart)."""
 
 from __future__ import annotations
 
