@@ -355,7 +355,8 @@ def test_table1_on_a_swept_stand_in_is_judged_by_paired_intervals() -> None:
               "Tree (yardstick)": chimera + 0.02}
     rows = [{"dataset": "ciciot", "task": "classification", "seed": s, "method": m, "f1": float(v[i])}
             for m, v in {"Chimera": chimera, **others}.items() for i, s in enumerate(seeds)]
-    run = SimpleNamespace(csv=lambda name: pd.DataFrame(rows), cite=lambda *a: "`sweep`", path=Path("/nonexistent"),
+    run = SimpleNamespace(csv=lambda name: pd.DataFrame(rows), has_csv=lambda name: False, cite=lambda *a: "`sweep`",
+                          path=Path("/nonexistent"),
                           rel="results/published/sweep-accuracy/x", manifest=SimpleNamespace(git=SimpleNamespace(commit="c")))
     b = SimpleNamespace(runs=SimpleNamespace(all=lambda exp, where=None: [run] if exp == "sweep-accuracy" else []))
     got = C.table1_intervals(b, p)   # type: ignore[arg-type]
@@ -390,7 +391,8 @@ def test_flow_resamples_widen_the_interval_by_the_test_flows_sampling(tmp_path: 
             for i, s in enumerate(seeds) for d in range(100) for m, base in (("Chimera", 0.95), ("Leo", 0.90))]
     (tmp_path / "boot.csv").write_text(pd.DataFrame(boot).to_csv(index=False))
     tables = {"accuracy.csv": pd.DataFrame(rows), "boot.csv": pd.DataFrame(boot)}
-    run = SimpleNamespace(csv=tables.__getitem__, cite=lambda *a: "`sweep`", path=tmp_path, rel="x",
+    run = SimpleNamespace(csv=tables.__getitem__, has_csv=lambda name: (tmp_path / name).is_file(),
+                          cite=lambda *a: "`sweep`", path=tmp_path, rel="x",
                           manifest=SimpleNamespace(git=SimpleNamespace(commit="c")))
     b = SimpleNamespace(runs=SimpleNamespace(all=lambda exp, where=None: [run] if exp == "sweep-accuracy" else []))
     sw = C.swept(b, "ciciot".__eq__)   # type: ignore[arg-type]
@@ -514,7 +516,7 @@ def _cadence_run(cell_above: float, seeds: int, tmp: "Path") -> SimpleNamespace:
             rows += [{"configuration": "Chimera", "eta": eta, "t_cp_s": t_cp, "seed": s, "bin": i,
                       "t_mid_h": i + 0.5, "f1": float(f1[i])} for i in range(24)]
     (tmp / "cadence_bins.csv").write_text(pd.DataFrame(rows).to_csv(index=False))
-    return SimpleNamespace(path=tmp, csv=lambda name: pd.read_csv(tmp / name),
+    return SimpleNamespace(path=tmp, csv=lambda name: pd.read_csv(tmp / name), has_csv=lambda name: (tmp / name).is_file(),
                            manifest=SimpleNamespace(config={"stability": {"train_hours": 6.0}}))
 
 

@@ -75,3 +75,36 @@ def test_publish_refuses_a_dirty_or_foreign_nested_run(tmp_path: Path) -> None:
     (nested / "report.md").write_text("# nested")
     out = publish(clean, tmp_path / "published") / "runs" / "quickstart" / nested.name
     assert sorted(p.name for p in out.rglob("*") if p.is_file()) == ["manifest.json", "report.md"]
+
+
+def test_a_large_table_is_published_gzipped_sealed_and_read_as_written(tmp_path: Path) -> None:
+    """A table over ``GZIP_FROM_BYTES`` (a factorial day's control log) is published as ``<name>.csv.gz``: the
+    same bytes for the same table (no time in the header), sealed like the others, and read back by the book
+    (``Run.csv``) and by the run's own view (``RunView.table``) exactly as written. Small tables stay plain."""
+    import gzip
+
+    import pandas as pd
+
+    from chimera.book.scope import run_set
+    from chimera.experiments.kinds.stability.tables import CONTROL
+    from chimera.report.publish import GZIP_FROM_BYTES, check_seal
+    from chimera.report.run import RunView
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    run = _run(tmp_path, head)
+    rows = max(1, GZIP_FROM_BYTES // 40)
+    big = pd.DataFrame({k: range(rows) for k in CONTROL.keys} | {"note": ["x" * 30] * rows})
+    big.to_csv(run / CONTROL.name, index=False)
+    dest = publish(run, tmp_path / "published")
+    assert (dest / f"{CONTROL.name}.gz").is_file() and not (dest / CONTROL.name).exists()
+    assert (dest / "ablation.csv").is_file()                     # small: as written
+    assert gzip.decompress((dest / f"{CONTROL.name}.gz").read_bytes()) == (run / CONTROL.name).read_bytes()
+    first = (dest / f"{CONTROL.name}.gz").read_bytes()
+    assert publish(run, tmp_path / "published") and (dest / f"{CONTROL.name}.gz").read_bytes() == first
+    published = json.loads((dest / "manifest.json").read_text())
+    assert f"{CONTROL.name}.gz" in published["sections"]["published"]["files"]
+    r = run_set(tmp_path / "published", ROOT).need("exp")
+    assert r.has_csv(CONTROL.name) and r.csv(CONTROL.name).equals(pd.read_csv(run / CONTROL.name))
+    assert RunView.open(dest).table(CONTROL).equals(pd.read_csv(run / CONTROL.name))
+    (dest / f"{CONTROL.name}.gz").write_bytes(gzip.compress(b"edited\n1\n"))
+    with pytest.raises(ResultsError):
+        check_seal(dest, RunView.open(dest).manifest)

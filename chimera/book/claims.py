@@ -213,7 +213,7 @@ def swept(b: Book, match: Callable[[str], bool]) -> Swept | None:
         for name, g in a.groupby("dataset", sort=False):
             if match(str(name)):
                 boot = None
-                if (r.path / "boot.csv").is_file():
+                if r.has_csv("boot.csv"):
                     bt = r.csv("boot.csv")
                     boot = bt[bt["dataset"] == name]
                 return Swept(r, str(name), g.pivot_table(index="seed", columns="method", values="f1"), boot)
@@ -736,7 +736,7 @@ def cadence_intervals(r: Run, op: tuple[float, float], cells: list[tuple[float, 
     training seed and time bin after the training hours, the seed t-term and the day's block bootstrap in
     quadrature (chimera.metrics.timeseries), simultaneous over the cells compared (one family). (mean, lo, hi,
     seeds) by cell; a cell or a run without per-seed bins is left out."""
-    if not (r.path / "cadence_bins.csv").is_file():
+    if not r.has_csv("cadence_bins.csv"):
         return {}
     bins = r.csv("cadence_bins.csv")
     after = float(r.manifest.config["stability"]["train_hours"])
@@ -939,7 +939,7 @@ def figures(b: Book, p: Paper) -> list[Claim]:
     else:
         add("hyper_heatmaps", 1, "", "—", None, UNTESTABLE, "no hyper_dim run")
     r = b.runs.freshest("stability24h", lambda x: not x.manifest.dataset_override)
-    if r is not None and not all((r.path / t).is_file() for t in ("stability_seeds.csv", "stability_bins.csv")):
+    if r is not None and not all(r.has_csv(t) for t in ("stability_seeds.csv", "stability_bins.csv")):
         for i in (0, 1):
             add("stability_24h", i, "", "—", r, INCONCLUSIVE, "the run has no per-seed tables to judge by intervals "
                 "(made before they were written): re-run it")

@@ -117,14 +117,15 @@ def headline(run: Path) -> dict[str, Any]:  # CSV out: a row of an experiment's 
     """A run's headline values for the history: each table's declared metrics, averaged over its rows (a table
     whose schema is not known here contributes its numeric columns named ``f1``, ``macro_f1`` or ``auc``)."""
     out: dict[str, Any] = {}  # CSV out: a row of an experiment's history
-    for p in sorted(run.glob("*.csv")):
+    for p in sorted([*run.glob("*.csv"), *run.glob("*.csv.gz")]):   # a large table is published gzipped
         try:
             df = pd.read_csv(p)
         except (OSError, ValueError, pd.errors.ParserError):
             continue
+        stem = p.name.removesuffix(".gz").removesuffix(".csv")
         for col in ("f1", "macro_f1", "auc", "switch_p50_us", "host_p50_us", "delivered_pps", "estimate"):
             if col in df and pd.api.types.is_numeric_dtype(df[col]) and df[col].notna().any():
-                out[f"{p.stem}:{col}"] = float(df[col].mean())
+                out[f"{stem}:{col}"] = float(df[col].mean())
     return out
 
 

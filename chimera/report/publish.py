@@ -13,6 +13,7 @@ README names is here and that the numbers it quotes are in the run's tables.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import logging
@@ -39,7 +40,11 @@ MAX_FILE_BYTES = 5 * 2**20
 
 
 #: the files a seal covers: the tables the book reads, and the manifests of the runs nested in a run
-SEALED_SUFFIXES = (".csv", ".json")
+SEALED_SUFFIXES = (".csv", ".json", ".gz")
+#: a table larger than this is published gzipped (``<name>.csv.gz``; readers take either: ``table_file``): a day
+#: of control ticks over 10 seeds and 3 day realizations is megabytes of CSV, a tenth of that gzipped, and the
+#: archive has a budget (chimera.report.archive)
+GZIP_FROM_BYTES = 256 * 2**10
 SEAL = "published"
 
 
@@ -75,6 +80,22 @@ def check_seal(run: Path, m: Manifest) -> None:
 def _is_ancestor(commit: str, root: Path) -> bool:
     r = subprocess.run(["git", "merge-base", "--is-ancestor", commit, "HEAD"], cwd=root, capture_output=True)
     return r.returncode == 0
+
+
+def gzip_file(src: Path, dest: Path) -> None:
+    """``src`` gzipped to ``dest``, the same bytes for the same table (no name or time in the header: the seal
+    and git see one content)."""
+    with src.open("rb") as fi, dest.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw,
+                                                                      mtime=0) as fo:
+        shutil.copyfileobj(fi, fo)
+
+
+def table_file(run: Path, name: str) -> Path | None:
+    """Where a run directory holds the table ``name``: as written, or gzipped by ``publish`` (None: neither)."""
+    for p in (run / name, run / f"{name}.gz"):
+        if p.is_file():
+            return p
+    return None
 
 
 def light_files(run: Path) -> list[Path]:
@@ -140,7 +161,10 @@ def publish(run_dir: Path, dest_root: Path = PUBLISHED, root: Path = ROOT, scope
         shutil.rmtree(dest)
     for rel in light_files(run_dir):
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(run_dir / rel, dest / rel)
+        if rel.suffix == ".csv" and (run_dir / rel).stat().st_size > GZIP_FROM_BYTES:
+            gzip_file(run_dir / rel, dest / f"{rel}.gz")
+        else:
+            shutil.copy2(run_dir / rel, dest / rel)
     m.record(code_fingerprint=fingerprint_at(m.git.commit, root, scope))
     rules = file_digest_at(m.git.commit, RULES_FILE, root)
     m.put(SEAL, seal_of(dest).model_copy(update={"rules": rules.hex() if rules is not None else None}))

@@ -18,6 +18,7 @@ import yaml
 from chimera.errors import ResultsError
 from chimera.formats.rundir import Manifest
 from chimera.formats.tables import TableSchema
+from chimera.report.publish import table_file
 
 NOT_FINISHED = {"running": "it is still running, or was killed (status 'running')",
                 "failed": "it failed (status 'failed'); its partial output is for debugging, not a result"}
@@ -55,12 +56,21 @@ class RunView:
         return str(self.config.get("kind", "variants"))
 
     def has(self, t: TableSchema) -> bool:
-        return t.exists(self.path)
+        return table_file(self.path, t.name) is not None
 
     def table(self, t: TableSchema) -> pd.DataFrame:
-        """One of the run's tables (cached)."""
+        """One of the run's tables (cached); a published run may hold it gzipped (``publish.GZIP_FROM_BYTES``)."""
         if t.name not in self._tables:
-            self._tables[t.name] = t.read(self.path)
+            p = table_file(self.path, t.name)
+            if p is None or p.name == t.name:
+                self._tables[t.name] = t.read(self.path)   # as written (or missing: read says so)
+            else:
+                df = pd.read_csv(p)
+                missing = [k for k in t.keys if k not in df.columns]
+                if missing:
+                    raise ResultsError(f"{p}: key columns {missing} missing",
+                                       "the table was written by another version")
+                self._tables[t.name] = df
         return self._tables[t.name]
 
     @property

@@ -24,7 +24,7 @@ from chimera.formats.rundir import Manifest
 from chimera.formats.tables import TableSchema
 from chimera.report.archive import data_of
 from chimera.report.provenance import ROOT, Scope, TreeCode, changed_since, fingerprint_at
-from chimera.report.publish import check_seal
+from chimera.report.publish import check_seal, table_file
 from chimera.report.run import RunView
 
 PUBLISHED = ROOT / "results" / "published"
@@ -118,10 +118,14 @@ class Run:
     def table(self, schema: TableSchema) -> pd.DataFrame:
         return self.view.table(schema)
 
+    def has_csv(self, name: str) -> bool:
+        """Whether the run holds the table ``name`` (as written, or gzipped by publish)."""
+        return table_file(self.path, name) is not None
+
     def csv(self, name: str) -> pd.DataFrame:
-        """A table without a schema of its own (a bench's), read plainly."""
-        p = self.path / name
-        if not p.is_file():
+        """A table without a schema of its own (a bench's), read plainly (gzipped where publish gzipped it)."""
+        p = table_file(self.path, name)
+        if p is None:
             raise ResultsError(f"{self.rel}: {name} is missing", "publish the complete run again")
         return pd.read_csv(p)
 
