@@ -282,8 +282,16 @@ def test_a_sweep_is_resumed_only_on_the_code_it_started_on(tmp_path: Path) -> No
     from chimera.book.republish import same_code
     from chimera.errors import ResultsError
     src = sorted((ROOT / "results" / "published" / "sweep-accuracy").glob("*/manifest.json"))[-1]
-    last = subprocess.run(["git", "log", "-1", "--format=%H", "--", "chimera/sweep/driver.py"], cwd=ROOT,
-                          capture_output=True, text=True, check=True).stdout.strip()
+    from chimera.report.provenance import canonical
+    rel = "chimera/sweep/driver.py"
+
+    def at(rev: str) -> bytes:
+        return canonical(rel, subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=ROOT, capture_output=True,
+                                             check=True).stdout)
+    # the newest commit that changed the driver's code (a commit that only touched its comments changed nothing)
+    commits = subprocess.run(["git", "log", "--format=%H", "--", rel], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.split()
+    last = next(c for c in commits if at(c) != at(f"{c}~1"))
     old = tmp_path / "old"
     old.mkdir()
     m = json.loads(src.read_text())
