@@ -64,7 +64,7 @@ class RunView:
             p = table_file(self.path, t.name)
             if p is None or p.name == t.name:
                 self._tables[t.name] = t.read(self.path)   # as written (or missing: read says so)
-            else:
+            else:   # gzipped: TableSchema.read's key check, here (formats/tables.py is in every run's code)
                 df = pd.read_csv(p)
                 missing = [k for k in t.keys if k not in df.columns]
                 if missing:

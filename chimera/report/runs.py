@@ -179,7 +179,7 @@ class RunSet:
         """This set plus the complete run directories ``dirs`` (a night and the runs it made): a book rendered
         from it cites tonight's runs where they are the newest of their experiment."""
         out = RunSet(self.base, self.root, list(self._runs), scope_of=self.scope_of)
-        out.tree = self.tree
+        out.tree = self.tree   # one freshness cache for the published runs and tonight's
         for d in dirs:
             out._add(d)
         return out
