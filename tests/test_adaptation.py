@@ -348,6 +348,13 @@ def test_the_stability_kind_runs_day_realizations(tmp_path: Path) -> None:
     assert diffs.set_index(["a", "b"])["seeds"].to_dict() == {("Chimera", "Static-Map"): 4, ("Oracle", "Static-Map"): 2,
                                                              ("Oracle", "Chimera"): 2}
     assert "Day realizations (generator seeds) 1, 2" in (out / "report.md").read_text()
+    # the book says what the interval is over: the days, not 4 "training seeds" (seen failing with the
+    # seed-and-block words kept for a run of several days)
+    from types import SimpleNamespace
+
+    from chimera.experiments.kinds.stability.blocks import _interval_words
+    words = _interval_words(SimpleNamespace(path=out, table=lambda schema: schema.read(out)))  # type: ignore[arg-type]
+    assert words == "95% t-interval over 2 generated days' means, each over 2 training seeds, paired"
 
 
 def test_bins_of_several_seeds_are_averaged_never_run_together() -> None:

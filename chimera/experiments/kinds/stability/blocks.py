@@ -57,6 +57,10 @@ def _interval_words(r: Run) -> str:
         k = int(d["seeds"].max()) if len(d) else 1
         blocks = sorted({float(x) for x in d["block_hours"]})
         chosen = "block_chosen" in d and bool(d["block_chosen"].all())
+        days = int(d["days"].max()) if "days" in d and len(d) else 1
+        if days > 1:  # the day is the unit (chimera.metrics.days): the blocks only picked the reported length
+            return (f"95% t-interval over {days} generated days' means, each over {k // days} training seeds, "
+                    "paired")
         return (f"95% interval over {k} training seed{'s' * (k > 1)} and "
                 f"{'/'.join(f'{x:g}' for x in blocks)}-hour blocks of time bins"
                 f"{' (chosen from each series by Politis and White’s rule)' if chosen else ''}, paired")
