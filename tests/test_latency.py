@@ -98,3 +98,21 @@ def test_costs_pair_each_repeat_with_itself() -> None:
     d = c[(c["a"] == "chimera") & (c["b"] == "bare") & (c["statistic"] == "difference")].iloc[0]
     assert (d["estimate"], d["lo"], d["hi"], d["repeats"]) == (1.0, 1.0, 1.0, 3)
     assert set(c["measure"]) == {"host_p50_us"}   # measures no path has are left out, not zero
+
+
+def test_a_timing_kind_on_a_target_without_a_testbed_names_the_testbeds(tmp_path: Path) -> None:
+    """The reference has no testbed: the throughput kind refuses it before any work, and the fix names the
+    testbed targets from the registry (no target spelled out in the kind's code)."""
+    from chimera.errors import ConfigError
+    from chimera.targets.base import Capability
+    from chimera.targets.registry import with_capability
+    cfg = {"name": "tiny-throughput", "kind": "throughput", "seed": 1, "target": "reference",
+           "dataset": {"synthetic": {"profile": "ciciot", "flows": 50, "seed": 3, "duration_s": 5}},
+           "rules": "rules/default.yaml", "model": {"centroids": 16, "window": 4, "epochs": 1},
+           "throughput": {"sizes": [64], "max_packets": 100, "ladder_pps": [1000]}}
+    p = tmp_path / "tput.yaml"
+    p.write_text(yaml.safe_dump(cfg))
+    with pytest.raises(ConfigError, match="measures a testbed") as e:
+        run_experiment(load_experiment(str(p)), results_root=tmp_path / "r", data_root=ROOT / "data")
+    testbeds = [c.name for c in with_capability(Capability.TESTBED)]
+    assert testbeds and all(n in e.value.fix for n in testbeds)

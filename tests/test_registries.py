@@ -121,6 +121,16 @@ def test_a_bench_is_one_record_read_by_the_cli_and_the_nightly(monkeypatch: pyte
     monkeypatch.setitem(B.BENCHES, "toy", toy)
     cfg = NightlyConfig(benches=["toy"], repeats=5)
     assert run_benches(cfg, ({}, {})) == {"toy_ratio": BenchStat(median=0.5)}
+    # one NightPrior goes through the night: a later bench divides by what an earlier one measured
+    first = B.Bench("first", "x", "sets the rate", nightly=lambda n, prior: (
+        setattr(prior, "ingest_pps", 4.0), {"first_pps": {"median": 4.0}})[1], metric="first_pps")
+    later = B.Bench("later", "x", "reads it", nightly=lambda n, prior: {
+        "later_ratio": {"median": 2.0 / (prior.ingest_pps or float("nan"))}}, metric="later_ratio")
+    monkeypatch.setitem(B.BENCHES, "first", first)
+    monkeypatch.setitem(B.BENCHES, "later", later)
+    monkeypatch.setattr(B, "nightly_benches", lambda: ["toy", "first", "later"])
+    got = run_benches(NightlyConfig.model_construct(benches=["first", "later"], repeats=1), ({}, {}))
+    assert got["later_ratio"] == BenchStat(median=0.5)
     import dataclasses
 
     from chimera.targets.registry import target_class

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -59,9 +59,23 @@ class Bmv2FilesOptions(NoOptions):
     baseline: str | None = None       # the git revision whose chimera.p4 the shipped one is timed against
 
 
-#: what a night keeps of a bench: metric name -> {"median", "iqr", "n", ...}; ``prior`` holds what earlier
-#: benches of the same night measured (the reference rate is divided by that night's ingest rate)
-NightlyFn = Callable[[int, dict[str, Any]], dict[str, dict[str, Any]]]
+class NightStat(TypedDict, total=False):
+    """What a night keeps of a bench's metric (nightly.golden.BenchStat validates it)."""
+    median: float
+    iqr: float
+    n: int
+    results: str   # the bench's run directory
+
+
+@dataclass
+class NightPrior:
+    """What earlier benches of the same night measured: the reference pipeline's rate is divided by that night's
+    ingest rate, so the machine's speed cancels."""
+    ingest_pps: float | None = None
+
+
+#: a bench's nightly hook: (repeats, what earlier benches measured) -> metric name -> what the night keeps
+NightlyFn = Callable[[int, NightPrior], dict[str, NightStat]]
 
 
 @dataclass(frozen=True)
@@ -99,32 +113,31 @@ class Bench:
         return importlib.import_module(self.module).main(**opts.model_dump(exclude_none=True))
 
 
-def _ingest(repeats: int, prior: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _ingest(repeats: int, prior: NightPrior) -> dict[str, NightStat]:
     from chimera.bench.ingest import default_pcap, run
     r = run(default_pcap(), repeats)
-    prior["ingest"] = r
+    prior.ingest_pps = r["ours_pps"]
     return {"ingest_ratio": {"median": r["ratio"], "iqr": r["ratio_iqr"], "n": repeats, "results": r["results"]}}
 
 
-def _pipeline(repeats: int, prior: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _pipeline(repeats: int, prior: NightPrior) -> dict[str, NightStat]:
     from chimera.bench.pipeline import main
     r = main(repeats)
-    ingest = prior.get("ingest")
-    if ingest is None:
+    if prior.ingest_pps is None:
         return {"reference_mpps": {"median": r["pps"] / 1e6, "iqr": r["pps_iqr"] / 1e6, "n": repeats}}
     # a ratio measured in one night: the machine's speed cancels
-    return {"reference_over_ingest": {"median": r["pps"] / ingest["ours_pps"], "iqr": r["pps_iqr"] / ingest["ours_pps"],
+    return {"reference_over_ingest": {"median": r["pps"] / prior.ingest_pps, "iqr": r["pps_iqr"] / prior.ingest_pps,
                                       "n": repeats}}
 
 
-def _install(repeats: int, prior: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _install(repeats: int, prior: NightPrior) -> dict[str, NightStat]:
     from chimera.bench.install import main
     target = BENCHES["install"].target or ""
     s = main((target,))[target]["live"]
-    return {"install_ebpf_live_ms": {"median": s["median_ms"], "iqr": s["iqr_ms"], "n": s["n"]}}
+    return {"install_live_ms": {"median": s["median_ms"], "iqr": s["iqr_ms"], "n": int(s["n"])}}
 
 
-def _switch(repeats: int, prior: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _switch(repeats: int, prior: NightPrior) -> dict[str, NightStat]:
     from chimera.bench.switch import main
     r = main(repeats)
     return {"switch_ratio": {"median": r["ratio"], "iqr": r["ratio_iqr"], "n": repeats, "results": r["results"]}}
@@ -138,8 +151,8 @@ BENCHES: dict[str, Bench] = {b.name: b for b in (
           metric="reference_over_ingest", measures="the reference pipeline's rate over the ingest rate",
           goal=">= 1 M pkt/s"),
     Bench("install", "chimera.bench.install", "live full-Map update + flip under traffic",
-          nightly=_install, metric="install_ebpf_live_ms", lower_is_better=True,
-          measures="live full-Map update + flip under traffic on eBPF", unit=" ms", goal="<= 20 ms eBPF, <= 1 s BMv2"),
+          nightly=_install, metric="install_live_ms", lower_is_better=True,
+          measures="live full-Map update + flip under traffic on the switch that runs it", unit=" ms", goal="<= 20 ms eBPF, <= 1 s BMv2"),
     Bench("switch", "chimera.bench.switch", "the full pipeline's rate over bare redirect",
           nightly=_switch, metric="switch_ratio", measures="the full pipeline's rate over bare redirect", unit="x",
           goal=">= 0.7"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import TypedDict
 from pathlib import Path
 
 import dpkt
@@ -31,7 +31,18 @@ def dpkt_read(path: Path) -> int:
     return n
 
 
-def run(path: Path, repeats: int = 5) -> dict[str, float]:
+class IngestSummary(TypedDict, total=False):
+    """What ``run`` returns (a night's ingest ratio reads it); ``results`` is set once the run is written."""
+    packets: int
+    ours_pps: float
+    dpkt_pps: float
+    ratio: float
+    ratio_iqr: float
+    samples_ratio: list[float]
+    results: str
+
+
+def run(path: Path, repeats: int = 5) -> IngestSummary:
     """Per repeat, both readers on ``path``; the ratio ours/dpkt is measured within each repeat. Writes
     results/bench-ingest/<run>/."""
     read_pcap(path)  # warm the numba cache
@@ -44,8 +55,8 @@ def run(path: Path, repeats: int = 5) -> dict[str, float]:
         nd = dpkt_read(path)
         theirs.append(nd / (time.perf_counter() - t0))
     ratios = [a / b for a, b in zip(ours, theirs)]
-    r: dict[str, Any] = {"packets": n, "ours_pps": summary(ours)["median"], "dpkt_pps": summary(theirs)["median"],
-         "ratio": summary(ratios)["median"], "ratio_iqr": summary(ratios)["iqr"], "samples_ratio": ratios}
+    r: IngestSummary = {"packets": n, "ours_pps": summary(ours)["median"], "dpkt_pps": summary(theirs)["median"],
+                        "ratio": summary(ratios)["median"], "ratio_iqr": summary(ratios)["iqr"], "samples_ratio": ratios}
     with bench_run("ingest", {"pcap": str(path), "repeats": repeats}) as run:
         run.manifest.put("result", IngestResult(**r, samples_ours_pps=ours, samples_dpkt_pps=theirs))
         (run.path / "report.md").write_text(f"# Ingest\n\n{path}: {n} packets, {repeats} repeats: ours "
@@ -75,7 +86,7 @@ class IngestResult(BenchResult):
     samples_dpkt_pps: list[float]
 
 
-def main(repeats: int = 5, pcap: Path | None = None) -> dict[str, float]:
+def main(repeats: int = 5, pcap: Path | None = None) -> IngestSummary:
     """Our reader against dpkt on ``pcap`` (default: a generated capture of 3,000 flows)."""
     pcap = pcap or default_pcap()
     r = run(pcap, repeats)

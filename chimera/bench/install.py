@@ -24,6 +24,7 @@ from chimera.controlplane.loop import ControlStep, SlowLoop
 from chimera.controlplane.recluster import VERSION_MASK, MapVersion, Proposal, churn
 from chimera.errors import ConfigError
 from chimera.experiments.load import build_artifact
+from chimera.formats.registers import Registers
 from chimera.targets.base import BenchProfile, Capability
 from chimera.targets.registry import TRUTH, describe_all, select_target, target_class, with_capability
 from chimera.testbed.replay import ReplayConfig
@@ -59,7 +60,7 @@ def profile(name: str) -> BenchProfile:
 class EveryEntryLoop(SlowLoop):
     """Each tick proposes a version whose every Map entry differs (centroid ids rotated by one)."""
 
-    def propose(self, regs: dict[str, Any], t_trace_s: float) -> tuple[ControlStep, Proposal | None]:
+    def propose(self, regs: Registers, t_trace_s: float) -> tuple[ControlStep, Proposal | None]:
         st, _ = super().propose(regs, t_trace_s)
         cur = self.current
         cand = MapVersion((cur.version + 1) & VERSION_MASK, cur.len_lo, cur.len_fine_lo,

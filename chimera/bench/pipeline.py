@@ -6,7 +6,7 @@ machines is the reference rate over the ingest rate measured in the same run (bo
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 import logging
 import time
@@ -25,7 +25,15 @@ class ReferenceResult(BenchResult):
     summary: Stat
 
 
-def main(repeats: int = 5) -> dict[str, Any]:
+class PipelineSummary(TypedDict):
+    """What ``main`` returns (a night divides its rate by the ingest rate)."""
+    packets: int
+    pps: float
+    pps_iqr: float
+    samples: list[float]
+
+
+def main(repeats: int = 5) -> PipelineSummary:
     built = build_artifact("ablation")
     art, table = built.art, built.data.ds.table
     run_reference(art, table.take(np.arange(min(1000, len(table)))))  # compile the jitted core

@@ -11,7 +11,7 @@ transfers between machines.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 import logging
 import re
@@ -60,7 +60,16 @@ class SwitchResult(BenchResult):
     header_ratio: Stat          # verdict header alone / bare redirect
 
 
-def main(rounds: int = ROUNDS) -> dict[str, Any]:
+class SwitchSummary(TypedDict):
+    """What ``main`` returns: each program's median rate, and the full pipeline over bare redirect per round."""
+    rates_pps: dict[str, float]
+    ratio: float
+    ratio_iqr: float
+    samples_ratio: list[float]
+    results: str
+
+
+def main(rounds: int = ROUNDS) -> SwitchSummary:
     EbpfTarget.require_available()
     built = build_artifact("quickstart")
     art = built.art
@@ -99,4 +108,5 @@ def main(rounds: int = ROUNDS) -> dict[str, Any]:
         (run.path / "report.md").write_text(
             f"# eBPF switch throughput\n\nfull pipeline / bare redirect: median {s['median']:.2f} (IQR {s['iqr']:.2f}, "
             f"{rounds} alternating rounds); verdict header alone / bare: {h['median']:.2f}\n")
-    return {**results, "ratio": s["median"], "ratio_iqr": s["iqr"], "samples_ratio": ratios, "results": str(run.final)}
+    return SwitchSummary(rates_pps=results, ratio=s["median"], ratio_iqr=s["iqr"], samples_ratio=ratios,
+                         results=str(run.final))

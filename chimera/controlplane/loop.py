@@ -33,6 +33,7 @@ from chimera.controlplane.recluster import MapVersion, Proposal, Reclusterer, ch
 from chimera.controlplane.schedule import Segments
 from chimera.errors import ChimeraError, ConfigError, TargetError
 from chimera.formats.artifact import Artifact
+from chimera.formats.registers import IntArray, Registers
 from chimera.testbed.outcome import InstallReport
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ log = logging.getLogger(__name__)
 class SwitchControl(Protocol):
     """What the slow loop needs of a switch."""
 
-    def registers(self) -> dict[str, Any]: ...
+    def registers(self) -> Registers: ...
 
     def install_map(self, art: Artifact) -> InstallReport: ...
 
@@ -80,7 +81,7 @@ class ControlStep:
     error: str = ""
 
 
-def occupancy(ema: np.ndarray) -> np.ndarray:
+def occupancy(ema: IntArray) -> np.ndarray:
     e = np.maximum(np.asarray(ema, np.float64), 0)
     return e / e.sum() if e.sum() > 0 else e
 
@@ -133,7 +134,7 @@ class SlowLoop:
         """T_cp on the trace's clock (the wall clock of a replay)."""
         return self.cfg.t_cp_s / self.compression
 
-    def propose(self, regs: dict[str, Any], t_trace_s: float) -> tuple[ControlStep, Proposal | None]:
+    def propose(self, regs: Registers, t_trace_s: float) -> tuple[ControlStep, Proposal | None]:
         """Read the registers and decide; returns the step and the proposal to install (None: hold)."""
         st = ControlStep(len(self.steps), t_trace_s, self.day_offset_s + t_trace_s * self.compression,
                          self.current.version)
@@ -252,7 +253,7 @@ class _Deferred:
         self.backend, self.active, self.delay_s = backend, active, delay_s
         self.pending: Artifact | None = None
 
-    def registers(self) -> dict[str, Any]:
+    def registers(self) -> Registers:
         return self.backend.registers()
 
     def install_map(self, art: Artifact) -> InstallReport:

@@ -8,13 +8,14 @@ chimera.controlplane.config's ``reference_install_ms``), a switch's measured ins
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
 from chimera.controlplane.recluster import MapVersion, churn
 from chimera.controlplane.schedule import Segments, TraceControl
 from chimera.errors import TargetError
+from chimera.formats.registers import Registers
 from chimera.testbed.outcome import InstallReport
 from chimera.data.pcap import PacketTable
 from chimera.formats.artifact import Artifact
@@ -37,7 +38,7 @@ class ReferenceSegments:
         self.parts.append(v)
         self.i = j
 
-    def registers(self) -> dict[str, Any]:
+    def registers(self) -> Registers:
         return self.state.registers()
 
     def flip(self, art: Artifact, fail_after: int | None = None) -> InstallReport:

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from chimera.errors import TargetError
 from chimera.formats.artifact import Artifact
+from chimera.formats.registers import Registers
 from chimera.testbed.outcome import InstallReport
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,7 @@ class Segments(Protocol):
         """Classify every packet before position j (from where the last call stopped) on the active tables."""
         ...
 
-    def registers(self) -> dict[str, Any]: ...
+    def registers(self) -> Registers: ...
 
     def flip(self, art: Artifact, fail_after: int | None = None) -> InstallReport:
         """Install ``art``'s Map tables and make them active, between two packets; with ``fail_after``, fail

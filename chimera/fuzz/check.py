@@ -21,6 +21,7 @@ from chimera.data.pcap import PacketTable
 from chimera.formats import coverage as cov
 from chimera.formats import shim
 from chimera.formats.artifact import Artifact
+from chimera.formats.registers import STATE_REGISTERS, Registers
 from chimera.formats.verdict import VerdictFlag
 from chimera.fuzz.oracle import Oracle, rows_of
 from chimera.targets.base import Target
@@ -28,7 +29,7 @@ from chimera.testbed.replay import ReplayConfig
 from chimera.targets.registry import TRUTH
 
 FIELDS = ("label", "flags", "score", "rule_id", "centroid", "map_version")
-REGISTERS = ("ema", "class_ema", "sample", "sample_count", "clock", "coverage")
+REGISTERS = STATE_REGISTERS
 COUNTERS = ("evictions", "new_flows", "parsed", "unparsed")
 #: the verdict flag that says what the frame carried (the shim), not what the pipeline computed
 TRACE_CLOCK_FLAG = int(VerdictFlag.TRACE_CLOCK)
@@ -49,7 +50,7 @@ class Observation:
     target: str
     verdicts: np.ndarray              # [N, len(FIELDS)] int64
     received: np.ndarray              # bool [N]
-    registers: dict[str, Any]
+    registers: Registers
     installs: list[str] = field(default_factory=list)   # per scripted install: installed | failed
     has_coverage: bool = True
 
@@ -84,9 +85,11 @@ class Difference:
         return self.target, self.kind, self.field
 
 
-def _regs_of(raw: dict[str, Any]) -> dict[str, Any]:
-    out = {k: raw[k] for k in REGISTERS if k in raw}
-    out["counters"] = {k: int(v) for k, v in (raw.get("counters") or {}).items() if k in COUNTERS}
+def _regs_of(raw: Registers) -> Registers:
+    out: Registers = {"counters": {k: int(v) for k, v in (raw.get("counters") or {}).items() if k in COUNTERS}}
+    for k in REGISTERS:
+        if k in raw:
+            out[k] = raw[k]
     return out
 
 

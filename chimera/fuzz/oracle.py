@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chimera.formats.artifact import Artifact
+from chimera.formats.registers import Registers
 
 SCORE_MAX = 0xFFFFFFFF
 UNPARSED = (0xFF, 0x02, 0, 0xFF, 0)
@@ -224,7 +225,7 @@ class Oracle:
             self.n_samples += 1
         return label, flags, score, rule, c
 
-    def registers(self) -> dict[str, Any]:
+    def registers(self) -> Registers:
         """The registers in the shape the targets' ``registers()`` give them."""
         return {"ema": list(self.ema), "class_ema": list(self.cema), "sample": list(self.sample),
                 "sample_count": self.n_samples, "clock": self.clock,

@@ -117,10 +117,10 @@ def run_experiments(cfg: NightlyConfig, runs: Path, data_root: Path,
 def run_benches(cfg: NightlyConfig, unavailable: tuple[dict[str, str], dict[str, str]]) -> dict[str, BenchStat]:
     """Each of the suite's benches through its record (chimera.bench.BENCHES): what it tracks, the target it
     needs (skipped or failed as the suite says of that target)."""
-    from chimera.bench import bench
+    from chimera.bench import NightPrior, bench
     skip_t, miss_t = unavailable
     out: dict[str, BenchStat] = {}
-    prior: dict[str, Any] = {}   # what one bench leaves for the next (the bench records' own business)
+    prior = NightPrior()   # what one bench leaves for the next
     for b in cfg.benches:
         rec = bench(b)
         assert rec.nightly is not None   # the suite's validation admits nightly benches only

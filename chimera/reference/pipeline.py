@@ -16,7 +16,7 @@ definitions in chimera.model.tokenizer and chimera.rules.ternary), ``Params``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -31,6 +31,7 @@ from chimera.formats.coverage import (COV_CLOCK_WRAP, COV_EMA_STALL, COV_EVICT, 
                                       COV_PORT_MISS, COV_PRIOR, COV_PROTO_ICMP, COV_PROTO_OTHER, COV_PROTO_TCP, COV_PROTO_UDP,
                                       COV_REVERSE_DIR, COV_SAME_FLOW, COV_SAMPLE, COV_SAMPLE_WRAP, COV_SOFT_FIRED,
                                       COV_SOFT_NONE, COV_TIE, COV_UNPARSED, COV_VETO, COV_WINDOW_FULL)
+from chimera.formats.registers import Registers
 from chimera.formats.verdict import NO_LABEL, NO_RULE, SCORE_MAX, VerdictFlag
 from chimera.model.tokenizer import DIRS, FLAG_CLASSES, IDX_BUCKETS, flag_class, len_bin
 from chimera.rules.spec import FLOW_PKTS_SATURATION, KEY_FIELDS
@@ -528,7 +529,7 @@ class SwitchState:
         """The registers as the loop takes them (the same arrays: the loop updates them in place)."""
         return State(*(getattr(self, f) for f in State._fields))
 
-    def registers(self) -> dict[str, Any]:
+    def registers(self) -> Registers:
         """The registers a control plane reads, shaped as the switches' ``registers()`` return them."""
         return {"ema": self.ema.copy(), "class_ema": self.class_ema.copy(), "sample": self.sample.copy(),
                 "sample_count": int(self.sample_count[0]), "clock": int(self.clock[0]),

@@ -27,6 +27,7 @@ from chimera.controlplane.schedule import TraceControl
 from chimera.data.pcap import PacketTable
 from chimera.errors import ConfigError, ToolMissingError
 from chimera.formats.artifact import Artifact
+from chimera.formats.registers import Registers
 from chimera.reference.pipeline import Verdicts
 from chimera.testbed.nodes import BuildOptions
 from chimera.testbed.outcome import (Accounting, ForwardingOutcome, PerPacketLatency, ProgramTime, ReplayOutcome,
@@ -88,7 +89,7 @@ class TargetResult:
     outcome: ReplayOutcome | None = None   # None: classified in-process (the reference)
     latency: PerPacketLatency | None = None
     received: np.ndarray | None = None      # testbeds: which replayed frames came back with a verdict
-    registers: dict[str, Any] | None = None  # the state registers as read after the run (where readable)
+    registers: Registers | None = None  # the state registers as read after the run (where readable)
     shards: int = 1                          # testbeds the packets were split over (chimera.targets.sharded)
     unsharded: Verdicts | None = None        # sharded runs: the unsharded reference's verdicts, to report beside
     program_time: ProgramTime | None = None  # the program's own run time over the replay (where counted)

@@ -44,6 +44,7 @@ from chimera.data.pcapwrite import captured_frames, normalized_frames, write_pca
 from chimera.errors import ConfigError, TargetError
 from chimera.formats import shim
 from chimera.formats.artifact import Artifact
+from chimera.formats.registers import STATE_REGISTERS, Registers, StateName
 from chimera.formats.verdict import VerdictFlag
 from chimera.reference.pipeline import Verdicts, run_reference, run_reference_versions
 from chimera.targets.base import BaselineResult, Capability, Target, TargetResult
@@ -62,8 +63,7 @@ DEFAULT_BUILD_DIR = paths.BUILD
 MAX_ATTEMPTS = 4
 #: state registers compared with the reference after a run (name in registers() -> SwitchState attribute);
 #: ``coverage`` only where the switch was built with -DCHIMERA_COVERAGE (the fuzzer's builds)
-REGISTERS = {"ema": "ema", "class_ema": "class_ema", "sample": "sample", "sample_count": "sample_count",
-             "clock": "clock", "coverage": "coverage"}
+REGISTERS: dict[StateName, str] = {name: name for name in STATE_REGISTERS}
 #: draining a segment: wait at most this long for the switch's counters to stop moving
 DRAIN_TIMEOUT_S = 5.0
 #: the constants that size a dataplane's work per packet (a pace is measured per program and these)
@@ -72,7 +72,7 @@ PACE_CONSTANTS = ("WINDOW", "RF_FEATURES", "D_V", "NUM_CLASSES", "NUM_CENTROIDS"
 
 
 def conformance(art: Artifact | dict[int, Artifact], replayed: PacketTable, got: Verdicts, received: np.ndarray,
-                clock_ns: np.ndarray, regs: dict[str, Any], trace_clock: bool = False, lost: int = 0) -> Conformance:
+                clock_ns: np.ndarray, regs: Registers, trace_clock: bool = False, lost: int = 0) -> Conformance:
     """The reference on exactly what the switch classified, on the clock it classified on (``clock_ns`` per
     replayed frame: the shim's trace time, or the switch's own ingress timestamps).
 
@@ -375,7 +375,7 @@ class TestbedTarget(Target):
         return BaselineResult(program, acc, per_packet_latency(got), ptime)
 
     def _replay_once(self, art: Artifact, prep: Prepared, plan: ReplayPlan, run_dir: Path, tag: str,
-                     control: TraceControl | None) -> tuple[Collected, Any, dict[str, Any]]:
+                     control: TraceControl | None) -> tuple[Collected, Any, Registers]:
         tb = self.testbed
         assert tb is not None
         s1 = tb.s1
@@ -462,7 +462,7 @@ class _SwitchSegments:
             time.sleep(0.02)
         log.warning("segment drain: the switch saw %d of %d frames after %.0f s", seen, expected, DRAIN_TIMEOUT_S)
 
-    def registers(self) -> dict[str, Any]:
+    def registers(self) -> Registers:
         return self.s1.registers()
 
     def flip(self, art: Artifact, fail_after: int | None = None) -> InstallReport:

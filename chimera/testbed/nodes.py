@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from mininet.node import Switch
 
 from chimera.formats.artifact import Artifact
+from chimera.formats.registers import Registers
 from chimera.formats.verdict import VERDICT_LEN
 from chimera.testbed.outcome import InstallReport, ProgramTime
 from chimera.formats.snap import SENDER_MTU
@@ -137,7 +138,7 @@ class TargetSwitch(Switch, abc.ABC):
             return f"{self.name}'s node shell exited"
         return None
 
-    def registers(self) -> dict[str, Any]:
+    def registers(self) -> Registers:
         return {}
 
     def stop(self, deleteIntfs: bool = True) -> None:

@@ -13,6 +13,7 @@ from chimera.experiments.stages.rules import learn_rules
 from chimera.experiments.stages.train import train_variant
 from chimera.formats.artifact import Artifact
 from chimera.targets.base import Capability
+from chimera.targets.registry import with_capability
 from chimera.targets.software.classifier import export_model
 
 
@@ -28,8 +29,9 @@ def build_model(ctx: RunContext, what: str) -> BuiltModel:
     experiment's first variant and export its float model."""
     cfg = ctx.cfg
     if not ctx.target.can(Capability.TESTBED):
+        testbeds = ", ".join(f"--target {c.name}" for c in with_capability(Capability.TESTBED))
         raise ConfigError(f"{what}: the {ctx.target.name} target has no testbed, so no {what} to measure",
-                          "run it as root on the eBPF testbed (--target ebpf) or on BMv2")
+                          f"run it as root on a testbed target ({testbeds}; `invoke targets` lists them)")
     with ctx.timed("dataset"):
         ctx.data = data = prepare(resolve_dataset(cfg.the_dataset(), ctx.data_root), cfg.seed)
     ctx.check_classes(len(data.classes))

@@ -19,7 +19,6 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -28,6 +27,7 @@ from chimera.data.pcapwrite import normalized_frames, write_pcap
 from chimera.errors import TargetError, ToolMissingError
 from chimera.formats import shim
 from chimera.formats.artifact import Artifact
+from chimera.formats.registers import Registers
 from chimera.targets.bmv2 import p4rt
 from chimera.targets.bmv2.compiler import INSTALL_HINT, compile_p4
 from chimera.targets.bmv2.schema import TABLE_BY_NAME, qualified
@@ -117,7 +117,7 @@ def run_files(art: Artifact, table: PacketTable, work: Path, timeout_s: float = 
 
 
 def _drive(sw: subprocess.Popen[bytes], art: Artifact, frames: int, out: Path, work: Path,
-           timeout_s: float) -> dict[str, Any]:
+           timeout_s: float) -> Registers:
     """Install the tables once Thrift answers, wait until every frame went through, read the registers; the
     switch is stopped whatever happens."""
     t0 = time.monotonic()

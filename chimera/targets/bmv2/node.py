@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from chimera.formats.registers import Registers
 from chimera.testbed.outcome import InstallReport
 from chimera.errors import TargetError
 from chimera.formats.artifact import Artifact
@@ -158,7 +159,7 @@ class Bmv2Switch(TargetSwitch):
             dt, self._installed[ver] = await install(sw, art, ver, self._installed.get(ver))
             return dt
 
-    def registers(self) -> dict[str, Any]:
+    def registers(self) -> Registers:
         """Counters and the state registers conformance compares, read over Thrift inside the switch's namespace
         (BMv2's P4Runtime server answers UNIMPLEMENTED for register reads). {} when they cannot be read: the
         caller then reports evictions and register conformance as unknown, never as 0."""

@@ -12,11 +12,12 @@ import re
 import shlex
 import shutil
 import subprocess
-from typing import Any, Callable
+from typing import Callable
 
 from chimera.errors import TargetError
 from chimera.formats.artifact import Artifact
 from chimera.formats.coverage import N_POINTS
+from chimera.formats.registers import Registers
 from chimera.targets.bmv2.schema import COUNTER_SLOTS, REGISTER_BY_NAME, qualified
 
 THRIFT_PORT = 9090
@@ -82,7 +83,7 @@ def signed(values: list[int], bits: int) -> list[int]:
 
 
 def read_state(art: Artifact | None, port: int = THRIFT_PORT,
-               runner: Callable[[str], str] | None = None, coverage: bool = False) -> dict[str, Any]:
+               runner: Callable[[str], str] | None = None, coverage: bool = False) -> Registers:
     """Counters and the state registers conformance compares (centroid and class EMA, token samples, the
     clock, and with ``coverage`` the decision-point counters), in the same shape as the eBPF switch's
     ``registers()``. One CLI session reads them all (one snapshot, not one process per register)."""
@@ -91,7 +92,7 @@ def read_state(art: Artifact | None, port: int = THRIFT_PORT,
     out_text = run_cli([f"register_read {qualified(n)}" for n in names], port, runner)
     regs = {n: parse_register(out_text, qualified(n)) for n in names}
     c = regs["reg_counters"]
-    out: dict[str, Any] = {"counters": dict(zip(COUNTER_SLOTS, c))}
+    out: Registers = {"counters": dict(zip(COUNTER_SLOTS, c))}
     if art is not None:
         out.update({"ema": signed(regs["reg_ema"], EMA_BITS)[: art.c("NUM_CENTROIDS")],
                     "class_ema": signed(regs["reg_class_ema"], EMA_BITS)[: art.c("NUM_CLASSES")],

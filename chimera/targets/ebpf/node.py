@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from chimera.formats.registers import Registers
 from chimera.testbed.outcome import InstallReport, ProgramTime
 from chimera.errors import TargetError
 from chimera.formats.artifact import Artifact
@@ -73,12 +74,12 @@ class EbpfSwitch(TargetSwitch):
         self.pipeline.attach(self.pid, pairs, prog="redirect")
         self.artifact = None
 
-    def registers(self) -> dict[str, Any]:
+    def registers(self) -> Registers:
         """Counters and the state registers conformance compares: centroid and class EMA, token samples."""
         if self.pipeline is None or self.artifact is None:
             return {}
         sample, taken = self.pipeline.samples()
-        out = {"counters": self.pipeline.counters(), "ema": self.pipeline.ema().tolist(),
+        out: Registers = {"counters": self.pipeline.counters(), "ema": self.pipeline.ema().tolist(),
                "class_ema": self.pipeline.class_ema().tolist(), "sample": sample.tolist(), "sample_count": taken,
                "clock": self.pipeline.clock_ns()}
         if self.build.coverage:
