@@ -88,6 +88,21 @@ def test_a_fix_to_one_kind_stales_only_that_kinds_runs(repo: Path) -> None:
     assert len(again.since) == 2 and again.mark() == stale.mark()   # a page citing it does not move again
 
 
+def test_the_commit_named_as_staling_a_run_changed_its_code(repo: Path) -> None:
+    """A commit that only reworded comments in a run's code is not the one a stale mark names: the first commit
+    that changed the code is (the book named a comments-only commit for 30 runs; seen failing with every commit
+    that touched the files counted)."""
+    run_py = repo / "chimera/experiments/kinds/roc/run.py"
+    run_py.write_text("# a comment a reader added\n" + run_py.read_text())
+    _git(repo, "commit", "-qam", "roc comment")
+    assert _fresh(repo)["roc@reference"]
+    run_py.write_text(run_py.read_text() + "\nEXTRA_LINE_THAT_RUNS = 1\n")
+    _git(repo, "commit", "-qam", "roc fix")
+    fix = _git(repo, "rev-parse", "--short=7", "HEAD")
+    stale = next(r for r in run_set(repo / "published", repo) if r.experiment == "roc").freshness
+    assert stale.since == (fix,), stale.since
+
+
 def test_a_comment_in_the_dataplane_sources_stales_nothing(repo: Path) -> None:
     p4 = repo / "p4/chimera.p4"
     lines = p4.read_text().splitlines()

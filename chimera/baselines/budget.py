@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeVar
 
+from chimera.formats.rows import Cells
+
 CONFIGS = 4
 PATIENCE = 8
 EPOCH_CAP = 200
@@ -212,7 +214,7 @@ def edges(chosen: str, validation: Mapping[str, float]) -> tuple[str, bool]:
     return "; ".join(out), binds
 
 
-def tuning_columns(chosen: str, validation: dict[str, float], scorings: int | None = None) -> dict[str, Any]:
+def tuning_columns(chosen: str, validation: dict[str, float], scorings: int | None = None) -> Cells:
     """The columns every method's row carries: how many configurations it tried, how many validation scores its
     choice read (``scorings``, default one per configuration), the one kept, whether it sits at the grid's
     edge and whether that edge binds (``edges``), its validation macro-F1 and every configuration's

@@ -40,6 +40,7 @@ from chimera.data.dataset import Dataset
 from chimera.data.flows import sample_whole_flows
 from chimera.data.tokens import Tokens
 from chimera.errors import ConfigError
+from chimera.formats.rows import Cells
 from chimera.metrics.classification import macro_f1
 
 log = logging.getLogger(__name__)
@@ -111,8 +112,8 @@ class BaselineResult:
     model_bits: int
     per_flow_bits: int
     seconds: float
-    resources: dict[str, Any] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
+    resources: dict[str, int] = field(default_factory=dict)   # table entries and bits, where a switch table holds it
+    extra: Cells = field(default_factory=dict)  # the method's own columns of its row
     #: anomaly detectors: per test packet, the score the threshold cuts (the evaluator reports its AUC)
     score: np.ndarray | None = None
 

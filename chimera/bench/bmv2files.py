@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -51,7 +50,7 @@ def source_at(rev: str, dest: Path) -> Path:
     return dest
 
 
-def main(results_root: str | Path = "results", baseline: str = "HEAD~1", repeats: int = REPEATS) -> dict[str, Any]:
+def main(results_root: str | Path = "results", baseline: str = "HEAD~1", repeats: int = REPEATS) -> Bmv2FilesResult:
     why = files.unavailable_reason()
     if why:
         raise ToolMissingError(f"BMv2 file mode cannot run: {why}", files.INSTALL_HINT)
@@ -74,16 +73,17 @@ def main(results_root: str | Path = "results", baseline: str = "HEAD~1", repeats
         df = pd.DataFrame(rows)
         df.to_csv(run.path / "bmv2files.csv", index=False)
         med = {k: summary(g["fps"].tolist()) for k, g in df.groupby("source")}
-        res = {"shipped_fps": med["shipped"], "baseline_fps": med["baseline"],
-               "ratio": med["shipped"]["median"] / med["baseline"]["median"],
-               "conformant": bool((df["verdict_mismatches"] == 0).all() and (df["register_mismatches"] == 0).all())}
-        run.manifest.put("result", Bmv2FilesResult(**res))
+        res = Bmv2FilesResult.model_validate({
+            "shipped_fps": med["shipped"], "baseline_fps": med["baseline"],
+            "ratio": med["shipped"]["median"] / med["baseline"]["median"],
+            "conformant": bool((df["verdict_mismatches"] == 0).all() and (df["register_mismatches"] == 0).all())})
+        run.manifest.put("result", res)
         (run.path / "report.md").write_text(
             f"# BMv2 file mode: chimera.p4 as shipped against {baseline} ({rev[:12]})\n\n"
             f"{len(table)} frames (the quickstart's test split, trace clock), {repeats} alternating repeats.\n\n"
             + df.to_markdown(index=False, floatfmt=".4f") + "\n\n"
             f"Median frames/s: shipped {med['shipped']['median']:.1f}, baseline {med['baseline']['median']:.1f}; "
-            f"ratio {res['ratio']:.4f}; every verdict and register equal to the reference: {res['conformant']}.\n")
+            f"ratio {res.ratio:.4f}; every verdict and register equal to the reference: {res.conformant}.\n")
     log.info("bmv2files: shipped %.0f fps, %s %.0f fps, ratio %.3f (%s)", med["shipped"]["median"], baseline,
-             med["baseline"]["median"], res["ratio"], run.final)
+             med["baseline"]["median"], res.ratio, run.final)
     return res

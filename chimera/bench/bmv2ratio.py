@@ -27,6 +27,7 @@ from chimera.bench.results import BenchResult, bench_run
 from chimera.data.pcap import read_pcap
 from chimera.experiments.load import load_experiment
 from chimera.experiments.runner import run_experiment
+from chimera.formats.rows import Cells
 from chimera.targets.bmv2.compiler import compile_fixed
 from chimera.targets.bmv2 import Bmv2Target
 from chimera.targets.bmv2.node import Bmv2Switch
@@ -77,8 +78,8 @@ def build_config() -> dict[str, Any]:  # JSON out: the BMv2 JSON config the benc
     return {"config_h": None, "note": "bm/config.h not found: logging configuration unknown"}
 
 
-def _forward_ladder(frames_pcap: Path, work: Path) -> list[dict[str, Any]]:
-    rows = []
+def _forward_ladder(frames_pcap: Path, work: Path) -> list[Cells]:
+    rows: list[Cells] = []
     (work / "replay").mkdir(parents=True, exist_ok=True)
     with Testbed(Bmv2ForwardSwitch, work / "build", work) as tb:
         s1 = tb.s1
@@ -100,7 +101,7 @@ def ladders(by_program: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.concat([df.assign(path=name) for name, df in by_program.items()], ignore_index=True)
 
 
-def main(repeats: int = REPEATS) -> dict[str, Any]:
+def main(repeats: int = REPEATS) -> Bmv2RatioResult:
     Bmv2Target.require_available()
     with bench_run("bmv2ratio", {"ladder": LADDER, "packets": PACKETS, "repeats": repeats,
                                  "bmv2_build": build_config()}) as run:
@@ -129,4 +130,4 @@ def main(repeats: int = REPEATS) -> dict[str, Any]:
             f"(goal >= {GOAL}). Every step of every ladder is in ladder.csv.\n\n"
             f"Build: {json.dumps(build_config())}\n")
     log.info("bmv2 ratio: %s (goal >= %.1f); %s", words, GOAL, run.final)
-    return r.model_dump()
+    return r

@@ -54,7 +54,7 @@ from chimera.experiments.stages.compile import compile_variant
 from chimera.experiments.stages.dataset import PreparedData, prepare, resolve_dataset
 from chimera.experiments.stages.rules import LearnedRules, load_and_learn
 from chimera.formats.artifact import Artifact
-from chimera.formats.rows import frame, schema_of
+from chimera.formats.rows import Cells, frame, schema_of
 from chimera.experiments.stages.train import ModelCache, TrainedVariant, budget_model, train_variant, tune_variant
 from chimera.metrics.classification import MIN_TEST_FLOWS, TOO_FEW, macro_f1, per_class
 from chimera.metrics.intervals import ci95
@@ -186,7 +186,7 @@ def chimera_f1(data: PreparedData, dataset: dict[str, Any], seed: int, window: i
     return macro_f1(data.y(data.test_rows), pred), trained, art, pred
 
 
-def measure(d: Data, seed: int, data_root: Path) -> tuple[dict[str, Any], pd.DataFrame]:
+def measure(d: Data, seed: int, data_root: Path) -> tuple[Cells, pd.DataFrame]:
     """One row (``d`` at ``seed``): Chimera (integer, float, window 1), the yardsticks and the diagnosis trees;
     and the per-class F1 of Chimera, tree and forest."""
     cfg = load_experiment("quickstart", {"dataset": d.dataset, "seed": seed})
@@ -199,7 +199,7 @@ def measure(d: Data, seed: int, data_root: Path) -> tuple[dict[str, Any], pd.Dat
     ys = fit_yardsticks(data.ds, data.tokens, (data.train_rows, data.val_rows, data.test_rows),
                         (data.y(data.train_rows), data.y(data.val_rows)), window, seed)
     forest, tree = macro_f1(y, ys.forest), macro_f1(y, ys.tree)
-    row: dict[str, Any] = {
+    row: Cells = {
         "data": d.name, "real": d.real, "seed": seed, "seed_set": seed_set(seed), "test_packets": int(y.size),
         "test_flows": int(np.unique(data.ds.flows.flow_id[data.test_rows]).size), "classes": len(data.classes),
         "chimera_int_f1": chimera, "chimera_float_f1": macro_f1(y, trained.float_pred), "forest_f1": forest,

@@ -13,7 +13,7 @@ unnoticed. Goals (issue 11): live update ≤ 20 ms on eBPF, ≤ 1 s on BMv2.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 import pandas as pd
@@ -25,6 +25,7 @@ from chimera.controlplane.recluster import VERSION_MASK, MapVersion, Proposal, c
 from chimera.errors import ConfigError
 from chimera.experiments.load import build_artifact
 from chimera.formats.registers import Registers
+from chimera.formats.rows import Cells
 from chimera.targets.base import BenchProfile, Capability
 from chimera.targets.registry import TRUTH, describe_all, select_target, target_class, with_capability
 from chimera.testbed.replay import ReplayConfig
@@ -70,27 +71,48 @@ class EveryEntryLoop(SlowLoop):
         return st, p
 
 
-def _summary(ms: np.ndarray) -> dict[str, float]:
+class LiveStats(TypedDict):
+    """The live installs' times (ms) of one target."""
+    n: int
+    median_ms: float
+    iqr_ms: float
+    p99_ms: float
+    max_ms: float
+
+
+class TargetInstalls(TypedDict):
+    """One target's installs: the static full install, the live ones' stats, the goal, and conformance."""
+    static_full_install_ms: float | None
+    live: LiveStats
+    failed_installs: int
+    goal_ms: float
+    lost: int | None
+    reference_mismatches: int | None
+    register_mismatches: int | None
+    conformance_checked: int | None
+
+
+def _summary(ms: np.ndarray) -> LiveStats:
     if not ms.size:
         return {"n": 0, "median_ms": np.nan, "iqr_ms": np.nan, "p99_ms": np.nan, "max_ms": np.nan}
     s = summary(ms.tolist())
-    return {"n": s["n"], "median_ms": s["median"], "iqr_ms": s["iqr"], "p99_ms": float(np.percentile(ms, 99)),
+    return {"n": int(s["n"]), "median_ms": s["median"], "iqr_ms": s["iqr"], "p99_ms": float(np.percentile(ms, 99)),
             "max_ms": s["max"]}
 
 
 class InstallResult(BenchResult):
-    summary: dict[str, dict[str, Any]]   # per target: static install, live installs' stats, goal, conformance
+    summary: dict[str, TargetInstalls]
 
 
-def main(targets: tuple[str, ...] | None = None) -> dict[str, Any]:
+def main(targets: tuple[str, ...] | None = None) -> dict[str, TargetInstalls]:
     runnable, skipped = runnable_switches(targets, "install")
     built = build_artifact("quickstart")
     art = built.art
     with bench_run("install", {"targets": runnable, "skipped": skipped,
                                "settings": {t: (profile(t).install_pace, profile(t).install_t_cp_s,
                                                 profile(t).install_max_packets) for t in runnable}, "model": "quickstart"}) as run:
-        rows: list[dict[str, Any]] = []
-        summary: dict[str, dict[str, Any]] = {}
+        rows: list[Cells] = []
+        summary: dict[str, TargetInstalls] = {}
         for name in runnable:
             prof = profile(name)
             pace, t_cp, n = prof.install_pace, prof.install_t_cp_s, prof.install_max_packets

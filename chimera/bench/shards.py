@@ -23,6 +23,7 @@ from tqdm import tqdm
 from chimera.bench.install import profile, runnable_switches
 from chimera.bench.results import BenchResult, bench_run
 from chimera.experiments.load import build_artifact
+from chimera.formats.rows import Cells
 from chimera.targets.registry import target_class
 from chimera.targets.sharded import sharded
 from chimera.testbed.replay import ReplayConfig
@@ -45,7 +46,7 @@ def main(results_root: str | Path = "results", targets: tuple[str, ...] | None =
     with bench_run("shards", params, results_root) as run:
         built = build_artifact("quickstart", data_root=Path("data"))
         base = built.data.replay_table
-        steps: list[dict[str, Any]] = []
+        steps: list[Cells] = []
         for t in runnable:
             cls = target_class(t)
             for k in shards:

@@ -23,7 +23,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from chimera.controlplane.schedule import Segments
 from chimera.errors import ChimeraError, ConfigError, TargetError
 from chimera.formats.artifact import Artifact
 from chimera.formats.registers import IntArray, Registers
+from chimera.formats.rows import Cells
 from chimera.testbed.outcome import InstallReport
 
 log = logging.getLogger(__name__)
@@ -242,7 +243,7 @@ class SlowLoop:
                  st.install_ms, st.churn)
         return st
 
-    def log_rows(self) -> list[dict[str, Any]]:
+    def log_rows(self) -> list[Cells]:
         return [asdict(s) for s in self.steps]
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from scapy.fields import BitField, ByteField, Field, IntField, LongField, ShortField
 
@@ -85,7 +84,7 @@ class HeaderLayout:
         vals = {**self.defaults(), **values}
         return self.struct.pack(*(int(vals[n]) for n in self.names))
 
-    def unpack(self, buf: bytes | memoryview, offset: int = 0) -> dict[str, Any]:
+    def unpack(self, buf: bytes | memoryview, offset: int = 0) -> dict[str, int]:
         return dict(zip(self.names, self.struct.unpack_from(buf, offset)))
 
 

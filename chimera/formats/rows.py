@@ -22,6 +22,21 @@ from chimera.formats.tables import Dtype, TableSchema
 
 _DTYPES: dict[type, Dtype] = {bool: "bool", int: "int", float: "float", str: "str"}
 
+#: one cell of a table (a missing value: None, or NaN in a float column)
+Cell = str | int | float | bool | None
+#: a row's cells by column, where a row is put together from parts (a variant's columns, a target's outcome, a
+#: trained model's) before one frame is made of the rows; the table's schema checks it where it is written
+Cells = dict[str, Cell]
+
+
+def num(c: Cell) -> float:
+    """A numeric cell as a float (None: NaN); text where a number belongs is a bug, so it raises."""
+    if c is None:
+        return float("nan")
+    if isinstance(c, str):
+        raise TypeError(f"a numeric cell holds text: {c!r}")
+    return float(c)
+
 
 def _dtype(cls: type, name: str, hint: Any) -> Dtype:
     """A field's column type: its annotation, less ``None`` (an optional cell is a missing value)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from chimera.formats.artifact import Artifact
 from chimera.formats.registers import Registers
@@ -27,6 +27,28 @@ SCORE_MAX = 0xFFFFFFFF
 UNPARSED = (0xFF, 0x02, 0, 0xFF, 0)
 #: the header parse the dataplane accepts (step 0), read from the spec: untagged Ethernet, IPv4, no error
 LINKTYPE_ETHERNET, ETHERTYPE_IPV4 = 1, 0x0800
+
+
+class Packet(TypedDict):
+    """One packet as the oracle reads it (``rows_of``): the fields the pipeline's parser extracts."""
+    parsed: bool
+    src: int
+    dst: int
+    sport: int
+    dport: int
+    proto: int
+    flags: int
+    ip_len: int
+    ts: int
+
+
+class FinalState(TypedDict):
+    """The oracle's state after the last packet, as the tests compare it with the reference's."""
+    ema: list[int]
+    class_ema: list[int]
+    evictions: int
+    sample: list[int]
+    samples: int
 
 
 @dataclass
@@ -147,7 +169,7 @@ class Oracle:
         s = [(tok >> 8) & 0xFFFF, (tok >> 24) & 0xFF, (tok >> 32) & 0xFF, (tok >> 40) & 0xFF, (tok >> 48) & 0xFF]
         return [sum(self.vals[t][s[t]][e] for t in range(5)) for e in range(self.C["D_V"])]
 
-    def step(self, p: dict[str, Any]) -> tuple[int, int, int, int, int]:
+    def step(self, p: Packet) -> tuple[int, int, int, int, int]:
         """The verdict (label, flags, score, rule, centroid) of one packet given as a dict (``rows_of``)."""
         C = self.C
         F, L, Y = self.F, self.L, self.Y
@@ -233,22 +255,21 @@ class Oracle:
                              "parsed": self.parsed_count, "unparsed": self.unparsed}}
 
 
-def oracle(art: Artifact, pkts: list[dict[str, Any]]) -> tuple[list[tuple[int, int, int, int, int]], dict[str, Any]]:
+def oracle(art: Artifact, pkts: list[Packet]) -> tuple[list[tuple[int, int, int, int, int]], FinalState]:
     """(verdict tuples (label, flags, score, rule, centroid), final registers) for packets given as dicts."""
     o = Oracle(art)
     out = [o.step(p) for p in pkts]
-    regs = o.registers()
-    return out, {"ema": regs["ema"], "class_ema": regs["class_ema"], "evictions": o.evictions,
-                 "sample": regs["sample"], "samples": o.n_samples}
+    return out, FinalState(ema=list(o.ema), class_ema=list(o.cema), evictions=o.evictions, sample=list(o.sample),
+                           samples=o.n_samples)
 
 
-def rows_of(table: Any, ts_ns: Any = None) -> list[dict[str, Any]]:
+def rows_of(table: Any, ts_ns: Any = None) -> list[Packet]:
     """A packet table as the oracle's packet dicts. Step 0 is read from the spec here, not from the reference:
     untagged Ethernet, EtherType 0x0800, IPv4, parsed without error (the table's status)."""
     ts = table.ts_ns if ts_ns is None else ts_ns
-    return [{"parsed": bool(lt == LINKTYPE_ETHERNET and not vl and et == ETHERTYPE_IPV4 and v == 4 and s == 0),
-             "src": int(a), "dst": int(b), "sport": int(sp), "dport": int(dp), "proto": int(pr), "flags": int(fl),
-             "ip_len": int(il), "ts": int(t)}
+    return [Packet(parsed=bool(lt == LINKTYPE_ETHERNET and not vl and et == ETHERTYPE_IPV4 and v == 4 and s == 0),
+                   src=int(a), dst=int(b), sport=int(sp), dport=int(dp), proto=int(pr), flags=int(fl),
+                   ip_len=int(il), ts=int(t))
             for lt, vl, et, v, s, a, b, sp, dp, pr, fl, il, t in zip(
                 table.linktype.tolist(), table.vlan.tolist(), table.ethertype.tolist(), table.ip_version.tolist(),
                 table.status.tolist(), table.src4.tolist(), table.dst4.tolist(), table.sport.tolist(),

@@ -25,7 +25,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import pandas as pd
 from hypothesis import HealthCheck, Phase, given, settings
@@ -181,7 +181,7 @@ class Fuzzer:
         sequences drawn before any failure, and the minimal failing sequence with its differences."""
         art, ctx = self.arts[profile], Context.of(self.arts[profile])
         drawn: list[Sequence] = []
-        last: dict[str, Any] = {}
+        last: list[tuple[Sequence, list[Difference]]] = []   # the failing sequence and its differences
         failing = False
 
         def check(seq: Sequence) -> None:
@@ -192,7 +192,7 @@ class Fuzzer:
             htarget(float(sum(1 for v in ref.coverage().values() if v)), label="decision points taken")
             if diffs:
                 failing = True
-                last["seq"], last["diffs"] = seq, diffs
+                last[:] = [(seq, diffs)]
                 raise AssertionError("; ".join(d.describe() for d in diffs[:3]))
             if not failing:
                 drawn.append(seq)
@@ -209,7 +209,7 @@ class Fuzzer:
         try:
             prop()
         except AssertionError:
-            return drawn, last.get("seq"), last.get("diffs", [])
+            return (drawn, *last[0]) if last else (drawn, None, [])
         return drawn, None, []
 
     # ------------------------------------------------------------------ testbed differences

@@ -301,14 +301,25 @@ class TreeCode:
                       or _file_digest(r, then[r]) != _file_digest(r, now[r]))
 
     def code_commits(self, since: str, scope: Scope = EVERYTHING) -> list[str]:
-        """Short hashes, oldest first, of the commits after ``since`` that touched the files of ``scope``'s
-        code that differ now."""
+        """Short hashes, oldest first, of the commits after ``since`` that changed the code of ``scope``'s files
+        that differ now: a commit that touched them only in comments or docstrings changed no code (its
+        canonical form is its parent's), so it is not named as the one that staled a run."""
         files = self.changed_files(since, scope)
         if not files:
             return []
-        out = _git(self.root, "log", "--reverse", "--format=%H", f"{since}..HEAD", "--", *files)
-        # seven hex digits whatever the clone: git's %h (even with --abbrev=7) grows where seven are ambiguous
-        return [h[:7] for h in out.decode().split()]
+        log_text = _git(self.root, "log", "--reverse", "--format=%x00%H", "--name-only", f"{since}..HEAD", "--",
+                        *files).decode()
+        wanted = set(files)
+        touched = []
+        for chunk in log_text.split("\0")[1:]:
+            lines = chunk.split()
+            touched.append((lines[0], [f for f in lines[1:] if f in wanted]))
+        blobs = _blobs(self.root, [f"{c}{side}:{f}" for c, fs in touched for f in fs for side in ("", "^")])
+        out = []
+        for c, fs in touched:
+            if any(_digest_or_none(f, blobs[f"{c}:{f}"]) != _digest_or_none(f, blobs[f"{c}^:{f}"]) for f in fs):
+                out.append(c[:7])  # seven hex digits whatever the clone: git's %h grows where seven are ambiguous
+        return out
 
 
 def changed_since(since: tuple[str, ...] | list[str]) -> str:
@@ -379,6 +390,29 @@ def _files_at(commit: str, root: Path) -> dict[str, bytes]:
         files[rel] = out[nl + 1:nl + 1 + size]
         pos = nl + 1 + size + 1
     return files
+
+
+def _blobs(root: Path, specs: list[str]) -> dict[str, bytes | None]:
+    """The content of each ``<commit>:<path>`` in ``specs`` (None where the path is missing there), in one git
+    call."""
+    if not specs:
+        return {}
+    out = _git(root, "cat-file", "--batch", stdin="".join(f"{s}\n" for s in specs).encode())
+    got: dict[str, bytes | None] = {}
+    pos = 0
+    for spec in specs:
+        nl = out.index(b"\n", pos)
+        head = out[pos:nl].split()
+        if head[-1] == b"missing":
+            got[spec], pos = None, nl + 1
+            continue
+        size = int(head[2])
+        got[spec], pos = out[nl + 1:nl + 1 + size], nl + 1 + size + 1
+    return got
+
+
+def _digest_or_none(rel: str, data: bytes | None) -> bytes | None:
+    return None if data is None else _file_digest(rel, data)
 
 
 def file_digest_at(commit: str, rel: str, root: Path = ROOT) -> bytes | None:

@@ -28,6 +28,7 @@ from chimera.data.pcap import PacketTable
 from chimera.errors import ConfigError, ToolMissingError
 from chimera.formats.artifact import Artifact
 from chimera.formats.registers import Registers
+from chimera.formats.rows import Cells
 from chimera.reference.pipeline import Verdicts
 from chimera.testbed.nodes import BuildOptions
 from chimera.testbed.outcome import (Accounting, ForwardingOutcome, PerPacketLatency, ProgramTime, ReplayOutcome,
@@ -98,9 +99,9 @@ class TargetResult:
     def evictions(self) -> int | None:
         return None if self.counters is None else self.counters.evictions
 
-    def columns(self) -> dict[str, Any]:
+    def columns(self) -> Cells:
         """Table columns of this result (the outcome's, and the counters everyone has)."""
-        out: dict[str, Any] = self.outcome.columns() if self.outcome else {}
+        out: Cells = self.outcome.columns() if self.outcome else {}
         out["new_flows"] = None if self.counters is None else self.counters.new_flows
         if self.shards > 1:
             out["shards"] = self.shards

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from chimera.formats.rows import Cells
+
 
 @dataclass(frozen=True)
 class Accounting:
@@ -140,7 +142,7 @@ class ReplayOutcome:
     install_ms: float | None = None
     counters: SwitchCounters | None = None
 
-    def columns(self) -> dict[str, Any]:
+    def columns(self) -> Cells:
         """The outcome as table columns (one row per run of a variant/path)."""
         a, c, lat, r = self.accounting, self.conformance, self.latency, self.rates
         return {"clock": self.clock, "pace": self.pace, "replay_attempts": self.attempts,

@@ -23,6 +23,7 @@ from chimera.experiments.stages.rules import LearnedRules, learn_rules
 from chimera.experiments.stages.target import run_variant
 from chimera.experiments.stages.train import ModelCache, train_variant, training_columns, tune_variant
 from chimera.formats.artifact import Artifact
+from chimera.formats.rows import Cells
 from chimera.metrics import classification as cm
 
 log = logging.getLogger(__name__)
@@ -126,7 +127,7 @@ def per_flow_bits(art: Artifact) -> int:
 
 
 def run_chimera(ctx: RunContext, nd: NamedData, v: ResolvedVariant, label: str, tuning: Tuning | None = None,
-                preds: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
+                preds: dict[str, np.ndarray] | None = None) -> Cells:
     """Train, compile and run one Chimera variant on ``nd``; one row with P/R/F1 and measured sizes. With
     ``tuning``: under the comparison's budget (chimera.baselines.budget), as the baselines are."""
     v = v.model_copy(update={"name": label})
@@ -143,7 +144,7 @@ def run_chimera(ctx: RunContext, nd: NamedData, v: ResolvedVariant, label: str, 
         ex = run_variant(ctx, nd.data, nd.rules, v, trained, art)
     y = nd.data.y(nd.data.test_rows)
     s = cm.summary(y, ex.pred, nd.data.classes)
-    row: dict[str, Any] = {"dataset": nd.name, "method": "Chimera", "where": ex.where,
+    row: Cells = {"dataset": nd.name, "method": "Chimera", "where": ex.where,
                            "kind": "switch target" if ex.on_switch else
                            ("software" if art is None else "reference integer"),
                            "task": "classification", "precision": s["macro_precision"], "recall": s["macro_recall"],
@@ -161,7 +162,7 @@ def run_chimera(ctx: RunContext, nd: NamedData, v: ResolvedVariant, label: str, 
     return row
 
 
-def baseline_row(nd: NamedData, r: BaselineResult, task: str) -> dict[str, Any]:
+def baseline_row(nd: NamedData, r: BaselineResult, task: str) -> Cells:
     y = nd.data.y(nd.data.test_rows)
     att = nd.attack_classes()
     auc: dict[str, float] = {}
@@ -188,11 +189,11 @@ def baseline_settings(ctx: RunContext) -> BaselineSettings:
 
 
 def run_baselines(ctx: RunContext, nd: NamedData, methods: list[str], st: BaselineSettings,
-                  preds: dict[str, np.ndarray] | None = None) -> list[dict[str, Any]]:
+                  preds: dict[str, np.ndarray] | None = None) -> list[Cells]:
     """Every method's row on ``nd``; ``preds`` collects the classification methods' test predictions."""
     from chimera.baselines.zoo import BASELINES
     d = nd.data
-    rows: list[dict[str, Any]] = []
+    rows: list[Cells] = []
     feats: dict[Any, Any] = {}
     att = nd.attack_classes()
     for name in methods:

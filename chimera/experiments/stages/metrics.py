@@ -14,6 +14,7 @@ from chimera.experiments.stages.rules import LearnedRules
 from chimera.experiments.stages.target import Execution
 from chimera.experiments.stages.train import TrainedVariant
 from chimera.formats.artifact import Artifact
+from chimera.formats.rows import Cells
 from chimera.formats.verdict import VerdictFlag
 from chimera.metrics import classification as cm
 
@@ -31,7 +32,7 @@ def score_variant(data: PreparedData, v: ResolvedVariant, trained: TrainedVarian
                   sha: str | None, ex: Execution, rules: LearnedRules | None = None) -> VariantResult:
     y = data.y(data.test_rows)
     pred = ex.pred
-    row: dict[str, Any] = {"group": v.group, "variant": v.name, "software_only": v.software_only,
+    row: Cells = {"group": v.group, "variant": v.name, "software_only": v.software_only,
                            "attention": v.model.attention, "keys": v.model.keys, "aggregation": v.model.aggregation,
                            "fusion": trained.fusion.mode, "fusion_fallback": trained.fallback or "",
                            "beta": trained.beta, "val_f1_nn": trained.model.val_f1,
@@ -89,7 +90,7 @@ def row_notes(results: list[VariantResult]) -> None:
         row["row_note"] = "; ".join(notes)
 
 
-def _why_same(row: dict[str, Any], other: dict[str, Any]) -> str:
+def _why_same(row: Cells, other: Cells) -> str:
     name = other["variant"]
     if row["aggregation"] != other["aggregation"] and {row["aggregation"], other["aggregation"]} == {"batch",
                                                                                                    "incremental"}:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -21,6 +20,7 @@ from chimera.experiments.stages.dataset import PreparedData
 from chimera.experiments.stages.rules import LearnedRules
 from chimera.experiments.stages.train import TrainedVariant
 from chimera.formats.artifact import Artifact
+from chimera.formats.rows import Cells
 from chimera.reference.pipeline import Verdicts
 from chimera.targets.base import Capability, Target, TargetResult
 from chimera.targets.reference import ReferenceTarget
@@ -55,7 +55,7 @@ class Execution:
     def verdicts(self) -> Verdicts | None:
         return self.result.verdicts if self.result is not None else None
 
-    def columns(self) -> dict[str, Any]:
+    def columns(self) -> Cells:
         out = self.result.columns() if self.result is not None else {}
         if self.offline_agreement is not None:
             out["offline_agreement"] = self.offline_agreement

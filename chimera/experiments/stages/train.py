@@ -19,6 +19,7 @@ from chimera.data.tokens import Tokens
 from chimera.experiments.config import ResolvedVariant
 from chimera.experiments.stages.dataset import PreparedData
 from chimera.experiments.stages.rules import LearnedRules
+from chimera.formats.rows import Cells
 from chimera.metrics.classification import macro_f1
 from chimera.model.config import FusionConfig, ModelConfig
 from chimera.model.fusion import float_fused
@@ -208,12 +209,12 @@ def _train_fused(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, mo
     return TrainedVariant(fm, beta, pred, fusion, why, val_f1, scorings=scorings)
 
 
-def training_columns(trained: TrainedVariant, v: ResolvedVariant) -> dict[str, Any]:
+def training_columns(trained: TrainedVariant, v: ResolvedVariant) -> Cells:
     """How a variant's model was trained and chosen: its epochs and why it stopped (``cap``: the guard bound),
     and under the budget every configuration's validation score, the one kept and whether it sits at the grid's
     edge (the columns of formats.tables.TRAINING_COLUMNS)."""
     m = trained.model
-    row: dict[str, Any] = {"epochs_run": m.epochs_run, "stopped_by": m.stopped_by, "epoch_cap": v.model.epochs}
+    row: Cells = {"epochs_run": m.epochs_run, "stopped_by": m.stopped_by, "epoch_cap": v.model.epochs}
     if trained.validation:
         row.update({**tuning_columns(trained.chosen, trained.validation, trained.scorings),
                     "cap_reached_in": trained.cap_reached_in})

@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,6 +20,7 @@ from chimera.experiments.stages.compile import slug
 from chimera.experiments.stages.context import RunContext
 from chimera.experiments.stages.rules import learn_rules
 from chimera.experiments.stages.train import ModelCache, train_variant
+from chimera.formats.rows import Cells
 from chimera.metrics.timeseries import binned_f1, paired_by_seed, seed_mean, trace_stability, window_mean
 from chimera.testbed.replay import Clock
 
@@ -63,7 +63,7 @@ def run(ctx: RunContext[CadenceExperiment]) -> None:
                               operating_point=OperatingPoint(eta=v.compile.ema_eta, t_cp_s=cfg.control.t_cp_s)))
     grid = [(e, t) for e in cad.etas for t in cad.t_cp_s]
     slow = cad.eta_of == "slow_loop"   # the swept eta is the slow loop's EMA centroid rate, not the dataplane's
-    cell_rows: dict[tuple[float, float], list[dict[str, Any]]] = {}
+    cell_rows: dict[tuple[float, float], list[Cells]] = {}
     cell_bins: dict[tuple[float, float], dict[int, pd.DataFrame]] = {}
     static_bins: dict[int, pd.DataFrame] = {}
     bins_all = []
@@ -117,7 +117,7 @@ def run(ctx: RunContext[CadenceExperiment]) -> None:
             cell_bins.setdefault((eta, t_cp), {})[sd] = bins
             bins_all.append(bins.assign(eta=eta, t_cp_s=t_cp, seed=sd, configuration="Chimera"))
     block = block_bins(st)
-    cells: list[dict[str, Any]] = []
+    cells: list[Cells] = []
     for (eta, t_cp), rows in cell_rows.items():
         bins = seed_mean(pd.concat([b.assign(configuration="Chimera", seed=sd) for sd, b in cell_bins[(eta, t_cp)].items()]))
         lab = trace_stability(bins, st.drift_step_at_hour, after_h=st.train_hours)

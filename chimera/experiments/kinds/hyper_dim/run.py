@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import Any
 
 import pandas as pd
 from tqdm import tqdm
@@ -16,6 +15,7 @@ from chimera.experiments.kinds.input_scale.run import variant
 from chimera.experiments.kinds.yardstick_common import named_data, run_chimera
 from chimera.experiments.stages.context import RunContext
 from chimera.experiments.stages.preflight import preflight
+from chimera.formats.rows import Cells
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ def run(ctx: RunContext[HyperDimExperiment]) -> None:
                                                                    "per_flow_bits": NO_REFUSAL}})
                 for m, dv, bits in grid}
     preflight(ctx.target, list(variants.values()), ctx.rule_file, where=ctx.cfg.name)
-    rows: list[dict[str, Any]] = []
+    rows: list[Cells] = []
     for nd in named_data(ctx):
         for (m, dv, bits), v in tqdm(variants.items(), desc=f"{nd.name}: m x d_v x b", unit="config"):
             r = run_chimera(ctx, nd, v, f"{nd.name}-m{m}-dv{dv}-b{bits}")

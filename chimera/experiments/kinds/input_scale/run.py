@@ -17,6 +17,7 @@ from chimera.experiments.kinds.input_scale.config import InputScaleExperiment
 from chimera.experiments.kinds.yardstick_common import named_data, run_baselines, run_chimera
 from chimera.experiments.stages.context import RunContext
 from chimera.experiments.stages.preflight import preflight
+from chimera.formats.rows import Cells
 from chimera.model.config import ModelConfig
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ def run(ctx: RunContext[InputScaleExperiment]) -> None:
     variants = {L: variant(base, f"Chimera-L{L}", {"window": L}, {}) for L in sw.windows}
     preflight(ctx.target, list(variants.values()), ctx.rule_file, where=ctx.cfg.name)
     b = ctx.cfg.baselines
-    rows: list[dict[str, Any]] = []
+    rows: list[Cells] = []
     for nd in named_data(ctx):
         for L in tqdm(sw.windows, desc=f"{nd.name}: window", unit="L"):
             r = run_chimera(ctx, nd, variants[L], f"{nd.name}-Chimera-L{L}", b.tuning)

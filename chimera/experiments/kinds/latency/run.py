@@ -10,7 +10,6 @@ ratios with a bootstrap interval over repeats (chimera.metrics.intervals), never
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,6 +19,7 @@ from chimera.experiments.kinds.latency import tables as T
 from chimera.experiments.kinds.latency.config import LatencyExperiment
 from chimera.experiments.kinds.testbed_model import build_model
 from chimera.experiments.stages.context import RunContext
+from chimera.formats.rows import Cells
 from chimera.metrics.intervals import bootstrap_mean
 from chimera.targets.base import Capability
 from chimera.testbed.outcome import Delivery, PerPacketLatency, ProgramTime
@@ -46,13 +46,13 @@ def _percentiles(per: pd.DataFrame) -> dict[str, float]:
 
 
 def _trial(program: str, path: str, load: str, pps: int, repeat: int, order: int, lat: PerPacketLatency | None,
-           d: Delivery, ptime: ProgramTime | None) -> tuple[pd.DataFrame, dict[str, Any]]:
+           d: Delivery, ptime: ProgramTime | None) -> tuple[pd.DataFrame, Cells]:
     hh = lat.host_us if lat is not None else np.array([])
     sw = lat.switch_us if lat is not None else np.array([])
     per = pd.DataFrame({"program": program, "path": path, "load": load, "pps": pps, "repeat": repeat,
                         "packet": np.arange(len(hh)), "switch_us": sw if len(sw) == len(hh) else np.nan,
                         "host_us": hh})
-    row: dict[str, Any] = {"program": program, "path": path, "load": load, "pps": pps, "repeat": repeat,
+    row: Cells = {"program": program, "path": path, "load": load, "pps": pps, "repeat": repeat,
                            "order": order, "packets": len(hh), "lost": d.lost, "not_sent": d.not_sent,
                            "dropped_by_capture": d.dropped_by_capture, "reference_mismatches": d.reference_mismatches,
                            "sent_pps": d.sent_pps, "switch_pps": d.switch_pps, **_percentiles(per),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import pandas as pd
 
@@ -17,6 +16,7 @@ from chimera.experiments.stages.compile import compile_variant, save_artifact
 from chimera.experiments.stages.context import RunContext
 from chimera.experiments.stages.train import train_variant
 from chimera.formats.artifact import Artifact
+from chimera.formats.rows import Cells
 from chimera.targets.allocation import ebpf_allocation, p4_allocation, p4_tables
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ def run(ctx: RunContext[ResourcesExperiment]) -> None:
     common = {"table_entries": int(tables["entries"].sum()), "exact_bits": sram, "ternary_range_bits": tcam,
               "action_data_bits": int(tables["entry_bits"].max()), "model_kbits": art.resources["table_bits"] / 1000,
               "formula_bits": art.resources["per_flow_bits"]["total"]}
-    rows: list[dict[str, Any]] = []
+    rows: list[Cells] = []
     try:  # the targets' build cache (keyed by content): the same object a run would load
         e = ebpf_allocation(art, paths.BUILD)
         T.EBPF_MAPS.write(pd.DataFrame(e["maps"]), ctx.run.path)

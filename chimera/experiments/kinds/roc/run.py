@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,6 +16,7 @@ from chimera.experiments.kinds.roc import tables as T
 from chimera.experiments.kinds.roc.config import RocExperiment
 from chimera.experiments.kinds.yardstick_common import named_data
 from chimera.experiments.stages.context import RunContext
+from chimera.formats.rows import frame
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ def _curve(y: np.ndarray, s: np.ndarray) -> pd.DataFrame:
 def run(ctx: RunContext[RocExperiment]) -> None:
     rc = ctx.cfg.roc
     spec = WindowSpec(window=rc.window, fields=TOKEN_FIELDS, extra=("proto",))
-    rows: list[dict[str, Any]] = []
+    rows: list[T.RocRow] = []
     curves = []
     for nd in named_data(ctx):
         att = nd.attack_classes(rc.attack_classes)
@@ -55,10 +55,8 @@ def run(ctx: RunContext[RocExperiment]) -> None:
                   "z-score threshold": (zt.score(x_te), "software", 64 * len(zt.mean))}
         for det, (s, where, bits) in scores.items():
             auc = float(roc_auc_score(y, s))
-            rows.append({"dataset": nd.name, "detector": det, "where": where, "auc": auc, "model_kbits": bits / 1000,
-                         "test_packets": int(y.size), "attack_packets": int(y.sum()),
-                         "benign_train_packets": int(benign.sum())})
+            rows.append(T.RocRow(nd.name, det, where, auc, bits / 1000, int(y.size), int(y.sum()), int(benign.sum())))
             curves.append(_curve(y, s).assign(dataset=nd.name, detector=det))
             log.info("[%s] %s: AUC %.4f", nd.name, det, auc)
-        T.ROC.write(pd.DataFrame(rows), ctx.run.path)
+        T.ROC.write(frame(rows, T.RocRow), ctx.run.path)
         T.ROC_CURVES.write(pd.concat(curves), ctx.run.path)

@@ -28,6 +28,7 @@ from chimera.experiments.stages.train import ModelCache, TrainedVariant, train_v
 from chimera.formats.artifact import Artifact
 from chimera.data.pcap import PacketTable
 from chimera.data.tokens import Tokens, dataplane_eligible, tokenize
+from chimera.formats.rows import Cells, num
 from chimera.metrics.drift import drift_bins
 from chimera.metrics.days import K, f1_by_unit, paired_by_unit
 from chimera.metrics.timeseries import binned_f1, window_mean
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 
 
 #: slow-loop variants run on the reference when stability.diagnose (what each part of the loop does)
+# dict[str, Any]: library boundary: pydantic's model_copy(update=...) of the control-plane settings
 DIAGNOSES: dict[str, dict[str, Any]] = {
     "as configured": {},
     "no re-binning": {"rebin": "off"},
@@ -178,19 +180,21 @@ def f1_summary(bins: pd.DataFrame, st: StabilitySpec) -> dict[str, float]:
 
 
 def summarize(configuration: str, bins: pd.DataFrame, loop: SlowLoop, st: StabilitySpec, t_cp_s: float,
-              columns: dict[str, Any]) -> dict[str, Any]:
+              columns: Cells) -> Cells:
     """One row of stability.csv."""
     steps = pd.DataFrame(loop.log_rows())
     inst = steps[steps["decision"] == "install"] if len(steps) else steps
     dt = inst["install_ms"].to_numpy() if len(inst) else np.zeros(0)
     measured = inst["install_ms_measured"].dropna().to_numpy() if len(inst) else np.zeros(0)
-    row: dict[str, Any] = {
-        "configuration": configuration, **f1_summary(bins, st),
+    f1 = f1_summary(bins, st)
+    p50 = float(np.percentile(dt, 50)) if dt.size else float("nan")
+    row: Cells = {
+        "configuration": configuration, **f1,
         "installs": int(len(inst)),
         "failed_installs": int((steps["decision"] == "failed").sum()) if len(steps) else 0,
         "churn_total": int(inst["churn"].sum()) if len(inst) else 0,
         "churn_per_install": float(inst["churn"].mean()) if len(inst) else float("nan"),
-        "install_p50_ms": float(np.percentile(dt, 50)) if dt.size else float("nan"),
+        "install_p50_ms": p50,
         "install_p99_ms": float(np.percentile(dt, 99)) if dt.size else float("nan"),
         "install_simulated": bool(len(inst) and inst["install_simulated"].all()),
         "install_measured_p50_ms": float(np.percentile(measured, 50)) if measured.size else float("nan"),
@@ -199,9 +203,9 @@ def summarize(configuration: str, bins: pd.DataFrame, loop: SlowLoop, st: Stabil
     if len(err):   # a prior arm scored against the day's true class shares, over every tick it estimated
         row["prior_error_mean"], row["prior_error_max"] = float(err.mean()), float(err.max())
         row["prior_held_ticks"] = int((steps["prior_held"] > 0).sum())
-    row["f1_drop"] = row["f1_first"] - row["f1_last"]
-    row["budget_ratio"] = row["install_p50_ms"] / 1e3 / t_cp_s
-    row["budget_ratio_replay"] = row["install_p50_ms"] / 1e3 / (t_cp_s / st.factor)
+    row["f1_drop"] = f1["f1_first"] - f1["f1_last"]
+    row["budget_ratio"] = p50 / 1e3 / t_cp_s
+    row["budget_ratio_replay"] = p50 / 1e3 / (t_cp_s / st.factor)
     out = {**row, **{k: v for k, v in columns.items() if k != "install_ms"}}
     if "install_ms" in columns:
         out["load_ms"] = columns["install_ms"]
@@ -229,8 +233,7 @@ SUMMED = ("replayed", "verdicts", "not_sent", "dropped_by_capture", "lost", "ref
           "register_mismatches", "evictions", "installs", "failed_installs", "churn_total", "prior_held_ticks")
 
 
-def pooled(rows: list[dict[str, Any]], bins: Mapping[K, pd.DataFrame], st: StabilitySpec,
-           seed: int) -> dict[str, Any]:
+def pooled(rows: list[Cells], bins: Mapping[K, pd.DataFrame], st: StabilitySpec, seed: int) -> Cells:
     """One configuration's row over its training seeds (and day realizations): F1s averaged (with the interval of
     the mean F1: seed-and-block on one day, over the days' means on several), counters summed, the rest of the
     first seed's row."""
@@ -285,7 +288,7 @@ def block_sensitivity(bins: Mapping[str, Mapping[tuple[int, int], pd.DataFrame]]
     return pd.DataFrame(rows)
 
 
-def _on_chimera_row(rows: list[dict[str, Any]], diffs: pd.DataFrame) -> None:
+def _on_chimera_row(rows: list[Cells], diffs: pd.DataFrame) -> None:
     """The two differences the book cites, on the Chimera row (as before; now seed-and-block intervals)."""
     row = next((r for r in rows if r["configuration"] == "Chimera"), None)
     if row is None or diffs.empty:
@@ -366,7 +369,8 @@ def knob_table(ctx: RunContext[StabilityExperiment], art: Artifact) -> pd.DataFr
     syn = cfg.the_dataset().synthetic
     assert syn is not None
     off = {"drift": 0.0, "diurnal": 0.0, "class_weights_end": {}, "covariate_tilt": 0.0}
-    knobs: dict[str, tuple[str, dict[str, Any]]] = {  # YAML overlay: each knob's overrides, validated by the models
+    # dict[str, Any]: library boundary: pydantic's model_copy(update=...) of the dataset, validated by the models
+    knobs: dict[str, tuple[str, dict[str, Any]]] = {
         "none": ("drift 0, diurnal 0, no class-mix schedule", off),
         "drift (sizes, timings)": (f"drift {syn.drift:g}", {**off, "drift": syn.drift}),
         "diurnal (load)": (f"diurnal {syn.diurnal:g}", {**off, "diurnal": syn.diurnal}),
@@ -409,7 +413,7 @@ def run(ctx: RunContext[StabilityExperiment]) -> None:
                                 clock=ctx.replay.resolved_clock, install_ms_simulated=cfg.control.reference_install_ms,
                                 seeds=cfg.training_seeds, days=days))
     seeds = cfg.training_seeds
-    per_seed: dict[str, list[dict[str, Any]]] = {}
+    per_seed: dict[str, list[Cells]] = {}
     all_bins: dict[str, dict[tuple[int, int], pd.DataFrame]] = {}   # (day, training seed)
     logs: list[pd.DataFrame] = []
     first: DayModels | None = None
@@ -462,8 +466,8 @@ def run(ctx: RunContext[StabilityExperiment]) -> None:
                 with ctx.timed(f"target:{conf}"):
                     res = ctx.target.run(art, data.replay_table, ctx.run.path, name, replay=ctx.replay, control=loop)
                 bins = scored(conf, sd, res.verdicts.label)
-                row = {**summarize(conf, bins, loop, st, cfg.control.t_cp_s, res.columns()), "seed": sd,
-                       **({"day": day} if many else {})}
+                row: Cells = {**summarize(conf, bins, loop, st, cfg.control.t_cp_s, res.columns()), "seed": sd,
+                              **({"day": day} if many else {})}
                 per_seed.setdefault(conf, []).append(row)
                 if loop.steps:
                     logs.append(pd.DataFrame(loop.log_rows()).assign(configuration=conf, seed=sd,
@@ -484,7 +488,7 @@ def run(ctx: RunContext[StabilityExperiment]) -> None:
     seed_rows = [r for conf in per_seed for r in per_seed[conf]]
     rows = [pooled(per_seed[c], all_bins[c], st, cfg.seed) for c in st.configurations if c in per_seed]
     for r in rows:
-        r["f1_drop"] = r["f1_first"] - r["f1_last"]
+        r["f1_drop"] = num(r["f1_first"]) - num(r["f1_last"])
     diffs = differences(all_bins, st, cfg.seed)
     _on_chimera_row(rows, diffs)
     oracle = [r for r in rows if r["configuration"] in st.oracle_configurations]

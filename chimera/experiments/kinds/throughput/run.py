@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import logging
 import struct
-from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from chimera.data.pcap import read_pcap
 from chimera.data.pcapwrite import normalized_frames, write_pcap
@@ -15,6 +13,7 @@ from chimera.experiments.kinds.testbed_model import build_model
 from chimera.experiments.kinds.throughput import tables as T
 from chimera.experiments.kinds.throughput.config import ThroughputExperiment, ThroughputSection
 from chimera.experiments.stages.context import RunContext
+from chimera.formats.rows import frame
 from chimera.targets.base import Capability
 from chimera.testbed.outcome import Delivery
 
@@ -34,14 +33,12 @@ def resize(frame: bytes, size: int) -> bytes:
     return bytes(f)
 
 
-def _row(path: str, size: Any, mean_bytes: float, x: Delivery) -> dict[str, Any]:
+def _row(path: str, size: int | str, mean_bytes: float, x: Delivery) -> T.ThroughputRow:
     """One row of throughput.csv from what a path delivered."""
     rate = x.recv_pps
-    return {"path": path, "frame": str(size), "mean_frame_bytes": mean_bytes, "replayed": x.replayed,
-            "verdicts": x.verdicts, "not_sent": x.not_sent, "dropped_by_capture": x.dropped_by_capture,
-            "lost": x.lost, "offered_pps": x.sent_pps, "delivered_pps": rate,
-            "delivered_gbps": rate * mean_bytes * 8 / 1e9 if rate else None,
-            "reference_mismatches": x.reference_mismatches}
+    return T.ThroughputRow(path, str(size), mean_bytes, x.replayed, x.verdicts, x.not_sent, x.dropped_by_capture,
+                           x.lost, x.sent_pps, rate, rate * mean_bytes * 8 / 1e9 if rate else None,
+                           x.reference_mismatches)
 
 
 def run(ctx: RunContext[ThroughputExperiment]) -> None:
@@ -55,7 +52,7 @@ def run(ctx: RunContext[ThroughputExperiment]) -> None:
     ts = data.ds.table.ts_ns[rows_idx]
     work = ctx.run.path / "frames"
     work.mkdir(exist_ok=True)
-    rows: list[dict[str, Any]] = []
+    rows: list[T.ThroughputRow] = []
     mix_table = None
     for size in spec.sizes:
         frames = base if size == "mix" else [resize(f, int(size)) for f in base]
@@ -75,23 +72,22 @@ def run(ctx: RunContext[ThroughputExperiment]) -> None:
             with ctx.timed(f"software:{size}"):
                 res = target.run_software(model_json, table, ctx.run.path, f"tput-sc-{size}", replay=top)
             rows.append(_row("software classifier host †", size, mean, Delivery.of(res.outcome)))
-        log.info("[throughput] %s: %s", size, "; ".join(f"{r['path']} {(r['delivered_pps'] or 0) / 1e3:.0f} kpps, "
-                                                         f"lost {r['lost']}" for r in rows[-3:]))
-        T.THROUGHPUT.write(pd.DataFrame(rows), ctx.run.path)
-    ladder = []
+        log.info("[throughput] %s: %s", size, "; ".join(f"{r.path} {(r.delivered_pps or 0) / 1e3:.0f} kpps, "
+                                                         f"lost {r.lost}" for r in rows[-3:]))
+        T.THROUGHPUT.write(frame(rows, T.ThroughputRow), ctx.run.path)
+    ladder: list[T.LadderRow] = []
     table = mix_table if mix_table is not None else read_pcap(work / f"frames-{spec.sizes[0]}.pcap")
     for pps in sorted(spec.ladder_pps):
         with ctx.timed(f"ladder:{pps}"):
             x = Delivery.of(target.run(art, table, ctx.run.path, f"ladder-{pps}",
                                        replay=ctx.replay.model_copy(update={"mode": "pps", "pps": pps})).outcome)
-        ladder.append({"pps": pps, "offered_pps": x.sent_pps, "lost": x.lost,
-                       "dropped_by_capture": x.dropped_by_capture, "reference_mismatches": x.reference_mismatches})
+        ladder.append(T.LadderRow(pps, x.sent_pps, x.lost, x.dropped_by_capture, x.reference_mismatches))
         log.info("[throughput] ladder %d pps: offered %.0f pps, %s lost", pps, x.sent_pps or 0, x.lost)
-        T.LADDER.write(pd.DataFrame(ladder), ctx.run.path)
+        T.LADDER.write(frame(ladder, T.LadderRow), ctx.run.path)
         if x.lost:
             break
-    ok = [r for r in ladder if r["lost"] == 0]
-    best = max(ok, key=lambda r: r["offered_pps"] or 0) if ok else None
+    ok = [r for r in ladder if r.lost == 0]
+    best = max(ok, key=lambda r: r.offered_pps or 0) if ok else None
     ctx.record(ThroughputSection(  # the rate actually offered: tcpreplay may fall short of the one asked
-        **spec.model_dump(), max_zero_loss_pps=round(best["offered_pps"]) if best and best["offered_pps"] else None,
-        max_zero_loss_requested_pps=best["pps"] if best else None, target_detail=target.describe()))
+        **spec.model_dump(), max_zero_loss_pps=round(best.offered_pps) if best and best.offered_pps else None,
+        max_zero_loss_requested_pps=best.pps if best else None, target_detail=target.describe()))
