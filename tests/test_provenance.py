@@ -101,6 +101,16 @@ def test_the_commit_named_as_staling_a_run_changed_its_code(repo: Path) -> None:
     fix = _git(repo, "rev-parse", "--short=7", "HEAD")
     stale = next(r for r in run_set(repo / "published", repo) if r.experiment == "roc").freshness
     assert stale.since == (fix,), stale.since
+    # a module written first and imported by the run's code later: the commit that imports it is named
+    (repo / "chimera/formats/newmod.py").write_text("VALUE = 1\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "a new module nobody imports")
+    kind = repo / "chimera/experiments/kinds/variants/__init__.py"
+    kind.write_text(kind.read_text() + "\nfrom chimera.formats import newmod  # noqa: E402,F401\n")
+    _git(repo, "commit", "-qam", "the variants kind imports it")
+    imports = _git(repo, "rev-parse", "--short=7", "HEAD")
+    quick = next(r for r in run_set(repo / "published", repo) if r.experiment == "quickstart").freshness
+    assert quick.since[:1] == (imports,), quick.since
 
 
 def test_a_comment_in_the_dataplane_sources_stales_nothing(repo: Path) -> None:

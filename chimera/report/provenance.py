@@ -317,7 +317,10 @@ class TreeCode:
         blobs = _blobs(self.root, [f"{c}{side}:{f}" for c, fs in touched for f in fs for side in ("", "^")])
         out = []
         for c, fs in touched:
-            if any(_digest_or_none(f, blobs[f"{c}:{f}"]) != _digest_or_none(f, blobs[f"{c}^:{f}"]) for f in fs):
+            if not any(_digest_or_none(f, blobs[f"{c}:{f}"]) != _digest_or_none(f, blobs[f"{c}^:{f}"]) for f in fs):
+                continue
+            # a file the run reaches only now may have been written before the run's code imported it
+            if fingerprint_at(c, self.root, scope) != fingerprint_at(f"{c}^", self.root, scope):
                 out.append(c[:7])  # seven hex digits whatever the clone: git's %h grows where seven are ambiguous
         return out
 
