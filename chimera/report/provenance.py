@@ -315,12 +315,16 @@ class TreeCode:
             lines = chunk.split()
             touched.append((lines[0], [f for f in lines[1:] if f in wanted]))
         blobs = _blobs(self.root, [f"{c}{side}:{f}" for c, fs in touched for f in fs for side in ("", "^")])
+        then = _closure_at(since, self.root, scope)
         out = []
         for c, fs in touched:
-            if not any(_digest_or_none(f, blobs[f"{c}:{f}"]) != _digest_or_none(f, blobs[f"{c}^:{f}"]) for f in fs):
+            moved = [f for f in fs if _digest_or_none(f, blobs[f"{c}:{f}"]) != _digest_or_none(f, blobs[f"{c}^:{f}"])]
+            if not moved:
                 continue
-            # a file the run reaches only now may have been written before the run's code imported it
-            if fingerprint_at(c, self.root, scope) != fingerprint_at(f"{c}^", self.root, scope):
+            # a file the run's code reached then changed it; one it reaches only now may have been written before
+            # the run's code imported it, so there the fingerprints of the commit and its parent decide (slower)
+            if any(f in then for f in moved) or \
+                    fingerprint_at(c, self.root, scope) != fingerprint_at(f"{c}^", self.root, scope):
                 out.append(c[:7])  # seven hex digits whatever the clone: git's %h grows where seven are ambiguous
         return out
 
