@@ -13,10 +13,10 @@ unnoticed. Goals (issue 11): live update ≤ 20 ms on eBPF, ≤ 1 s on BMv2.
 from __future__ import annotations
 
 import logging
-from typing import TypedDict
 
 import numpy as np
 import pandas as pd
+from typing_extensions import TypedDict  # pydantic takes a TypedDict from here on Python < 3.12 (InstallResult)
 
 from chimera.bench.results import BenchParams, BenchResult, bench_run, summary
 from chimera.controlplane.config import ControlPlaneConfig
