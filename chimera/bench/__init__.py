@@ -115,9 +115,9 @@ class Bench:
 
 def _ingest(repeats: int, prior: NightPrior) -> dict[str, NightStat]:
     from chimera.bench.ingest import default_pcap, run
-    r = run(default_pcap(), repeats)
-    prior.ingest_pps = r["ours_pps"]
-    return {"ingest_ratio": {"median": r["ratio"], "iqr": r["ratio_iqr"], "n": repeats, "results": r["results"]}}
+    r, where = run(default_pcap(), repeats)
+    prior.ingest_pps = r.ours_pps
+    return {"ingest_ratio": {"median": r.ratio, "iqr": r.ratio_iqr, "n": repeats, "results": where}}
 
 
 def _pipeline(repeats: int, prior: NightPrior) -> dict[str, NightStat]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TypedDict
 from pathlib import Path
 
 import dpkt
@@ -31,20 +30,9 @@ def dpkt_read(path: Path) -> int:
     return n
 
 
-class IngestSummary(TypedDict, total=False):
-    """What ``run`` returns (a night's ingest ratio reads it); ``results`` is set once the run is written."""
-    packets: int
-    ours_pps: float
-    dpkt_pps: float
-    ratio: float
-    ratio_iqr: float
-    samples_ratio: list[float]
-    results: str
-
-
-def run(path: Path, repeats: int = 5) -> IngestSummary:
+def run(path: Path, repeats: int = 5) -> tuple[IngestResult, str]:
     """Per repeat, both readers on ``path``; the ratio ours/dpkt is measured within each repeat. Writes
-    results/bench-ingest/<run>/."""
+    results/bench-ingest/<run>/; returns the result and that run's folder."""
     read_pcap(path)  # warm the numba cache
     ours, theirs, n = [], [], 0
     for _ in range(repeats):
@@ -55,15 +43,15 @@ def run(path: Path, repeats: int = 5) -> IngestSummary:
         nd = dpkt_read(path)
         theirs.append(nd / (time.perf_counter() - t0))
     ratios = [a / b for a, b in zip(ours, theirs)]
-    r: IngestSummary = {"packets": n, "ours_pps": summary(ours)["median"], "dpkt_pps": summary(theirs)["median"],
-                        "ratio": summary(ratios)["median"], "ratio_iqr": summary(ratios)["iqr"], "samples_ratio": ratios}
+    r = IngestResult(packets=n, ours_pps=summary(ours)["median"], dpkt_pps=summary(theirs)["median"],
+                     ratio=summary(ratios)["median"], ratio_iqr=summary(ratios)["iqr"], samples_ratio=ratios,
+                     samples_ours_pps=ours, samples_dpkt_pps=theirs)
     with bench_run("ingest", {"pcap": str(path), "repeats": repeats}) as run:
-        run.manifest.put("result", IngestResult(**r, samples_ours_pps=ours, samples_dpkt_pps=theirs))
+        run.manifest.put("result", r)
         (run.path / "report.md").write_text(f"# Ingest\n\n{path}: {n} packets, {repeats} repeats: ours "
-                                            f"{r['ours_pps'] / 1e6:.2f} M pkt/s, dpkt {r['dpkt_pps'] / 1e6:.3f} M pkt/s, "
-                                            f"ratio {r['ratio']:.1f}x (IQR {r['ratio_iqr']:.1f})\n")
-    r["results"] = str(run.final)
-    return r
+                                            f"{r.ours_pps / 1e6:.2f} M pkt/s, dpkt {r.dpkt_pps / 1e6:.3f} M pkt/s, "
+                                            f"ratio {r.ratio:.1f}x (IQR {r.ratio_iqr:.1f})\n")
+    return r, str(run.final)
 
 
 def default_pcap(data_root: Path = Path("data")) -> Path:
@@ -86,10 +74,10 @@ class IngestResult(BenchResult):
     samples_dpkt_pps: list[float]
 
 
-def main(repeats: int = 5, pcap: Path | None = None) -> IngestSummary:
+def main(repeats: int = 5, pcap: Path | None = None) -> IngestResult:
     """Our reader against dpkt on ``pcap`` (default: a generated capture of 3,000 flows)."""
     pcap = pcap or default_pcap()
-    r = run(pcap, repeats)
+    r, where = run(pcap, repeats)
     log.info("ingest %s: %d packets; ours %.2f M pkt/s, dpkt %.3f M pkt/s, ratio %.1fx (IQR %.1f); %s", pcap,
-             r["packets"], r["ours_pps"] / 1e6, r["dpkt_pps"] / 1e6, r["ratio"], r["ratio_iqr"], r["results"])
+             r.packets, r.ours_pps / 1e6, r.dpkt_pps / 1e6, r.ratio, r.ratio_iqr, where)
     return r
