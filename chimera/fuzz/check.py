@@ -29,7 +29,6 @@ from chimera.testbed.replay import ReplayConfig
 from chimera.targets.registry import TRUTH
 
 FIELDS = ("label", "flags", "score", "rule_id", "centroid", "map_version")
-REGISTERS = STATE_REGISTERS
 COUNTERS = ("evictions", "new_flows", "parsed", "unparsed")
 #: the verdict flag that says what the frame carried (the shim), not what the pipeline computed
 TRACE_CLOCK_FLAG = int(VerdictFlag.TRACE_CLOCK)
@@ -87,7 +86,7 @@ class Difference:
 
 def _regs_of(raw: Registers) -> Registers:
     out: Registers = {"counters": {k: int(v) for k, v in (raw.get("counters") or {}).items() if k in COUNTERS}}
-    for k in REGISTERS:
+    for k in STATE_REGISTERS:
         if k in raw:
             out[k] = raw[k]
     return out
@@ -111,7 +110,7 @@ def compare(want: Observation, got: Observation) -> list[Difference]:
             i = int(np.flatnonzero(rows)[bad[0]])
             diffs.append(Difference(got.target, want.target, "verdict", name, i, int(a[bad[0]]), int(b[bad[0]]),
                                     int(bad.size)))
-    for name in REGISTERS:
+    for name in STATE_REGISTERS:
         if name not in got.registers or name not in want.registers:
             continue
         a, b = np.atleast_1d(np.asarray(got.registers[name])), np.atleast_1d(np.asarray(want.registers[name]))

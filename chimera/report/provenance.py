@@ -388,20 +388,13 @@ def _files_at(commit: str, root: Path) -> dict[str, bytes]:
         rel = path.decode()
         if meta.split()[1] == b"blob" and _is_candidate(rel):
             entries.append((rel, meta.split()[2].decode()))
-    out = _git(root, "cat-file", "--batch", stdin="".join(f"{sha}\n" for _, sha in entries).encode())
-    files: dict[str, bytes] = {}
-    pos = 0
-    for rel, _ in entries:
-        nl = out.index(b"\n", pos)
-        size = int(out[pos:nl].split()[2])
-        files[rel] = out[nl + 1:nl + 1 + size]
-        pos = nl + 1 + size + 1
-    return files
+    blobs = _blobs(root, [sha for _, sha in entries])
+    return {rel: data for rel, sha in entries if (data := blobs[sha]) is not None}
 
 
 def _blobs(root: Path, specs: list[str]) -> dict[str, bytes | None]:
-    """The content of each ``<commit>:<path>`` in ``specs`` (None where the path is missing there), in one git
-    call."""
+    """The content of each object in ``specs`` (a blob's id, or ``<commit>:<path>``; None where it is missing),
+    read in one git call."""
     if not specs:
         return {}
     out = _git(root, "cat-file", "--batch", stdin="".join(f"{s}\n" for s in specs).encode())
