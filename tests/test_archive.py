@@ -70,3 +70,20 @@ def test_sweeps_over_other_data_are_other_keys(tmp_path: Path) -> None:
     (new / "manifest.json").write_text(m.model_dump_json(indent=2))
     assert A.plan(pub) == []
     assert A.data_of(Manifest.read(old / "manifest.json")) == "ciciot2022-sonos,suricata-zeek-apps"
+
+
+def test_a_sweep_on_its_experiments_target_retires_one_that_named_it(tmp_path: Path) -> None:
+    """A sweep left on its experiment's own target (folder ``default``) whose tasks ran on the reference measures
+    what a sweep asked for ``--target reference`` did: the newer retires the older. Tasks on another target, or on
+    several, keep the sweep a key of its own."""
+    pub, (old, new) = _two_runs(tmp_path, "sweep-accuracy")
+    m = Manifest.read(old / "manifest.json")
+    ran = {t["manifest"]["target"] for t in m.sections["sweep"]["tasks"]}
+    assert m.target == "default" and ran == {"reference"}, (m.target, ran)
+    m.target = "reference"
+    (old / "manifest.json").write_text(m.model_dump_json(indent=2))
+    assert [r.path for r in A.plan(pub)] == [old]
+    n = Manifest.read(new / "manifest.json")
+    n.sections["sweep"]["tasks"][0]["manifest"]["target"] = "ebpf"
+    (new / "manifest.json").write_text(n.model_dump_json(indent=2))
+    assert A.target_of(n) == "default" and A.plan(pub) == []

@@ -7,6 +7,7 @@ import math
 import re
 from fnmatch import fnmatch
 from pathlib import Path
+from typing import Any
 from types import SimpleNamespace
 
 import pandas as pd
@@ -202,9 +203,39 @@ def test_republish_plans_every_stale_cited_run_and_only_those() -> None:
     for r in book.runs.newest_each():
         assert (id(r) in planned) == (not r.freshness.fresh), r.rel
     for x in p.reruns:
+        if isinstance(x, RP.SweepRerun):
+            assert x.run.experiment == f"sweep-{x.sweep.experiment}"
+            continue
         assert (ROOT / "experiments" / f"{x.run.experiment}.yaml").is_file()
         assert bool(x.overrides) == bool(x.run.manifest.dataset_override)
     assert all(why for _, why in p.elsewhere)
+
+
+def test_a_stale_sweep_is_rerun_from_its_own_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cited sweep whose code moved on is planned as a sweep, and re-run with the experiment, seeds, datasets,
+    target and executor its manifest records (not listed as "remake it with its own command")."""
+    from chimera.book import republish as RP
+    from chimera.report.runs import Freshness
+    from chimera.sweep import driver
+    book = published_book(ROOT)
+    sweeps = [r for r in book.runs.newest_each() if r.experiment.startswith("sweep-")]
+    assert sweeps
+    for r in sweeps:
+        r.__dict__["freshness"] = Freshness(False, "c")
+    p = RP.plan(book)
+    planned = [x for x in p.reruns if isinstance(x, RP.SweepRerun)]
+    assert {id(x.run) for x in planned} == {id(r) for r in sweeps}
+    assert not [r for r, _ in p.elsewhere if r.experiment.startswith("sweep-")]
+    calls: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(driver, "sweep", lambda *a, **k: calls.append((*a, k)) or Path("x"))
+    for x in planned:
+        rec = x.run.manifest.sections["sweep"]
+        assert x.execute(Path("res"), Path("data")) == Path("x")
+        experiment, seeds, datasets, target = calls[-1][:4]
+        assert (experiment, seeds, datasets) == (rec["experiment"], rec["seeds"], rec["datasets"])
+        assert target == ("" if rec["target"] == driver.SweepRecord.DEFAULT_TARGET else rec["target"])
+        assert calls[-1][-1]["executor"] == rec["executor"]
+        assert f"--seeds {','.join(map(str, rec['seeds']))}" in x.command()
 
 
 def test_republish_uncounted_also_plans_the_runs_made_before_the_rules(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,8 +3,9 @@ moved on, publish each, and re-render the book.
 
 A cited run is the newest published run of its experiment, target and dataset (what the book selects). Each is
 re-run as it was made: the same experiment (its YAML as committed now), target, clock and dataset directory.
-Runs that are not experiments (benches, nights, fuzz and mutation runs, the fresh-machine check) are listed
-with the command that remakes them. A run whose target cannot run here is listed with the reason. The plan and
+A sweep is re-run from its own record: the same experiment, seeds, datasets,
+target and executor. Runs that are not experiments (benches, nights, fuzz and mutation runs, the fresh-machine
+check) are listed with the command that remakes them. A run whose target cannot run here is listed with the reason. The plan and
 its expected time (each run's own wall time) come first; ``--dry-run`` stops there.
 """
 
@@ -25,6 +26,7 @@ from chimera.book.scope import run_scope
 from chimera.errors import ChimeraError, ResultsError
 from chimera.formats.rundir import Manifest, git_state
 from chimera.report.provenance import ROOT
+from chimera.sweep.driver import SweepRecord
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +44,8 @@ def remake(experiment: str) -> str | None:
 
 @dataclass
 class Rerun:
+    """An experiment run, made again as it was made: its experiment (the YAML as committed now), target, clock and
+    dataset directory."""
     run: Run
     # dict[str, Any]: YAML overlay: experiment overrides, validated by load_experiment
     overrides: dict[str, Any] = field(default_factory=dict)
@@ -53,6 +57,47 @@ class Rerun:
     def describe(self) -> str:
         data = Path(self.run.manifest.dataset_override or "").name or "its own data"
         return f"{self.run.experiment} on {self.run.target} ({data})"
+
+    def execute(self, results_root: Path, data_root: Path) -> Path:
+        from chimera.experiments.load import load_experiment
+        from chimera.experiments.runner import run_experiment
+        r = self.run
+        return run_experiment(load_experiment(r.experiment, self.overrides or None), target=r.target,
+                              results_root=results_root, data_root=data_root, experiment_file=r.experiment,
+                              dataset_override=r.manifest.dataset_override or "", clock=r.manifest.clock)
+
+
+@dataclass(kw_only=True)
+class SweepRerun(Rerun):
+    """A sweep, made again from its own record: the same experiment, seeds, datasets, target and executor (a Ray
+    sweep runs on a local Ray instance of its own; the cluster it may have used is not this machine's to join)."""
+    sweep: SweepRecord
+
+    def describe(self) -> str:
+        data = ", ".join(Path(d).name for d in self.sweep.datasets or []) or "its own data"
+        seeds = self.sweep.seeds
+        span = f"{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else ",".join(map(str, seeds))
+        return f"sweep of {self.sweep.experiment}, seeds {span} ({data})"
+
+    def command(self) -> str:
+        """The command line that makes this sweep by hand."""
+        sw = self.sweep
+        parts = [f"invoke sweep --name {sw.experiment} --seeds {','.join(map(str, sw.seeds))}"]
+        if sw.datasets:
+            parts.append(f"--datasets {','.join(sw.datasets)}")
+        if sw.target != SweepRecord.DEFAULT_TARGET:
+            parts.append(f"--target {sw.target}")
+        if sw.executor == "sequential":
+            parts.append("--sequential")
+        return " ".join(parts)
+
+    def execute(self, results_root: Path, data_root: Path) -> Path:
+        from chimera.sweep.driver import sweep
+        sw = self.sweep
+        log.info("republish: as `%s`", self.command())
+        target = "" if sw.target == SweepRecord.DEFAULT_TARGET else sw.target
+        return sweep(sw.experiment, sw.seeds, sw.datasets, target, None, sw.retries, results_root, data_root,
+                     executor=sw.executor)
 
 
 @dataclass
@@ -74,10 +119,19 @@ def plan(book: Book, only: tuple[str, ...] = (), also_uncounted: bool = False) -
     """What to re-run: every cited run whose code has moved on (and, ``also_uncounted``, every one made before
     the rules last changed), its experiment among ``only`` where given."""
     from chimera.targets.registry import target_class
-    reruns, elsewhere = [], []
+    reruns: list[Rerun] = []
+    elsewhere: list[tuple[Run, str]] = []
     for r in book.runs.newest_each():
         due = not r.freshness.fresh or (also_uncounted and uncounted(r))
         if not due or (only and r.experiment not in only):
+            continue
+        sw = r.manifest.get("sweep", SweepRecord)
+        if sw is not None:
+            why = None if sw.target == SweepRecord.DEFAULT_TARGET else target_class(sw.target).unavailable_reason()
+            if why is not None:
+                elsewhere.append((r, f"target {sw.target} cannot run here: {why}"))
+            else:
+                reruns.append(SweepRerun(r, sweep=sw))
             continue
         if not (book.root / "experiments" / f"{r.experiment}.yaml").is_file():
             how = remake(r.experiment) or (f"invoke bench --what {r.experiment.removeprefix('bench-')}"
@@ -111,8 +165,6 @@ def republish(only: tuple[str, ...] = (), dry_run: bool = False, results_root: P
     fresh ones made before the rules last changed); returns the published directories. Refuses a dirty tree first:
     a published run must be made from committed code."""
     from chimera.book.render import write
-    from chimera.experiments.load import load_experiment
-    from chimera.experiments.runner import run_experiment
     from chimera.report.publish import publish
     book = published_book()
     p = plan(book, only, uncounted)
@@ -126,13 +178,10 @@ def republish(only: tuple[str, ...] = (), dry_run: bool = False, results_root: P
     out, failed = [], {}
     t0 = time.monotonic()
     for x in p.reruns:
-        r = x.run
         log.info("republish: %s (~%.1f min; %.1f min elapsed)", x.describe(), x.expected_min,
                  (time.monotonic() - t0) / 60)
         try:
-            d = run_experiment(load_experiment(r.experiment, x.overrides or None), target=r.target,
-                               results_root=results_root, data_root=data_root, experiment_file=r.experiment,
-                               dataset_override=r.manifest.dataset_override or "", clock=r.manifest.clock)
+            d = x.execute(results_root, data_root)
             out.append(publish(d, scope=run_scope(d)))
         except ChimeraError as e:
             failed[x.describe()] = str(e)

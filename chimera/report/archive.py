@@ -67,8 +67,23 @@ class Published:
 
     @property
     def key(self) -> tuple[str, str, str]:
-        m = self.manifest
-        return m.experiment, m.target, data_of(m)
+        return key_of(self.manifest)
+
+
+def key_of(m: Manifest) -> tuple[str, str, str]:
+    """(experiment, target, data): what the archive keeps the newest run of, and what the book cites per."""
+    return m.experiment, target_of(m), data_of(m)
+
+
+def target_of(m: Manifest) -> str:
+    """The target a run measured. A sweep left on its experiment's own target names its folder ``default``; its
+    tasks record the target they ran on, so a sweep of the same experiment and data asked for that target by name
+    is the same measurement (the newer retires the older)."""
+    sweep = m.sections.get("sweep")
+    if m.target != "default" or not isinstance(sweep, dict):
+        return m.target
+    ran = {str(t.get("manifest", {}).get("target")) for t in sweep.get("tasks", []) if isinstance(t, dict)}
+    return ran.pop() if len(ran) == 1 and "None" not in ran else m.target
 
 
 def data_of(m: Manifest) -> str:

@@ -22,7 +22,7 @@ import pandas as pd
 from chimera.errors import ResultsError
 from chimera.formats.rundir import Manifest
 from chimera.formats.tables import TableSchema
-from chimera.report.archive import data_of
+from chimera.report.archive import key_of
 from chimera.report.provenance import ROOT, Scope, TreeCode, changed_since, fingerprint_at
 from chimera.report.publish import check_seal, table_file
 from chimera.report.run import RunView
@@ -188,7 +188,7 @@ class RunSet:
         """The newest run of each experiment, target and dataset: the runs a book selects, sorted by that key."""
         seen: dict[tuple[str, str, str], Run] = {}
         for r in self._runs:
-            key = (r.experiment, r.target, data_of(r.manifest))
+            key = key_of(r.manifest)
             if key not in seen or r.run_id > seen[key].run_id:
                 seen[key] = r
         return [seen[k] for k in sorted(seen)]
