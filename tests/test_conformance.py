@@ -176,9 +176,18 @@ def test_conformance_fast_path_prior(case: tuple[Target, ReplayConfig], tmp_path
     assert int(np.sum(res.verdicts.label != ref_off.label)) > 10
 
 
+def least_installs(replay: ReplayConfig) -> int:
+    """How many installs a live run must have made. Under the trace clock the ticks are the trace's: several,
+    always. Under the switch clock they are the wall clock's, and a loaded machine fits fewer of them into the
+    replay (a toy switch on a machine running two sweeps beside the suite made one install in 0.8 s): one install
+    is the least that puts two versions in the switch's record, which is what the check compares."""
+    return 2 if replay.clock == "trace" else 1
+
+
 def test_conformance_across_live_installs(case: tuple[Target, ReplayConfig], tmp_path: Path) -> None:
-    """The slow loop installing while the traffic flows: several installs, and every verdict and register equals
-    the reference replayed on the switch's own record of its versions. Under the trace clock the installs land at
+    """The slow loop installing while the traffic flows: installs (several under the trace clock:
+    least_installs), and every verdict and register equals the reference replayed on the switch's own record of
+    its versions. Under the trace clock the installs land at
     the same packets at any pace, and the verdicts equal the reference target's own controlled run."""
     from chimera.controlplane.config import ControlPlaneConfig
     from chimera.controlplane.loop import SlowLoop
@@ -197,7 +206,7 @@ def test_conformance_across_live_installs(case: tuple[Target, ReplayConfig], tmp
     res = t.run(built.art, table, tmp_path, "live", replay=replay, control=live)
     check(t, res, built.art, table) if res.outcome is not None else None
     inst = [s for s in live.steps if s.decision == "install"]
-    assert len(inst) >= 2
+    assert len(inst) >= least_installs(replay)
     assert len(np.unique(res.verdicts.map_version)) >= 2
     if replay.clock == "trace":
         ref, _ = run_controlled(built.art, table, loop())
@@ -207,8 +216,8 @@ def test_conformance_across_live_installs(case: tuple[Target, ReplayConfig], tmp
 
 def test_conformance_across_live_prior_installs(case: tuple[Target, ReplayConfig], tmp_path: Path) -> None:
     """The prior-shift correction installing live (a class bias in the reserved soft rule's weights, nothing else
-    changed): several installs, every verdict and register equals the reference on the switch's record of its
-    versions, and under the trace clock the reference target's own controlled run."""
+    changed): installs (least_installs), every verdict and register equals the reference on the switch's record of
+    its versions, and under the trace clock the reference target's own controlled run."""
     from chimera.controlplane.config import ControlPlaneConfig
     from chimera.controlplane.loop import SlowLoop
     from chimera.controlplane.offline import run_controlled
@@ -230,7 +239,7 @@ def test_conformance_across_live_prior_installs(case: tuple[Target, ReplayConfig
     res = t.run(art, table, tmp_path, "live-prior", replay=replay, control=live)
     check(t, res, art, table) if res.outcome is not None else None
     inst = [s for s in live.steps if s.decision == "install"]
-    assert len(inst) >= 2 and all(s.churn_prior == 1 and s.churn_map == 0 for s in inst)
+    assert len(inst) >= least_installs(replay) and all(s.churn_prior == 1 and s.churn_map == 0 for s in inst)
     if replay.clock == "trace":
         ref, _ = run_controlled(art, table, loop())
         assert np.array_equal(res.verdicts.label, ref.label) and np.array_equal(res.verdicts.map_version,

@@ -18,8 +18,9 @@ def _group(item: pytest.Item) -> str | None:
 
 
 def test_every_test_runs_in_its_files_group_or_the_testbed_group(request: pytest.FixtureRequest) -> None:
-    """A test file is one group (its module fixtures built once); a file that brings up testbeds says so with the
-    ``testbed`` group, and all of its tests carry it."""
+    """A test file is one group (its module fixtures built once); a file whose tests are mostly testbeds says so
+    with the ``testbed`` group, and all of its tests carry it (a file mostly outside its testbeds, as the toys', keeps
+    its own group: its testbeds wait for the machine-wide lock instead of the testbed worker waiting for it)."""
     groups: dict[str, set[str | None]] = {}
     for item in request.session.items:
         groups.setdefault(item.path.name, set()).add(_group(item))

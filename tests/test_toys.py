@@ -15,7 +15,10 @@ import yaml
 
 from builders import ROOT
 
-pytestmark = [pytest.mark.root, pytest.mark.xdist_group("testbed")]   # the testbed group's one worker (conftest)
+#: Its own group, not the testbed group (conftest): most of its minute or two is spent outside any testbed (copying
+#: the checkout, importing it, training, the nightly's bookkeeping), which on the testbed group's one worker held up
+#: every testbed test behind it; its testbeds take the machine-wide lock like any other run's.
+pytestmark = [pytest.mark.root]
 
 
 # --------------------------------------------------------------------------- a testbed target and a kind, each a folder

@@ -320,11 +320,12 @@ def p4c_matrix(b: Book) -> str:
 def verifier_matrix(b: Book) -> str:
     """The kernel x program matrix: the newest published verifier run of each kernel, one column per kernel."""
     from chimera.bench.verifier import VerifierResult
+    from chimera.report.archive import target_of
     newest: dict[str, tuple[Run, VerifierResult]] = {}
-    for r in b.runs.all("bench-verifier"):
+    for r in b.runs.all("bench-verifier"):   # oldest first: a kernel release's newest run takes its column
         res = r.manifest.get("result", VerifierResult)
         if res is not None:
-            newest[res.kernel] = (r, res)
+            newest[target_of(r.manifest)] = (r, res)
     if not newest:
         return ("No verifier run is published yet (`invoke bench --what verifier` on each kernel: the host, and "
                 "Debian 12's 6.1 and Debian 13's 6.12 in a VM as `scripts/vm-boot` builds one).")
@@ -342,10 +343,10 @@ def verifier_matrix(b: Book) -> str:
                                     if row.verified_insns else "")
         return f"{n(row.verified_insns)} ({row.verified_insns / row.limit:.1%})" if row.verified_insns else "loaded"
     rows = [[name, *(cell(k, name) for k in kernels)] for name in variants]
-    cites = "; ".join(f"{k}: {newest[k][0].cite()} ({newest[k][1].clang.splitlines()[0]})"
+    cites = "; ".join(f"{newest[k][1].kernel}: {newest[k][0].cite()} ({newest[k][1].clang.splitlines()[0]})"
                       for k in kernels)
     return ("Each column is one kernel's newest `invoke bench --what verifier` run: every variant of the "
             f"{newest[kernels[0]][1].experiment} experiment trained for one epoch, compiled as a run does and "
             "loaded into that kernel. A cell is the instructions the verifier processed and their share of its "
             "limit (1,000,000); — is a variant with no eBPF program, with the reason. Runs: " + cites + ".\n\n" +
-            fmt.table(["variant", *(f"kernel {k}" for k in kernels)], rows))
+            fmt.table(["variant", *(f"kernel {newest[k][1].kernel}" for k in kernels)], rows))

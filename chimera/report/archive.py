@@ -12,8 +12,10 @@ tree has a budget (``BUDGET_BYTES``), which a test checks.
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,9 +35,18 @@ BUDGET_BYTES = 15 * 2**20
 
 @dataclass(frozen=True)
 class Keep:
-    """How many of the newest runs of each (experiment, target, data) stay (None: all), and why."""
+    """How many of the newest runs of each (experiment, target, data) stay (None: all), and why; ``target``: the
+    target as the rule keys it, where two names measure the same thing (default: the run's own name)."""
     newest: int | None
     why: str
+    target: Callable[[str], str] | None = None
+
+
+def kernel_release(label: str) -> str:
+    """A kernel's label without its build (``k6.18.44-fc-v782`` -> ``k6.18.44``, ``k6.1.0-56-amd64`` -> ``k6.1.0``):
+    a rebuild of the same release, or a distribution's newer build of it, is the same column."""
+    m = re.match(r"k\d+\.\d+(\.\d+)?", label)
+    return m.group(0) if m else label
 
 
 DEFAULT = Keep(1, "the book cites the newest run of each experiment, target and data")
@@ -52,6 +63,9 @@ POLICY: dict[str, Keep] = {
     "bench-bmv2files": Keep(None, "the BMv2 rate history block shows every run (a few KB each)"),
     "bench-zeroloss": Keep(None, "the BMv2 rate history block shows every run (a few KB each)"),
     "bench-bmv2ratio": Keep(None, "the BMv2 rate history block shows every run (a few KB each)"),
+    "bench-verifier": Keep(1, "the kernel matrix has one column per kernel release: this machine's kernel rebuilt "
+                              "(6.18.44-fc-v657 after -v782), or Debian's next build of 6.1, replaces its column",
+                           target=kernel_release),
 }
 
 
@@ -76,9 +90,13 @@ def key_of(m: Manifest) -> tuple[str, str, str]:
 
 
 def target_of(m: Manifest) -> str:
-    """The target a run measured. A sweep left on its experiment's own target names its folder ``default``; its
-    tasks record the target they ran on, so a sweep of the same experiment and data asked for that target by name
-    is the same measurement (the newer retires the older)."""
+    """The target a run measured, as the archive keys it (its experiment's ``Keep.target`` where it has one). A
+    sweep left on its experiment's own target names its folder ``default``; its tasks record the target they ran
+    on, so a sweep of the same experiment and data asked for that target by name is the same measurement (the
+    newer retires the older)."""
+    named = policy(m.experiment).target
+    if named is not None:
+        return named(m.target)
     sweep = m.sections.get("sweep")
     if m.target != "default" or not isinstance(sweep, dict):
         return m.target
