@@ -7,8 +7,8 @@ import math
 import re
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Any
 from types import SimpleNamespace
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -236,6 +236,22 @@ def test_a_stale_sweep_is_rerun_from_its_own_record(monkeypatch: pytest.MonkeyPa
         assert target == ("" if rec["target"] == driver.SweepRecord.DEFAULT_TARGET else rec["target"])
         assert calls[-1][-1]["executor"] == rec["executor"]
         assert f"--seeds {','.join(map(str, rec['seeds']))}" in x.command()
+
+
+def test_latency_twice_says_when_its_runs_come_from_two_kernels() -> None:
+    """The two newest latency runs are a repeat on one machine only where they share a kernel; from two kernels
+    the block says so, and does not call a difference of verdicts this machine's."""
+    book = published_book(ROOT)
+    runs = sorted(book.runs.all("latency"), key=lambda r: r.run_id)[-2:]
+    assert len(runs) == 2
+    for r, kernel in zip(runs, ("6.1.0-56-amd64", "6.18.44-fc-v657")):
+        r.manifest.environment["kernel"] = kernel
+    text = C.latency_twice(book)
+    assert "runs, on two kernels" in text and "runs, on one machine," not in text
+    assert "verdict on this machine" not in text
+    for r in runs:
+        r.manifest.environment["kernel"] = "6.18.44-fc-v657"
+    assert "runs, on one machine," in C.latency_twice(book)
 
 
 def test_republish_uncounted_also_plans_the_runs_made_before_the_rules(monkeypatch: pytest.MonkeyPatch) -> None:

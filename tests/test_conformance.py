@@ -187,8 +187,8 @@ def least_installs(replay: ReplayConfig) -> int:
 def test_conformance_across_live_installs(case: tuple[Target, ReplayConfig], tmp_path: Path) -> None:
     """The slow loop installing while the traffic flows: installs (several under the trace clock:
     least_installs), and every verdict and register equals the reference replayed on the switch's own record of
-    its versions. Under the trace clock the installs land at
-    the same packets at any pace, and the verdicts equal the reference target's own controlled run."""
+    its versions. Under the trace clock the installs land at the same packets at any pace, and the verdicts equal
+    the reference target's own controlled run."""
     from chimera.controlplane.config import ControlPlaneConfig
     from chimera.controlplane.loop import SlowLoop
     from chimera.controlplane.offline import run_controlled

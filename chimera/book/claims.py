@@ -1093,14 +1093,13 @@ def latency_twice(b: Book) -> str:
         rows.append([r.cite(), r.manifest.environment.get("kernel", "—"),
                      *(f"{tm[k][0]:.3g} [{tm[k][1]:.3g}, {tm[k][2]:.3g}]: {judged[k]}" for k in judged)])
     same = verdicts[0] == verdicts[1]
-    kernels = {r.manifest.environment.get("kernel") for r in runs}
-    where = ("on one machine" if len(kernels) == 1 else
-             "on two kernels (two machines, or one rebuilt): not a repeat on one machine, which takes a second run "
-             "on the newest one's kernel")
+    one = len({r.manifest.environment.get("kernel") for r in runs}) == 1
+    where = ("on one machine" if one else "on two kernels (two machines, or one rebuilt): not a repeat on one "
+             "machine, which takes a second run on the newest one's kernel")
+    said = ("the same three verdicts." if same else "**verdicts that differ**" +
+            (": the rule does not yet give one verdict on this machine." if one else "."))
     return (f"The two newest latency runs, {where}, each judged by the timing rule on its own repeats "
-            "(docs/claims.md): " +
-            ("the same three verdicts." if same else "**verdicts that differ**" +
-             (": the rule does not yet give one verdict on this machine." if len(kernels) == 1 else ".")) + "\n\n" +
+            f"(docs/claims.md): {said}\n\n" +
             fmt.table(["run", "kernel", f"added over the bare path (µs; bound {ADDED_US:g})",
                        f"in-switch p99 / p50 (bound {TAIL:g})", f"software host / switch p50 (bound {ORDERS:g})"],
                       rows))

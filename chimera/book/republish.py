@@ -2,11 +2,11 @@
 moved on, publish each, and re-render the book.
 
 A cited run is the newest published run of its experiment, target and dataset (what the book selects). Each is
-re-run as it was made: the same experiment (its YAML as committed now), target, clock and dataset directory.
-A sweep is re-run from its own record: the same experiment, seeds, datasets,
-target and executor. Runs that are not experiments (benches, nights, fuzz and mutation runs, the fresh-machine
-check) are listed with the command that remakes them. A run whose target cannot run here is listed with the reason. The plan and
-its expected time (each run's own wall time) come first; ``--dry-run`` stops there.
+re-run as it was made: the same experiment (its YAML as committed now), target, clock and dataset directory; a
+sweep from its own record (the same experiment, seeds, datasets, target and executor). Runs that are neither
+(benches, nights, fuzz and mutation runs, the fresh-machine check) are listed with the command that remakes them.
+A run whose target cannot run here is listed with the reason. The plan and its expected time (each run's own wall
+time) come first; ``--dry-run`` stops there.
 """
 
 from __future__ import annotations
@@ -126,21 +126,18 @@ def plan(book: Book, only: tuple[str, ...] = (), also_uncounted: bool = False) -
         if not due or (only and r.experiment not in only):
             continue
         sw = r.manifest.get("sweep", SweepRecord)
-        if sw is not None:
-            why = None if sw.target == SweepRecord.DEFAULT_TARGET else target_class(sw.target).unavailable_reason()
-            if why is not None:
-                elsewhere.append((r, f"target {sw.target} cannot run here: {why}"))
-            else:
-                reruns.append(SweepRerun(r, sweep=sw))
-            continue
-        if not (book.root / "experiments" / f"{r.experiment}.yaml").is_file():
+        if sw is None and not (book.root / "experiments" / f"{r.experiment}.yaml").is_file():
             how = remake(r.experiment) or (f"invoke bench --what {r.experiment.removeprefix('bench-')}"
                                                if r.experiment.startswith("bench-") else "its own command")
             elsewhere.append((r, f"not an experiment: remake it with `{how}`, then `invoke publish RUN_DIR`"))
             continue
-        why = target_class(r.target).unavailable_reason()
+        target = r.target if sw is None else sw.target   # a sweep on its experiment's target names none
+        why = None if target == SweepRecord.DEFAULT_TARGET else target_class(target).unavailable_reason()
         if why is not None:
-            elsewhere.append((r, f"target {r.target} cannot run here: {why}"))
+            elsewhere.append((r, f"target {target} cannot run here: {why}"))
+            continue
+        if sw is not None:
+            reruns.append(SweepRerun(r, sweep=sw))
             continue
         over: dict[str, Any] = {}  # YAML overlay: experiment overrides, validated by load_experiment
         if r.manifest.dataset_override:
