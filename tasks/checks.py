@@ -169,13 +169,14 @@ def test(c: Context, k: str = "", x: bool = False, workers: int = -1) -> None:
 
     Tests run in parallel, one worker per core and one more (pytest-xdist, --dist loadgroup): a file's tests on
     one worker, so its module fixtures are built once, and the testbed files' tests on one worker together (their
-    `xdist_group` mark; their testbeds take turns through the machine-wide lock anyway), the largest groups first.
+    `xdist_group` mark; their testbeds take turns through the machine-wide lock anyway), in the order tests/conftest.py
+    gives the groups (those with a test marked ``long`` first, then the largest).
     The workers are the parallelism: each runs its math libraries on one thread (OMP/OpenBLAS/MKL, unless set
     already), since their thread pools on every worker at once oversubscribe the cores and spin."""
     py = python()
     one = {} if workers == 0 else {v: os.environ.get(v, "1") for v in THREAD_VARS}
     par = [] if workers == 0 else ["-n", str((os.cpu_count() or 1) + 1) if workers < 0 else str(workers),
-                                   "--dist", "loadgroup", "--durations", "10"]
+                                   "--dist", "loadgroup", "--no-loadscope-reorder", "--durations", "10"]
     args = ["-m", "pytest", "-ra", "-q", *par] + (["-k", k] if k else []) + (["-x"] if x else [])
     r = subprocess.run([py, *args], cwd=ROOT, check=False, env={**os.environ, **one})
     if r.returncode == 5:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,11 +23,26 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """`invoke test` runs xdist with --dist loadgroup: a test with an ``xdist_group`` mark runs on its group's one
     worker (the testbed files share the group "testbed": their testbeds take turns through the machine-wide lock
     anyway, and one worker running them leaves the other workers the cores meanwhile); any other test's group is
-    its file, so a file's module fixtures are built once, as with --dist loadfile. xdist hands out the largest
-    groups first. Only where a test runs changes, never what it checks."""
+    its file, so a file's module fixtures are built once, as with --dist loadfile.
+
+    xdist hands the groups out in the order of their first tests. The groups holding a test marked ``long`` come
+    first, then the larger groups (xdist's own order by size, which `invoke test` turns off with
+    --no-loadscope-reorder so that this one holds): a group of one long test, handed out last by size, ended the
+    suite alone a minute after every other worker had finished. Only where and when a test runs changes, never
+    what it checks."""
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.path.name))
+    size = Counter(xdist_group(i) for i in items)
+    long = {xdist_group(i) for i in items if i.get_closest_marker("long") is not None}
+    items.sort(key=lambda i: (xdist_group(i) not in long, -size[xdist_group(i)]))  # stable: a group's order kept
+
+
+def xdist_group(item: pytest.Item) -> str:
+    """The name of the item's xdist group (every item has one once collection is done)."""
+    mark = item.get_closest_marker("xdist_group")
+    assert mark is not None, item.nodeid
+    return str(mark.args[0] if mark.args else mark.kwargs["name"])
 
 
 SAMPLE = Path(os.environ.get("CHIMERA_SAMPLE", ROOT.parent / "shared" / "datasets" / "ciciot2022-sonos"))

@@ -1,6 +1,6 @@
 """Differential fuzzing (issue 25): the fuzzer finds planted differences, shrinks them and saves them as one
-file; the reference reaches every decision point; a negative EMA register reads back right on every testbed
-(the BMv2 Thrift read saturated it: found by the fuzzer); the frames are what they claim to be."""
+file; the reference reaches every decision point; the frames are what they claim to be. On the testbeds:
+test_fuzz_targets.py."""
 
 from __future__ import annotations
 
@@ -12,20 +12,17 @@ import pytest
 
 from chimera.data.pcap import ParseStatus, read_pcap
 from chimera.formats.artifact import Artifact
-from chimera.fuzz.check import compare, observe_oracle, observe_reference, observe_target
+from chimera.fuzz.check import compare, observe_oracle, observe_reference
 from chimera.fuzz.frames import FrameSpec, build
 from chimera.fuzz.oracle import Oracle
 from chimera.fuzz.profiles import PROFILES, artifact
 from chimera.fuzz.run import FuzzConfig, fuzz, reproduce
 from chimera.fuzz.sequence import WRAP_NS, Batch, Event, Sequence
 from chimera.fuzz.strategies import Context, sample_sequences
-from chimera.targets.registry import target_class
-from chimera.testbed.nodes import BuildOptions
 
-#: brings up testbeds: runs on the one worker of the group "testbed" (tests/conftest.py)
-pytestmark = pytest.mark.xdist_group("testbed")
+#: no testbed here (the reference, the oracle and the fuzzer's own machinery): this file's group runs beside the
+#: testbed group; the fuzzer on the testbeds is in test_fuzz_targets.py
 
-TESTBEDS = ["ebpf", "bmv2"]
 
 
 def _observe_all(art: Artifact, seqs: list[Sequence], where: Path) -> tuple:  # type: ignore[type-arg]
@@ -108,49 +105,6 @@ def test_planted_difference_is_found_shrunk_saved_and_reproduced(tmp_path: Path,
     assert not reproduce(res.run_dir / "failure-1.json")     # still differs
     monkeypatch.setattr(Oracle, "step", real)
     assert reproduce(res.run_dir / "failure-1.json")         # fixed
-
-
-def _negative_ema_sequence() -> Sequence:
-    """Two flows interleaved so that one class EMA ends at -1 under the two-shift step (eta = 2^-2 + 2^-4):
-    the corner BMv2's Thrift read turned into INT64_MAX."""
-    a = FrameSpec(src=0x0A000001, dst=0x0A000002, sport=1111, dport=80, tcp_flags=0x02, payload=0)
-    b = FrameSpec(src=0x0A000003, dst=0x0A000004, sport=2222, dport=443, proto=17, payload=100)
-    pattern = "bbabbaaaabaabbbbbbbbabbbbbbbbbbbbbbbbbbb"
-    return Sequence(tuple(Event(a if c == "a" else b, 1024, c) for c in pattern))
-
-
-@pytest.mark.parametrize("name", TESTBEDS)
-def test_negative_ema_register_reads_back(name: str, tmp_path: Path) -> None:
-    cls = target_class(name)
-    why = cls.unavailable_reason()
-    if why is not None:
-        pytest.skip(f"{name} cannot run here: {why}")
-    art = artifact("prior")
-    b, table, ref = _observe_all(art, [_negative_ema_sequence()], tmp_path)
-    assert min(ref.registers["class_ema"]) == -1  # the corner is reached
-    with cls(build_dir=tmp_path / "build", build=BuildOptions(coverage=True)) as t:  # type: ignore[call-arg]
-        got = observe_target(t, art, table, b.script, tmp_path / "run", "negative-ema")
-    assert compare(ref, got) == []
-
-
-def test_planted_ebpf_mutant_is_killed_and_deterministic(tmp_path: Path) -> None:
-    """A mutant left in chimera.bpf.c (an IPv4 header must be 24 bytes) is found on the testbed, traced to its
-    sequence, shrunk, and re-run: the same difference every time."""
-    cls = target_class("ebpf")
-    why = cls.unavailable_reason()
-    if why is not None:
-        pytest.skip(f"ebpf cannot run here: {why}")
-    from chimera.targets.ebpf.build import SOURCE
-    src = SOURCE.read_text()
-    assert "ihl < 20)" in src
-    mutant = tmp_path / "chimera.bpf.c"
-    mutant.write_text(src.replace("ihl < 20)", "ihl < 24)", 1))
-    res = fuzz(FuzzConfig(targets=("ebpf",), budget_s=90, seed=3, corpus=False, stop_at_first=True, repeats=3,
-                          profiles=("collide",), build=BuildOptions(coverage=True, source=mutant)), tmp_path)
-    assert res.failures, "the mutant survived"
-    f = res.failures[0]
-    assert f.diff.target == "ebpf" and f.reproduced.startswith("3/3") and len(f.sequence) <= 3, f.describe()
-    assert "--target ebpf --frames as-captured" in f.command
 
 
 def test_the_mutation_score_per_file_is_a_typed_record() -> None:

@@ -31,12 +31,19 @@ print("SHA", b.art.sha256)
 """
 
 
-def train_rff(**env: str) -> str:
+def train_rff(**env: str) -> subprocess.Popen[str]:
+    """One training in a process of its own, started (the three of a test run at once: each is one thread)."""
     e = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS",
                                                            "ONEDNN_MAX_CPU_ISA", "CHIMERA_CPU_ISA")}
-    p = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=600, env={**e, **env})
-    line = next((ln for ln in p.stdout.splitlines() if ln.startswith("SHA ")), None)
-    assert line, p.stdout[-2000:] + p.stderr[-3000:]
+    return subprocess.Popen([sys.executable, "-c", SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**e, **env})
+
+
+def sha_of(p: subprocess.Popen[str]) -> str:
+    """The tables' SHA-256 the training printed."""
+    out, err = p.communicate(timeout=600)
+    line = next((ln for ln in out.splitlines() if ln.startswith("SHA ")), None)
+    assert line, out[-2000:] + err[-3000:]
     return line.split()[1]
 
 
@@ -47,13 +54,15 @@ def _flags() -> set[str]:
 
 @pytest.mark.skipif("avx2" not in _flags(), reason="the pin needs a CPU with AVX2")
 def test_rff_trains_the_same_tables_whatever_the_threads_and_the_vector_unit() -> None:
-    pinned = train_rff(OMP_NUM_THREADS="1")
     # an AVX2-only machine: there every library's own dispatch stops at AVX2. ATEN alone is not that machine: on a
     # CPU with AMX and AVX512-FP16 (Sapphire Rapids) MKL's AVX-512 GEMM rounds differently from its AVX2 one, so
     # the pin must reach MKL (and oneDNN) as well, from inside the package, before torch loads them
     avx2_only = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
-    assert train_rff(CHIMERA_CPU_ISA="native", **avx2_only) == pinned
-    assert train_rff(OMP_NUM_THREADS="2", MKL_NUM_THREADS="2") == pinned           # another thread count
+    pinned, avx2, threads = (train_rff(OMP_NUM_THREADS="1"), train_rff(CHIMERA_CPU_ISA="native", **avx2_only),
+                             train_rff(OMP_NUM_THREADS="2", MKL_NUM_THREADS="2"))  # the last: another thread count
+    want = sha_of(pinned)
+    assert sha_of(avx2) == want
+    assert sha_of(threads) == want
 
 
 def test_the_small_models_train_on_one_thread_and_give_the_callers_setting_back(monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -18,7 +18,7 @@ from builders import ROOT
 #: Its own group, not the testbed group (conftest): most of its minute or two is spent outside any testbed (copying
 #: the checkout, importing it, training, the nightly's bookkeeping), which on the testbed group's one worker held up
 #: every testbed test behind it; its testbeds take the machine-wide lock like any other run's.
-pytestmark = [pytest.mark.root]
+pytestmark = [pytest.mark.root, pytest.mark.long]
 
 
 # --------------------------------------------------------------------------- a testbed target and a kind, each a folder
@@ -72,7 +72,11 @@ except SystemExit as e:
     print("STEP-nightly-exit", e.code, flush=True)
 import pytest
 print("STEP-conformance-begin", flush=True)
-code = pytest.main(["-q", "-p", "no:cacheprovider", "tests/test_conformance.py", "-k", "toy"])
+# every case on the trace clock (where verdicts are bit-exact), and the quickstart's on the switch clock too: the
+# toy's clocks come from its record like every target's; each of its other switch-clock cases is a second bring-up
+# of a case the trace clock has checked (they took half of this test's two-three minutes)
+code = pytest.main(["-q", "-rA", "-p", "no:cacheprovider", "tests/test_conformance.py",
+                    "-k", "toy and (trace or quickstart)"])
 print("STEP-conformance", int(code), flush=True)
 """
 
@@ -194,3 +198,5 @@ def test_a_toy_testbed_target_and_kind_need_their_own_folder_and_one_line_each(t
     # conformance: the toy's cases come from the registry, like every target's
     conf = steps.stdout.split("STEP-conformance-begin", 1)[1]
     assert said["STEP-conformance"] == "0" and " passed" in conf and "failed" not in conf, conf[-2000:]
+    assert "PASSED tests/test_conformance.py::test_conformance_quickstart[toy-switch]" in conf, conf[-2000:]
+    assert "PASSED tests/test_conformance.py::test_conformance_stress_collisions_and_malformed[toy-trace]" in conf
