@@ -22,10 +22,12 @@ def test_the_published_tree_follows_the_rule_within_its_budget() -> None:
         assert keep.why and (keep.newest is None or keep.newest > 1 or keep.target is not None), exp
 
 
-def _two_runs(tmp: Path, experiment: str) -> tuple[Path, list[Path]]:
-    """A published tree with the two newest runs of one published key of ``experiment``, copied."""
-    runs = sorted(p.parent for p in (ROOT / "results" / "published" / experiment).glob("*/manifest.json"))
-    assert runs, experiment
+def _two_runs(tmp: Path, experiment: str, data: str | None = None) -> tuple[Path, list[Path]]:
+    """A published tree with the newest published run of ``experiment`` (on ``data``, where given: the archive's
+    key of its data) copied twice, as two runs of one key."""
+    runs = sorted(p.parent for p in (ROOT / "results" / "published" / experiment).glob("*/manifest.json")
+                  if data is None or A.data_of(Manifest.read(p)) == data)
+    assert runs, (experiment, data)
     pub = tmp / "published"
     out = []
     for i, src in enumerate([runs[-1], runs[-1]]):
@@ -63,7 +65,7 @@ def test_a_retired_night_stays_in_the_dashboards_history(tmp_path: Path) -> None
 def test_sweeps_over_other_data_are_other_keys(tmp_path: Path) -> None:
     """A sweep of the accuracy experiment on the synthetic sets does not retire the sweep on the real sets (the
     book judges each set from the newest sweep that holds it); a second sweep on the same sets does."""
-    pub, (old, new) = _two_runs(tmp_path, "sweep-accuracy")
+    pub, (old, new) = _two_runs(tmp_path, "sweep-accuracy", data="ciciot2022-sonos,suricata-zeek-apps")
     assert [r.path for r in A.plan(pub)] == [old]
     m = Manifest.read(new / "manifest.json")
     m.sections["sweep"]["datasets"] = None      # the experiment's own (synthetic) datasets
