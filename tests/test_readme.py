@@ -193,3 +193,24 @@ def test_no_experiment_reaches_a_check_harness() -> None:
     assert not reached, reached
     assert "chimera/targets/bmv2/files.py" in tree.closure(scope_of(Manifest(
         experiment="bench-bmv2files", run_id="x", target="local")))
+
+
+def test_a_time_goal_is_read_from_the_median_of_three_records_of_one_code_on_one_host() -> None:
+    """The README's set-up and suite times: one record is one draw of the host's speed; where three or more records
+    were made from the newest one's commit on its host, their median is stated beside it (other code, another
+    host or fewer records: nothing)."""
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from chimera.book.front import same_code_median
+
+    def rec(commit: str, kernel: str, c1: float, c2: float, t2: float) -> Any:
+        return SimpleNamespace(manifest=SimpleNamespace(
+            environment={"kernel": kernel}, git=SimpleNamespace(commit=commit),
+            timings_s={"command_1": c1, "command_2": c2, "tests_2": t2}))
+    same = [rec("a", "k", 130, 310, 301), rec("a", "k", 120, 300, 290), rec("a", "k", 140, 305, 296)]
+    other = [rec("b", "k", 1, 1, 1), rec("a", "k2", 1, 1, 1)]
+    said = same_code_median(cast(Any, [*other, *same]), same[-1])
+    assert said == (" The median of the 3 records of this code on this host: set-up 130 s, the test suite 296 s "
+                    "(pytest's own time; its command 305 s).")
+    assert same_code_median(cast(Any, [*other, *same[:2]]), same[-1]) == ""
