@@ -7,6 +7,7 @@ A reviewer reads the README in one screen (the ACM and PETS artifact templates);
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,11 +46,9 @@ MEDIAN_OF = 3
 def same_code_median(records: list[Run], r: Run) -> str:
     """The median of the records made from ``r``'s commit on ``r``'s host (its kernel), where there are at least
     MEDIAN_OF: one record is one draw of the host's speed, and a time goal is judged by the median of three."""
-    import statistics
     kernel, commit = r.manifest.environment.get("kernel"), r.manifest.git.commit
-    same = [x for x in records if kernel and x.manifest.environment.get("kernel") == kernel
-            and x.manifest.git.commit == commit]
-    if len(same) < MEDIAN_OF:
+    same = [x for x in records if x.manifest.environment.get("kernel") == kernel and x.manifest.git.commit == commit]
+    if not kernel or len(same) < MEDIAN_OF:   # which records share its host is unknown, or too few of them
         return ""
 
     def med(key: str) -> float | None:
@@ -58,7 +57,7 @@ def same_code_median(records: list[Run], r: Run) -> str:
     set_up, tests, command = med("command_1"), med("tests_2"), med("command_2")
     suite = (f"the test suite {n(tests)} s (pytest's own time; its command {n(command)} s)" if tests is not None
              else f"the test suite's command {n(command)} s")
-    return (f" The median of the {len(same)} records of this code on this host: set-up {n(set_up)} s, {suite}.")
+    return f" The median of the {len(same)} records of this code on this host: set-up {n(set_up)} s, {suite}."
 
 
 def _switch_rows(r: Run) -> tuple[int, int, int, int]:
