@@ -238,6 +238,49 @@ def test_a_stale_sweep_is_rerun_from_its_own_record(monkeypatch: pytest.MonkeyPa
         assert f"--seeds {','.join(map(str, rec['seeds']))}" in x.command()
 
 
+def test_a_remake_is_expected_to_take_its_runs_time_scaled_to_the_work_its_experiment_does_now() -> None:
+    """A stability run made with 3 seeds on one day says little of 10 seeds on 3 days: the estimate is the run's
+    own minutes times the units of work (the day's replays; the cadence grid's cells x seeds x days; datasets)
+    now over then. A config that no longer validates is left unscaled, and the plan's line says so."""
+    from typing import cast
+    from chimera.book import expected as E
+    from chimera.experiments.load import load_experiment
+    from chimera.report.runs import Run
+
+    def day_replays(raw: dict[str, Any]) -> int:       # written from the YAML, not from the code under test
+        st = raw["stability"]
+        seeds, days = len(st.get("seeds") or [1]), len(st.get("days") or [1])
+        oracle = sum(c == "Oracle" for c in st["configurations"])
+        switch = len(st["configurations"]) - oracle
+        return days * (seeds * switch + oracle * min(st.get("oracle_seeds") or seeds, seeds))
+
+    raw = yaml.safe_load((ROOT / "experiments" / "stability24h.yaml").read_text())
+    older = {"stability": {"seeds": [1, 2, 3], "days": [], "oracle_seeds": 0}}
+    then = load_experiment("stability24h", older)
+    assert E.work(load_experiment("stability24h")) == day_replays(raw)
+    assert E.work(then) == day_replays({"stability": {**raw["stability"], **older["stability"]}})
+    assert day_replays(raw) != day_replays({"stability": {**raw["stability"], **older["stability"]}})
+
+    def run(config: dict[str, Any], minutes: float, experiment: str = "stability24h") -> Run:
+        return cast(Run, SimpleNamespace(experiment=experiment, rel=f"{experiment}/x", minutes=lambda: minutes,
+                                         manifest=SimpleNamespace(config=config)))
+
+    est = E.expected(run(then.model_dump(mode="json"), 30.0))
+    assert est.minutes == pytest.approx(30.0 * day_replays(raw) / est.then) and est.then == E.work(then)
+    assert f"x {est.now}/{est.then}" in est.note()
+    same = E.expected(run(load_experiment("stability24h").model_dump(mode="json"), 30.0))
+    assert same.minutes == 30.0 and same.note() == "its own 30.0 min"
+    gone = E.expected(run({**then.model_dump(mode="json"), "no_such_key": 1}, 30.0))
+    assert gone.minutes == 30.0 and "unscaled" in gone.note()
+    cad = yaml.safe_load((ROOT / "experiments" / "hyper_cadence.yaml").read_text())
+    grid = len(cad["cadence"]["etas"]) * len(cad["cadence"]["t_cp_s"])
+    assert E.work(load_experiment("hyper_cadence")) == grid * len(cad["stability"]["seeds"]) * len(
+        cad["stability"].get("days") or [1])
+    acc = load_experiment("accuracy")
+    assert E.work(acc) == len(yaml.safe_load((ROOT / "experiments" / "accuracy.yaml").read_text())["datasets"])
+    assert E.work(acc.model_copy(update={"datasets": dict(list(acc.datasets.items())[:1])})) == 1
+
+
 def test_latency_twice_says_when_its_runs_come_from_two_kernels() -> None:
     """The two newest latency runs are a repeat on one machine only where they share a kernel; from two kernels
     the block says so, and does not call a difference of verdicts this machine's."""

@@ -2,7 +2,8 @@
 machine beside the published one (the ACM "Results Reproduced" flow in one command).
 
 It prints the plan first (each step, the target it will run on, and its expected time: the wall time of the
-newest published run of that step, measured on this project's 2-core machine), refuses nothing it cannot
+newest published run of that step, measured on this project's 2-core machine, scaled to the work the step's
+experiment does now: chimera.book.expected), refuses nothing it cannot
 run but says why, runs the steps into ``results/reproduce/<run-id>/``, renders ``claims.md`` there from
 those runs alone, and compares claim by claim with the published ledger: the same verdict, and our value
 within the claim's own tolerance (F1 within the tie, resources and timings within the factor).
@@ -21,6 +22,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from chimera.book import claims as C
+from chimera.book.expected import expected
 from chimera.report import fmt
 from chimera.book.scope import published_book, run_set
 from chimera.report.book import Blocks, Book
@@ -113,7 +115,7 @@ def plan(quick: bool, published: RunSet | None = None) -> list[Planned]:
         own, there = on_dataset(None), on_target(target or "")
         ref = (published.latest(s.experiment, lambda r: own(r) and there(r))
                or published.latest(s.experiment, own))
-        est = ref.minutes() if ref is not None else math.nan
+        est = expected(ref).minutes if ref is not None else math.nan
         out.append(Planned(s, target, "; ".join(why) if target is None else "", est))
     return out
 

@@ -6,11 +6,12 @@ re-run as it was made: the same experiment (its YAML as committed now), target, 
 sweep from its own record (the same experiment, seeds, datasets, target and executor). Runs that are neither
 (benches, nights, fuzz and mutation runs, the fresh-machine check) are listed with the command that remakes them.
 A run whose target cannot run here is listed with the reason. The plan and its expected time (each run's own wall
-time) come first; ``--dry-run`` stops there.
+time, scaled to the work its experiment does now: chimera.book.expected) come first; ``--dry-run`` stops there.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from chimera.book.expected import Expected, expected
 from chimera.book.scope import published_book
 from chimera.report.book import Book
 from chimera.book.claims import rules_fixed_before
@@ -31,14 +33,15 @@ from chimera.sweep.driver import SweepRecord
 log = logging.getLogger(__name__)
 
 
-def remake(experiment: str) -> str | None:
+def remake(experiment: str, target: str = "") -> str | None:
     """How a run that is not an experiment is remade (then `invoke publish RUN_DIR`): the fuzzer over every
-    registered target, the mutation run over every target's mutant source (the registries name them)."""
+    registered target, the mutation run over every target's mutant source (the registries name them), a
+    reproduction as it was run (its target is quick or full)."""
     from chimera.fuzz.mutants import sources
     from chimera.targets.registry import TARGETS
     return {"nightly": "invoke nightly", "fuzz": f"invoke fuzz --targets {','.join(TARGETS)} --budget 10m",
             "mutate": f"invoke mutate --files {','.join(sources())}", "fresh-check": "scripts/fresh-check",
-            "vm-boot": "scripts/vm-boot"}.get(experiment)
+            "vm-boot": "scripts/vm-boot", "reproduce": "invoke reproduce" + (" --quick" if target == "quick" else "")}.get(experiment)
 
 
 
@@ -50,9 +53,14 @@ class Rerun:
     # dict[str, Any]: YAML overlay: experiment overrides, validated by load_experiment
     overrides: dict[str, Any] = field(default_factory=dict)
 
+    @functools.cached_property
+    def estimate(self) -> Expected:
+        """Its own wall time, scaled to the experiment's work now (chimera.book.expected)."""
+        return expected(self.run, self.overrides or None)
+
     @property
     def expected_min(self) -> float:
-        return self.run.minutes()
+        return self.estimate.minutes
 
     def describe(self) -> str:
         data = Path(self.run.manifest.dataset_override or "").name or "its own data"
@@ -72,6 +80,11 @@ class SweepRerun(Rerun):
     """A sweep, made again from its own record: the same experiment, seeds, datasets, target and executor (a Ray
     sweep runs on a local Ray instance of its own; the cluster it may have used is not this machine's to join)."""
     sweep: SweepRecord
+
+    @functools.cached_property
+    def estimate(self) -> Expected:
+        """Its own wall time: it re-runs its record's tasks (seeds x datasets), not the experiment's list."""
+        return Expected(self.run.minutes(), 1, 1)
 
     def describe(self) -> str:
         data = ", ".join(Path(d).name for d in self.sweep.datasets or []) or "its own data"
@@ -127,7 +140,7 @@ def plan(book: Book, only: tuple[str, ...] = (), also_uncounted: bool = False) -
             continue
         sw = r.manifest.get("sweep", SweepRecord)
         if sw is None and not (book.root / "experiments" / f"{r.experiment}.yaml").is_file():
-            how = remake(r.experiment) or (f"invoke bench --what {r.experiment.removeprefix('bench-')}"
+            how = remake(r.experiment, r.target) or (f"invoke bench --what {r.experiment.removeprefix('bench-')}"
                                                if r.experiment.startswith("bench-") else "its own command")
             elsewhere.append((r, f"not an experiment: remake it with `{how}`, then `invoke publish RUN_DIR`"))
             continue
@@ -147,11 +160,11 @@ def plan(book: Book, only: tuple[str, ...] = (), also_uncounted: bool = False) -
 
 
 def announce(p: Plan) -> None:
-    log.info("republish: %d stale or uncounted cited runs to re-run, expected %.0f min (each run's own wall time):",
-             len(p.reruns), p.expected_min)
+    log.info("republish: %d stale or uncounted cited runs to re-run, expected %.0f min (each run's own wall time, "
+             "scaled to its experiment's work now):", len(p.reruns), p.expected_min)
     for x in p.reruns:
         why = x.run.freshness.mark().strip(" *[]") or "fresh, but made before the rules last changed"
-        log.info("  %-50s ~%.1f min  (%s)", x.describe(), x.expected_min, why)
+        log.info("  %-50s ~%.1f min  (%s; %s)", x.describe(), x.expected_min, x.estimate.note(), why)
     for r, why in p.elsewhere:
         log.info("  %-50s not here: %s", f"{r.experiment} on {r.target}", why)
 

@@ -1,0 +1,105 @@
+"""How long remaking a published run will take: its own wall time, scaled to the experiment as committed now.
+
+A published run's wall time is the only measured time there is for its experiment on this machine, but the
+experiment may have grown since (stability24h went from 3 training seeds on one day to 10 seeds on 3 days: its
+last run's 31 minutes said nothing of the next one's hours). The work a run does is counted in its kind's own
+unit: its cells (chimera.experiments.kinds.base.Cell) times how often it does each (``repeats``: datasets, and
+for the day-long kinds their training seeds, day realizations and configurations). The estimate is the run's
+minutes times the ratio of that count now to the count in the config the run was made with.
+
+The count lives here, not on the configs, because every run imports chimera.experiments.config: a method added
+there would stale every published run (chimera.report.provenance) for a change to no number.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from chimera.errors import ConfigError
+from chimera.experiments.config import ExperimentConfig
+from chimera.experiments.kinds import kind_of
+from chimera.experiments.kinds.cadence.config import CadenceExperiment
+from chimera.experiments.kinds.stability.config import StabilityExperiment
+from chimera.experiments.load import load_experiment, validate_experiment
+from chimera.report.runs import Run
+
+
+def _datasets(cfg: ExperimentConfig) -> int:
+    return len(cfg.named_datasets()) if cfg.multi_dataset else 1
+
+
+def _day_replays(cfg: StabilityExperiment) -> int:
+    """Replays of the day: every switch configuration with every training seed, the oracle with its own seeds,
+    on every day realization."""
+    st, seeds = cfg.stability, len(cfg.training_seeds)
+    oracle = min(st.oracle_seeds or seeds, seeds)
+    return len(cfg.day_seeds) * (seeds * len(st.switch_configurations) + oracle * len(st.oracle_configurations))
+
+
+def _cadence_days(cfg: CadenceExperiment) -> int:
+    """Each cell (eta, T_cp) runs the day with every training seed on every day realization."""
+    return len(cfg.day_seeds) * len(cfg.training_seeds)
+
+
+#: how many times a run does each of its cells, by config type (the most derived match wins); other kinds:
+#: once per dataset
+REPEATS: dict[type[ExperimentConfig], Callable[[Any], int]] = {CadenceExperiment: _cadence_days,
+                                                              StabilityExperiment: _day_replays}
+
+
+def repeats(cfg: ExperimentConfig) -> int:
+    for t in type(cfg).__mro__:
+        if t in REPEATS:
+            return REPEATS[t](cfg)
+    return _datasets(cfg)
+
+
+def work(cfg: ExperimentConfig) -> int:
+    """The units of work a run of ``cfg`` does: its kind's cells times each cell's repeats."""
+    return len(kind_of(cfg.kind).cells(cfg)) * repeats(cfg)
+
+
+@dataclass(frozen=True)
+class Expected:
+    """A published run's wall time scaled to its experiment now."""
+
+    took_min: float          # the published run's own wall time (nan: it has no finish time)
+    then: int | None         # units of work of the config it was made with (None: that config no longer loads)
+    now: int | None          # units of work of the experiment as committed now (None: it does not load)
+
+    @property
+    def scale(self) -> float:
+        return self.now / self.then if self.now is not None and self.then else 1.0
+
+    @property
+    def minutes(self) -> float:
+        return self.took_min * self.scale
+
+    def note(self) -> str:
+        """What the estimate rests on, for the plan's line."""
+        if math.isnan(self.took_min):
+            return "no measured time"
+        if self.then is None or self.now is None:
+            return f"its own {self.took_min:.1f} min, unscaled: its config cannot be compared with the experiment now"
+        if self.then == self.now:
+            return f"its own {self.took_min:.1f} min"
+        return f"its own {self.took_min:.1f} min x {self.now}/{self.then} units of work now"
+
+
+def expected(run: Run, overrides: dict[str, Any] | None = None  # YAML overlay: validated by load_experiment
+             ) -> Expected:
+    """``run``'s wall time scaled by its experiment's work now (``overrides`` applied, as the remake applies
+    them) against the work of the config it was made with."""
+    took = run.minutes()
+    try:
+        then: int | None = work(validate_experiment(dict(run.manifest.config), run.rel))
+    except ConfigError:
+        then = None
+    try:
+        now: int | None = work(load_experiment(run.experiment, overrides))
+    except ConfigError:
+        now = None
+    return Expected(took, then, now)
