@@ -87,9 +87,11 @@ def republish(c: Context, stale: bool = False, uncounted: bool = False, only: st
 
 
 @task(help={"quick": "the steps of the ledger that take minutes (leaves out Table 1, Table 2 and the window "
-                     "figure)", "dry_run": "print the plan and its expected time, run nothing"})
+                     "figure)", "dry_run": "print the plan and its expected time, run nothing",
+            "resume": "a stopped reproduction (results/reproduce/.<run-id>.partial or .failed/<run-id>): keep "
+                      "the steps it finished whose code has not changed since, run the others"})
 @cli
-def reproduce(c: Context, quick: bool = False, dry_run: bool = False, verbose: bool = False) -> None:
+def reproduce(c: Context, quick: bool = False, dry_run: bool = False, resume: str = "", verbose: bool = False) -> None:
     """Run what docs/claims.md needs on this machine; its ledger beside the published one, claim by claim."""
     from chimera.book.reproduce import reproduce as run
-    run(quick=quick, dry_run=dry_run)
+    run(quick=quick, dry_run=dry_run, resume=Path(resume) if resume else None)

@@ -157,6 +157,70 @@ def test_the_quick_plan_leaves_out_the_long_steps_and_says_how_long(book: Book) 
         assert p.target is not None or p.why
 
 
+def test_every_headline_command_makes_what_it_cites(book: Book) -> None:
+    """Each headline row's command runs: an experiment that has a YAML, or the sweep its run records (a sweep is
+    no experiment: `run-experiment --name sweep-accuracy` fails)."""
+    from chimera.book import front
+    rows = [r for r in front.headline_claims(book).splitlines()[2:] if r.startswith("|")]
+    assert rows
+    for row in rows:
+        cmd = row.split("`")[1]
+        m = re.search(r"invoke (run-experiment|sweep) --name (\S+)", cmd)
+        assert m is not None, cmd
+        assert (ROOT / "experiments" / f"{m.group(2)}.yaml").is_file(), cmd
+        if m.group(1) == "sweep":
+            assert "--seeds " in cmd, cmd
+
+
+def test_a_resumed_reproduction_keeps_the_fresh_steps_a_stopped_one_finished_and_runs_the_rest(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full reproduction outlasts a working session: ``--resume`` moves the steps a stopped one finished into
+    the new one when their code is the working tree's, runs every other step, and counts the kept steps' own
+    minutes in its time; a kept step whose code moved on (here: made from a dirty tree) is run again."""
+    import json
+    import shutil
+    import subprocess
+
+    from chimera.experiments import runner
+    from chimera.formats.rundir import Manifest
+    from chimera.report.runs import on_target
+    book = published_book(ROOT)
+    step = next(p for p in R.plan(True, book.runs) if p.step.experiment == "roc")
+    assert step.target is not None
+    src = book.runs.latest("roc", on_target(step.target))
+    assert src is not None
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+    def stopped(name: str, dirty: bool) -> Path:
+        d = tmp_path / "stopped" / name
+        run = d / "runs" / "roc" / src.path.name
+        shutil.copytree(src.path, run)
+        m = json.loads((run / "manifest.json").read_text())
+        (run / "manifest.json").write_text(json.dumps({**m, "git": {**m["git"], "commit": head, "dirty": dirty}}))
+        (d / "manifest.json").write_text("{}")
+        return d
+
+    calls: list[str] = []
+    monkeypatch.setattr(runner, "run_experiment", lambda cfg, **k: calls.append(cfg.name) or Path("x"))
+    kept = stopped("kept", dirty=False)
+    out = R.reproduce(quick=True, results_root=tmp_path / "results", resume=kept)
+    assert out is not None and "roc" not in calls
+    ran = {p.step.experiment for p in R.plan(True, book.runs) if p.target is not None} - {"roc"}
+    assert set(calls) == ran
+    assert (out / "runs" / "roc" / src.path.name / "manifest.json").is_file()
+    assert not (kept / "runs" / "roc" / src.path.name).exists()
+    rec = Manifest.model_validate_json((out / "manifest.json").read_text()).get("reproduce", R.Reproduction)
+    assert rec is not None and rec.resumed_from == str(kept) and rec.reused == {"roc": pytest.approx(src.minutes())}
+    assert rec.took_min >= src.minutes() and "resumed from" in (out / "summary.md").read_text()
+    calls.clear()
+    again = stopped("stale", dirty=True)
+    R.reproduce(quick=True, results_root=tmp_path / "results", resume=again)
+    assert "roc" in calls and (again / "runs" / "roc" / src.path.name).is_dir()
+    from chimera.errors import ResultsError
+    with pytest.raises(ResultsError, match="not a reproduction's folder"):
+        R.reproduce(quick=True, results_root=tmp_path / "results", resume=tmp_path / "nothing")
+
+
 def test_a_night_that_changes_a_verdict_says_so(tmp_path: Path) -> None:
     """The nightly's own book: tonight's stability run, edited so the paper's 24-hour claim holds, turns that
     verdict; the night's summary section names the claim and the block that moves."""
@@ -243,7 +307,7 @@ def test_a_remake_is_expected_to_take_its_runs_time_scaled_to_the_work_its_exper
     own minutes times the units of work (the day's replays; the cadence grid's cells x seeds x days; datasets)
     now over then. A config that no longer validates is left unscaled, and the plan's line says so."""
     from typing import cast
-    from chimera.book import expected as E
+    from chimera.book import remake as E
     from chimera.experiments.load import load_experiment
     from chimera.report.runs import Run
 
@@ -263,10 +327,10 @@ def test_a_remake_is_expected_to_take_its_runs_time_scaled_to_the_work_its_exper
 
     def run(config: dict[str, Any], minutes: float, experiment: str = "stability24h") -> Run:
         return cast(Run, SimpleNamespace(experiment=experiment, rel=f"{experiment}/x", minutes=lambda: minutes,
-                                         manifest=SimpleNamespace(config=config)))
+                                         manifest=SimpleNamespace(config=config, kind=config.get("kind"))))
 
     est = E.expected(run(then.model_dump(mode="json"), 30.0))
-    assert est.minutes == pytest.approx(30.0 * day_replays(raw) / est.then) and est.then == E.work(then)
+    assert est.minutes == pytest.approx(30.0 * day_replays(raw) / E.work(then)) and est.then == E.work(then)
     assert f"x {est.now}/{est.then}" in est.note()
     same = E.expected(run(load_experiment("stability24h").model_dump(mode="json"), 30.0))
     assert same.minutes == 30.0 and same.note() == "its own 30.0 min"

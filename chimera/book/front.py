@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chimera.book import claims as C
+from chimera.book.remake import expected, sweep_command
 from chimera.report import fmt
 from chimera.report.book import CHIMERA, Blocks, Book
 
@@ -22,6 +23,7 @@ from chimera.experiments.kinds.variants.tables import ABLATION
 from chimera.targets.base import Capability
 from chimera.targets.registry import with_capability
 from chimera.targets.registry import TRUTH
+from chimera.sweep.driver import SweepRecord
 
 
 def _minutes(r: Run) -> str:
@@ -156,7 +158,17 @@ def headline_claims(b: Book) -> str:
             continue
         sudo = "sudo " if is_testbed(r.target) else ""   # a testbed builds namespaces: root
         late = not c.counted and c.kind in C.VERDICTS
-        rows.append([c.claim, c.verdict + (" (not counted)" if late else ""),
-                     f"`{sudo}invoke run-experiment --name {r.experiment}`", _minutes(r),
+        sw = r.manifest.get("sweep", SweepRecord)
+        command = sweep_command(sw) if sw is not None else f"invoke run-experiment --name {r.experiment}"
+        rows.append([c.claim, c.verdict + (" (not counted)" if late else ""), f"`{sudo}{command}`", _expected(r),
                      f"`results/{r.experiment}/<run>/{h.output}`"])
-    return fmt.table(["claim", "our verdict", "command", "took here", "output"], rows)
+    return fmt.table(["claim", "our verdict", "command", "minutes here", "output"], rows)
+
+
+def _expected(r: Run) -> str:
+    """The cited run's minutes, or, where its experiment does more work now (more seeds, days, cells), those
+    minutes scaled to it (chimera.book.remake), saying so."""
+    e = expected(r)
+    if e.scale == 1.0:
+        return _minutes(r)
+    return f"~{e.minutes:.0f} min (its run took {_minutes(r)}; the experiment now does {e.scale:.1f}x its work)"

@@ -3,7 +3,7 @@ machine beside the published one (the ACM "Results Reproduced" flow in one comma
 
 It prints the plan first (each step, the target it will run on, and its expected time: the wall time of the
 newest published run of that step, measured on this project's 2-core machine, scaled to the work the step's
-experiment does now: chimera.book.expected), refuses nothing it cannot
+experiment does now: chimera.book.remake), refuses nothing it cannot
 run but says why, runs the steps into ``results/reproduce/<run-id>/``, renders ``claims.md`` there from
 those runs alone, and compares claim by claim with the published ledger: the same verdict, and our value
 within the claim's own tolerance (F1 within the tie, resources and timings within the factor).
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,12 +23,12 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from chimera.book import claims as C
-from chimera.book.expected import expected
+from chimera.book.remake import expected
 from chimera.report import fmt
 from chimera.book.scope import published_book, run_set
 from chimera.report.book import Blocks, Book
-from chimera.report.runs import RunSet, on_dataset, on_target
-from chimera.errors import ChimeraError
+from chimera.report.runs import Run, RunSet, on_dataset, on_target
+from chimera.errors import ChimeraError, ResultsError
 from chimera.formats.rundir import RunDir, git_state
 from chimera.targets.base import Capability
 from chimera.targets.registry import environment, with_capability
@@ -51,6 +52,8 @@ class Reproduction(BaseModel):
     testable_agree: int | None = None  # of the claims with a verdict (reproduced or not) in the published ledger
     testable: int | None = None
     left_out: dict[str, float] = Field(default_factory=dict)  # --quick: each step left out, its expected minutes
+    resumed_from: str | None = None   # --resume: the stopped reproduction whose finished steps this one kept
+    reused: dict[str, float] = Field(default_factory=dict)  # those steps, each with its own wall time (minutes)
     bound_min: float | None = None    # the limit announced up front (older records: none announced)
     steps: dict[str, str] = Field(default_factory=dict)
     failed: dict[str, str] = Field(default_factory=dict)
@@ -179,15 +182,42 @@ def compare(published: Book, mine: Book) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def reusable(stopped: Path, steps: list[Planned]) -> dict[str, Run]:
+    """The steps a stopped reproduction (its ``.partial`` or ``.failed`` folder) finished, on the target the plan
+    picks now, whose code has not moved on since (each run's own scope, as the book judges a published run): a
+    resumed reproduction keeps those and runs the others. A step run whose code changed is run again."""
+    if not (stopped / "manifest.json").is_file():
+        raise ResultsError(f"{stopped} is not a reproduction's folder (no manifest.json)",
+                           "pass the results/reproduce/.<run-id>.partial or results/reproduce/.failed/<run-id> "
+                           "folder a stopped `invoke reproduce` left")
+    found = run_set(stopped / "runs", ROOT) if (stopped / "runs").is_dir() else None
+    out: dict[str, Run] = {}
+    for p in steps:
+        r = found.latest(p.step.experiment, on_target(p.target)) if found is not None and p.target else None
+        if r is None:
+            continue
+        if r.freshness.fresh:
+            out[p.step.experiment] = r
+        else:
+            log.info("reproduce: %s's finished run in %s is stale (%s): it runs again", p.step.experiment, stopped,
+                     r.freshness.mark().strip(" *[]"))
+    return out
+
+
 def reproduce(quick: bool = False, results_root: Path = ROOT / "results", data_root: Path = Path("data"),
-              dry_run: bool = False) -> Path | None:
+              dry_run: bool = False, resume: Path | None = None) -> Path | None:
     """Run the plan into ``results/reproduce/<run-id>/runs/`` (a run directory with a manifest, publishable like
-    a night), render its ledger, compare; returns the finished directory."""
+    a night), render its ledger, compare; returns the finished directory. ``resume``: a stopped reproduction
+    whose finished, still-fresh steps are moved into this one instead of being run again (a full reproduction
+    is longer than a working session; its time is then the sum of every step's own)."""
     from chimera.experiments.load import load_experiment
     from chimera.experiments.runner import run_experiment
     steps = plan(quick)
     skipped = left_out(quick)
     expected = announce(steps, skipped)
+    kept = reusable(resume, steps) if resume is not None else {}
+    for e, r in kept.items():
+        log.info("  %-14s kept from %s (%s, %.1f min)", e, resume, r.path.name, r.minutes())
     if dry_run:
         return None
     t0 = time.monotonic()
@@ -198,6 +228,11 @@ def reproduce(quick: bool = False, results_root: Path = ROOT / "results", data_r
         for p in steps:
             if p.target is None:
                 continue
+            if p.step.experiment in kept:
+                r = kept[p.step.experiment]
+                (runs / r.path.parent.name).mkdir(parents=True, exist_ok=True)
+                os.replace(r.path, runs / r.path.parent.name / r.path.name)
+                continue
             log.info("reproduce: %s on %s (expected ~%.1f min; %.1f min elapsed)", p.step.experiment, p.target,
                      p.expected_min, (time.monotonic() - t0) / 60)
             try:
@@ -206,7 +241,8 @@ def reproduce(quick: bool = False, results_root: Path = ROOT / "results", data_r
             except ChimeraError as e:
                 failed[p.step.experiment] = str(e)
                 log.error("reproduce: %s failed: %s", p.step.experiment, e)
-        took = (time.monotonic() - t0) / 60
+        reused = {e: r.minutes() for e, r in kept.items()}
+        took = (time.monotonic() - t0) / 60 + sum(reused.values())
         mine = Book(run_set(runs, ROOT), ROOT)
         (run.path / "claims.md").write_text("# The paper's claims, as this machine measured them\n\n" + C.render(mine)
                                             + "\n")
@@ -218,11 +254,13 @@ def reproduce(quick: bool = False, results_root: Path = ROOT / "results", data_r
                               agree=here, compared=len(cmp), testable=len(tested), left_out=skipped,
                               testable_agree=int(tested["reproduced_here"].sum()) if len(tested) else 0,
                               steps={p.step.experiment: p.target or f"skipped: {p.why}" for p in steps},
-                              failed=failed)
+                              failed=failed, resumed_from=str(resume) if resume is not None else None,
+                              reused=reused)
         run.manifest.put("reproduce", record)
         lines = [f"# Reproduction {run.run_id}", "", f"Expected {expected:.0f} min, announced at most "
                  f"{expected * BOUND:.0f} min, took {took:.1f} min ({'within' if record.within else 'OVER'} the "
-                 "announced limit).", "",
+                 "announced limit)" + (f"; resumed from {resume}, keeping {len(reused)} finished steps (their own "
+                                        f"{sum(reused.values()):.1f} min are in that time)" if resume else "") + ".", "",
                  f"Of the {record.testable} claims with a verdict in the published ledger (reproduced or not), "
                  f"{record.testable_agree} agree here (same verdict, value within the claim's tolerance); of all "
                  f"{len(cmp)} rows measured here (not informative and not testable included, which agree by "
@@ -256,7 +294,9 @@ def reproduction(b: Book) -> str:
             f"on a fresh clone of `{(r.manifest.git.commit or '')[:7]}` on this project's 2-core machine): expected "
             f"{rec.expected_min:.0f} min, announced at most " +
             (f"{rec.bound_min:.0f} min" if rec.bound_min is not None else "nothing") +
-            f", took {rec.took_min:.1f} min ({'within' if rec.within else 'not within'} the announced limit); " +
+            f", took {rec.took_min:.1f} min ({'within' if rec.within else 'not within'} the announced limit" +
+            (f"; resumed, {len(rec.reused)} of its steps made by the stopped sitting it resumed"
+             if rec.resumed_from else "") + "); " +
             (f"{rec.testable_agree} of the {rec.testable} claims with a verdict agree with the published ledger "
              f"({rec.agree} of {rec.compared} rows with those not testable or not informative, which agree by "
              "construction)" if rec.testable is not None else

@@ -6,7 +6,7 @@ re-run as it was made: the same experiment (its YAML as committed now), target, 
 sweep from its own record (the same experiment, seeds, datasets, target and executor). Runs that are neither
 (benches, nights, fuzz and mutation runs, the fresh-machine check) are listed with the command that remakes them.
 A run whose target cannot run here is listed with the reason. The plan and its expected time (each run's own wall
-time, scaled to the work its experiment does now: chimera.book.expected) come first; ``--dry-run`` stops there.
+time, scaled to the work its experiment does now: chimera.book.remake) come first; ``--dry-run`` stops there.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chimera.book.expected import Expected, expected
+from chimera.book.remake import Expected, expected, remake, sweep_command
 from chimera.book.scope import published_book
 from chimera.report.book import Book
 from chimera.book.claims import rules_fixed_before
@@ -33,18 +33,6 @@ from chimera.sweep.driver import SweepRecord
 log = logging.getLogger(__name__)
 
 
-def remake(experiment: str, target: str = "") -> str | None:
-    """How a run that is not an experiment is remade (then `invoke publish RUN_DIR`): the fuzzer over every
-    registered target, the mutation run over every target's mutant source (the registries name them), a
-    reproduction as it was run (its target is quick or full)."""
-    from chimera.fuzz.mutants import sources
-    from chimera.targets.registry import TARGETS
-    return {"nightly": "invoke nightly", "fuzz": f"invoke fuzz --targets {','.join(TARGETS)} --budget 10m",
-            "mutate": f"invoke mutate --files {','.join(sources())}", "fresh-check": "scripts/fresh-check",
-            "vm-boot": "scripts/vm-boot", "reproduce": "invoke reproduce" + (" --quick" if target == "quick" else "")}.get(experiment)
-
-
-
 @dataclass
 class Rerun:
     """An experiment run, made again as it was made: its experiment (the YAML as committed now), target, clock and
@@ -55,7 +43,7 @@ class Rerun:
 
     @functools.cached_property
     def estimate(self) -> Expected:
-        """Its own wall time, scaled to the experiment's work now (chimera.book.expected)."""
+        """Its own wall time, scaled to the experiment's work now (chimera.book.remake)."""
         return expected(self.run, self.overrides or None)
 
     @property
@@ -81,11 +69,6 @@ class SweepRerun(Rerun):
     sweep runs on a local Ray instance of its own; the cluster it may have used is not this machine's to join)."""
     sweep: SweepRecord
 
-    @functools.cached_property
-    def estimate(self) -> Expected:
-        """Its own wall time: it re-runs its record's tasks (seeds x datasets), not the experiment's list."""
-        return Expected(self.run.minutes(), 1, 1)
-
     def describe(self) -> str:
         data = ", ".join(Path(d).name for d in self.sweep.datasets or []) or "its own data"
         seeds = self.sweep.seeds
@@ -94,15 +77,7 @@ class SweepRerun(Rerun):
 
     def command(self) -> str:
         """The command line that makes this sweep by hand."""
-        sw = self.sweep
-        parts = [f"invoke sweep --name {sw.experiment} --seeds {','.join(map(str, sw.seeds))}"]
-        if sw.datasets:
-            parts.append(f"--datasets {','.join(sw.datasets)}")
-        if sw.target != SweepRecord.DEFAULT_TARGET:
-            parts.append(f"--target {sw.target}")
-        if sw.executor == "sequential":
-            parts.append("--sequential")
-        return " ".join(parts)
+        return sweep_command(self.sweep)
 
     def execute(self, results_root: Path, data_root: Path) -> Path:
         from chimera.sweep.driver import sweep

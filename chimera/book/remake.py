@@ -1,4 +1,5 @@
-"""How long remaking a published run will take: its own wall time, scaled to the experiment as committed now.
+"""How a published run is made again: the command that remakes it, and how long that will take (its own wall
+time, scaled to the experiment as committed now).
 
 A published run's wall time is the only measured time there is for its experiment on this machine, but the
 experiment may have grown since (stability24h went from 3 training seeds on one day to 10 seeds on 3 days: its
@@ -25,6 +26,7 @@ from chimera.experiments.kinds.cadence.config import CadenceExperiment
 from chimera.experiments.kinds.stability.config import StabilityExperiment
 from chimera.experiments.load import load_experiment, validate_experiment
 from chimera.report.runs import Run
+from chimera.sweep.driver import SweepRecord
 
 
 def _datasets(cfg: ExperimentConfig) -> int:
@@ -94,6 +96,8 @@ def expected(run: Run, overrides: dict[str, Any] | None = None  # YAML overlay: 
     """``run``'s wall time scaled by its experiment's work now (``overrides`` applied, as the remake applies
     them) against the work of the config it was made with."""
     took = run.minutes()
+    if run.manifest.kind == "sweep":   # remade from its own record (its seeds and datasets), not the YAML's lists
+        return Expected(took, 1, 1)
     try:
         then: int | None = work(validate_experiment(dict(run.manifest.config), run.rel))
     except ConfigError:
@@ -103,3 +107,26 @@ def expected(run: Run, overrides: dict[str, Any] | None = None  # YAML overlay: 
     except ConfigError:
         now = None
     return Expected(took, then, now)
+
+
+def remake(experiment: str, target: str = "") -> str | None:
+    """How a run that is not an experiment is remade (then `invoke publish RUN_DIR`): the fuzzer over every
+    registered target, the mutation run over every target's mutant source (the registries name them), a
+    reproduction as it was run (its target is quick or full)."""
+    from chimera.fuzz.mutants import sources
+    from chimera.targets.registry import TARGETS
+    return {"nightly": "invoke nightly", "fuzz": f"invoke fuzz --targets {','.join(TARGETS)} --budget 10m",
+            "mutate": f"invoke mutate --files {','.join(sources())}", "fresh-check": "scripts/fresh-check",
+            "vm-boot": "scripts/vm-boot", "reproduce": "invoke reproduce" + (" --quick" if target == "quick" else "")}.get(experiment)
+
+
+def sweep_command(sw: SweepRecord) -> str:
+    """The command line that makes the sweep ``sw`` records, by hand."""
+    parts = [f"invoke sweep --name {sw.experiment} --seeds {','.join(map(str, sw.seeds))}"]
+    if sw.datasets:
+        parts.append(f"--datasets {','.join(sw.datasets)}")
+    if sw.target != SweepRecord.DEFAULT_TARGET:
+        parts.append(f"--target {sw.target}")
+    if sw.executor == "sequential":
+        parts.append("--sequential")
+    return " ".join(parts)
