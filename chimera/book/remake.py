@@ -29,10 +29,6 @@ from chimera.report.runs import Run
 from chimera.sweep.driver import SweepRecord
 
 
-def _datasets(cfg: ExperimentConfig) -> int:
-    return len(cfg.named_datasets()) if cfg.multi_dataset else 1
-
-
 def _day_replays(cfg: StabilityExperiment) -> int:
     """Replays of the day: every switch configuration with every training seed, the oracle with its own seeds,
     on every day realization."""
@@ -53,10 +49,11 @@ REPEATS: dict[type[ExperimentConfig], Callable[[Any], int]] = {CadenceExperiment
 
 
 def repeats(cfg: ExperimentConfig) -> int:
+    """How many times a run of ``cfg`` does each of its cells (``REPEATS``; else once per dataset)."""
     for t in type(cfg).__mro__:
         if t in REPEATS:
             return REPEATS[t](cfg)
-    return _datasets(cfg)
+    return len(cfg.named_datasets()) if cfg.multi_dataset else 1
 
 
 def work(cfg: ExperimentConfig) -> int:
@@ -117,7 +114,8 @@ def remake(experiment: str, target: str = "") -> str | None:
     from chimera.targets.registry import TARGETS
     return {"nightly": "invoke nightly", "fuzz": f"invoke fuzz --targets {','.join(TARGETS)} --budget 10m",
             "mutate": f"invoke mutate --files {','.join(sources())}", "fresh-check": "scripts/fresh-check",
-            "vm-boot": "scripts/vm-boot", "reproduce": "invoke reproduce" + (" --quick" if target == "quick" else "")}.get(experiment)
+            "vm-boot": "scripts/vm-boot",
+            "reproduce": "invoke reproduce" + (" --quick" if target == "quick" else "")}.get(experiment)
 
 
 def sweep_command(sw: SweepRecord) -> str:

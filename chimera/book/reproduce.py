@@ -23,7 +23,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from chimera.book import claims as C
-from chimera.book.remake import expected
+from chimera.book.remake import expected as scaled_time
 from chimera.report import fmt
 from chimera.book.scope import published_book, run_set
 from chimera.report.book import Blocks, Book
@@ -118,7 +118,7 @@ def plan(quick: bool, published: RunSet | None = None) -> list[Planned]:
         own, there = on_dataset(None), on_target(target or "")
         ref = (published.latest(s.experiment, lambda r: own(r) and there(r))
                or published.latest(s.experiment, own))
-        est = expected(ref).minutes if ref is not None else math.nan
+        est = scaled_time(ref).minutes if ref is not None else math.nan
         out.append(Planned(s, target, "; ".join(why) if target is None else "", est))
     return out
 
@@ -257,10 +257,11 @@ def reproduce(quick: bool = False, results_root: Path = ROOT / "results", data_r
                               failed=failed, resumed_from=str(resume) if resume is not None else None,
                               reused=reused)
         run.manifest.put("reproduce", record)
+        kept_note = (f"; resumed from {resume}, keeping {len(reused)} finished steps (their own "
+                     f"{sum(reused.values()):.1f} min are in that time)" if resume else "")
         lines = [f"# Reproduction {run.run_id}", "", f"Expected {expected:.0f} min, announced at most "
                  f"{expected * BOUND:.0f} min, took {took:.1f} min ({'within' if record.within else 'OVER'} the "
-                 "announced limit)" + (f"; resumed from {resume}, keeping {len(reused)} finished steps (their own "
-                                        f"{sum(reused.values()):.1f} min are in that time)" if resume else "") + ".", "",
+                 f"announced limit){kept_note}.", "",
                  f"Of the {record.testable} claims with a verdict in the published ledger (reproduced or not), "
                  f"{record.testable_agree} agree here (same verdict, value within the claim's tolerance); of all "
                  f"{len(cmp)} rows measured here (not informative and not testable included, which agree by "
