@@ -109,7 +109,8 @@ def drift(b: Book) -> str:
 
 #: the days of the drift section: (experiment, what the day is, the drift it carries)
 DAYS = (("stability24h", "the drifting day", "concept, covariate and label shift"),
-        ("stability_labelshift", "the day with label shift only", "label shift"))
+        ("stability_labelshift", "the day with label shift only", "label shift"),
+        ("stability_pseudo", "the drifting day with the pseudo-label loop", "concept, covariate and label shift"))
 
 
 def difference_words(a: str, b: str, diff: float, lo: float, hi: float) -> str:

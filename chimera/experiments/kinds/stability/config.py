@@ -19,6 +19,7 @@ class Adaptation:
     fast_prior: bool = False                 # the class-EMA prior in the fusion (fusion.gamma)
     slow: dict[str, Any] | None = None       # the slow loop: settings over the experiment's control section
     oracle: bool = False                     # retrains on labelled recent traffic (the reference only)
+    pseudo: dict[str, Any] | None = None     # the pseudo-label loop (chimera.controlplane.pseudo): its settings
 
 
 #: every configuration a stability day can run, by name (the report's rows, in this order)
@@ -45,6 +46,11 @@ ADAPTATIONS: dict[str, Adaptation] = {
                               "control.prior_min_class_samples of its tokens (default here: 32)",
                               slow={"rebin": "off", "recluster": False, "prior": "em",
                                     "prior_min_class_samples": 32}),
+    "Pseudo-Label": Adaptation("slow loop re-learning the global layer from the switch's own confident verdicts "
+                               "(pseudo-labels), no Map re-fit, no fast prior",
+                               slow={"rebin": "off", "recluster": False, "prior": "off"}, pseudo={}),
+    "Chimera+Pseudo": Adaptation("Chimera with the pseudo-label loop in its slow loop", fast_prior=True,
+                                 slow={"prior": "off"}, pseudo={}),
     "Oracle": Adaptation("ORACLE, not a switch configuration: retrained on labelled recent traffic (ground truth "
                          "no switch has), on the reference; the ceiling of any unsupervised loop", oracle=True),
 }

@@ -15,6 +15,7 @@ from chimera.controlplane.config import ControlPlaneConfig
 from chimera.controlplane.loop import SlowLoop
 from chimera.controlplane.offline import ModelSwaps, run_controlled
 from chimera.controlplane.prior import TokenPosterior, keys_of_tokens
+from chimera.controlplane.pseudo import PseudoLabelConfig, PseudoLoop
 from chimera.data.dataset import TIME_BASE_NS
 from chimera.experiments.config import DatasetSpec
 from chimera.experiments.kinds.stability import tables as T
@@ -167,6 +168,11 @@ def control_for(cfg: StabilityExperiment, configuration: str, art: Artifact, pri
                                         **over})
     cpc = ControlPlaneConfig.model_validate(cp.model_dump())
     uses_prior = cpc.enabled and cpc.prior != "off"
+    pseudo = ADAPTATIONS[configuration].pseudo
+    if pseudo is not None and cpc.enabled:
+        return PseudoLoop(art, cpc, compression=cfg.stability.factor, prior_model=prior if uses_prior else None,
+                          true_prior=truth if uses_prior else None,
+                          pseudo=PseudoLabelConfig.model_validate(pseudo))
     return SlowLoop(art, cpc, compression=cfg.stability.factor, prior_model=prior if uses_prior else None,
                     true_prior=truth if uses_prior else None)
 
@@ -225,6 +231,8 @@ COMPARISONS: list[tuple[str, str, str]] = [
     ("Prior-Truth", "Static-Map", "the correction's form, with no estimation error"),
     ("Prior-Uniform", "Prior-Only", "the correction's zero: equal shares against the training mix"),
     ("Prior-Gated", "Prior-Only", "holding the bias of classes too rare in the sample"),
+    ("Pseudo-Label", "Static-Map", "re-learning the global layer from confident verdicts alone"),
+    ("Chimera+Pseudo", "Chimera", "adding the pseudo-label loop to Chimera"),
     ("Oracle", "Static-Map", "the oracle's ceiling"),
     ("Oracle", "Chimera", "what Chimera leaves to the oracle"),
 ]
@@ -270,7 +278,7 @@ def differences(bins: Mapping[str, Mapping[tuple[int, int], pd.DataFrame]], st: 
                          "interval_over": "days" if days > 1 else "seeds and blocks",
                          "block_hours": blk * st.bin_minutes / 60, "block_chosen": st.block_hours is None,
                          "verdict": "a > b" if lo > 0 else "a < b" if hi < 0 else "no difference shown"})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=list(T.DIFFERENCES.columns))
 
 
 def block_sensitivity(bins: Mapping[str, Mapping[tuple[int, int], pd.DataFrame]], st: StabilitySpec, diffs: pd.DataFrame,
