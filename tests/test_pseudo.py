@@ -172,3 +172,16 @@ def test_the_pseudo_arm_is_a_stability_configuration() -> None:
     art = quickstart_artifact().art
     assert isinstance(control_for(cfg, "Pseudo-Label", art), PseudoLoop)   # type: ignore[arg-type]
     assert not isinstance(control_for(cfg, "Static-Map", art), PseudoLoop)  # type: ignore[arg-type]
+
+
+def test_a_finished_replay_drops_its_own_captures_only(tmp_path: Path) -> None:
+    """The stability kind deletes a finished configuration's sent and received captures (every attempt), and no
+    other replay's: seed 1's name is a prefix of seed 11's (seen failing with a plain prefix glob)."""
+    from chimera.experiments.kinds.stability.run import drop_captures
+    names = ["chimera-seed1.sent.pcap", "chimera-seed1.recv.pcap", "chimera-seed1-2.recv.pcap",
+             "chimera-seed11.sent.pcap", "chimera-seed11.recv.pcap", "replay-trace-0.shim.pcap", "chimera-seed1.log"]
+    for n in names:
+        (tmp_path / n).write_bytes(b"x" * 10)
+    assert drop_captures(tmp_path, "chimera-seed1") == 30
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names[3:])
+    assert drop_captures(tmp_path / "absent", "chimera-seed1") == 0

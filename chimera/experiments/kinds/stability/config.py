@@ -89,6 +89,9 @@ class StabilitySpec(BaseModel):
     block_hours: float | None = Field(None, gt=0, description="block length of the bootstrap over time bins (bins "
                                       "of a day are autocorrelated: neighbours are resampled together); unset: "
                                       "chosen from each series by Politis and White's rule, with a sensitivity table")
+    keep_captures: Literal["first", "all", "none"] = Field(
+        "first", description="a testbed's replay captures (about 0.6 GB per replayed day): keep those of the first "
+        "training seed on the first day only (every configuration), all, or none")
     oracle_every_hours: float = Field(3.0, gt=0, description="the oracle retrains this often")
     oracle_seeds: int = Field(0, ge=0, description="run the oracle with the first this many training seeds of each "
                               "day (0: every seed). Its retraining is most of a run's time on the reference; its "

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -157,6 +159,18 @@ def true_shares(data: PreparedData, cfg: StabilityExperiment) -> Callable[[float
         c = np.bincount(y[lo:hi], minlength=n).astype(np.float64)
         return c / c.sum() if c.sum() else np.full(n, 1.0 / n)
     return shares
+
+
+def drop_captures(replay_dir: Path, name: str) -> int:
+    """Delete one finished replay's captures (every attempt's sent and received pcaps); returns the bytes freed.
+    A replayed day's two captures take about 0.6 GB, so a run of 10 seeds x 3 days x 4 configurations would fill
+    this machine's disk; the verdicts they carried are in the run's tables, checked against the reference."""
+    freed = 0
+    for p in sorted(replay_dir.glob(f"{name}*.pcap")) if replay_dir.is_dir() else []:
+        if re.fullmatch(r"(-\d+)?\.(sent|recv)\.pcap", p.name[len(name):]):
+            freed += p.stat().st_size
+            p.unlink()
+    return freed
 
 
 def control_for(cfg: StabilityExperiment, configuration: str, art: Artifact, prior: TokenPosterior | None = None,
@@ -473,6 +487,8 @@ def run(ctx: RunContext[StabilityExperiment]) -> None:
                 name = slug("-".join(x for x in (conf, tag, f"seed{sd}" if len(seeds) > 1 or many else "") if x))
                 with ctx.timed(f"target:{conf}"):
                     res = ctx.target.run(art, data.replay_table, ctx.run.path, name, replay=ctx.replay, control=loop)
+                if st.keep_captures == "none" or (st.keep_captures == "first" and (sd, day) != (seeds[0], days[0])):
+                    drop_captures(ctx.run.path / "replay", name)
                 bins = scored(conf, sd, res.verdicts.label)
                 row: Cells = {**summarize(conf, bins, loop, st, cfg.control.t_cp_s, res.columns()), "seed": sd,
                               **({"day": day} if many else {})}
