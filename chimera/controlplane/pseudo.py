@@ -35,7 +35,6 @@ loop needs the trace clock (segments drained before each tick): on the switch's 
 from __future__ import annotations
 
 import dataclasses
-import logging
 import math
 import struct
 import time
@@ -46,17 +45,19 @@ from typing import Any, Protocol
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from chimera.controlplane.loop import ControlStep, SlowLoop, SwitchControl, occupancy
+from chimera.controlplane.loop import ControlStep, SlowLoop, SwitchControl
 from chimera.controlplane.offline import ReferenceSegments
 from chimera.controlplane.recluster import Proposal, churn
+from chimera.data.pcap.files import PCAP_GLOBAL_HLEN, PCAP_MAGICS
 from chimera.data.pcap.table import PacketTable
+from chimera.data.pcap.walk import walk_pcap
 from chimera.data.tokens import PROTO_CLASSES, proto_class
-from chimera.errors import ChimeraError, ConfigError
+from chimera.errors import ConfigError
 from chimera.formats.artifact import Artifact, GlobalTable
+from chimera.formats.registers import Registers
 from chimera.formats.rows import Cells
+from chimera.testbed.outcome import InstallReport
 from chimera.formats.verdict import FIELD_NAMES, NO_SEQ, VerdictFlag, strip
-
-log = logging.getLogger(__name__)
 
 #: the verdicts the loop learns from: classified with the global layer, no hard rule forcing the label
 _LEARN_FLAGS = (VerdictFlag.HARD_VETO | VerdictFlag.UNPARSED, VerdictFlag.GLOBAL_HIT)
@@ -122,7 +123,6 @@ class ReferenceVerdicts:
         return Marked(cat("label"), cat("flags"), cat("score"), cat("centroid"), pc)
 
 
-_REC = struct.Struct("<IIII")
 _FIELD = {n: FIELD_NAMES.index(n) for n in ("label", "flags", "score", "centroid", "seq")}
 
 
@@ -139,31 +139,26 @@ class CaptureVerdicts:
         self.offset, self.seen, self.big_endian = 0, 0, False
 
     def _read(self) -> list[tuple[int, ...]]:
+        """Verdict fields of the records completed since the last read (chimera.data.pcap's record walk)."""
         if not self.path.is_file():
             return []
         with self.path.open("rb") as f:
             if self.offset == 0:
-                head = f.read(24)
-                if len(head) < 24:
+                head = f.read(PCAP_GLOBAL_HLEN)
+                if len(head) < PCAP_GLOBAL_HLEN:
                     return []
-                self.big_endian = head[:4] in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d")
-                self.offset = 24
+                self.big_endian = PCAP_MAGICS[struct.unpack("<I", head[:4])[0]][0] == ">"
+                self.offset = PCAP_GLOBAL_HLEN
             f.seek(self.offset)
-            buf = f.read()
-        rec = struct.Struct(">IIII") if self.big_endian else _REC
-        out, o = [], 0
-        while o + rec.size <= len(buf):
-            caplen = rec.unpack_from(buf, o)[2]
-            if o + rec.size + caplen > len(buf):
-                break
-            frame = buf[o + rec.size:o + rec.size + caplen]
-            o += rec.size + caplen
+            buf = np.frombuffer(f.read(), np.uint8)
+        offs, caps, _, _, _, end, _ = walk_pcap(buf, self.big_endian, 0)
+        self.offset += int(end)
+        out = []
+        for o, c in zip(offs.tolist(), caps.tolist()):
             try:
-                fields, _ = strip(frame)
+                out.append(strip(buf[o:o + c].tobytes())[0])
             except ValueError:
                 continue
-            out.append(fields)
-        self.offset += o
         return out
 
     def since_last(self) -> Marked:
@@ -251,7 +246,6 @@ class PseudoLabel:
         n, Y = len(self.g0), len(self.base.classes)
         self.counts = np.zeros((n, Y))
         self.ref = np.zeros((n, Y))
-        self.cal_scores: list[np.ndarray] = []
         self.cal_rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.gate: float | None = None
         self.bias = np.zeros((n, Y))     # installed
@@ -269,15 +263,14 @@ class PseudoLabel:
         tick.pseudo_verdicts = len(m)
         e, ok = self._learnable(m)
         if self.gate is None:
-            self.cal_scores.append(m.score[ok])
             self.cal_rows.append((e[ok], m.label[ok], m.score[ok]))
             if t_since_start_s >= self.cfg.calibration_s:
-                scores = np.concatenate(self.cal_scores) if self.cal_scores else np.zeros(0)
+                scores = np.concatenate([cs for _, _, cs in self.cal_rows]) if self.cal_rows else np.zeros(0)
                 self.gate = float(np.quantile(scores, self.cfg.gate_quantile)) if scores.size else math.inf
                 for ce, cl, cs in self.cal_rows:
                     keep = cs >= self.gate
                     np.add.at(self.ref, (ce[keep], cl[keep]), 1.0)
-                self.cal_scores, self.cal_rows = [], []
+                self.cal_rows = []
             return
         tick.pseudo_gate = self.gate
         keep = ok & (m.score >= self.gate)
@@ -343,9 +336,9 @@ class PseudoLoop(SlowLoop):
         self.ticks = []
         self._source: VerdictSource | None = None
         self._backend: Any = None
-        self._t0: float | None = None
+        self._switch: SwitchControl | None = None
 
-    def _verdicts(self, switch: SwitchControl) -> Marked:
+    def _verdicts(self, switch: SwitchControl | None) -> Marked:
         backend = getattr(switch, "backend", None)
         if backend is None:
             raise ConfigError("the pseudo-label loop runs on the trace clock (it reads the verdicts of each segment)",
@@ -360,33 +353,37 @@ class PseudoLoop(SlowLoop):
         return self.learner.with_bias(art, bias) if np.any(bias) else art
 
     def run_step(self, switch: SwitchControl, t_trace_s: float) -> ControlStep:
-        regs = switch.registers()
-        st, p = self.propose(regs, t_trace_s)
+        """SlowLoop's tick (read, decide, install), with the switch kept for ``propose`` to read its verdicts."""
+        self._switch = switch
+        return super().run_step(switch, t_trace_s)
+
+    def propose(self, regs: Registers, t_trace_s: float) -> tuple[ControlStep, Proposal | None]:
+        """The Map (and prior) proposal, then the global layer's: one proposal carries both."""
+        st, p = super().propose(regs, t_trace_s)
         tick = PseudoTick()
         self.ticks.append(tick)
         t0 = time.perf_counter()
-        self.learner.observe(self._verdicts(switch), t_trace_s * self.compression, tick)
-        nxt = self.learner.propose(tick)
+        self.learner.observe(self._verdicts(self._switch), t_trace_s * self.compression, tick)
+        self.learner.pending = self.learner.propose(tick)
         st.propose_ms = (0.0 if math.isnan(st.propose_ms) else st.propose_ms) + (time.perf_counter() - t0) * 1e3
-        if p is None and nxt is None:
-            return st
+        if self.learner.pending is None:
+            return st, p
         if p is None:
             mapv = self.current.successor()
             p = Proposal(mapv, st.delta, st.samples, churn(self.current, mapv), self.fitter.centers, 0.0)
-        self.learner.pending = nxt
-        art = self.artifact_for(p)
         st.churn = int(p.churn["total"]) + tick.churn_global
-        try:
-            rep = switch.install_map(art)
-        except ChimeraError as e:
-            self.learner.pending = None
-            self.failed(st, e)
-            return st
-        self.installed(st, p, art, rep, occupancy(regs.get("ema", [])))
-        if nxt is not None:
-            self.learner.bias = nxt
+        return st, p
+
+    def installed(self, st: ControlStep, p: Proposal, art: Artifact, rep: InstallReport,
+                  occ: np.ndarray | None = None) -> None:
+        super().installed(st, p, art, rep, occ)
+        if self.learner.pending is not None:
+            self.learner.bias = self.learner.pending
         self.learner.pending = None
-        return st
+
+    def failed(self, st: ControlStep, err: BaseException) -> None:
+        self.learner.pending = None   # the old version, and its biases, stay active
+        super().failed(st, err)
 
     def log_rows(self) -> list[Cells]:
         return [{**dataclasses.asdict(s), **dataclasses.asdict(t)} for s, t in zip(self.steps, self.ticks)]

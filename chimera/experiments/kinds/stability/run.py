@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import re
 from collections.abc import Callable, Mapping
@@ -183,12 +184,11 @@ def control_for(cfg: StabilityExperiment, configuration: str, art: Artifact, pri
     cpc = ControlPlaneConfig.model_validate(cp.model_dump())
     uses_prior = cpc.enabled and cpc.prior != "off"
     pseudo = ADAPTATIONS[configuration].pseudo
+    make: Callable[..., SlowLoop] = SlowLoop
     if pseudo is not None and cpc.enabled:
-        return PseudoLoop(art, cpc, compression=cfg.stability.factor, prior_model=prior if uses_prior else None,
-                          true_prior=truth if uses_prior else None,
-                          pseudo=PseudoLabelConfig.model_validate(pseudo))
-    return SlowLoop(art, cpc, compression=cfg.stability.factor, prior_model=prior if uses_prior else None,
-                    true_prior=truth if uses_prior else None)
+        make = functools.partial(PseudoLoop, pseudo=PseudoLabelConfig.model_validate(pseudo))
+    return make(art, cpc, compression=cfg.stability.factor, prior_model=prior if uses_prior else None,
+                true_prior=truth if uses_prior else None)
 
 
 def f1_summary(bins: pd.DataFrame, st: StabilitySpec) -> dict[str, float]:

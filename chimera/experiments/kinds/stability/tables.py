@@ -50,7 +50,8 @@ CONTROL = TableSchema("control.csv", {
     "install_ms_measured": F, "entries_written": I, "churn": I, "churn_map": I, "churn_bins": I, "churn_prior": I,
     "prior_shift": F, "prior_estimate": S, "prior_clipped": I, "prior_em_iterations": I, "prior_em_converged": B,
     "prior_truth": S, "prior_error": F, "prior_held": I, "pseudo_verdicts": I, "pseudo_confident": I,
-    "pseudo_gate": F, "pseudo_entries": I, "pseudo_shift": F, "churn_global": I, "propose_ms": F, "error": S, "configuration": S, "seed": I,
+    "pseudo_gate": F, "pseudo_entries": I, "pseudo_shift": F, "churn_global": I, "propose_ms": F, "error": S,
+    "configuration": S, "seed": I,
     "day": I,
     "eta": F, "t_cp_s": F}, keys=("configuration", "seed", "step"),
     doc="one row per slow-loop tick")
