@@ -329,3 +329,20 @@ def test_the_papers_table5_loop_is_a_configuration() -> None:
     loop = control_for(cfg, "Chimera", quickstart_artifact().art, t_cp_s=60.0, centroid_update="ema", eta=0.3)
     assert (loop.cfg.centroid_update, loop.cfg.eta, loop.cfg.t_cp_s) == ("ema", 0.3, 60.0)
     assert round(loop.cfg.memory_epochs) == 3
+
+
+def test_the_papers_table5_rows_are_the_cells_run() -> None:
+    """hyper_cadence_slow replays exactly the (eta, T_cp) rows of the paper's Table 5 (cadence.rows), not the grid
+    around them, and each row is one cell of a sweep; a repeated row is refused (seen failing with the grid kept)."""
+    from chimera.book.paper import load, number
+    from chimera.experiments.kinds.cadence.config import CadenceSpec
+    from chimera.experiments.kinds.cadence.run import cells
+    cfg = load_experiment("hyper_cadence_slow")
+    paper = [(number(r["eta"]), number(r["t_cp_s"])) for r in load()["table5_hyper_cadence"].records()]
+    assert cfg.cadence.cells == paper
+    assert [(c.fixes["eta"], c.fixes["t_cp_s"]) for c in cells(cfg)] == paper
+    one = cfg.model_copy(update={"cadence": CadenceSpec.model_validate(cells(cfg)[4].override["cadence"])})
+    assert one.cadence.cells == [paper[4]]
+    assert CadenceSpec(etas=[0.1, 0.3], t_cp_s=[60.0]).cells == [(0.1, 60.0), (0.3, 60.0)]
+    with pytest.raises(ValueError, match="repeats a cell"):
+        CadenceSpec(rows=[(0.1, 60.0), (0.1, 60.0)])

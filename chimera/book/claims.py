@@ -109,11 +109,16 @@ UNJUDGED: dict[str, dict[str, str]] = {
     },
     "table4_hyper_dim": {"aggregated_state": "describes the row (m x d_v x bits)",
                          "budget_ratio_pct": "describes the row (its state against a 1 KB budget)"},
-    "table5_hyper_cadence": {"memory_depth_epochs": "our slow loop keeps no epoch memory (issue 56)",
+    "table5_hyper_cadence": {"memory_depth_epochs": "describes the row: the paper's loop's memory is its EMA's own, "
+                                                    "1/eta epochs (docs/controlplane.md, 'The paper's loop')",
                              "budget_ratio_pct": "describes the row (install time over T_cp)",
                              "table_churn": "the paper's churn is a word; ours is a count per install (cadence.csv)",
                              "stability": "the paper's label of the row, shown beside ours"},
 }
+
+
+#: the run Table 5 is judged from: the paper's loop (its eta the slow loop's EMA centroid rate) at the paper's rows
+TABLE5_RUN = "hyper_cadence_slow"
 
 
 #: the columns that name a row of a list-shaped table (not claims of their own)
@@ -757,9 +762,10 @@ def cadence_intervals(r: Run, op: tuple[float, float], cells: list[tuple[float, 
 def table5(b: Book, p: Paper) -> list[Claim]:
     """Each row of the paper's Table 5 against its operating point: our cell − our operating point, judged by the
     paired-interval rule over training seeds and time bins (cadence_intervals, one family over the rows); a
-    grid where no cell differs from no adaptation is not informative."""
+    grid where no cell differs from no adaptation is not informative. The rows are the paper's loop's (issue 56:
+    hyper_cadence_slow, eta the slow loop's EMA centroid rate), not hyper_cadence's (eta the dataplane's step)."""
     out = []
-    r = b.runs.latest("hyper_cadence")
+    r = b.runs.latest(TABLE5_RUN)
     rows = p["table5_hyper_cadence"].records()
     op = next(x for x in rows if x["stability"] == "balanced")
     g = r.table(CADENCE) if r is not None else None
@@ -777,7 +783,9 @@ def table5(b: Book, p: Paper) -> list[Claim]:
         cell = g[(g["eta"] == row["eta"]) & (g["t_cp_s"] == row["t_cp_s"])] if g is not None else None
         base = g[(g["eta"] == op["eta"]) & (g["t_cp_s"] == op["t_cp_s"])] if g is not None else None
         if cell is None or not len(cell) or base is None or not len(base):
-            out.append(Claim("Table 5", label, f(pf1), "—", _cite(r), UNTESTABLE, "cell not in our grid", source=src))
+            out.append(Claim("Table 5", label, f(pf1), "—", _cite(r), UNTESTABLE,
+                             "cell not in our grid" if r is not None else f"no {TABLE5_RUN} run (the paper's loop)",
+                             source=src))
             continue
         ours = float(cell["f1_mean"].iloc[0])
         meas = _m(r, "cadence", row["eta"], row["t_cp_s"])

@@ -78,11 +78,12 @@ class Step:
         return {"testbed": testbeds, "testbed-or-truth": (*testbeds, TRUTH), "truth": (TRUTH,)}[self.where]
 
 
-#: what the ledger reads; --quick leaves out the steps of Table 1, Table 2 and the window figure (accuracy,
-#: resources, input_scale: the plan says what each would add), not the longest steps as such
+#: what the ledger reads; --quick leaves out the steps of Table 1, Table 2, Table 5 and the window figure (accuracy,
+#: resources, hyper_cadence_slow, input_scale: the plan says what each would add), not the longest steps as such
 STEPS = (Step("ablation", "testbed-or-truth", True),
          Step("hyper_dim", "truth", True),
          Step("hyper_cadence", "truth", True),
+         Step("hyper_cadence_slow", "testbed-or-truth", False),
          Step("roc", "truth", True),
          Step("stability24h", "testbed-or-truth", True),
          Step("throughput", "testbed", True),
@@ -147,7 +148,7 @@ def announce(steps: list[Planned], skipped: dict[str, float] | None = None) -> f
         else:
             log.info("  %-14s on %-9s ~%.1f min", p.step.experiment, p.target, p.expected_min)
     for e, m in (skipped or {}).items():
-        log.info("  %-14s left out by --quick (it would add ~%.1f min; Table 1, Table 2 and the window figure "
+        log.info("  %-14s left out by --quick (it would add ~%.1f min; Table 1, Table 2, Table 5 and the window figure "
                  "then keep the published runs' verdicts)", e, m)
     return total
 

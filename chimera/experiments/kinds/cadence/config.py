@@ -19,6 +19,9 @@ class CadenceSpec(BaseModel):
     eta_of: Literal["dataplane", "slow_loop"] = "dataplane"
     etas: list[float] = Field([0.05, 0.1, 0.3, 0.5], min_length=1)
     t_cp_s: list[float] = Field([10.0, 60.0, 300.0, 1800.0], min_length=1)
+    #: explicit (eta, T_cp) cells instead of the grid etas x t_cp_s: the paper's Table 5 is seven rows, not a grid,
+    #: and on a dataplane (a day per cell and seed, live installs) the 16-cell grid does not fit a session
+    rows: list[tuple[float, float]] | None = Field(None, min_length=1)
 
     @field_validator("etas")
     @classmethod
@@ -35,6 +38,21 @@ class CadenceSpec(BaseModel):
         if bad:
             raise ValueError(f"T_cp values {bad} are out of range (0, {DAY_S:.0f}] s")
         return v
+
+    @field_validator("rows")
+    @classmethod
+    def _rows_range(cls, v: list[tuple[float, float]] | None) -> list[tuple[float, float]] | None:
+        if v is not None:
+            cls._eta_range([e for e, _ in v])
+            cls._tcp_range([t for _, t in v])
+            if len(set(v)) != len(v):
+                raise ValueError(f"cadence.rows repeats a cell: {v}")
+        return v
+
+    @property
+    def cells(self) -> list[tuple[float, float]]:
+        """The (eta, T_cp) cells the run replays, in order: the explicit rows, else the grid."""
+        return list(self.rows) if self.rows is not None else [(e, t) for e in self.etas for t in self.t_cp_s]
 
 
 class CadenceExperiment(StabilityExperiment):

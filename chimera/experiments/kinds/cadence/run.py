@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import logging
 import math
 
@@ -61,7 +60,7 @@ def run(ctx: RunContext[CadenceExperiment]) -> None:
                               packets_per_sim_s=rate_sim, clock=ctx.replay.resolved_clock,
                               install_ms_simulated=cfg.control.reference_install_ms, seeds=seeds,
                               operating_point=OperatingPoint(eta=v.compile.ema_eta, t_cp_s=cfg.control.t_cp_s)))
-    grid = [(e, t) for e in cad.etas for t in cad.t_cp_s]
+    grid = cad.cells
     slow = cad.eta_of == "slow_loop"   # the swept eta is the slow loop's EMA centroid rate, not the dataplane's
     cell_rows: dict[tuple[float, float], list[Cells]] = {}
     cell_bins: dict[tuple[float, float], dict[int, pd.DataFrame]] = {}
@@ -135,8 +134,8 @@ def run(ctx: RunContext[CadenceExperiment]) -> None:
 
 
 def cells(cfg: CadenceExperiment) -> list[Cell]:
-    return [Cell(f"eta{e}-tcp{t:g}", {"cadence": {"etas": [e], "t_cp_s": [t]}}, {"eta": e, "t_cp_s": t})
-            for e, t in itertools.product(cfg.cadence.etas, cfg.cadence.t_cp_s)]
+    return [Cell(f"eta{e}-tcp{t:g}", {"cadence": {"rows": [[e, t]]}}, {"eta": e, "t_cp_s": t})
+            for e, t in cfg.cadence.cells]
 
 
 def resolve(cfg: CadenceExperiment, clock: Clock) -> CadenceExperiment:
