@@ -331,6 +331,24 @@ def test_the_papers_table5_loop_is_a_configuration() -> None:
     assert round(loop.cfg.memory_epochs) == 3
 
 
+def test_the_papers_loop_is_a_stability_configuration() -> None:
+    """Issue 56: the stability day runs the paper's slow loop beside ours: Paper-Loop is Chimera (fast path on) with
+    the EMA centroid update at Table 5's operating point (eta 0.1, 10 epochs, T_cp 60 s) in place of the k-means
+    re-fit at the experiment's T_cp, and stability24h runs it."""
+    from chimera.experiments.kinds.stability.config import ADAPTATIONS
+    from chimera.experiments.kinds.stability.run import COMPARISONS, control_for
+    from builders import quickstart_artifact
+    cfg = load_experiment("stability24h")
+    assert "Paper-Loop" in cfg.stability.configurations and ADAPTATIONS["Paper-Loop"].fast_prior
+    cfg = cfg.model_copy(update={"stability": cfg.stability.model_copy(update={"compression": 1.0})})
+    art = quickstart_artifact().art
+    paper, ours = control_for(cfg, "Paper-Loop", art), control_for(cfg, "Chimera", art)
+    assert (paper.cfg.centroid_update, paper.cfg.eta, paper.cfg.t_cp_s, round(paper.cfg.memory_epochs)) == (
+        "ema", 0.1, 60.0, 10)
+    assert (ours.cfg.centroid_update, ours.cfg.t_cp_s) == ("kmeans", cfg.control.t_cp_s)
+    assert ("Paper-Loop", "Chimera") in {(a, b) for a, b, _ in COMPARISONS}
+
+
 def test_the_papers_table5_rows_are_the_cells_run() -> None:
     """hyper_cadence_slow replays exactly the (eta, T_cp) rows of the paper's Table 5 (cadence.rows), not the grid
     around them, and each row is one cell of a sweep; a repeated row is refused (seen failing with the grid kept)."""

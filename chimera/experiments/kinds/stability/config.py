@@ -33,6 +33,10 @@ ADAPTATIONS: dict[str, Adaptation] = {
                                                                          "prior": "em"}),
     "Chimera": Adaptation("fast path + slow loop (Map tables re-fitted and installed live)", fast_prior=True,
                           slow={"prior": "off"}),
+    "Paper-Loop": Adaptation("Chimera with the paper's slow loop (its Table 5 operating point: an EMA centroid "
+                             "update at rate 0.1, a memory of 10 epochs, every 60 s) instead of our k-means re-fit "
+                             "every control.t_cp_s", fast_prior=True,
+                             slow={"prior": "off", "centroid_update": "ema", "eta": 0.1, "t_cp_s": 60.0}),
     "Chimera+Prior": Adaptation("Chimera with the prior-shift correction in its slow loop", fast_prior=True,
                                 slow={"prior": "em"}),
     "Prior-Truth": Adaptation("MEASURING ARM, not a switch configuration: Prior-Only with the traffic's true class "

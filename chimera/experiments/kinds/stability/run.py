@@ -239,6 +239,8 @@ COMPARISONS: list[tuple[str, str, str]] = [
     ("Fast-Only", "Static-Map", "the fast path alone"),
     ("Re-cluster-Only", "Static-Map", "Map re-fitting alone"),
     ("Prior-Only", "Static-Map", "the prior-shift correction alone"),
+    ("Paper-Loop", "Static-Map", "the paper's two timescales (its EMA slow loop with the fast path)"),
+    ("Paper-Loop", "Chimera", "the paper's slow loop against our k-means re-fit, each with the fast path"),
     ("Chimera+Prior", "Chimera", "adding the prior-shift correction to Chimera"),
     ("Chimera+Prior", "Static-Map", "all three adaptations"),
     ("Prior-Truth", "Prior-Only", "the EM's estimation error (true shares installed against the estimate)"),
@@ -490,7 +492,7 @@ def run(ctx: RunContext[StabilityExperiment]) -> None:
                 if st.keep_captures == "none" or (st.keep_captures == "first" and (sd, day) != (seeds[0], days[0])):
                     drop_captures(ctx.run.path / "replay", name)
                 bins = scored(conf, sd, res.verdicts.label)
-                row: Cells = {**summarize(conf, bins, loop, st, cfg.control.t_cp_s, res.columns()), "seed": sd,
+                row: Cells = {**summarize(conf, bins, loop, st, loop.cfg.t_cp_s, res.columns()), "seed": sd,
                               **({"day": day} if many else {})}
                 per_seed.setdefault(conf, []).append(row)
                 if loop.steps:
