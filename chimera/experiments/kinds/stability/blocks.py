@@ -90,8 +90,9 @@ def drift(b: Book) -> str:
     """The adaptations on the two days: the drifting day (covariate, concept and label shift) and the day with
     label shift only; each with its drift decomposition and the paired differences the paper's claim turns on."""
     out = []
-    pairs = [("Fast-Only", "Static-Map"), ("Re-cluster-Only", "Static-Map"), ("Prior-Only", "Static-Map"),
-             ("Chimera+Prior", "Chimera"), ("Oracle", "Static-Map")]
+    pairs = [("Fast-Only", "Static-Map"), ("Re-cluster-Only", "Static-Map"), ("Paper-Loop", "Chimera"),
+             ("Pseudo-Label", "Static-Map"), ("Prior-Only", "Static-Map"), ("Chimera+Prior", "Chimera"),
+             ("Oracle", "Static-Map")]
     for exp, what in (("stability24h", "The drifting day"), ("stability_labelshift", "The day with label shift only")):
         r = b.runs.freshest(exp, on_dataset(None))
         if r is None or not (r.path / DIFFERENCES.name).is_file():  # older runs: the stability block cites them
@@ -110,7 +111,12 @@ def drift(b: Book) -> str:
 #: the days of the drift section: (experiment, what the day is, the drift it carries)
 DAYS = (("stability24h", "the drifting day", "concept, covariate and label shift"),
         ("stability_labelshift", "the day with label shift only", "label shift"),
-        ("stability_pseudo", "the drifting day with the pseudo-label loop", "concept, covariate and label shift"))
+        ("stability_pseudo", "the drifting day with the pseudo-label loop", "concept, covariate and label shift"),
+        ("stability_driftonly", "the day with size and timing drift only", "the drift knob alone; the class mix "
+                                "fixed"),
+        ("stability_covariate", "the day of covariate shift", "p(x) moved by a selection on x, p(y | x) kept"),
+        ("stability_labelshift_large", "the day with large label swings", "label shift: x10, x0.1, classes "
+                                       "appearing and disappearing"))
 
 
 def difference_words(a: str, b: str, diff: float, lo: float, hi: float) -> str:
