@@ -254,6 +254,16 @@ def test_seed_and_block_intervals() -> None:
         assert (starts <= 24 - 5).all()
 
 
+def test_the_conformance_day_runs_every_switch_configuration() -> None:
+    """The adaptations experiment (the nightly's conformance day on every target) runs each configuration a switch
+    can run, so a new one (Paper-Loop, the pseudo-label loop, the prior arms) is checked bit-exact on every testbed
+    the day it lands (seen failing before they were added to experiments/adaptations.yaml)."""
+    from chimera.experiments.kinds.stability.config import ADAPTATIONS
+    from chimera.experiments.load import load_experiment
+    runs = load_experiment("adaptations").stability.configurations   # type: ignore[attr-defined]
+    assert sorted(runs) == sorted(k for k, a in ADAPTATIONS.items() if not a.oracle)
+
+
 def test_the_stability_kind_runs_every_configuration_with_seeds(tmp_path: Path) -> None:
     """A small drifting day through every configuration with two training seeds, on the reference: one pooled row
     per switch configuration (two seeds each), the oracle in its own table, paired differences with intervals,
