@@ -272,14 +272,19 @@ def test_the_stability_kind_runs_every_configuration_with_seeds(tmp_path: Path) 
     from chimera.experiments.runner import run_experiment
     over = {"dataset": {"synthetic": {"flows": 900, "max_packets_per_flow": 40}},
             "stability": {"seeds": [1, 2], "bin_minutes": 180, "bootstrap": 0, "oracle_every_hours": 9,
-                          "configurations": ["Static-Map", "Fast-Only", "Re-cluster-Only", "Chimera", "Prior-Only",
-                                             "Prior-Truth", "Prior-Uniform", "Prior-Gated", "Chimera+Prior",
-                                             "Oracle"], "diagnose": False, "drift_knobs": True}}
+                          "configurations": ["Static-Map", "Fast-Only", "Re-cluster-Only", "Chimera", "Paper-Loop",
+                                             "Prior-Only", "Prior-Truth", "Prior-Uniform", "Prior-Gated",
+                                             "Chimera+Prior", "Oracle"], "diagnose": False, "drift_knobs": True}}
     cfg = load_experiment("adaptations", over)
     out = run_experiment(cfg, target="reference", results_root=tmp_path, data_root=ROOT / "data")
     s = pd.read_csv(out / "stability.csv")
-    assert list(s["configuration"]) == ["Static-Map", "Fast-Only", "Re-cluster-Only", "Chimera", "Prior-Only",
-                                        "Prior-Truth", "Prior-Uniform", "Prior-Gated", "Chimera+Prior"]
+    assert list(s["configuration"]) == ["Static-Map", "Fast-Only", "Re-cluster-Only", "Chimera", "Paper-Loop",
+                                        "Prior-Only", "Prior-Truth", "Prior-Uniform", "Prior-Gated", "Chimera+Prior"]
+    # each loop's budget ratio over its own period: the paper's loop ticks every 60 s, ours every control.t_cp_s
+    row = s.set_index("configuration")
+    for conf, t_cp in (("Paper-Loop", 60.0), ("Chimera", cfg.control.t_cp_s)):
+        assert row.loc[conf, "installs"] > 0
+        assert row.loc[conf, "budget_ratio"] == pytest.approx(row.loc[conf, "install_p50_ms"] / 1e3 / t_cp)
     # the prior arms (issue 56 item 5): every EM arm is scored against the day's true shares, the truth arm is exact
     err = s.set_index("configuration")["prior_error_mean"]
     assert err["Prior-Truth"] == 0 and err[["Prior-Only", "Prior-Uniform", "Prior-Gated"]].gt(0).all()

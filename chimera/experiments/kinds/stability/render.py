@@ -34,7 +34,8 @@ def plot_stability(bins: pd.DataFrame, out: Path, train_hours: float, attack_at_
     ax2.grid(False)
     ax.set_zorder(ax2.get_zorder() + 1)
     ax.patch.set_visible(False)
-    palette = dict(zip(bins["configuration"].unique(), sns.color_palette("deep", 10)))
+    confs = list(bins["configuration"].unique())   # one colour each, however many configurations the day runs
+    palette = dict(zip(confs, sns.color_palette("deep" if len(confs) <= 10 else "husl", len(confs))))
     for conf, d in bins.groupby("configuration", sort=False):
         ls = "--" if conf == "Oracle" else "-"
         ax.plot(d["t_mid_h"], d["f1"], marker="o", ms=3, ls=ls, label=conf, color=palette[conf])
