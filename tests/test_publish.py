@@ -48,6 +48,32 @@ def test_publish_copies_light_files_of_committed_runs_only(tmp_path: Path) -> No
     assert published["sections"]["published"]["rules"] == file_digest_at(head, RULES_FILE, ROOT).hex()  # type: ignore[union-attr]
 
 
+def test_publish_keeps_figures_light(tmp_path: Path) -> None:
+    """A figure is published as a 256-colour PNG where that is smaller (the published tree has a budget; a day of
+    a dozen configurations drew a 300 KB figure), with its size in pixels kept; a file that is not an image it
+    can read is copied as it is (seen failing with the figure copied unchanged)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from PIL import Image
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    run = _run(tmp_path, head)
+    fig, ax = plt.subplots(figsize=(8, 4))
+    rng = np.random.default_rng(1)
+    for i in range(12):
+        ax.fill_between(range(48), rng.random(48), rng.random(48) + 1, alpha=0.15)
+        ax.plot(rng.random(48), marker="o")
+    fig.savefig(run / "figures" / "f1.png", dpi=150)
+    (run / "figures" / "not-a.png").write_bytes(b"png")
+    dest = publish(run, tmp_path / "published")
+    src, out = run / "figures" / "f1.png", dest / "figures" / "f1.png"
+    assert out.stat().st_size < src.stat().st_size / 2
+    with Image.open(src) as a, Image.open(out) as b:
+        assert a.size == b.size
+    assert (dest / "figures" / "not-a.png").read_bytes() == b"png"
+
+
 def _nest(run: Path, commit: str | None, dirty: bool = False) -> None:
     d = run / "runs" / "quickstart" / "20260101-000001-reference"
     d.mkdir(parents=True)

@@ -90,6 +90,21 @@ def gzip_file(src: Path, dest: Path) -> None:
         shutil.copyfileobj(fi, fo)
 
 
+def light_png(src: Path, dest: Path) -> None:
+    """``src`` as a 256-colour palette PNG at ``dest`` where that is smaller (a figure of a dozen coloured lines
+    is about a quarter of its RGBA size; the numbers it draws are in the run's tables, which are copied as they
+    are): the published tree has a budget (chimera.report.archive.BUDGET_BYTES)."""
+    from PIL import Image, UnidentifiedImageError
+    try:
+        with Image.open(src) as im:
+            im.convert("RGB").quantize(256).save(dest, "PNG", optimize=True)
+    except (UnidentifiedImageError, OSError):   # not a PNG it can read: published as it is
+        shutil.copy2(src, dest)
+        return
+    if dest.stat().st_size >= src.stat().st_size:
+        shutil.copy2(src, dest)
+
+
 def table_file(run: Path, name: str) -> Path | None:
     """Where a run directory holds the table ``name``: as written, or gzipped by ``publish`` (None: neither)."""
     for p in (run / name, run / f"{name}.gz"):
@@ -163,6 +178,8 @@ def publish(run_dir: Path, dest_root: Path = PUBLISHED, root: Path = ROOT, scope
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         if rel.suffix == ".csv" and (run_dir / rel).stat().st_size > GZIP_FROM_BYTES:
             gzip_file(run_dir / rel, dest / f"{rel}.gz")
+        elif rel.suffix == ".png":
+            light_png(run_dir / rel, dest / rel)
         else:
             shutil.copy2(run_dir / rel, dest / rel)
     m.record(code_fingerprint=fingerprint_at(m.git.commit, root, scope))
