@@ -159,7 +159,9 @@ def headline_claims(b: Book) -> str:
         sudo = "sudo " if is_testbed(r.target) else ""   # a testbed builds namespaces: root
         late = not c.counted and c.kind in C.VERDICTS
         sw = r.manifest.get("sweep", SweepRecord)
-        command = sweep_command(sw) if sw is not None else f"invoke run-experiment --name {r.experiment}"
+        asked = str((r.manifest.config or {}).get("target") or "auto")
+        pin = f" --target {r.target}" if asked != r.target else ""   # what the cited run ran on, not auto's pick
+        command = sweep_command(sw) if sw is not None else f"invoke run-experiment --name {r.experiment}{pin}"
         rows.append([c.claim, c.verdict + (" (not counted)" if late else ""), f"`{sudo}{command}`", _expected(r),
                      f"`results/{r.experiment}/<run>/{h.output}`"])
     return fmt.table(["claim", "our verdict", "command", "minutes here", "output"], rows)
