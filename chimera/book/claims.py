@@ -22,7 +22,6 @@ file now): the others are shown, marked, and not counted.
 from __future__ import annotations
 
 import dataclasses
-
 import functools
 import subprocess
 from collections.abc import Callable, Iterable
@@ -857,36 +856,35 @@ def pareto_swept(b: Book, p: Paper) -> list[Claim] | None:
     mine = float(bits["Chimera"])
     r, seeds = sw.run, _seeds(sw.wide)
 
-    def judged(among: list[str]) -> tuple[str, str]:
-        """Chimera above each method with fewer bits than its own, not below each with as many."""
+    def judged(among: list[str], above: Callable[[str], bool]) -> tuple[str, str]:
+        """Chimera above each method ``above`` names (the interval rule, the gap positive), not below the others
+        beyond a tie (best_verdict)."""
         ivs = {m: sw.diff(m, max(1, len(among))) for m in among}
-        vs = {m: (interval_verdict(1, v[1], v[2], v[3]) if float(bits[m]) < mine else
-                  best_verdict(v[1], v[2], v[3]))[0] for m, v in ivs.items()}
+        vs = {m: (interval_verdict(1, v[1], v[2], v[3]) if above(m) else best_verdict(v[1], v[2], v[3]))[0]
+              for m, v in ivs.items()}
         return best_of_all(vs.values()), "; ".join(f"{m} ({n(bits[m])} bits) {v[0]:+.4f} [{v[1]:+.4f}, {v[2]:+.4f}]: "
                                                    f"{vs[m]}" for m, v in sorted(ivs.items(), key=lambda x: x[1][1]))
     fewer = [m for m in methods if float(bits[m]) <= mine]
     where = (f"Chimera − each method's F1 over seeds {seeds} of the held-out sweep (ciciot stand-in, reference), "
              f"simultaneous over the methods compared; Chimera {n(mine)} bits per flow")
     if fewer:
-        v0, why0 = judged(fewer)
+        v0, why0 = judged(fewer, lambda m: float(bits[m]) < mine)
         why0 = f"against the {len(fewer)} paper methods with at most its bits: {where}: {why0}"
     else:
         v0, why0 = REPRODUCED, f"no paper method holds at most Chimera's {n(mine)} bits per flow"
     out = [Claim("Figure", "", "Pareto-optimal", f"Chimera {n(mine)} bits per flow; {len(fewer)} of {len(methods)} "
                  "paper methods hold at most that", r.cite(), v0, why0, None, "",
                  _m(r, sw.name, "pareto", 0), _commit(r), interval=bool(fewer))]
-    strictly = fewer
-    if strictly:
-        v1, why1 = CONTRADICTED, (f"{len(strictly)} of {len(methods)} paper methods hold at most Chimera's "
+    if fewer:
+        v1, why1 = CONTRADICTED, (f"{len(fewer)} of {len(methods)} paper methods hold at most Chimera's "
                                   f"{n(mine)} bits per flow (exact counts): " + fmt.words(
-                                      [f"{m} ({n(bits[m])})" for m in strictly]))
-        iv = False
+                                      [f"{m} ({n(bits[m])})" for m in fewer]))
     else:   # every method holds more bits: Chimera above each
-        v1, why1 = judged(methods)
-        why1, iv = f"{where}: {why1}", True
+        v1, why1 = judged(methods, lambda m: True)
+        why1 = f"{where}: {why1}"
     out.append(Claim("Figure", "", "higher F1 and fewer bits than each", f"methods with at most its bits: "
-                     f"{len(strictly)} of {len(methods)}", r.cite(), v1, why1, None, "",
-                     _m(r, sw.name, "pareto", 1), _commit(r), interval=iv))
+                     f"{len(fewer)} of {len(methods)}", r.cite(), v1, why1, None, "",
+                     _m(r, sw.name, "pareto", 1), _commit(r), interval=not fewer))
     return out
 
 

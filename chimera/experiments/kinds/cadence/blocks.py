@@ -43,20 +43,20 @@ def cadence_paper(b: Book) -> str:
             "churn / install", "Δt_install p50 (ms)"]
     rows = [[f"{x['eta']:g}", f"{x['memory_epochs']:.3g}", f"{x['t_cp_s']:g}",
              f"{f(x['f1_mean'])} {fmt.interval(x['f1_mean_lo'], x['f1_mean_hi'])}",
-             f"{signed(x['diff_vs_static_map'])} {fmt.interval(x['diff_vs_static_map_lo'], x['diff_vs_static_map_hi'])}",
+             f"{signed(x['diff_vs_static_map'])} "
+             f"{fmt.interval(x['diff_vs_static_map_lo'], x['diff_vs_static_map_hi'])}",
              f"{x['installs'] / max(1, int(x['seeds'])):.1f}", f"{x['churn_per_install']:.1f}",
              f"{x['install_p50_ms']:.1f}" + (" (configured)" if simulated else "")] for _, x in d.iterrows()]
     how = ("every install written into the switch tables between two segments of the replay, its effect placed at "
            "the configured Δt_install on the trace clock so that the reference follows it" if switch and simulated
            else "every install written live into the switch" if switch else "installs simulated")
     checked = ""
-    if {"lost", "reference_mismatches", "register_mismatches"} <= set(d.columns):
+    if {"replayed", "lost", "reference_mismatches", "register_mismatches"} <= set(d.columns):
         checked = (f" Over every cell and seed: {fmt.n(int(d['replayed'].sum()))} frames replayed, "
                    f"{fmt.n(int(d['lost'].sum()))} lost, {fmt.n(int(d['reference_mismatches'].sum()))} verdicts and "
                    f"{fmt.n(int(d['register_mismatches'].sum()))} registers different from the reference.")
     return (f"The paper's loop (an EMA centroid update at rate eta, its memory 1/eta epochs, every T_cp) at the "
-            f"paper's {len(d)} rows, {int(d['seeds'].max())} training seeds each, on {r.target} "
-            f"({how})"
-            f" ({r.cite()}).{checked} Intervals over seeds and blocks of time bins; Table 5's verdicts in "
+            f"paper's {len(d)} rows, {int(d['seeds'].max())} training seeds each, on {r.target} ({how}) "
+            f"({r.cite()}).{checked} Intervals over seeds and blocks of time bins; Table 5's verdicts in "
             "[claims.md](claims.md) compare each row with the operating point (eta 0.1, T_cp 60 s).\n\n"
             + fmt.table(head, rows))
