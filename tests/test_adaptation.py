@@ -405,3 +405,26 @@ def test_the_oracle_never_learns_from_a_flow_it_is_scored_on() -> None:
     learned = set(fid[tr | va])
     scored = set(fid[t >= 20])
     assert not learned & scored
+
+
+#: what a day's switch run may set apart from its day: its name, its words, and how much of the day it replays
+SWITCH_RUN_OWN = {"name", "description"}
+SWITCH_RUN_STABILITY_OWN = {"seeds", "configurations", "drift_knobs", "diagnose", "oracle_seeds"}
+
+
+@pytest.mark.parametrize("day", ["stability24h"])
+def test_a_days_switch_run_is_its_day(day: str) -> None:
+    """``<day>_switch`` replays the day of ``<day>`` on a switch with fewer seeds; the book reads its F1 as equal to
+    the day's run, so every other key (dataset, model, rules, control, the day's shape, its day realizations) must
+    be the day's own, and it runs every switch configuration of the day (seen failing with drift 1.4 in the
+    switch run's dataset)."""
+    from chimera.experiments.kinds.stability.config import ADAPTATIONS
+    from chimera.experiments.load import load_experiment
+    sw, own = load_experiment(f"{day}_switch").model_dump(), load_experiment(day).model_dump()
+    assert {k: v for k, v in sw.items() if k not in SWITCH_RUN_OWN} == \
+        {k: v for k, v in own.items() if k not in SWITCH_RUN_OWN | {"stability"}} | {"stability": sw["stability"]}
+    s, o = sw["stability"], own["stability"]
+    assert {k: v for k, v in s.items() if k not in SWITCH_RUN_STABILITY_OWN} == \
+        {k: v for k, v in o.items() if k not in SWITCH_RUN_STABILITY_OWN}
+    assert set(s["seeds"]) <= set(o["seeds"]) and s["days"] == o["days"]
+    assert sorted(s["configurations"]) == sorted(c for c in o["configurations"] if not ADAPTATIONS[c].oracle)
