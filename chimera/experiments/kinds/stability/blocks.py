@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from chimera.errors import ResultsError
-from chimera.experiments.kinds.stability.tables import DIAGNOSIS, DIFFERENCES, DRIFT, STABILITY
+from chimera.experiments.kinds.stability.tables import DIAGNOSIS, DIFFERENCES, DRIFT, STABILITY, STABILITY_SEEDS
 from chimera.report import fmt
 from chimera.report.book import Blocks, Book
 from chimera.report.fmt import f, n, signed
@@ -23,24 +23,27 @@ def stability(b: Book) -> str:
         r = b.runs.need("stability24h")
     s = r.table(STABILITY).set_index("configuration")
     c = s.loc["Chimera"]
-    k = int(c["seeds"]) if "seeds" in c and pd.notna(c["seeds"]) else 1
-    size = (n(c['replayed'] / k) + " packets" if "replayed" in c and pd.notna(c["replayed"]) else
+    k, d = _replays(c)
+    size = (n(c['replayed'] / k / d) + " packets" if "replayed" in c and pd.notna(c["replayed"]) else
             n(c['new_flows']) + " flows")
+    runs = f"{k} training seed{'s' * (k > 1)}" + (f" on each of {d} realizations of the day" if d > 1 else "")
     out = [f"The drifting day, uncompressed under the {r.manifest.clock} clock on the {r.target} target ({r.cite()}): "
-           f"{size}{f', each configuration run with {k} training seeds' if k > 1 else ''}. Mean F1 over the day"
-           f"{' (the mean over seeds)' if k > 1 else ''}: " +
+           f"{size}{f', each configuration run with {runs}' if k * d > 1 else ''}. Mean F1 over the day"
+           f"{' (the mean over seeds)' if k * d > 1 else ''}: " +
            fmt.words([f"{k} {f(v)}" for k, v in s["f1_mean"].items()]) +
            f"; first to last bin, Chimera {f(c['f1_first'])} to {f(c['f1_last'])}. The slow loop's own effect, "
            f"Chimera − Fast-Only: {signed(c['diff_vs_fast_only'])} ({_interval_words(r)} "
            f"{fmt.interval(c['diff_vs_fast_only_lo'], c['diff_vs_fast_only_hi'])}); both timescales together, "
            f"Chimera − Static-Map: {signed(c['diff_vs_static_map'])} "
            f"{fmt.interval(c['diff_vs_static_map_lo'], c['diff_vs_static_map_hi'])}. " + _verdict_slow(c)]
-    tb = b.runs.latest("stability24h", lambda x: on_testbed(x) and not x.manifest.dataset_override)
+    tb = (b.runs.freshest("stability24h_switch", on_testbed) or
+          b.runs.latest("stability24h", lambda x: on_testbed(x) and not x.manifest.dataset_override))
     if tb is not None and tb is not r:
         t = tb.table(STABILITY).set_index("configuration")
-        tk = int(t.loc["Chimera", "seeds"]) if "seeds" in t and pd.notna(t.loc["Chimera", "seeds"]) else 1
-        out.append(f"The newest testbed run of the day ({tb.target}, {tb.cite()}): {n(t.loc['Chimera', 'replayed'] / tk)} "
-                   f"packets per replay, {len(t) * tk} replays ({len(t)} configurations x {tk} seeds), "
+        tk, td = _replays(t.loc["Chimera"])
+        out.append(f"The newest testbed run of the day ({tb.target}, {tb.cite()}): "
+                   f"{n(t.loc['Chimera', 'replayed'] / tk / td)} packets per replay, {len(t) * tk * td} replays "
+                   f"({len(t)} configurations x {tk} seed{'s' * (tk > 1)}{f' x {td} days' if td > 1 else ''}), "
                    f"{n(t['lost'].sum())} lost and {n(t['reference_mismatches'].sum())} verdicts different "
                    f"from the reference; its Chimera − Fast-Only {signed(t.loc['Chimera', 'diff_vs_fast_only'])}, "
                    f"Chimera − Static-Map {signed(t.loc['Chimera', 'diff_vs_static_map'])}.")
@@ -48,6 +51,14 @@ def stability(b: Book) -> str:
         out.append(f"{n(s['lost'].sum())} lost and {n(s['reference_mismatches'].sum())} verdicts different from "
                    "the reference.")
     return " ".join(out)
+
+
+def _replays(c: pd.Series) -> tuple[int, int]:
+    """(training seeds per day, days) of a pooled stability row: its ``seeds`` counts the rows it pools, one per
+    seed and day."""
+    rows = int(c["seeds"]) if "seeds" in c and pd.notna(c["seeds"]) else 1
+    days = int(c["days"]) if "days" in c and pd.notna(c["days"]) else 1
+    return max(1, rows // days), days
 
 
 def _interval_words(r: Run) -> str:
@@ -117,6 +128,67 @@ DAYS = (("stability24h", "the drifting day", "concept, covariate and label shift
         ("stability_covariate", "the day of covariate shift", "p(x) moved by a selection on x, p(y | x) kept"),
         ("stability_labelshift_large", "the day with large label swings", "label shift: x10, x0.1, classes "
                                        "appearing and disappearing"))
+
+
+#: what a day's switch run and the day's reference run must agree on, per (configuration, day, training seed)
+SAME_ON_BOTH = ("f1_mean", "f1_first", "f1_last", "f1_worst_bin", "installs", "churn_total")
+
+
+def switch_check(day: pd.DataFrame, switch: pd.DataFrame) -> tuple[int, int, list[str]]:
+    """How many of a switch run's per-seed rows (stability_seeds.csv: one per configuration, day and seed) equal
+    the day's reference run's rows exactly in every column of ``SAME_ON_BOTH`` (trace clock: a verdict does not
+    depend on the target), of how many it has; and the rows that differ or that the reference run lacks, named."""
+    keys = [k for k in ("configuration", "day", "seed") if k in switch and k in day]
+    a, b = switch.set_index(keys), day.set_index(keys)
+    cols = [c for c in SAME_ON_BOTH if c in a and c in b]
+
+    def same(k: object) -> bool:
+        if k not in b.index:
+            return False
+        x, y = a.loc[k, cols], b.loc[k, cols]
+        return bool(((x == y) | (x.isna() & y.isna())).all())
+    differ = [" ".join(str(x) for x in (k if isinstance(k, tuple) else (k,))) for k in a.index if not same(k)]
+    return len(a) - len(differ), len(a), differ
+
+
+@BLOCKS("drift-switch")
+def drift_switch(b: Book) -> str:
+    """Each generated day on a switch: its ``<day>_switch`` run (every switch configuration, one training seed,
+    the day's three realizations) with its losses and its verdict and register differences from the reference,
+    and whether its F1 equals the day's reference run row for row, which is what lets the reference run's
+    intervals stand for the switch's. A day without a switch run says so."""
+    rows, missing = [], []
+    for exp, what, _ in DAYS:
+        if exp == "stability_pseudo":   # stability24h's day: its switch run has the pseudo-label configurations
+            continue
+        sw = b.runs.freshest(f"{exp}_switch", on_testbed)
+        if sw is None:
+            missing.append(f"`{exp}_switch`")
+            continue
+        t = sw.table(STABILITY_SEEDS)
+        day = b.runs.freshest(exp, on_dataset(None))
+        same = "no reference run of the day is published"
+        if day is not None:
+            k, total, differ = switch_check(day.table(STABILITY_SEEDS), t)
+            same = (f"{k} of {total} equal to {day.cite()}" +
+                    (f"; differ: {', '.join(differ[:6])}{' …' if len(differ) > 6 else ''}" if differ else ""))
+        rows.append([what, f"{sw.target} ({sw.cite()})", n(t["configuration"].nunique()),
+                     n(t["day"].nunique() if "day" in t else 1), n(t["seed"].nunique()), n(len(t)),
+                     n(t["replayed"].sum()), n(t["lost"].sum()), n(t["reference_mismatches"].sum()),
+                     n(t["register_mismatches"].sum()), same])
+    out = []
+    if rows:
+        out.append("Each day on a switch, every configuration a switch runs, with the first held-out training seed "
+                   "(the reference runs carry all ten: see the verdicts above). Every replayed frame's verdict and "
+                   "registers are compared with the reference's; the last column compares each (configuration, day) "
+                   f"row's {', '.join(SAME_ON_BOTH)} with the same row of the day's reference run, exactly:\n\n" +
+                   fmt.table(["day", "switch run", "configurations", "days", "seeds", "replays", "packets", "lost",
+                              "verdicts ≠ reference", "registers ≠ reference", "rows equal to the reference run"],
+                             rows))
+    if missing:
+        out.append(f"Not yet run on a switch: {fmt.words(missing)} (about an hour each on eBPF here: "
+                   "`invoke run-experiment --name <day>_switch`).")
+    return "\n\n".join(out)
 
 
 def difference_words(a: str, b: str, diff: float, lo: float, hi: float) -> str:
