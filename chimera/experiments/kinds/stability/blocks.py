@@ -172,22 +172,27 @@ def drift_switch(b: Book) -> str:
             k, total, differ = switch_check(day.table(STABILITY_SEEDS), t)
             same = (f"{k} of {total} equal to {day.cite()}" +
                     (f"; differ: {', '.join(differ[:6])}{' …' if len(differ) > 6 else ''}" if differ else ""))
+        per = sum(v for k, v in sw.manifest.timings_s.items() if k.startswith("target:")) / max(1, len(t))
+        full = ("" if day is None else
+                f"{per * int(day.table(STABILITY_SEEDS)['configuration'].isin(set(t['configuration'])).sum()) / 3600:.1f} h")
         rows.append([what, f"{sw.target} ({sw.cite()})", n(t["configuration"].nunique()),
                      n(t["day"].nunique() if "day" in t else 1), n(t["seed"].nunique()), n(len(t)),
                      n(t["replayed"].sum()), n(t["lost"].sum()), n(t["reference_mismatches"].sum()),
-                     n(t["register_mismatches"].sum()), same])
+                     n(t["register_mismatches"].sum()), same, f"{per:.0f} s", full])
     out = []
     if rows:
         out.append("Each day on a switch, every configuration a switch runs, with the first held-out training seed "
                    "(the reference runs carry all ten: see the verdicts above). Every replayed frame's verdict and "
                    "registers are compared with the reference's; the last column compares each (configuration, day) "
-                   f"row's {', '.join(SAME_ON_BOTH)} with the same row of the day's reference run, exactly:\n\n" +
+                   f"row's {', '.join(SAME_ON_BOTH)} with the same row of the day's reference run, exactly. The "
+                   "last two columns: the switch's wall time per replay (the replay, its installs, the capture's "
+                   "parsing and the frame-by-frame comparison), and what the day's reference run, its seeds and "
+                   "days, would take on the switch at that rate:\n\n" +
                    fmt.table(["day", "switch run", "configurations", "days", "seeds", "replays", "packets", "lost",
-                              "verdicts ≠ reference", "registers ≠ reference", "rows equal to the reference run"],
-                             rows))
+                              "verdicts ≠ reference", "registers ≠ reference", "rows equal to the reference run",
+                              "per replay", "the day's run on the switch"], rows))
     if missing:
-        out.append(f"Not yet run on a switch: {fmt.words(missing)} (about an hour each on eBPF here: "
-                   "`invoke run-experiment --name <day>_switch`).")
+        out.append(f"Not yet run on a switch: {fmt.words(missing)} (`invoke run-experiment --name <day>_switch`).")
     return "\n\n".join(out)
 
 
