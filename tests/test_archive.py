@@ -106,3 +106,25 @@ def test_a_kernel_release_rebuilt_replaces_its_verifier_column(tmp_path: Path) -
     m.target = "k6.12.118-deb13-amd64"
     (new / "manifest.json").write_text(m.model_dump_json(indent=2))
     assert A.plan(pub) == []
+
+
+def test_a_days_run_on_a_switch_leaves_for_its_switch_run(tmp_path: Path) -> None:
+    """A stability day's own run on eBPF is retired by a newer ``<day>_switch`` run on eBPF (the day's switch check
+    moved there), never by one on another target, and never the day's reference run (seen failing with the rule
+    taken out of ``plan``)."""
+    pub = tmp_path / "published"
+
+    def run(experiment: str, run_id: str, target: str) -> Path:
+        src = next((ROOT / "results" / "published" / "stability24h").glob("*/manifest.json")).parent
+        m = Manifest.read(src / "manifest.json")
+        m.experiment, m.run_id, m.target, m.dataset_override = experiment, run_id, target, None
+        dst = pub / experiment / run_id
+        dst.mkdir(parents=True)
+        (dst / "manifest.json").write_text(m.model_dump_json(indent=2))
+        return dst
+    day_ebpf = run("stability24h", "20200101-000000-ebpf", "ebpf")
+    run("stability24h", "20200101-000001-reference", "reference")
+    run("stability24h_switch", "20200102-000000-bmv2", "bmv2")
+    assert A.plan(pub) == []
+    run("stability24h_switch", "20200102-000000-ebpf", "ebpf")
+    assert [r.path for r in A.plan(pub)] == [day_ebpf]

@@ -5,7 +5,8 @@ An experiment whose pages read more than its newest run declares how many it kee
 the rule retires leaves the tree at the next ``invoke publish`` (or ``invoke prune``); it stays in git history,
 and ``results/history/<experiment>/`` keeps its manifest (commit, fingerprint, timings, its measured sections)
 and one row in ``index.csv`` (its headline values, and the commit at which its files were last in the tree, to
-restore them: ``git checkout <commit> -- <path>``). ``invoke book --history EXPERIMENT`` lists it. The published
+restore them: ``git checkout <commit> -- <path>``). ``invoke book --history EXPERIMENT`` lists it. A stability
+day's run on a switch is retired by a newer run of ``<day>_switch`` on that switch (``moved_to``). The published
 tree has a budget (``BUDGET_BYTES``), which a test checks.
 """
 
@@ -115,6 +116,22 @@ def data_of(m: Manifest) -> str:
     return ",".join(sorted(Path(str(d)).name for d in datasets)) if datasets else ""
 
 
+#: an experiment whose runs on a switch moved to another experiment: ``<day>_switch`` replays a stability day on a
+#: switch with one seed and is checked row for row against the day's reference run (docs/controlplane.md, "The days
+#: on a switch"); a newer run there, on the same target and data, retires the day's own run on that target
+SWITCH_SUFFIX = "_switch"
+
+
+def moved_to(r: Published, runs: list[Published]) -> Published | None:
+    """The newer run of ``<experiment>_switch`` on ``r``'s target and data that took ``r``'s place, if any (never
+    for a run on the reference: the day's intervals come from it)."""
+    exp, target, data = r.key
+    if target == "reference" or exp.endswith(SWITCH_SUFFIX):
+        return None
+    newer = [x for x in runs if x.key == (exp + SWITCH_SUFFIX, target, data) and x.manifest.run_id > r.manifest.run_id]
+    return max(newer, key=lambda x: x.manifest.run_id) if newer else None
+
+
 def published_runs(published: Path = PUBLISHED) -> list[Published]:
     out = []
     for mf in sorted(published.glob("*/*/manifest.json")):
@@ -126,7 +143,8 @@ def plan(published: Path = PUBLISHED) -> list[Published]:
     """The runs the rule retires: beyond the newest ``policy(experiment).newest`` of each key (run ids sort by
     time: they start with it)."""
     by: dict[tuple[str, str, str], list[Published]] = {}
-    for r in published_runs(published):
+    every = published_runs(published)
+    for r in every:
         by.setdefault(r.key, []).append(r)
     out = []
     for key, runs in sorted(by.items()):
@@ -134,7 +152,7 @@ def plan(published: Path = PUBLISHED) -> list[Published]:
         if keep is None:
             continue
         out += sorted(runs, key=lambda r: r.manifest.run_id, reverse=True)[keep:]
-    return out
+    return out + [r for r in every if r not in out and moved_to(r, every) is not None]
 
 
 def tree_bytes(published: Path = PUBLISHED) -> int:
