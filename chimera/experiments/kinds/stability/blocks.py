@@ -183,9 +183,9 @@ def drift_switch(b: Book) -> str:
     if rows:
         out.append("Each day on a switch, every configuration a switch runs, with the first held-out training seed "
                    "(the reference runs carry all ten: see the verdicts above). Every replayed frame's verdict and "
-                   "registers are compared with the reference's; the last column compares each (configuration, day) "
-                   f"row's {', '.join(SAME_ON_BOTH)} with the same row of the day's reference run, exactly. The "
-                   "last two columns: the switch's wall time per replay (the replay, its installs, the capture's "
+                   "registers are compared with the reference's. \"Rows equal to the reference run\" compares each "
+                   f"(configuration, day) row's {', '.join(SAME_ON_BOTH)} with the same row of the day's reference "
+                   "run, exactly. The last two columns: the switch's wall time per replay (the replay, its installs, the capture's "
                    "parsing and the frame-by-frame comparison), and what the day's reference run, its seeds and "
                    "days, would take on the switch at that rate:\n\n" +
                    fmt.table(["day", "switch run", "configurations", "days", "seeds", "replays", "packets", "lost",
