@@ -123,10 +123,12 @@ SWITCH_SUFFIX = "_switch"
 
 
 def moved_to(r: Published, runs: list[Published]) -> Published | None:
-    """The newer run of ``<experiment>_switch`` on ``r``'s target and data that took ``r``'s place, if any (never
-    for a run on the reference: the day's intervals come from it)."""
+    """The newer run of ``<experiment>_switch`` on ``r``'s target and data that took ``r``'s place, if any (only
+    for a run on a switch: the day's intervals come from its run on the reference)."""
+    from chimera.targets.base import Capability
+    from chimera.targets.registry import TARGETS, target_class
     exp, target, data = r.key
-    if target == "reference" or exp.endswith(SWITCH_SUFFIX):
+    if target not in TARGETS or not target_class(target).can(Capability.TESTBED) or exp.endswith(SWITCH_SUFFIX):
         return None
     newer = [x for x in runs if x.key == (exp + SWITCH_SUFFIX, target, data) and x.manifest.run_id > r.manifest.run_id]
     return max(newer, key=lambda x: x.manifest.run_id) if newer else None
