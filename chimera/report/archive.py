@@ -122,13 +122,19 @@ def data_of(m: Manifest) -> str:
 SWITCH_SUFFIX = "_switch"
 
 
+def is_testbed(target: str) -> bool | None:
+    """Whether a target is a switch in the Mininet topology (its TESTBED capability, never its name); None for a
+    name that is no registered target (a bench's "local", a fresh-check's "chroot")."""
+    from chimera.targets.base import Capability
+    from chimera.targets.registry import TARGETS, target_class
+    return target_class(target).can(Capability.TESTBED) if target in TARGETS else None
+
+
 def moved_to(r: Published, runs: list[Published]) -> Published | None:
     """The newer run of ``<experiment>_switch`` on ``r``'s target and data that took ``r``'s place, if any (only
     for a run on a switch: the day's intervals come from its run on the reference)."""
-    from chimera.targets.base import Capability
-    from chimera.targets.registry import TARGETS, target_class
     exp, target, data = r.key
-    if target not in TARGETS or not target_class(target).can(Capability.TESTBED) or exp.endswith(SWITCH_SUFFIX):
+    if not is_testbed(target) or exp.endswith(SWITCH_SUFFIX):
         return None
     newer = [x for x in runs if x.key == (exp + SWITCH_SUFFIX, target, data) and x.manifest.run_id > r.manifest.run_id]
     return max(newer, key=lambda x: x.manifest.run_id) if newer else None

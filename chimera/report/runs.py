@@ -22,7 +22,7 @@ import pandas as pd
 from chimera.errors import ResultsError
 from chimera.formats.rundir import Manifest
 from chimera.formats.tables import TableSchema
-from chimera.report.archive import key_of
+from chimera.report.archive import is_testbed, key_of
 from chimera.report.provenance import ROOT, Scope, TreeCode, changed_since, fingerprint_at
 from chimera.report.publish import check_seal, table_file
 from chimera.report.run import RunView
@@ -233,14 +233,6 @@ def on_dataset(fragment: str | None) -> Callable[[Run], bool]:
     if fragment is None:
         return lambda r: not r.manifest.dataset_override
     return lambda r: fragment in (r.manifest.dataset_override or "")
-
-
-def is_testbed(target: str) -> bool | None:
-    """Whether a target is a switch in the Mininet topology (its TESTBED capability, never its name); None for a
-    name that is no registered target (a bench's "local", a fresh-check's "chroot")."""
-    from chimera.targets.base import Capability
-    from chimera.targets.registry import TARGETS, target_class
-    return target_class(target).can(Capability.TESTBED) if target in TARGETS else None
 
 
 def on_testbed(r: Run) -> bool:

@@ -7,6 +7,7 @@ import pandas as pd
 from chimera.errors import ResultsError
 from chimera.experiments.kinds.stability.tables import DIAGNOSIS, DIFFERENCES, DRIFT, STABILITY, STABILITY_SEEDS
 from chimera.report import fmt
+from chimera.report.archive import SWITCH_SUFFIX
 from chimera.report.book import Blocks, Book
 from chimera.report.fmt import f, n, signed
 from chimera.report.runs import Run, on_dataset, on_testbed
@@ -130,6 +131,8 @@ DAYS = (("stability24h", "the drifting day", "concept, covariate and label shift
                                        "appearing and disappearing"))
 
 
+#: days of ``DAYS`` without a ``<day>_switch`` experiment, and why
+NO_SWITCH_RUN = {"stability_pseudo": "stability24h's day: its switch run has the pseudo-label configurations"}
 #: what a day's switch run and the day's reference run must agree on, per (configuration, day, training seed)
 SAME_ON_BOTH = ("f1_mean", "f1_first", "f1_last", "f1_worst_bin", "installs", "churn_total")
 
@@ -159,22 +162,22 @@ def drift_switch(b: Book) -> str:
     intervals stand for the switch's. A day without a switch run says so."""
     rows, missing = [], []
     for exp, what, _ in DAYS:
-        if exp == "stability_pseudo":   # stability24h's day: its switch run has the pseudo-label configurations
+        if exp in NO_SWITCH_RUN:
             continue
-        sw = b.runs.freshest(f"{exp}_switch", on_testbed)
+        sw = b.runs.freshest(exp + SWITCH_SUFFIX, on_testbed)
         if sw is None:
-            missing.append(f"`{exp}_switch`")
+            missing.append(f"`{exp}{SWITCH_SUFFIX}`")
             continue
         t = sw.table(STABILITY_SEEDS)
+        per = sum(v for k, v in sw.manifest.timings_s.items() if k.startswith("target:")) / max(1, len(t))
         day = b.runs.freshest(exp, on_dataset(None))
-        same = "no reference run of the day is published"
+        same, full = "no reference run of the day is published", ""
         if day is not None:
-            k, total, differ = switch_check(day.table(STABILITY_SEEDS), t)
+            ref = day.table(STABILITY_SEEDS)
+            k, total, differ = switch_check(ref, t)
             same = (f"{k} of {total} equal to {day.cite()}" +
                     (f"; differ: {', '.join(differ[:6])}{' …' if len(differ) > 6 else ''}" if differ else ""))
-        per = sum(v for k, v in sw.manifest.timings_s.items() if k.startswith("target:")) / max(1, len(t))
-        full = ("" if day is None else
-                f"{per * int(day.table(STABILITY_SEEDS)['configuration'].isin(set(t['configuration'])).sum()) / 3600:.1f} h")
+            full = f"{per * int(ref['configuration'].isin(set(t['configuration'])).sum()) / 3600:.1f} h"
         rows.append([what, f"{sw.target} ({sw.cite()})", n(t["configuration"].nunique()),
                      n(t["day"].nunique() if "day" in t else 1), n(t["seed"].nunique()), n(len(t)),
                      n(t["replayed"].sum()), n(t["lost"].sum()), n(t["reference_mismatches"].sum()),
@@ -185,14 +188,15 @@ def drift_switch(b: Book) -> str:
                    "(the reference runs carry all ten: see the verdicts above). Every replayed frame's verdict and "
                    "registers are compared with the reference's. \"Rows equal to the reference run\" compares each "
                    f"(configuration, day) row's {', '.join(SAME_ON_BOTH)} with the same row of the day's reference "
-                   "run, exactly. The last two columns: the switch's wall time per replay (the replay, its installs, the capture's "
-                   "parsing and the frame-by-frame comparison), and what the day's reference run, its seeds and "
-                   "days, would take on the switch at that rate:\n\n" +
+                   "run, exactly. The last two columns: the switch's wall time per replay (the replay, its "
+                   "installs, the capture's parsing and the frame-by-frame comparison), and what the day's reference "
+                   "run, its seeds and days, would take on the switch at that rate:\n\n" +
                    fmt.table(["day", "switch run", "configurations", "days", "seeds", "replays", "packets", "lost",
                               "verdicts ≠ reference", "registers ≠ reference", "rows equal to the reference run",
                               "per replay", "the day's run on the switch"], rows))
     if missing:
-        out.append(f"Not yet run on a switch: {fmt.words(missing)} (`invoke run-experiment --name <day>_switch`).")
+        out.append(f"Not yet run on a switch: {fmt.words(missing)} "
+                   f"(`invoke run-experiment --name <day>{SWITCH_SUFFIX}`).")
     return "\n\n".join(out)
 
 
