@@ -409,7 +409,7 @@ def test_the_oracle_never_learns_from_a_flow_it_is_scored_on() -> None:
 
 #: what a day's switch run may set apart from its day: its name, its words, and how much of the day it replays
 SWITCH_RUN_OWN = {"name", "description", "target"}
-SWITCH_RUN_STABILITY_OWN = {"seeds", "configurations", "drift_knobs", "diagnose", "oracle_seeds"}
+SWITCH_RUN_STABILITY_OWN = {"seeds", "configurations", "drift_knobs", "diagnose", "oracle_seeds", "keep_captures"}
 
 
 def _switch_runs() -> list[str]:
