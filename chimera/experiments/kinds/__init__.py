@@ -4,6 +4,7 @@ render, and the ``KIND`` record: see ``base.Kind``) plus one line in ``PACKAGES`
 - ``variants``: the ablation layout (quickstart, ablation): one row per variant.
 - ``stability``: a drifting day through Chimera, Fast-Only and Static-Map (stability24h).
 - ``cadence``: the eta x T_cp sweep of the two timescales on that day (hyper_cadence).
+- ``pseudo_grid``: the pseudo-label loop's confidence gate x churn cap, chosen on validation days.
 - ``accuracy``, ``resources``, ``input_scale``, ``hyper_dim``, ``roc``: Chimera against the paper's baselines
   on the same splits, over several named datasets (Tables 1, 2, 4, the Pareto and ROC figures).
 - ``throughput``: delivered pps/Gbps per frame size, Chimera vs bare forwarding vs the software host; 0-loss ladder.
@@ -23,6 +24,7 @@ PACKAGES = (
     "variants",
     "stability",
     "cadence",
+    "pseudo_grid",
     "accuracy",
     "resources",
     "input_scale",

@@ -1,0 +1,76 @@
+"""The pseudo_grid kind's report: report.md and its figures, from the run directory alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from chimera.experiments.kinds.pseudo_grid import tables as T
+from chimera.experiments.kinds.pseudo_grid.config import PseudoGridSection
+from chimera.report import fmt
+from chimera.report.common import figure_lines, header, reproduce, table
+from chimera.report.figures import plt, save, sns
+from chimera.report.run import RunView
+
+
+def plot_grid(grid: pd.DataFrame, out: Path) -> list[Path]:
+    """Each arm's difference from its control over gate x cap; the default cell outlined, the chosen one starred."""
+    arms = list(dict.fromkeys(grid["arm"]))
+    sns.set_theme(style="white")
+    fig, axes = plt.subplots(1, len(arms), figsize=(5.2 * len(arms), 4.2), squeeze=False)
+    for ax, arm in zip(axes[0], arms):
+        d = grid[grid["arm"] == arm]
+        m = d.pivot(index="gate_quantile", columns="max_entries", values="diff").sort_index(ascending=False)
+        star = d.pivot(index="gate_quantile", columns="max_entries", values="chosen").reindex_like(m)
+        annot = m.map(lambda v: f"{v:+.4f}") + star.map(lambda c: " *" if c is True else "")
+        sns.heatmap(m, annot=annot, fmt="", cmap="RdBu", center=0.0, ax=ax, annot_kws={"fontsize": 8},
+                    cbar_kws={"label": f"mean F1 − {d['control'].iloc[0]}"})
+        for _, r in d[d["default"]].iterrows():
+            i, j = list(m.index).index(r["gate_quantile"]), list(m.columns).index(r["max_entries"])
+            ax.add_patch(plt.Rectangle((j, i), 1, 1, fill=False, edgecolor="black", lw=2.0))
+        ax.set_title(arm)
+        ax.set_xlabel("churn cap (global entries per install)")
+        ax.set_ylabel("confidence gate (quantile of calibration scores)")
+    return save(fig, out, "pseudo_grid")
+
+
+def choice_lines(grid: pd.DataFrame, role: str) -> list[str]:
+    """One sentence per arm: what validation chose, against its default, and whether the choice sits at an edge."""
+    if role != "validation":
+        return ["These are held-out days: nothing was chosen on them; the cells run are the loop's default and what "
+                "a validation run chose."]
+    out = []
+    for arm, d in grid.groupby("arm", sort=False):
+        c, dflt = d[d["chosen"]].iloc[0], d[d["default"]].iloc[0]
+        edge = f" At an edge: {c['at_edge']}" + (" (it binds: widen the grid)." if c["edge_binds"] else ".") \
+            if c["at_edge"] else " Inside the grid on both axes."
+        out.append(f"- **{arm}** (against {c['control']}): validation chose gate {c['gate_quantile']:g}, cap "
+                   f"{int(c['max_entries'])}: {fmt.signed(c['diff'])} {fmt.interval(c['lo'], c['hi'])}; the "
+                   f"default (gate {dflt['gate_quantile']:g}, cap {int(dflt['max_entries'])}): "
+                   f"{fmt.signed(dflt['diff'])} {fmt.interval(dflt['lo'], dflt['hi'])}.{edge}")
+    return out
+
+
+COLUMNS = ["arm", "gate_quantile", "max_entries", "default", "chosen", "f1_mean", "diff", "lo", "hi", "units",
+           "installs", "churn_total"]
+
+
+def render(run: RunView) -> list[str]:
+    grid = run.table(T.GRID)
+    sec = run.manifest.get("stability", PseudoGridSection) or PseudoGridSection()
+    figs = plot_grid(grid, run.figures_dir)
+    lines = header(run, "the pseudo-label loop's gate x churn cap")
+    lines += [f"Role: **{sec.role}** days {sec.days}, training seeds {sec.seeds}. Each arm runs at every cell; "
+              "its difference is its mean macro F1 after the training hours minus its control's, paired per day, "
+              "seed and time bin, with a 95% interval over the days' means. The choice rule "
+              "(chimera.experiments.kinds.pseudo_grid.run.choose): the highest mean difference, an exact tie "
+              "keeping the default.", "", *choice_lines(grid, sec.role), "",
+              "## Table", "", table(grid[[c for c in COLUMNS if c in grid]], T.GRID), "",
+              "## Differences over the grid", "", *figure_lines(run, [run.rel(p) for p in figs]),
+              "(black: the loop's default cell; *: the cell validation chose)", ""]
+    if "reference_mismatches" in grid:
+        lines += [f"Conformance: {fmt.n(int(grid['replayed'].sum()))} frames replayed, "
+                  f"{fmt.n(int(grid['reference_mismatches'].sum()))} verdicts differ from the reference over all "
+                  "cells.", ""]
+    return lines + reproduce(run)
