@@ -15,23 +15,27 @@ from chimera.report.run import RunView
 
 
 def plot_grid(grid: pd.DataFrame, out: Path) -> list[Path]:
-    """Each arm's difference from its control over gate x cap; the default cell outlined, the chosen one starred."""
+    """Each arm's difference from its control over gate x cap, on one colour scale centred on 0; the default cell
+    outlined, the chosen one starred."""
     arms = list(dict.fromkeys(grid["arm"]))
     sns.set_theme(style="white")
-    fig, axes = plt.subplots(1, len(arms), figsize=(5.2 * len(arms), 4.2), squeeze=False)
-    for ax, arm in zip(axes[0], arms):
+    lim = float(grid["diff"].abs().max()) or 1e-4
+    fig, axes = plt.subplots(1, len(arms), figsize=(4.6 * len(arms) + 1.2, 4.4), squeeze=False,
+                             constrained_layout=True)
+    for k, (ax, arm) in enumerate(zip(axes[0], arms)):
         d = grid[grid["arm"] == arm]
         m = d.pivot(index="gate_quantile", columns="max_entries", values="diff").sort_index(ascending=False)
         star = d.pivot(index="gate_quantile", columns="max_entries", values="chosen").reindex_like(m)
         annot = m.map(lambda v: f"{v:+.4f}") + star.map(lambda c: " *" if c is True else "")
-        sns.heatmap(m, annot=annot, fmt="", cmap="RdBu", center=0.0, ax=ax, annot_kws={"fontsize": 8},
-                    cbar_kws={"label": f"mean F1 − {d['control'].iloc[0]}"})
+        last = k == len(arms) - 1
+        sns.heatmap(m, annot=annot, fmt="", cmap="RdBu", vmin=-lim, vmax=lim, ax=ax, annot_kws={"fontsize": 8},
+                    cbar=last, cbar_kws={"label": "mean F1 − the arm's control"} if last else None)
         for _, r in d[d["default"]].iterrows():
             i, j = list(m.index).index(r["gate_quantile"]), list(m.columns).index(r["max_entries"])
             ax.add_patch(plt.Rectangle((j, i), 1, 1, fill=False, edgecolor="black", lw=2.0))
-        ax.set_title(arm)
+        ax.set_title(f"{arm} − {d['control'].iloc[0]}")
         ax.set_xlabel("churn cap (global entries per install)")
-        ax.set_ylabel("confidence gate (quantile of calibration scores)")
+        ax.set_ylabel("confidence gate (quantile)" if k == 0 else "")
     return save(fig, out, "pseudo_grid")
 
 
