@@ -1,0 +1,85 @@
+"""The pseudo_grid kind's book blocks: the pseudo-label loop's gate and churn cap, chosen on validation days."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from chimera.experiments.kinds.pseudo_grid.config import PseudoGridSection
+from chimera.experiments.kinds.pseudo_grid.tables import GRID
+from chimera.experiments.kinds.stability.blocks import difference_words
+from chimera.report import fmt
+from chimera.report.book import Blocks, Book
+from chimera.report.fmt import signed
+from chimera.report.runs import Run
+
+BLOCKS = Blocks()
+
+#: the experiments of the two roles
+VALIDATION, HELD_OUT = "pseudo_validation", "pseudo_heldout"
+
+
+def _cell(r: pd.Series) -> str:
+    return f"gate {r['gate_quantile']:g}, cap {int(r['max_entries'])}"
+
+
+def _days(r: Run) -> str:
+    sec = r.manifest.get("stability", PseudoGridSection) or PseudoGridSection()
+    return (f"day realizations {', '.join(map(str, sec.days))}, training seeds {', '.join(map(str, sec.seeds))}; "
+            f"{r.target}, {r.cite()}")
+
+
+def _arm(d: pd.DataFrame) -> str:
+    """One arm of the validation grid: what it keeps against the default, and where that sits in the grid."""
+    c, dflt = d[d["chosen"]].iloc[0], d[d["default"]].iloc[0]
+    arm, ctl = c["arm"], c["control"]
+    kept = "the default" if bool(c["default"]) else _cell(c)
+    out = (f"{arm} − {ctl} runs from {signed(d['diff'].min())} to {signed(d['diff'].max())} over the cells; the "
+           f"rule keeps {kept} ({signed(c['diff'])} {fmt.interval(c['lo'], c['hi'])})")
+    if not bool(c["default"]):
+        out += f", the default ({_cell(dflt)}) {signed(dflt['diff'])} {fmt.interval(dflt['lo'], dflt['hi'])}"
+    edge = str(c["at_edge"]) if pd.notna(c["at_edge"]) else ""
+    if edge:
+        out += f". At an end of the grid: {edge}" + ("; **it binds**: the grid must widen" if bool(c["edge_binds"])
+                                                    else "")
+    return out + "."
+
+
+@BLOCKS("pseudo-grid")
+def pseudo_grid(b: Book) -> str:
+    """The validation grid and its choice per arm; where a choice is not the default, its held-out run."""
+    v = b.runs.latest(VALIDATION)
+    if v is None:
+        return (f"No validation run of the gate and cap is published yet: `invoke run-experiment --name {VALIDATION} "
+                "--target reference`, then `invoke publish`.")
+    g = v.table(GRID)
+    qs, caps = sorted(set(g["gate_quantile"])), sorted(set(g["max_entries"]))
+    out = [f"The grid: gates {', '.join(f'{q:g}' for q in qs)} × caps {', '.join(str(int(c)) for c in caps)}, "
+           f"each arm paired with its control per day, seed and time bin on validation days ({_days(v)}); "
+           "intervals are 95% t-intervals over the days' means."]
+    out += [f"- {_arm(d)}" for _, d in g.groupby("arm", sort=False)]
+    moved = g[g["chosen"] & ~g["default"].astype(bool)]
+    if moved.empty:
+        out.append("Validation keeps the default cell for every arm: the stability days' Pseudo-Label and "
+                   "Chimera+Pseudo rows are the loop as chosen.")
+        return "\n".join(out)
+    h = b.runs.latest(HELD_OUT)
+    if h is None:
+        return "\n".join([*out, f"Validation moves {fmt.words(list(moved['arm']))} off the default; no held-out run "
+                          f"of the chosen cells is published yet: `invoke run-experiment --name {HELD_OUT} "
+                          "--target reference`, then `invoke publish`."])
+    hg = h.table(GRID)
+    missing = [f"{r['arm']} at {_cell(r)}" for _, r in moved.iterrows()
+               if hg[(hg["arm"] == r["arm"]) & (hg["gate_quantile"] == r["gate_quantile"])
+                     & (hg["max_entries"] == r["max_entries"])].empty]
+    if missing:
+        out.append(f"The held-out run ({h.cite()}) does not run what validation chose ({fmt.words(missing)}): "
+                   f"set its cells to the default and the choice, and run {HELD_OUT} again.")
+        return "\n".join(out)
+    out.append(f"On the held-out days ({_days(h)}), nothing chosen on them:")
+    for _, r in hg.iterrows():
+        tag = "default" if bool(r["default"]) else "chosen on validation" if \
+            ((moved["arm"] == r["arm"]) & (moved["gate_quantile"] == r["gate_quantile"])
+             & (moved["max_entries"] == r["max_entries"])).any() else "another cell"
+        out.append(f"- {_cell(r)} ({tag}): "
+                   f"{difference_words(str(r['arm']), str(r['control']), r['diff'], r['lo'], r['hi'])}.")
+    return "\n".join(out)
