@@ -42,7 +42,8 @@ def test_a_choice_at_the_grids_end_binds_where_validation_rises_toward_it_but_ne
     ({"pseudo_grid": {"role": "validation", "gate_quantile": [0.25, 0.75]}}, "default cell"),
     ({"stability": {"configurations": ["Static-Map", "Chimera+Pseudo"]}}, "control"),
     ({"stability": {"configurations": ["Static-Map", "Chimera"]}}, "no pseudo-label arm"),
-    ({"pseudo_grid": {"role": "validation", "gate_quantile": [0.5, 1.0]}}, "outside"),
+    ({"pseudo_grid": {"role": "validation", "gate_quantile": [0.5, 1.0]}}, "less than 1"),
+    ({"pseudo_grid": {"role": "validation", "max_entries": [0, 16]}}, "greater than or equal to 1"),
 ])
 def test_a_grid_without_the_default_or_an_arm_without_its_control_is_refused(over: dict, match: str) -> None:
     from chimera.errors import ConfigError

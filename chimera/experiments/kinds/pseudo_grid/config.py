@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from chimera.controlplane.pseudo import PseudoLabelConfig
 from chimera.experiments.kinds.stability.config import ADAPTATIONS, StabilityExperiment, StabilitySection
@@ -29,28 +29,14 @@ class PseudoGridSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     role: Literal["validation", "held-out"]
-    gate_quantile: list[float] = Field([0.0, 0.25, 0.5, 0.75, 0.9], min_length=1,
-                                       description="the confidence gate's quantile of the calibration scores")
-    max_entries: list[int] = Field([1, 4, 16, 64, 256], min_length=1,
-                                   description="the churn cap: global entries changed per install")
+    gate_quantile: list[Annotated[float, Field(ge=0, lt=1)]] = Field(
+        [0.0, 0.25, 0.5, 0.75, 0.9], min_length=1, description="the confidence gate's quantile of the calibration "
+        "scores (PseudoLabelConfig.gate_quantile)")
+    max_entries: list[Annotated[int, Field(ge=1)]] = Field(
+        [1, 4, 16, 64, 256], min_length=1, description="the churn cap: global entries changed per install "
+        "(PseudoLabelConfig.max_entries)")
     cells: list[tuple[float, int]] | None = Field(None, min_length=1, description="explicit (gate_quantile, "
                                                   "max_entries) cells instead of the grid")
-
-    @field_validator("gate_quantile")
-    @classmethod
-    def _quantiles(cls, v: list[float]) -> list[float]:
-        bad = [q for q in v if not 0 <= q < 1]
-        if bad:
-            raise ValueError(f"gate_quantile values {bad} are outside [0, 1)")
-        return v
-
-    @field_validator("max_entries")
-    @classmethod
-    def _caps(cls, v: list[int]) -> list[int]:
-        bad = [c for c in v if c < 1]
-        if bad:
-            raise ValueError(f"max_entries values {bad} are below 1")
-        return v
 
     @property
     def grid(self) -> list[tuple[float, int]]:
