@@ -107,3 +107,18 @@ def test_the_default_cell_is_the_stability_days_own_row(tmp_path: Path) -> None:
     g = pd.read_csv(grid / "pseudo_grid.csv")
     assert g["chosen"].sum() == 1 and bool(g.loc[g["chosen"], "default"].iloc[0]) in (True, False)
     assert "validation chose" in (grid / "report.md").read_text()
+
+
+def test_a_held_out_run_is_the_held_out_day_itself() -> None:
+    """A held-out run replays stability_pseudo's day exactly (its realizations and seeds included) and chooses
+    nothing (seen failing with the held-out run on a validation realization)."""
+    day = load_experiment("stability_pseudo").model_dump()
+    helds = [e for e in _grids() if load_experiment(e).pseudo_grid.role == "held-out"]   # type: ignore[attr-defined]
+    assert helds
+    for name in helds:
+        h = load_experiment(name).model_dump()
+        own = {"name", "kind", "description", "pseudo_grid", "stability"}
+        assert {k: x for k, x in h.items() if k not in own} == {k: x for k, x in day.items() if k not in own}
+        assert {k: x for k, x in h["stability"].items() if k != "keep_captures"} == \
+            {k: x for k, x in day["stability"].items() if k != "keep_captures"}
+        assert tuple(h["pseudo_grid"]["cells"][0]) == default_cell()
