@@ -33,8 +33,10 @@ def _arm(d: pd.DataFrame) -> str:
     c, dflt = d[d["chosen"]].iloc[0], d[d["default"]].iloc[0]
     arm, ctl = c["arm"], c["control"]
     kept = "the default" if bool(c["default"]) else _cell(c)
-    out = (f"{arm} − {ctl} runs from {signed(d['diff'].min())} to {signed(d['diff'].max())} over the cells; the "
-           f"rule keeps {kept} ({signed(c['diff'])} {fmt.interval(c['lo'], c['hi'])})")
+    apart = int(((d["lo"] > 0) | (d["hi"] < 0)).sum())
+    out = (f"{arm} − {ctl} runs from {signed(d['diff'].min())} to {signed(d['diff'].max())} over the cells, "
+           f"{apart} of {len(d)} measurably apart from zero; the rule keeps {kept} ({signed(c['diff'])} "
+           f"{fmt.interval(c['lo'], c['hi'])})")
     if not bool(c["default"]):
         out += f", the default ({_cell(dflt)}) {signed(dflt['diff'])} {fmt.interval(dflt['lo'], dflt['hi'])}"
     edge = str(c["at_edge"]) if pd.notna(c["at_edge"]) else ""
@@ -56,15 +58,15 @@ def pseudo_grid(b: Book) -> str:
     out = [f"The grid: gates {', '.join(f'{q:g}' for q in qs)} × caps {', '.join(str(int(c)) for c in caps)}, "
            f"each arm paired with its control per day, seed and time bin on validation days ({_days(v)}); "
            "intervals are 95% t-intervals over the days' means."]
-    out += [f"- {_arm(d)}" for _, d in g.groupby("arm", sort=False)]
+    out.append("\n".join(f"- {_arm(d)}" for _, d in g.groupby("arm", sort=False)))
     moved = g[g["chosen"] & ~g["default"].astype(bool)]
     if moved.empty:
         out.append("Validation keeps the default cell for every arm: the stability days' Pseudo-Label and "
                    "Chimera+Pseudo rows are the loop as chosen.")
-        return "\n".join(out)
+        return "\n\n".join(out)
     h = b.runs.latest(HELD_OUT)
     if h is None:
-        return "\n".join([*out, f"Validation moves {fmt.words(list(moved['arm']))} off the default; no held-out run "
+        return "\n\n".join([*out, f"Validation moves {fmt.words(list(moved['arm']))} off the default; no held-out run "
                           f"of the chosen cells is published yet: `invoke run-experiment --name {HELD_OUT} "
                           "--target reference`, then `invoke publish`."])
     hg = h.table(GRID)
@@ -74,12 +76,13 @@ def pseudo_grid(b: Book) -> str:
     if missing:
         out.append(f"The held-out run ({h.cite()}) does not run what validation chose ({fmt.words(missing)}): "
                    f"set its cells to the default and the choice, and run {HELD_OUT} again.")
-        return "\n".join(out)
+        return "\n\n".join(out)
     out.append(f"On the held-out days ({_days(h)}), nothing chosen on them:")
+    items = []
     for _, r in hg.iterrows():
         tag = "default" if bool(r["default"]) else "chosen on validation" if \
             ((moved["arm"] == r["arm"]) & (moved["gate_quantile"] == r["gate_quantile"])
              & (moved["max_entries"] == r["max_entries"])).any() else "another cell"
-        out.append(f"- {_cell(r)} ({tag}): "
-                   f"{difference_words(str(r['arm']), str(r['control']), r['diff'], r['lo'], r['hi'])}.")
-    return "\n".join(out)
+        items.append(f"- {_cell(r)} ({tag}): "
+                     f"{difference_words(str(r['arm']), str(r['control']), r['diff'], r['lo'], r['hi'])}.")
+    return "\n\n".join([*out, "\n".join(items)])
