@@ -122,3 +122,44 @@ def test_a_held_out_run_is_the_held_out_day_itself() -> None:
         assert {k: x for k, x in h["stability"].items() if k != "keep_captures"} == \
             {k: x for k, x in day["stability"].items() if k != "keep_captures"}
         assert tuple(h["pseudo_grid"]["cells"][0]) == default_cell()
+
+
+def _publish(base: Path, experiment: str, rid: str, rows: list[dict]) -> None:
+    import json
+    d = base / experiment / rid
+    d.mkdir(parents=True)
+    (d / "manifest.json").write_text(json.dumps({"experiment": experiment, "run_id": rid, "target": "reference",
+                                                 "status": "complete", "git": {"commit": None, "dirty": True}}))
+    pd.DataFrame(rows).to_csv(d / "pseudo_grid.csv", index=False)
+
+
+def _row(q: float, cap: int, diff: float, chosen: bool = False) -> dict:
+    return {"arm": "Pseudo-Label", "control": "Static-Map", "gate_quantile": q, "max_entries": cap,
+            "default": (q, cap) == default_cell(), "diff": diff, "lo": diff - 0.01, "hi": diff + 0.01,
+            "chosen": chosen, "at_edge": "", "edge_binds": False}
+
+
+def test_the_block_quotes_held_out_numbers_only_for_what_validation_chose(tmp_path: Path) -> None:
+    """The pseudo-grid block: the default kept needs no held-out run; a moved choice asks for one; a held-out run
+    without the chosen cell is named as such; one with it is quoted in words no wider than its intervals (each
+    branch seen in the text)."""
+    from chimera.book.scope import run_set
+    from chimera.experiments.kinds.pseudo_grid.blocks import pseudo_grid
+    from chimera.report.book import Book
+    from chimera.report.provenance import ROOT as REPO
+    base = tmp_path / "published"
+    q, c = default_cell()
+
+    def text() -> str:
+        return pseudo_grid(Book(run_set(base, REPO), REPO))
+    assert "No validation run" in text()
+    _publish(base, "pseudo_validation", "20260101-000000-reference", [_row(q, c, 0.001, True), _row(0.9, 1, 0.0)])
+    assert "keeps the default cell for every arm" in text()
+    _publish(base, "pseudo_validation", "20260102-000000-reference", [_row(q, c, 0.0), _row(0.9, 1, 0.002, True)])
+    assert "no held-out run of the chosen cells is published yet" in text()
+    _publish(base, "pseudo_heldout", "20260103-000000-reference", [_row(q, c, 0.0), _row(0.25, 4, 0.02)])
+    assert "does not run what validation chose (Pseudo-Label at gate 0.9, cap 1)" in text()
+    _publish(base, "pseudo_heldout", "20260104-000000-reference", [_row(q, c, 0.0), _row(0.9, 1, 0.02)])
+    t = text()
+    assert "gate 0.9, cap 1 (chosen on validation): Pseudo-Label measurably above Static-Map" in t
+    assert f"gate {q:g}, cap {c} (default): no measurable difference" in t
