@@ -163,3 +163,21 @@ def test_the_block_quotes_held_out_numbers_only_for_what_validation_chose(tmp_pa
     t = text()
     assert "gate 0.9, cap 1 (chosen on validation): Pseudo-Label measurably above Static-Map" in t
     assert f"gate {q:g}, cap {c} (default): no measurable difference" in t
+
+
+def test_the_held_out_default_cell_is_checked_row_for_row_against_the_days_own_run() -> None:
+    """same_rows compares the controls and the default cell only; a row off by 1e-12 in one column, or missing
+    from the day's run, is not equal (seen failing with the chosen cells compared too)."""
+    from chimera.experiments.kinds.pseudo_grid.blocks import SAME, same_rows
+    q, c = default_cell()
+    base = {k: 0.5 for k in SAME}
+    units = pd.DataFrame([
+        {"configuration": "Static-Map", "day": 1, "seed": 11, "gate_quantile": None, "max_entries": None, **base},
+        {"configuration": "Pseudo-Label", "day": 1, "seed": 11, "gate_quantile": q, "max_entries": c, **base},
+        {"configuration": "Pseudo-Label", "day": 2, "seed": 11, "gate_quantile": q, "max_entries": c, **base},
+        {"configuration": "Pseudo-Label", "day": 1, "seed": 11, "gate_quantile": 0.9, "max_entries": 1,
+         **{**base, "f1_mean": 0.9}}])
+    day = pd.DataFrame([
+        {"configuration": "Static-Map", "day": 1, "seed": 11, **base},
+        {"configuration": "Pseudo-Label", "day": 1, "seed": 11, **{**base, "f1_last": 0.5 + 1e-12}}])
+    assert same_rows(units, day) == (1, 3)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pandas as pd
 
 from chimera.experiments.kinds.pseudo_grid.config import PseudoGridSection
-from chimera.experiments.kinds.pseudo_grid.tables import GRID
+from chimera.experiments.kinds.pseudo_grid.config import default_cell
+from chimera.experiments.kinds.pseudo_grid.tables import GRID, UNITS
 from chimera.experiments.kinds.stability.blocks import difference_words
+from chimera.experiments.kinds.stability.tables import STABILITY_SEEDS
 from chimera.report import fmt
 from chimera.report.book import Blocks, Book
 from chimera.report.fmt import signed
@@ -14,8 +16,20 @@ from chimera.report.runs import Run
 
 BLOCKS = Blocks()
 
-#: the experiments of the two roles
-VALIDATION, HELD_OUT = "pseudo_validation", "pseudo_heldout"
+#: the experiments of the two roles, and the stability day whose own rows the held-out run's default cell replays
+VALIDATION, HELD_OUT, DAY = "pseudo_validation", "pseudo_heldout", "stability_pseudo"
+#: the columns of a (configuration, day, seed) row compared between the held-out run and the day's own run
+SAME = ("f1_mean", "f1_first", "f1_last", "f1_worst_bin", "installs", "churn_total")
+
+
+def same_rows(units: pd.DataFrame, day: pd.DataFrame) -> tuple[int, int]:
+    """(rows of the held-out run's controls and default cell equal to the day's own run in every ``SAME`` column,
+    rows compared): the default cell is the stability day's loop, so its rows must be the day's own, bit for bit."""
+    q, c = default_cell()
+    mine = units[units["gate_quantile"].isna() | ((units["gate_quantile"] == q) & (units["max_entries"] == c))]
+    j = mine.merge(day, on=["configuration", "day", "seed"], suffixes=("", "_day"), how="left")
+    equal = pd.concat([j[k] == j[f"{k}_day"] for k in SAME], axis=1).all(axis=1)
+    return int(equal.sum()), len(mine)
 
 
 def _cell(r: pd.Series) -> str:
@@ -77,7 +91,13 @@ def pseudo_grid(b: Book) -> str:
         out.append(f"The held-out run ({h.cite()}) does not run what validation chose ({fmt.words(missing)}): "
                    f"set its cells to the default and the choice, and run {HELD_OUT} again.")
         return "\n\n".join(out)
-    out.append(f"On the held-out days ({_days(h)}), nothing chosen on them:")
+    same = ""
+    d = b.runs.latest(DAY)
+    if d is not None and h.has_csv(UNITS.name):
+        eq, n = same_rows(h.table(UNITS), d.table(STABILITY_SEEDS))
+        same = (f" Its controls and default cell replay the day's own rows: {eq} of {n} (configuration, day, seed) "
+                f"rows equal to {d.cite()} in {', '.join(SAME)}.")
+    out.append(f"On the held-out days ({_days(h)}), nothing chosen on them.{same}")
     items = []
     for _, r in hg.iterrows():
         tag = "default" if bool(r["default"]) else "chosen on validation" if \
