@@ -136,7 +136,7 @@ def _publish(base: Path, experiment: str, rid: str, rows: list[dict]) -> None:
 def _row(q: float, cap: int, diff: float, chosen: bool = False) -> dict:
     return {"arm": "Pseudo-Label", "control": "Static-Map", "gate_quantile": q, "max_entries": cap,
             "default": (q, cap) == default_cell(), "diff": diff, "lo": diff - 0.01, "hi": diff + 0.01,
-            "chosen": chosen, "at_edge": "", "edge_binds": False}
+            "chosen": chosen, "at_edge": "", "edge_binds": False, "installs": 10, "churn_total": 10}
 
 
 def test_the_block_quotes_held_out_numbers_only_for_what_validation_chose(tmp_path: Path) -> None:

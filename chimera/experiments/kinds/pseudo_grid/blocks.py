@@ -95,7 +95,7 @@ def pseudo_grid(b: Book) -> str:
     d = b.runs.latest(DAY)
     if d is not None and h.has_csv(UNITS.name):
         eq, n = same_rows(h.table(UNITS), d.table(STABILITY_SEEDS))
-        same = (f" Its controls and default cell replay the day's own rows: {eq} of {n} (configuration, day, seed) "
+        same = (f" The held-out run's controls and default cell replay the day's own rows: {eq} of {n} (configuration, day, seed) "
                 f"rows equal to {d.cite()} in {', '.join(SAME)}.")
     out.append(f"On the held-out days ({_days(h)}), nothing chosen on them.{same}")
     items = []
@@ -104,5 +104,6 @@ def pseudo_grid(b: Book) -> str:
             ((moved["arm"] == r["arm"]) & (moved["gate_quantile"] == r["gate_quantile"])
              & (moved["max_entries"] == r["max_entries"])).any() else "another cell"
         items.append(f"- {_cell(r)} ({tag}): "
-                     f"{difference_words(str(r['arm']), str(r['control']), r['diff'], r['lo'], r['hi'])}.")
+                     f"{difference_words(str(r['arm']), str(r['control']), r['diff'], r['lo'], r['hi'])}; "
+                     f"{fmt.n(int(r['churn_total']))} entries changed over {fmt.n(int(r['installs']))} installs.")
     return "\n\n".join([*out, "\n".join(items)])
