@@ -105,5 +105,5 @@ def pseudo_grid(b: Book) -> str:
              & (moved["max_entries"] == r["max_entries"])).any() else "another cell"
         items.append(f"- {_cell(r)} ({tag}): "
                      f"{difference_words(str(r['arm']), str(r['control']), r['diff'], r['lo'], r['hi'])}; "
-                     f"{fmt.n(int(r['churn_total']))} entries changed over {fmt.n(int(r['installs']))} installs.")
+                     f"{fmt.n(int(r['churn_total']))} table entries changed over {fmt.n(int(r['installs']))} installs.")
     return "\n\n".join([*out, "\n".join(items)])
