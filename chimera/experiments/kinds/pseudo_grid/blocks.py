@@ -95,8 +95,8 @@ def pseudo_grid(b: Book) -> str:
     d = b.runs.latest(DAY)
     if d is not None and h.has_csv(UNITS.name):
         eq, n = same_rows(h.table(UNITS), d.table(STABILITY_SEEDS))
-        same = (f" The held-out run's controls and default cell replay the day's own rows: {eq} of {n} (configuration, day, seed) "
-                f"rows equal to {d.cite()} in {', '.join(SAME)}.")
+        same = (f" The held-out run's controls and default cell replay the day's own rows: {eq} of {n} "
+                f"(configuration, day, seed) rows equal to {d.cite()} in {', '.join(SAME)}.")
     out.append(f"On the held-out days ({_days(h)}), nothing chosen on them.{same}")
     items = []
     for _, r in hg.iterrows():
@@ -105,5 +105,6 @@ def pseudo_grid(b: Book) -> str:
              & (moved["max_entries"] == r["max_entries"])).any() else "another cell"
         items.append(f"- {_cell(r)} ({tag}): "
                      f"{difference_words(str(r['arm']), str(r['control']), r['diff'], r['lo'], r['hi'])}; "
-                     f"{fmt.n(int(r['churn_total']))} table entries changed over {fmt.n(int(r['installs']))} installs.")
+                     f"{fmt.n(int(r['churn_total']))} table entries changed over "
+                     f"{fmt.n(int(r['installs']))} installs.")
     return "\n\n".join([*out, "\n".join(items)])
