@@ -169,7 +169,8 @@ def test_the_block_quotes_held_out_numbers_only_for_what_validation_chose(tmp_pa
 def test_the_held_out_default_cell_is_checked_row_for_row_against_the_days_own_run() -> None:
     """same_rows compares the controls and the default cell only; a row off by 1e-12 in one column, or missing
     from the day's run, is not equal (seen failing with the chosen cells compared too)."""
-    from chimera.experiments.kinds.pseudo_grid.blocks import SAME, same_rows
+    from chimera.experiments.kinds.pseudo_grid.blocks import same_rows
+    from chimera.experiments.kinds.stability.blocks import SAME_ON_BOTH as SAME
     q, c = default_cell()
     base = {k: 0.5 for k in SAME}
     units = pd.DataFrame([

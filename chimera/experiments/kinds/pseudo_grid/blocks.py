@@ -4,60 +4,39 @@ from __future__ import annotations
 
 import pandas as pd
 
-from chimera.experiments.kinds.pseudo_grid.config import PseudoGridSection
-from chimera.experiments.kinds.pseudo_grid.config import default_cell
+from chimera.experiments.kinds.pseudo_grid.config import PseudoGridSection, default_cell
+from chimera.experiments.kinds.pseudo_grid.render import cell_words, choice_lines
 from chimera.experiments.kinds.pseudo_grid.tables import GRID, UNITS
-from chimera.experiments.kinds.stability.blocks import difference_words
+from chimera.experiments.kinds.stability.blocks import SAME_ON_BOTH, difference_words, switch_check
 from chimera.experiments.kinds.stability.tables import STABILITY_SEEDS
 from chimera.report import fmt
 from chimera.report.book import Blocks, Book
-from chimera.report.fmt import signed
 from chimera.report.runs import Run
 
 BLOCKS = Blocks()
 
 #: the experiments of the two roles, and the stability day whose own rows the held-out run's default cell replays
 VALIDATION, HELD_OUT, DAY = "pseudo_validation", "pseudo_heldout", "stability_pseudo"
-#: the columns of a (configuration, day, seed) row compared between the held-out run and the day's own run
-SAME = ("f1_mean", "f1_first", "f1_last", "f1_worst_bin", "installs", "churn_total")
 
 
 def same_rows(units: pd.DataFrame, day: pd.DataFrame) -> tuple[int, int]:
-    """(rows of the held-out run's controls and default cell equal to the day's own run in every ``SAME`` column,
-    rows compared): the default cell is the stability day's loop, so its rows must be the day's own, bit for bit."""
+    """(rows of the held-out run's controls and default cell equal to the day's own run, rows compared), by the
+    drift section's row check (``switch_check``: every ``SAME_ON_BOTH`` column, exactly): the default cell is the
+    stability day's loop, so its rows must be the day's own, bit for bit."""
     q, c = default_cell()
     mine = units[units["gate_quantile"].isna() | ((units["gate_quantile"] == q) & (units["max_entries"] == c))]
-    j = mine.merge(day, on=["configuration", "day", "seed"], suffixes=("", "_day"), how="left")
-    equal = pd.concat([j[k] == j[f"{k}_day"] for k in SAME], axis=1).all(axis=1)
-    return int(equal.sum()), len(mine)
+    equal, compared, _ = switch_check(day, mine)
+    return equal, compared
 
 
-def _cell(r: pd.Series) -> str:
-    return f"gate {r['gate_quantile']:g}, cap {int(r['max_entries'])}"
+def _key(r: pd.Series) -> tuple[str, float, int]:
+    return str(r["arm"]), float(r["gate_quantile"]), int(r["max_entries"])
 
 
 def _days(r: Run) -> str:
     sec = r.manifest.get("stability", PseudoGridSection) or PseudoGridSection()
     return (f"day realizations {', '.join(map(str, sec.days))}, training seeds {', '.join(map(str, sec.seeds))}; "
             f"{r.target}, {r.cite()}")
-
-
-def _arm(d: pd.DataFrame) -> str:
-    """One arm of the validation grid: what it keeps against the default, and where that sits in the grid."""
-    c, dflt = d[d["chosen"]].iloc[0], d[d["default"]].iloc[0]
-    arm, ctl = c["arm"], c["control"]
-    kept = "the default" if bool(c["default"]) else _cell(c)
-    apart = int(((d["lo"] > 0) | (d["hi"] < 0)).sum())
-    out = (f"{arm} − {ctl} runs from {signed(d['diff'].min())} to {signed(d['diff'].max())} over the cells, "
-           f"{apart} of {len(d)} measurably apart from zero; the rule keeps {kept} ({signed(c['diff'])} "
-           f"{fmt.interval(c['lo'], c['hi'])})")
-    if not bool(c["default"]):
-        out += f", the default ({_cell(dflt)}) {signed(dflt['diff'])} {fmt.interval(dflt['lo'], dflt['hi'])}"
-    edge = str(c["at_edge"]) if pd.notna(c["at_edge"]) else ""
-    if edge:
-        out += f". At an end of the grid: {edge}" + ("; **it binds**: the grid must widen" if bool(c["edge_binds"])
-                                                    else "")
-    return out + "."
 
 
 @BLOCKS("pseudo-grid")
@@ -72,7 +51,7 @@ def pseudo_grid(b: Book) -> str:
     out = [f"The grid: gates {', '.join(f'{q:g}' for q in qs)} × caps {', '.join(str(int(c)) for c in caps)}, "
            f"each arm paired with its control per day, seed and time bin on validation days ({_days(v)}); "
            "intervals are 95% t-intervals over the days' means."]
-    out.append("\n".join(f"- {_arm(d)}" for _, d in g.groupby("arm", sort=False)))
+    out.append("\n".join(choice_lines(g, "validation")))
     moved = g[g["chosen"] & ~g["default"].astype(bool)]
     if moved.empty:
         out.append("Validation keeps the default cell for every arm: the stability days' Pseudo-Label and "
@@ -84,9 +63,8 @@ def pseudo_grid(b: Book) -> str:
                           f"of the chosen cells is published yet: `invoke run-experiment --name {HELD_OUT} "
                           "--target reference`, then `invoke publish`."])
     hg = h.table(GRID)
-    missing = [f"{r['arm']} at {_cell(r)}" for _, r in moved.iterrows()
-               if hg[(hg["arm"] == r["arm"]) & (hg["gate_quantile"] == r["gate_quantile"])
-                     & (hg["max_entries"] == r["max_entries"])].empty]
+    chosen, ran = {_key(r) for _, r in moved.iterrows()}, {_key(r) for _, r in hg.iterrows()}
+    missing = [f"{r['arm']} at {cell_words(r)}" for _, r in moved.iterrows() if _key(r) not in ran]
     if missing:
         out.append(f"The held-out run ({h.cite()}) does not run what validation chose ({fmt.words(missing)}): "
                    f"set its cells to the default and the choice, and run {HELD_OUT} again.")
@@ -96,14 +74,12 @@ def pseudo_grid(b: Book) -> str:
     if d is not None and h.has_csv(UNITS.name):
         eq, n = same_rows(h.table(UNITS), d.table(STABILITY_SEEDS))
         same = (f" The held-out run's controls and default cell replay the day's own rows: {eq} of {n} "
-                f"(configuration, day, seed) rows equal to {d.cite()} in {', '.join(SAME)}.")
+                f"(configuration, day, seed) rows equal to {d.cite()} in {', '.join(SAME_ON_BOTH)}.")
     out.append(f"On the held-out days ({_days(h)}), nothing chosen on them.{same}")
     items = []
     for _, r in hg.iterrows():
-        tag = "default" if bool(r["default"]) else "chosen on validation" if \
-            ((moved["arm"] == r["arm"]) & (moved["gate_quantile"] == r["gate_quantile"])
-             & (moved["max_entries"] == r["max_entries"])).any() else "another cell"
-        items.append(f"- {_cell(r)} ({tag}): "
+        tag = "default" if bool(r["default"]) else "chosen on validation" if _key(r) in chosen else "another cell"
+        items.append(f"- {cell_words(r)} ({tag}): "
                      f"{difference_words(str(r['arm']), str(r['control']), r['diff'], r['lo'], r['hi'])}; "
                      f"{fmt.n(int(r['churn_total']))} table entries changed over "
                      f"{fmt.n(int(r['installs']))} installs.")

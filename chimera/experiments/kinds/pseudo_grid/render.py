@@ -26,7 +26,7 @@ def plot_grid(grid: pd.DataFrame, out: Path) -> list[Path]:
         d = grid[grid["arm"] == arm]
         m = d.pivot(index="gate_quantile", columns="max_entries", values="diff").sort_index(ascending=False)
         star = d.pivot(index="gate_quantile", columns="max_entries", values="chosen").reindex_like(m)
-        annot = m.map(lambda v: f"{v:+.4f}") + star.map(lambda c: " *" if c is True else "")
+        annot = m.map(lambda v: f"{v:+.4f}") + star.map(lambda c: " *" if pd.notna(c) and bool(c) else "")
         last = k == len(arms) - 1
         sns.heatmap(m, annot=annot, fmt="", cmap="RdBu", vmin=-lim, vmax=lim, ax=ax, annot_kws={"fontsize": 8},
                     cbar=last, cbar_kws={"label": "mean F1 − the arm's control"} if last else None)
@@ -39,21 +39,35 @@ def plot_grid(grid: pd.DataFrame, out: Path) -> list[Path]:
     return save(fig, out, "pseudo_grid")
 
 
+def cell_words(r: pd.Series) -> str:
+    return f"gate {r['gate_quantile']:g}, cap {int(r['max_entries'])}"
+
+
+def arm_sentence(d: pd.DataFrame) -> str:
+    """One arm of a validation grid (its rows of pseudo_grid.csv): the range of its differences, how many cells
+    are measurably apart from zero, what the rule keeps against the default, and where that sits in the grid."""
+    c, dflt = d[d["chosen"]].iloc[0], d[d["default"]].iloc[0]
+    kept = "the default" if bool(c["default"]) else cell_words(c)
+    apart = int(((d["lo"] > 0) | (d["hi"] < 0)).sum())
+    out = (f"{c['arm']} − {c['control']} runs from {fmt.signed(d['diff'].min())} to {fmt.signed(d['diff'].max())} "
+           f"over the cells, {apart} of {len(d)} measurably apart from zero; the rule keeps {kept} "
+           f"({fmt.signed(c['diff'])} {fmt.interval(c['lo'], c['hi'])})")
+    if not bool(c["default"]):
+        out += (f", the default ({cell_words(dflt)}) {fmt.signed(dflt['diff'])} "
+                f"{fmt.interval(dflt['lo'], dflt['hi'])}")
+    edge = str(c["at_edge"]) if pd.notna(c["at_edge"]) else ""
+    if edge:
+        out += f". At an end of the grid: {edge}" + ("; **it binds**: the grid must widen" if bool(c["edge_binds"])
+                                                    else "")
+    return out + "."
+
+
 def choice_lines(grid: pd.DataFrame, role: str) -> list[str]:
     """One sentence per arm: what validation chose, against its default, and whether the choice sits at an edge."""
     if role != "validation":
         return ["These are held-out days: nothing was chosen on them; the cells run are the loop's default and what "
                 "a validation run chose."]
-    out = []
-    for arm, d in grid.groupby("arm", sort=False):
-        c, dflt = d[d["chosen"]].iloc[0], d[d["default"]].iloc[0]
-        edge = f" At an edge: {c['at_edge']}" + (" (it binds: widen the grid)." if c["edge_binds"] else ".") \
-            if c["at_edge"] else " Inside the grid on both axes."
-        out.append(f"- **{arm}** (against {c['control']}): validation chose gate {c['gate_quantile']:g}, cap "
-                   f"{int(c['max_entries'])}: {fmt.signed(c['diff'])} {fmt.interval(c['lo'], c['hi'])}; the "
-                   f"default (gate {dflt['gate_quantile']:g}, cap {int(dflt['max_entries'])}): "
-                   f"{fmt.signed(dflt['diff'])} {fmt.interval(dflt['lo'], dflt['hi'])}.{edge}")
-    return out
+    return [f"- {arm_sentence(d)}" for _, d in grid.groupby("arm", sort=False)]
 
 
 COLUMNS = ["arm", "gate_quantile", "max_entries", "default", "chosen", "f1_mean", "diff", "lo", "hi", "units",
