@@ -25,6 +25,7 @@ TARGETS: dict[str, str | type[Target]] = {
     "reference": "chimera.targets.reference:ReferenceTarget",
     "ebpf": "chimera.targets.ebpf:EbpfTarget",
     "bmv2": "chimera.targets.bmv2:Bmv2Target",
+    "tofino": "chimera.targets.tofino:TofinoTarget",
 }
 AUTO = "auto"
 #: the target every other is checked against: the reference pipeline, in process (the conformance checks, the

@@ -1,0 +1,60 @@
+"""The Tofino target: compile-only. chimera.p4 for TNA, compiled by p4c's open Tofino backend (p4c-barefoot).
+
+Nothing here runs traffic: there is no Tofino on this project's machines, and open-p4studio's software model runs
+at tens of packets per second. What the compiler gives without a switch is its verdict on the program (it fits, or
+exactly why not) and its resource allocation: stages, SRAM, TCAM, crossbar and PHV (issue 57). So the target has
+no testbed capability, ``--target auto`` never picks it (``auto_rank`` is None), and ``run`` refuses, naming the
+targets that classify.
+
+The program is generated (``program``): the v1model program's headers, actions and tables, verbatim, with TNA's
+parsers, RegisterActions and apply block at the artifact's own sizes. The compiler comes from
+``scripts/build-tofino-compiler`` (never committed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from chimera.controlplane.schedule import TraceControl
+from chimera.data.pcap import PacketTable
+from chimera.formats.artifact import Artifact
+from chimera.targets.base import Capability, CapabilityError, Target, TargetResult
+from chimera.targets.tofino.compiler import INSTALL_HINT, compile_tna, compiler_missing
+from chimera.testbed.nodes import BuildOptions
+from chimera.testbed.replay import ReplayConfig
+
+
+class TofinoTarget(Target):
+    """chimera.p4 for TNA through p4c's Tofino backend: a compile and its resource report, no traffic."""
+
+    name = "tofino"
+    title = "Tofino (compile only)"
+    program = "chimera.p4 for TNA"
+    label = "tofino"
+    capabilities = Capability.NONE
+    auto_rank = None       # a compile-only target never classifies a testbed run
+    clocks = ("switch",)
+    tools: ClassVar[dict[str, tuple[str, ...]]] = {"p4c-barefoot": ("p4c-barefoot", "--version")}
+
+    @classmethod
+    def unavailable_reason(cls) -> str | None:
+        return compiler_missing()
+
+    @classmethod
+    def install_hint(cls) -> str:
+        return INSTALL_HINT
+
+    @classmethod
+    def build_program(cls, art: Artifact, out_dir: Path, build: BuildOptions | None = None) -> Path:
+        """Compile the TNA program for ``art``; the compiler's output directory (its logs and resource report)."""
+        cls.require_available()
+        return compile_tna(art, out_dir)
+
+    def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str, *, replay: ReplayConfig,
+            control: TraceControl | None = None) -> TargetResult:
+        raise CapabilityError("the tofino target compiles and reports resources; it classifies no traffic",
+                              "classify with --target reference, ebpf or bmv2")
+
+    def describe(self) -> dict[str, Any]:  # JSON out: the manifest's target_detail
+        return {"compile_only": True}

@@ -1,0 +1,87 @@
+"""p4c's Tofino backend on the generated TNA program: the compile, its verdict and where its reports are.
+
+A compile that the backend refuses is a result here, not only an error: the resources experiment records the
+compiler's own words for a program that does not fit. ``compile_tna`` raises; ``try_compile`` returns both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from chimera.compile.header import render as render_header
+from chimera.errors import TargetError, ToolMissingError
+from chimera.formats.artifact import Artifact
+from chimera.targets.tofino.program import render
+
+#: the backend's compiler proper, and the p4c driver that runs it (preprocessor, compiler, assembler)
+BACKEND = "p4c-barefoot"
+DRIVER = "p4c"
+INSTALL_HINT = ("build p4c with its Tofino backend: scripts/build-tofino-compiler --prefix DIR (about a day of "
+                "CPU on 2 cores), then put DIR/bin on PATH")
+PROGRAM = "chimera_tna.p4"
+
+
+class TofinoCompileError(TargetError):
+    """The Tofino backend refused the program."""
+
+
+def compiler_missing() -> str | None:
+    """Why the Tofino compiler cannot run here, or None."""
+    for tool in (BACKEND, DRIVER):
+        if shutil.which(tool) is None:
+            return f"{tool} is not on PATH (p4c's Tofino backend is in no package registry)"
+    return None
+
+
+@dataclass(frozen=True)
+class Compile:
+    """One compile: where its files are, whether the backend accepted the program, and its messages."""
+
+    out_dir: Path
+    ok: bool
+    returncode: int
+    log: str          # the driver's stdout and stderr
+
+    @property
+    def reason(self) -> str:
+        """The compiler's own words for a refusal: its error lines, else the log's tail."""
+        errs = [ln for ln in self.log.splitlines() if "error" in ln.lower()]
+        return "\n".join(errs[:20]) if errs else self.log[-2000:]
+
+
+def try_compile(art: Artifact, build_dir: Path) -> Compile:
+    """Compile the TNA program for ``art`` under ``build_dir`` (cached by the program text and the compiler)."""
+    missing = compiler_missing()
+    if missing is not None:
+        raise ToolMissingError(f"the Tofino compiler cannot run: {missing}", INSTALL_HINT)
+    text = render(art)
+    driver = Path(shutil.which(DRIVER) or DRIVER).resolve()
+    key = hashlib.sha256(text.encode() + render_header(art).encode() + str(driver).encode()
+                         + str(driver.stat().st_mtime_ns).encode()).hexdigest()[:16]
+    out = build_dir / f"tofino-{key}"
+    done = out / "compile.log"
+    if done.exists():
+        rc = int((out / "returncode").read_text())
+        return Compile(out, rc == 0, rc, done.read_text())
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "chimera_constants.h").write_text(render_header(art))
+    src = out / PROGRAM
+    src.write_text(text)
+    r = subprocess.run([str(driver), "--target", "tofino", "--arch", "tna", "-I", str(out), "-o",
+                        str(out / "chimera_tna.tofino"), str(src)], capture_output=True, text=True)
+    (out / "returncode").write_text(str(r.returncode))
+    done.write_text(r.stdout + r.stderr)
+    return Compile(out, r.returncode == 0, r.returncode, r.stdout + r.stderr)
+
+
+def compile_tna(art: Artifact, build_dir: Path) -> Path:
+    """The compiler's output directory for ``art``; raises with the compiler's reason where it refuses."""
+    c = try_compile(art, build_dir)
+    if not c.ok:
+        raise TofinoCompileError(f"the Tofino backend refused the TNA program for this artifact:\n{c.reason}",
+                                 f"its full log: {c.out_dir / 'compile.log'}")
+    return c.out_dir / "chimera_tna.tofino"

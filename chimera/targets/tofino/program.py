@@ -1,0 +1,548 @@
+"""chimera.p4 for the Tofino Native Architecture (TNA), generated from the v1model program and an artifact.
+
+One source of truth: the headers, the metadata, the actions and the tables (their names, ids, keys and action
+parameters: the control-plane contract) are cut from ``p4/chimera.p4`` between fixed marker lines and reused
+verbatim, with v1model's ``standard_metadata`` fields renamed to TNA's intrinsic metadata. What v1model and TNA
+cannot share is written here:
+
+- the parsers (TNA's ingress parser reads the intrinsic metadata and skips the port metadata; the egress parser
+  finds the verdict header to stamp its departure time);
+- the state. TNA allows one access per register array per packet, through a ``RegisterAction`` that reads and
+  writes in one step, and a register holds at most 32 bits. So every v1model register read-then-write becomes one
+  RegisterAction, and the wide or multi-access registers are split: the flow state into one array per field, the
+  ring of 56-bit tokens into two 32-bit halves, the S and Z accumulators into one array per (row, element) and per
+  row, the EMAs into one array per centroid and per class, the counters into one array each;
+- the apply block, which calls those actions in v1model's order, at the artifact's own sizes (m, d_v, classes,
+  centroids, window, flow slots): a Tofino pipe has no room for v1model's maxima.
+
+This is the first, direct translation: it keeps v1model's integer semantics, including the 64-bit multiplies
+of the attention and fusion steps, which Tofino's ALUs do not have. The Tofino compiler's verdict on it (what
+does not fit, and why) is what the reshaping in docs/pipeline.md starts from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from chimera import paths
+from chimera.errors import TargetError
+from chimera.formats.artifact import Artifact
+
+#: the v1model program the shared parts are cut from
+V1MODEL_SOURCE = paths.P4 / "chimera.p4"
+
+#: (first line starting with, the line that ends the region starting with): the regions reused verbatim
+PRELUDE = ('#include "chimera_constants.h"', "/* ------------------------------------------------------------------ parser")
+ELEMENTS = ("/* a 63-bit two's complement register value", "control ChimeraIngress(")
+TABLES = ("    @id(0x01000001) action nop()", "    apply {")
+
+#: v1model names -> TNA's, in the reused actions and tables
+RENAMES = (("sm.ingress_port", "ig_intr_md.ingress_port"), ("sm.egress_spec", "ig_tm_md.ucast_egress_port"))
+
+
+class ProgramError(TargetError):
+    """The v1model program no longer has the marker lines the TNA program is cut along."""
+
+
+def region(text: str, bounds: tuple[str, str]) -> str:
+    """The lines of ``text`` from the first starting with ``bounds[0]`` up to (not including) the first after it
+    starting with ``bounds[1]``."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith(bounds[0])), None)
+    if start is None:
+        raise ProgramError(f"{V1MODEL_SOURCE.name} has no line starting with {bounds[0]!r}",
+                           "the TNA program is cut from it along fixed lines: update "
+                           "chimera/targets/tofino/program.py's markers with the v1model program")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith(bounds[1])), None)
+    if end is None:
+        raise ProgramError(f"{V1MODEL_SOURCE.name} has no line starting with {bounds[1]!r} after {bounds[0]!r}",
+                           "update chimera/targets/tofino/program.py's markers with the v1model program")
+    return "\n".join(lines[start:end])
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The artifact's sizes the TNA program is unrolled and sized for."""
+
+    m: int          # random features (rows of S, elements of Z)
+    d_v: int        # value dimensions
+    classes: int
+    centroids: int
+    window: int
+    flow_slots: int
+    sample_slots: int
+
+    @staticmethod
+    def of(art: Artifact) -> "Sizes":
+        return Sizes(m=art.c("RF_FEATURES"), d_v=art.c("D_V"), classes=art.c("NUM_CLASSES"),
+                     centroids=art.c("NUM_CENTROIDS"), window=art.c("WINDOW"), flow_slots=art.c("FLOW_SLOTS"),
+                     sample_slots=art.c("SAMPLE_SLOTS"))
+
+
+def _reg(name: str, width: int, size: int, rid: int | None = None) -> str:
+    ann = f"@id(0x{rid:08X}) " if rid is not None else ""
+    return f"    {ann}Register<bit<{width}>, bit<32>>({size}) {name};"
+
+
+def _ra(reg: str, name: str, width: int, body: str) -> str:
+    return (f"    RegisterAction<bit<{width}>, bit<32>, bit<{width}>>({reg}) {name} = {{\n"
+            f"        void apply(inout bit<{width}> v, out bit<{width}> rv) {{ {body} }}\n    }};")
+
+
+def _ema_body(hit: str) -> str:
+    """C += EMA_STEP((u << EMA_FRAC) - C), u = 1 where ``hit`` (v1model's EMA, in 32 bits: the value stays in
+    [-1, 2^EMA_FRAC])."""
+    return (f"if ({hit}) {{ v = (bit<32>)((int<32>)v + EMA_STEP((int<32>)(32w1 << CHIMERA_EMA_FRAC) - (int<32>)v)); }} "
+            "else { v = (bit<32>)((int<32>)v + EMA_STEP(0 - (int<32>)v)); } rv = v;")
+
+
+def registers(s: Sizes) -> str:
+    """The state as TNA registers, each with the one RegisterAction a packet applies to it."""
+    out = ["    /* flow state: one array per field, one read-and-write per packet */"]
+    out += [_reg("reg_sig", 32, s.flow_slots), _ra("reg_sig", "sig_swap", 32, "rv = v; v = meta.crc;")]
+    out += [_reg("reg_pkts", 16, s.flow_slots),
+            _ra("reg_pkts", "pkts_step", 16,
+                "rv = v; if (v != 0 && tna.sig_ne == 1) { v = 1; } else if (v != 0xFFFF) { v = v + 1; }")]
+    out += [_reg("reg_last", 32, s.flow_slots), _ra("reg_last", "last_swap", 32, "rv = v; v = meta.tsu;")]
+    out += [_reg("reg_orient", 8, s.flow_slots),
+            _ra("reg_orient", "orient_step", 8, "if (meta.fresh == 1) { v = (bit<8>)meta.swap; } rv = v;")]
+    out += [_reg("reg_head", 8, s.flow_slots),
+            _ra("reg_head", "head_step", 8,
+                "if (meta.fresh == 1) { rv = 0; v = 1 & (CHIMERA_WINDOW - 1); } "
+                "else { rv = v; v = (v + 1) & (CHIMERA_WINDOW - 1); }")]
+    out.append("    /* the token ring: 56-bit tokens as two 32-bit halves; the slot leaving is the slot written */")
+    for half in ("a", "b"):
+        out += [_reg(f"reg_ring_{half}", 32, s.flow_slots * s.window),
+                _ra(f"reg_ring_{half}", f"ring_{half}_swap", 32, f"rv = v; v = tna.tok_{half};")]
+    out.append("    /* S[j][e] and Z[j]: one array each, updated by the entering and the leaving token at once */")
+    for j in range(s.m):
+        for e in range(s.d_v):
+            out += [_reg(f"reg_s_{j}_{e}", 32, s.flow_slots),
+                    _ra(f"reg_s_{j}_{e}", f"s_{j}_{e}_add", 32,
+                        f"if (meta.fresh == 1) {{ v = tna.ds_{j}_{e}; }} else {{ v = v + tna.ds_{j}_{e}; }} rv = v;")]
+        out += [_reg(f"reg_z_{j}", 32, s.flow_slots),
+                _ra(f"reg_z_{j}", f"z_{j}_add", 32,
+                    f"if (meta.fresh == 1) {{ v = tna.dz_{j}; }} else {{ v = v + tna.dz_{j}; }} rv = v;")]
+    out.append("    /* the centroid EMAs (two's complement, in [-1, 2^EMA_FRAC]: 32 bits hold them) */")
+    for k in range(s.centroids):
+        out += [_reg(f"reg_ema_{k}", 32, 1),
+                _ra(f"reg_ema_{k}", f"ema_{k}_step", 32,
+                    _ema_body(f"meta.c == {k}"))]
+    out.append("    /* the class EMAs: read by the fusion, then stepped by the label the fusion chose */")
+    for y in range(s.classes):
+        out += [_reg(f"reg_class_ema_{y}", 32, 1),
+                _ra(f"reg_class_ema_{y}", f"class_ema_{y}_read", 32, "rv = v;"),
+                _ra(f"reg_class_ema_{y}", f"class_ema_{y}_step", 32,
+                    _ema_body(f"meta.label == {y}"))]
+    out.append("    /* counters: evictions, new flows, parsed, unparsed, samples; the clock; the token sample */")
+    for name in ("evictions", "new_flows", "parsed", "unparsed", "samples"):
+        out += [_reg(f"reg_{name}", 32, 1), _ra(f"reg_{name}", f"count_{name}", 32, "rv = v; v = v + 1;")]
+    for half in ("lo", "hi"):
+        out += [_reg(f"reg_clock_{half}", 32, 1), _ra(f"reg_clock_{half}", f"clock_{half}_set", 32,
+                                                        f"v = tna.now_{half}; rv = v;")]
+    out += [_reg("reg_sample", 32, s.sample_slots), _ra("reg_sample", "sample_set", 32, "v = tna.sample; rv = v;")]
+    return "\n".join(out)
+
+
+def meta_extra(s: Sizes) -> str:
+    """The TNA program's own metadata: RegisterAction inputs and the split values."""
+    fields = ["bit<1> sig_ne;", "bit<1> evicted;", "bit<32> tok_a;", "bit<32> tok_b;", "bit<32> old_a;",
+              "bit<32> old_b;", "bit<32> now_lo;", "bit<32> now_hi;", "bit<32> sample;", "bit<32> n_parsed;"]
+    fields += [f"bit<32> ds_{j}_{e};" for j in range(s.m) for e in range(s.d_v)]
+    fields += [f"bit<32> dz_{j};" for j in range(s.m)]
+    fields += [f"bit<32> ce_{y};" for y in range(s.classes)]
+    return "struct tna_meta_t {\n" + "\n".join("    " + f for f in fields) + "\n}"
+
+
+def apply_block(s: Sizes) -> str:
+    """v1model's apply block, step for step, with every register access one RegisterAction."""
+    w: list[str] = []
+    a = w.append
+    a("""    apply {
+        port_map.apply();
+        meta.now = (bit<64>)ig_intr_md.ingress_mac_tstamp;
+        meta.seq = CHIMERA_NO_SEQ;
+        meta.orig_type = hdr.ethernet.etherType;
+        meta.clock_flag = 0;
+        if (hdr.shim.isValid()) {
+            meta.now = hdr.shim.trace_ns;
+            meta.seq = hdr.shim.index;
+            meta.orig_type = hdr.shim.orig_type;
+            meta.clock_flag = CHIMERA_VFLAG_TRACE_CLOCK;
+            hdr.shim.setInvalid();
+        }
+        active_version.apply();
+        params.apply();
+        meta.parsed = 0;
+        if (ig_prsr_md.parser_err == 0 && hdr.ipv4.isValid() && hdr.ipv4.version == 4 && hdr.ipv4.ihl >= 5
+                && hdr.ipv4.totalLen >= ((bit<16>)hdr.ipv4.ihl) * 4 && hdr.ipv4.flags[0:0] == 0
+                && hdr.ipv4.fragOffset == 0
+                && (hdr.ipv4.protocol != 6 || hdr.tcp.isValid()) && (hdr.ipv4.protocol != 17 || hdr.udp.isValid())) {
+            meta.parsed = 1;
+        }
+        if (meta.parsed == 1) {
+            tna.n_parsed = count_parsed.execute(0);
+            tna.now_lo = meta.now[31:0];
+            tna.now_hi = meta.now[63:32];
+            clock_lo_set.execute(0);
+            clock_hi_set.execute(0);
+            meta.src = hdr.ipv4.srcAddr;
+            meta.dst = hdr.ipv4.dstAddr;
+            meta.proto = hdr.ipv4.protocol;
+            meta.ip_len = hdr.ipv4.totalLen;
+            meta.sport = 0;
+            meta.dport = 0;
+            meta.tflags = 0;
+            if (hdr.tcp.isValid()) {
+                meta.sport = hdr.tcp.srcPort;
+                meta.dport = hdr.tcp.dstPort;
+                meta.tflags = hdr.tcp.flags;
+            } else if (hdr.udp.isValid()) {
+                meta.sport = hdr.udp.srcPort;
+                meta.dport = hdr.udp.dstPort;
+            }
+            meta.swap = 0;
+            if (meta.src > meta.dst || (meta.src == meta.dst && meta.sport > meta.dport)) {
+                meta.swap = 1;
+            }
+            if (meta.swap == 1) {
+                meta.lo_ip = meta.dst; meta.hi_ip = meta.src; meta.lo_p = meta.dport; meta.hi_p = meta.sport;
+            } else {
+                meta.lo_ip = meta.src; meta.hi_ip = meta.dst; meta.lo_p = meta.sport; meta.hi_p = meta.dport;
+            }
+            meta.crc = flow_hash.get({meta.lo_ip, meta.hi_ip, meta.lo_p, meta.hi_p, meta.proto});
+            meta.slot = meta.crc & (CHIMERA_FLOW_SLOTS - 1);
+            /* 1. flow state: the signature is always the CRC after this packet; the count restarts on eviction */
+            meta.sig = sig_swap.execute(meta.slot);
+            tna.sig_ne = 0;
+            if (meta.sig != meta.crc) { tna.sig_ne = 1; }
+            meta.pkts = pkts_step.execute(meta.slot);
+            meta.last = last_swap.execute(meta.slot);
+            meta.vflags = 0;
+            if (meta.pkts > 0 && tna.sig_ne == 1) {
+                meta.vflags = meta.vflags | CHIMERA_VFLAG_EVICTED;
+                count_evictions.execute(0);
+                meta.pkts = 0;
+            }
+            /* 2. tokenize */
+            meta.ts_ns = meta.now;
+            meta.tsu = (bit<32>)(meta.ts_ns >> CHIMERA_IAT_SHIFT);
+            meta.fresh = 0;
+            if (meta.pkts == 0) {
+                meta.vflags = meta.vflags | CHIMERA_VFLAG_NEW_FLOW;
+                count_new_flows.execute(0);
+                meta.fresh = 1;
+                meta.iat_b = 0;
+            } else {
+                meta.units = meta.tsu - meta.last;
+                BIT_LENGTH32(meta.units, meta.bitlen)
+                if (meta.bitlen > CHIMERA_IAT_BUCKETS - 2) { meta.bitlen = CHIMERA_IAT_BUCKETS - 2; }
+                meta.iat_b = 1 + meta.bitlen;
+            }
+            meta.orient = (bit<1>)orient_step.execute(meta.slot);
+            meta.head = head_step.execute(meta.slot);
+            meta.dir = meta.swap ^ meta.orient;
+            meta.npk = 0xFFFF;
+            if (meta.pkts < 0xFFFF) { meta.npk = meta.pkts + 1; }
+            /* 3. partition and map */
+            meta.lbin = 0;
+            meta.fbin = 0;
+            meta.fclass = 0;
+            meta.c = 0;
+            meta.pid = 0;
+            meta.pid_d = 0;
+            len_range.apply();
+            len_fine_range.apply();
+            flag_ternary.apply();
+            meta.pclass = 0;
+            if (meta.proto == 6) { meta.pclass = 1; } else if (meta.proto == 17) { meta.pclass = 2; }
+            else if (meta.proto == 1) { meta.pclass = 3; }
+            meta.mkey = (((((bit<16>)meta.lbin * CHIMERA_IAT_BUCKETS + (bit<16>)meta.iat_b) * 2 + (bit<16>)meta.dir)
+                         * CHIMERA_FLAG_CLASSES + (bit<16>)meta.fclass) * CHIMERA_PROTO_CLASSES) + (bit<16>)meta.pclass;
+            map_exact.apply();
+            port_vocab_sport.apply();
+            port_vocab_dport.apply();
+            if (meta.pid == 0 || (meta.pid_d != 0 && meta.pid_d < meta.pid)) { meta.pid = meta.pid_d; }
+            meta.units = (bit<32>)meta.npk;
+            BIT_LENGTH32(meta.units, meta.bitlen)
+            if (meta.bitlen > 15) { meta.bitlen = 15; }
+            meta.val_len_in = ((bit<16>)meta.fbin) * 2 + (bit<16>)meta.dir;
+            meta.val_iat_in = meta.iat_b * 2 + (bit<8>)meta.dir;
+            meta.val_flags_in = meta.fclass * CHIMERA_PROTO_CLASSES + meta.pclass;
+            meta.val_port_in = meta.pid * 2 + (bit<8>)meta.dir;
+            meta.val_index_in = meta.bitlen;
+            tna.tok_a = (bit<32>)meta.c | ((bit<32>)meta.val_len_in) << 8 | ((bit<32>)meta.val_iat_in) << 24;
+            tna.tok_b = (bit<32>)meta.val_flags_in | ((bit<32>)meta.val_port_in) << 8
+                        | ((bit<32>)meta.val_index_in) << 16;
+            /* 4. window: the ring slot at head holds the token leaving once the window is full */
+            meta.ring_idx = meta.slot * CHIMERA_WINDOW + (bit<32>)meta.head;
+            tna.old_a = ring_a_swap.execute(meta.ring_idx);
+            tna.old_b = ring_b_swap.execute(meta.ring_idx);""")
+    for e in range(16):
+        a(f"            meta.vin{e} = 0; meta.vout{e} = 0;")
+    a("""            meta.has_old = 0;
+            if (meta.pkts >= CHIMERA_WINDOW) {
+                meta.has_old = 1;
+                meta.c_out = tna.old_a[7:0];
+                meta.val_len_out = tna.old_a[23:8];
+                meta.val_iat_out = tna.old_a[31:24];
+                meta.val_flags_out = tna.old_b[7:0];
+                meta.val_port_out = tna.old_b[15:8];
+                meta.val_index_out = tna.old_b[23:16];
+                meta.phik_out = 0;
+                phi_out.apply();
+                val_len_out.apply();
+                val_iat_out.apply();
+                val_flags_out.apply();
+                val_port_out.apply();
+                val_index_out.apply();
+            }
+            val_len_in.apply();
+            val_iat_in.apply();
+            val_flags_in.apply();
+            val_port_in.apply();
+            val_index_in.apply();
+            meta.phiq = 0;
+            meta.phik = 0;
+            phi.apply();
+            meta.z = 0;""")
+    for e in range(s.d_v):
+        a(f"            meta.h{e} = 0;")
+    for j in range(s.m):
+        a(f"            meta.pqi = EL32(meta.phiq, {j}); meta.pki = EL32(meta.phik, {j}); "
+          f"meta.pko = EL32(meta.phik_out, {j});")
+        for e in range(s.d_v):
+            a(f"            tna.ds_{j}_{e} = (bit<32>)(meta.pki * meta.vin{e});")
+            a(f"            if (meta.has_old == 1) {{ tna.ds_{j}_{e} = tna.ds_{j}_{e} - (bit<32>)(meta.pko * meta.vout{e}); }}")
+            a(f"            meta.sv = (int<32>)s_{j}_{e}_add.execute(meta.slot);")
+            a(f"            meta.h{e} = meta.h{e} + ((int<64>)meta.pqi) * ((int<64>)meta.sv);")
+        a(f"            tna.dz_{j} = (bit<32>)meta.pki;")
+        a(f"            if (meta.has_old == 1) {{ tna.dz_{j} = tna.dz_{j} - (bit<32>)meta.pko; }}")
+        a(f"            meta.zv = (int<32>)z_{j}_add.execute(meta.slot);")
+        a("            meta.z = meta.z + ((int<64>)meta.pqi) * ((int<64>)meta.zv);")
+    a("            meta.pkts = meta.npk;")
+    a("            /* 5. attention and the global layer */")
+    for y in range(16):
+        a(f"            meta.a{y} = 0; meta.s{y} = 0;")
+    a("            w_out.apply();")
+    for y in range(s.classes):
+        terms = " + ".join(f"((int<64>)EL32(meta.wo{e}, {y})) * meta.h{e}" for e in range(s.d_v))
+        a(f"            meta.a{y} = {terms};")
+    a("            if (meta.use_window == 0) {")
+    for y in range(16):
+        a(f"                meta.a{y} = 0; meta.s{y} = 0;")
+    a("""                meta.z = 0;
+            }
+            global_layer.apply();
+            /* 6. rules */
+            meta.dir8 = (bit<8>)meta.dir;
+            meta.pkts8 = 255;
+            if (meta.npk < 255) { meta.pkts8 = (bit<8>)meta.npk; }
+            meta.hard_hit = 0;
+            hard_rules.apply();""")
+    for r in range(16):
+        a(f"            soft_{r}.apply();")
+    a("            /* 7. fusion: fused_y = ALPHA*A_y + BETA*S_y*Z + ((GAMMA*E_y*Z) >> EMA_FRAC), first argmax, margin */")
+    for y in range(s.classes):
+        a(f"            tna.ce_{y} = class_ema_{y}_read.execute(0);")
+        a(f"            meta.a{y} = ((int<64>)(bit<64>)meta.alpha) * meta.a{y} "
+          f"+ ((int<64>)(bit<64>)meta.beta) * meta.s{y} * meta.z "
+          f"+ ((((int<64>)(bit<64>)meta.gamma) * ((int<64>)(int<32>)tna.ce_{y}) * meta.z) >> CHIMERA_EMA_FRAC);")
+    a("            int<64> best = meta.a0;")
+    a("            meta.label = 0;")
+    for y in range(1, s.classes):
+        a(f"            if (meta.a{y} > best) {{ best = meta.a{y}; meta.label = {y}; }}")
+    a("            int<64> second = 0;")
+    a("            bit<1> have = 0;")
+    for y in range(s.classes):
+        a(f"            if (meta.label != {y} && (have == 0 || meta.a{y} > second)) {{ second = meta.a{y}; have = 1; }}")
+    a("""            if (have == 0) { second = best; }
+            bit<64> margin = (bit<64>)(best - second);
+            meta.score = 0xFFFFFFFF;
+            if (margin <= 64w0xFFFFFFFF) { meta.score = (bit<32>)margin; }
+            if (meta.hard_hit == 1 && meta.lambda_h == 1) {
+                meta.label = meta.hard_label;
+                meta.score = 0xFFFFFFFF;
+                meta.vflags = meta.vflags | CHIMERA_VFLAG_HARD_VETO;
+            }
+            /* 8. two timescales: every centroid's EMA, then every class's */""")
+    for k in range(s.centroids):
+        a(f"            ema_{k}_step.execute(0);")
+    for y in range(s.classes):
+        a(f"            class_ema_{y}_step.execute(0);")
+    a("""            /* 9. token sample for the slow control loop */
+            if ((tna.n_parsed & ((32w1 << CHIMERA_SAMPLE_SHIFT) - 1)) == 0) {
+                tna.sample = ((bit<32>)meta.ip_len) << 16 | ((bit<32>)meta.iat_b) << 12 | ((bit<32>)meta.dir) << 11
+                             | ((bit<32>)meta.fclass) << 8 | ((bit<32>)meta.pclass) << 6;
+                sample_set.execute(count_samples.execute(0) & (CHIMERA_SAMPLE_SLOTS - 1));
+            }
+        } else {
+            count_unparsed.execute(0);
+        }
+        /* 10. the verdict header after Ethernet */
+        if (hdr.ethernet.isValid()) {
+            hdr.verdict.setValid();
+            hdr.verdict.version = CHIMERA_VERDICT_VERSION;
+            hdr.verdict.map_version = meta.map_version;
+            hdr.verdict.reserved = 0;
+            hdr.verdict.seq = meta.seq;
+            hdr.verdict.ts_in = (bit<64>)ig_intr_md.ingress_mac_tstamp;
+            hdr.verdict.ts_out = 0;
+            hdr.verdict.orig_type = meta.orig_type;
+            hdr.ethernet.etherType = CHIMERA_VERDICT_ETHERTYPE;
+            if (meta.parsed == 1) {
+                hdr.verdict.flags = meta.vflags | meta.clock_flag;
+                hdr.verdict.label = meta.label;
+                hdr.verdict.rule_id = 0xFF;
+                if (meta.hard_hit == 1) { hdr.verdict.rule_id = meta.hard_rule; }
+                hdr.verdict.score = meta.score;
+                hdr.verdict.centroid = meta.c;
+            } else {
+                hdr.verdict.flags = CHIMERA_VFLAG_UNPARSED | meta.clock_flag;
+                hdr.verdict.label = 0xFF;
+                hdr.verdict.rule_id = 0xFF;
+                hdr.verdict.score = 0;
+                hdr.verdict.centroid = 0;
+            }
+        }
+    }""")
+    return "\n".join(w)
+
+
+PARSER = """
+parser ChimeraIngressParser(packet_in pkt, out headers_t hdr, out meta_t meta,
+                            out ingress_intrinsic_metadata_t ig_intr_md) {
+    state start {
+        pkt.extract(ig_intr_md);
+        pkt.advance(PORT_METADATA_SIZE);
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.etherType) {
+            0x0800: parse_ipv4;
+            CHIMERA_SHIM_ETHERTYPE: parse_shim;
+            default: accept;
+        }
+    }
+    state parse_shim {
+        pkt.extract(hdr.shim);
+        transition select(hdr.shim.orig_type) {
+            0x0800: parse_ipv4;
+            default: accept;
+        }
+    }
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        transition select(hdr.ipv4.version, hdr.ipv4.ihl) {
+            (4, 5): parse_frag;
+            (4, 6 .. 15): parse_options;
+            default: accept;
+        }
+    }
+    state parse_options {
+        pkt.extract(hdr.ipv4_options, (bit<32>)(((bit<16>)hdr.ipv4.ihl - 5) * 32));
+        transition parse_frag;
+    }
+    state parse_frag {
+        transition select(hdr.ipv4.flags[0:0], hdr.ipv4.fragOffset) {
+            (0, 0): parse_l4;
+            default: accept;
+        }
+    }
+    state parse_l4 {
+        transition select(hdr.ipv4.protocol) {
+            6: parse_tcp;
+            17: parse_udp;
+            default: accept;
+        }
+    }
+    state parse_tcp {
+        pkt.extract(hdr.tcp);
+        transition accept;
+    }
+    state parse_udp {
+        pkt.extract(hdr.udp);
+        transition accept;
+    }
+}
+"""
+
+TAIL = """
+control ChimeraIngressDeparser(packet_out pkt, inout headers_t hdr, in meta_t meta,
+                               in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+    apply {
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.shim);
+        pkt.emit(hdr.verdict);
+        pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.ipv4_options);
+        pkt.emit(hdr.tcp);
+        pkt.emit(hdr.udp);
+    }
+}
+
+/* egress: only the verdict header's departure time (the rest of the frame is payload here) */
+struct egress_headers_t {
+    ethernet_t ethernet;
+    verdict_t  verdict;
+}
+
+struct egress_meta_t { }
+
+parser ChimeraEgressParser(packet_in pkt, out egress_headers_t hdr, out egress_meta_t meta,
+                           out egress_intrinsic_metadata_t eg_intr_md) {
+    state start {
+        pkt.extract(eg_intr_md);
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.etherType) {
+            CHIMERA_VERDICT_ETHERTYPE: parse_verdict;
+            default: accept;
+        }
+    }
+    state parse_verdict {
+        pkt.extract(hdr.verdict);
+        transition accept;
+    }
+}
+
+control ChimeraEgress(inout egress_headers_t hdr, inout egress_meta_t meta, in egress_intrinsic_metadata_t eg_intr_md,
+                      in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
+                      inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
+                      inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+    apply {
+        if (hdr.verdict.isValid()) {
+            hdr.verdict.ts_out = (bit<64>)eg_prsr_md.global_tstamp;
+        }
+    }
+}
+
+control ChimeraEgressDeparser(packet_out pkt, inout egress_headers_t hdr, in egress_meta_t meta,
+                              in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
+    apply {
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.verdict);
+    }
+}
+
+Pipeline(ChimeraIngressParser(), ChimeraIngress(), ChimeraIngressDeparser(),
+         ChimeraEgressParser(), ChimeraEgress(), ChimeraEgressDeparser()) pipe;
+Switch(pipe) main;
+"""
+
+
+def render(art: Artifact, source: Path = V1MODEL_SOURCE) -> str:
+    """The TNA program for ``art`` (it includes the artifact's constants header, as chimera.p4 does)."""
+    s = Sizes.of(art)
+    v1 = source.read_text()
+    tables = region(v1, TABLES)
+    for old, new in RENAMES:
+        tables = tables.replace(old, new)
+    ingress = ("control ChimeraIngress(inout headers_t hdr, inout meta_t meta, in ingress_intrinsic_metadata_t "
+               "ig_intr_md,\n                       in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,\n"
+               "                       inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,\n"
+               "                       inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {\n"
+               "    tna_meta_t tna;\n"
+               "    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_hash;\n"
+               f"{registers(s)}\n\n{tables}\n{apply_block(s)}\n}}\n")
+    head = (f"/* Generated by chimera.targets.tofino.program from {source.name} and the artifact "
+            f"{art.sha256[:16]}: do not edit. */\n#include <core.p4>\n#include <tna.p4>\n\n")
+    return "\n".join([head, region(v1, PRELUDE), PARSER, meta_extra(s), region(v1, ELEMENTS), ingress, TAIL])
