@@ -99,8 +99,14 @@ def test_publish_refuses_a_dirty_or_foreign_nested_run(tmp_path: Path) -> None:
     (nested / "artifacts" / "full").mkdir(parents=True)   # a nested run's artifacts stay behind too
     (nested / "artifacts" / "full" / "tables.json").write_text("{}")
     (nested / "report.md").write_text("# nested")
-    out = publish(clean, tmp_path / "published") / "runs" / "quickstart" / nested.name
+    (nested / "figures").mkdir()              # a nested run's figures stay behind; the outer run's own are kept
+    (nested / "figures" / "throughput.png").write_bytes(b"png")
+    (clean / "figures").mkdir(exist_ok=True)
+    (clean / "figures" / "zeroloss.svg").write_text("<svg/>")
+    dest = publish(clean, tmp_path / "published")
+    out = dest / "runs" / "quickstart" / nested.name
     assert sorted(p.name for p in out.rglob("*") if p.is_file()) == ["manifest.json", "report.md"]
+    assert (dest / "figures" / "zeroloss.svg").is_file()
 
 
 def test_a_large_table_is_published_gzipped_sealed_and_read_as_written(tmp_path: Path) -> None:

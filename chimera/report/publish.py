@@ -7,7 +7,7 @@ published manifest records the fingerprint of the run's own code at that commit 
 run's scope: chimera.report.provenance), the one the book judges a run's freshness by (the book recomputes it
 from git; the record is for a reader). What is copied: the manifest, the report and summaries, every CSV table
 except per-packet ones (``*.csv.gz``, ``verdicts.csv``), and the figures; never pcaps, artifacts or the replay
-directories, at any depth (the manifest keeps their hashes). ``tests/test_readme.py`` checks that every run the
+directories, at any depth (the manifest keeps their hashes), nor the figures of a nested run. ``tests/test_readme.py`` checks that every run the
 README names is here and that the numbers it quotes are in the run's tables.
 """
 
@@ -37,6 +37,8 @@ LIGHT_SUFFIXES = (".csv", ".md", ".json", ".png", ".svg")
 #: directories whose files stay behind wherever they are (a nested run has its own)
 HEAVY_DIRS = frozenset(("artifacts", "replay", "switch", "work", "testbed"))
 MAX_FILE_BYTES = 5 * 2**20
+#: where a run keeps the runs it made (their figures stay behind: ``_nested_figure``)
+NESTED = "runs"
 
 
 #: the files a seal covers: the tables the book reads, and the manifests of the runs nested in a run
@@ -113,6 +115,13 @@ def table_file(run: Path, name: str) -> Path | None:
     return None
 
 
+def _nested_figure(rel: Path) -> bool:
+    """A figure of a run nested in ``runs/`` (a bench's repeated ladders, a night's experiments): no page shows
+    it, the outer run draws its own from the same tables, and ten ladders' plots outweigh their tables."""
+    dirs = rel.parts[:-1]
+    return "figures" in dirs and NESTED in dirs[:dirs.index("figures")]
+
+
 def light_files(run: Path) -> list[Path]:
     """The files of ``run`` a reader needs (relative paths), in a stable order."""
     out = []
@@ -120,6 +129,8 @@ def light_files(run: Path) -> list[Path]:
         rel = p.relative_to(run)
         if not p.is_file() or HEAVY_DIRS.intersection(rel.parts[:-1]) or \
                 p.name in PER_PACKET or p.name.endswith(".csv.gz") or p.suffix not in LIGHT_SUFFIXES:
+            continue
+        if _nested_figure(rel):
             continue
         if p.stat().st_size > MAX_FILE_BYTES:
             log.warning("publish: %s left out (%.1f MiB: not a light file)", rel, p.stat().st_size / 2**20)
