@@ -33,14 +33,20 @@ def topo(c: Context, target: str = "auto", experiment: str = "quickstart", verbo
         CLI(tb.net)
 
 
-@task(help={"target": "a target that compiles a program (auto: the highest-ranked testbed that can run here)",
+@task(help={"target": "a target that compiles a program: ebpf, bmv2 or tofino (auto: the highest-ranked testbed that "
+                      "can run here)",
             "experiment": "experiment whose first variant is compiled"})
 @cli
 def build(c: Context, target: str = "auto", experiment: str = "quickstart", verbose: bool = False) -> None:
-    """Compile the dataplane for an experiment's model (eBPF object, or chimera.p4 with p4c-bm2-ss)."""
+    """Compile the dataplane for an experiment's model (eBPF object, chimera.p4 with p4c-bm2-ss, or chimera.p4 for
+    TNA with p4c's Tofino backend: a compile-only target)."""
     from chimera.experiments.load import build_artifact
+    from chimera.targets.base import Capability
+    from chimera.targets.registry import AUTO, target_class
     from chimera.targets.testbed import testbed_class
-    cls = testbed_class(target, available=False)
+    cls = testbed_class(target, available=False) if target == AUTO else target_class(target)
+    if not cls.can(Capability.TESTBED):
+        cls.require_available()  # a compile-only target's compiler, before the model is trained
     art = build_artifact(experiment).art
     logging.getLogger("tasks").info("%s program: %s", cls.name, cls.build_program(art, ROOT / "build"))
 
