@@ -34,7 +34,6 @@ class TofinoTarget(Target):
     label = "tofino"
     capabilities = Capability.NONE
     auto_rank = None       # a compile-only target never classifies a testbed run
-    clocks = ("switch",)
     tools: ClassVar[dict[str, tuple[str, ...]]] = {"p4c-barefoot": ("p4c-barefoot", "--version")}
 
     @classmethod

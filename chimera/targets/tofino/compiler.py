@@ -58,9 +58,9 @@ def try_compile(art: Artifact, build_dir: Path) -> Compile:
     missing = compiler_missing()
     if missing is not None:
         raise ToolMissingError(f"the Tofino compiler cannot run: {missing}", INSTALL_HINT)
-    text = render(art)
+    text, header = render(art), render_header(art)
     driver = Path(shutil.which(DRIVER) or DRIVER).resolve()
-    key = hashlib.sha256(text.encode() + render_header(art).encode() + str(driver).encode()
+    key = hashlib.sha256(text.encode() + header.encode() + str(driver).encode()
                          + str(driver.stat().st_mtime_ns).encode()).hexdigest()[:16]
     out = build_dir / f"tofino-{key}"
     done = out / "compile.log"
@@ -68,7 +68,7 @@ def try_compile(art: Artifact, build_dir: Path) -> Compile:
         rc = int((out / "returncode").read_text())
         return Compile(out, rc == 0, rc, done.read_text())
     out.mkdir(parents=True, exist_ok=True)
-    (out / "chimera_constants.h").write_text(render_header(art))
+    (out / "chimera_constants.h").write_text(header)
     src = out / PROGRAM
     src.write_text(text)
     r = subprocess.run([str(driver), "--target", "tofino", "--arch", "tna", "-I", str(out), "-o",

@@ -36,9 +36,14 @@ V1MODEL_SOURCE = paths.P4 / "chimera.p4"
 PRELUDE = ('#include "chimera_constants.h"', "/* ------------------------------------------------------------------ parser")
 ELEMENTS = ("/* a 63-bit two's complement register value", "control ChimeraIngress(")
 TABLES = ("    @id(0x01000001) action nop()", "    apply {")
+#: the parser's states after the first (the ingress parser's own start state differs), through its closing brace
+PARSE_STATES = ("    state parse_shim {", "control ChimeraVerifyChecksum(")
+#: step 10, the verdict header, through the ingress apply block's and control's closing braces
+EMIT = ("        /* 10. emit:", "/* ------------------------------------------------------------------ egress")
 
 #: v1model names -> TNA's, in the reused actions and tables
-RENAMES = (("sm.ingress_port", "ig_intr_md.ingress_port"), ("sm.egress_spec", "ig_tm_md.ucast_egress_port"))
+RENAMES = (("sm.ingress_port", "ig_intr_md.ingress_port"), ("sm.egress_spec", "ig_tm_md.ucast_egress_port"),
+           ("((bit<64>)sm.ingress_global_timestamp) * 1000", "(bit<64>)ig_intr_md.ingress_mac_tstamp"))
 
 
 class ProgramError(TargetError):
@@ -147,7 +152,7 @@ def registers(s: Sizes) -> str:
 
 def meta_extra(s: Sizes) -> str:
     """The TNA program's own metadata: RegisterAction inputs and the split values."""
-    fields = ["bit<1> sig_ne;", "bit<1> evicted;", "bit<32> tok_a;", "bit<32> tok_b;", "bit<32> old_a;",
+    fields = ["bit<1> sig_ne;", "bit<32> tok_a;", "bit<32> tok_b;", "bit<32> old_a;",
               "bit<32> old_b;", "bit<32> now_lo;", "bit<32> now_hi;", "bit<32> sample;", "bit<32> n_parsed;"]
     fields += [f"bit<32> ds_{j}_{e};" for j in range(s.m) for e in range(s.d_v)]
     fields += [f"bit<32> dz_{j};" for j in range(s.m)]
@@ -380,33 +385,7 @@ def apply_block(s: Sizes) -> str:
         } else {
             count_unparsed.execute(0);
         }
-        /* 10. the verdict header after Ethernet */
-        if (hdr.ethernet.isValid()) {
-            hdr.verdict.setValid();
-            hdr.verdict.version = CHIMERA_VERDICT_VERSION;
-            hdr.verdict.map_version = meta.map_version;
-            hdr.verdict.reserved = 0;
-            hdr.verdict.seq = meta.seq;
-            hdr.verdict.ts_in = (bit<64>)ig_intr_md.ingress_mac_tstamp;
-            hdr.verdict.ts_out = 0;
-            hdr.verdict.orig_type = meta.orig_type;
-            hdr.ethernet.etherType = CHIMERA_VERDICT_ETHERTYPE;
-            if (meta.parsed == 1) {
-                hdr.verdict.flags = meta.vflags | meta.clock_flag;
-                hdr.verdict.label = meta.label;
-                hdr.verdict.rule_id = 0xFF;
-                if (meta.hard_hit == 1) { hdr.verdict.rule_id = meta.hard_rule; }
-                hdr.verdict.score = meta.score;
-                hdr.verdict.centroid = meta.c;
-            } else {
-                hdr.verdict.flags = CHIMERA_VFLAG_UNPARSED | meta.clock_flag;
-                hdr.verdict.label = 0xFF;
-                hdr.verdict.rule_id = 0xFF;
-                hdr.verdict.score = 0;
-                hdr.verdict.centroid = 0;
-            }
-        }
-    }""")
+""")
     return "\n".join(w)
 
 
@@ -423,47 +402,6 @@ parser ChimeraIngressParser(packet_in pkt, out headers_t hdr, out meta_t meta,
             default: accept;
         }
     }
-    state parse_shim {
-        pkt.extract(hdr.shim);
-        transition select(hdr.shim.orig_type) {
-            0x0800: parse_ipv4;
-            default: accept;
-        }
-    }
-    state parse_ipv4 {
-        pkt.extract(hdr.ipv4);
-        transition select(hdr.ipv4.version, hdr.ipv4.ihl) {
-            (4, 5): parse_frag;
-            (4, 6 .. 15): parse_options;
-            default: accept;
-        }
-    }
-    state parse_options {
-        pkt.extract(hdr.ipv4_options, (bit<32>)(((bit<16>)hdr.ipv4.ihl - 5) * 32));
-        transition parse_frag;
-    }
-    state parse_frag {
-        transition select(hdr.ipv4.flags[0:0], hdr.ipv4.fragOffset) {
-            (0, 0): parse_l4;
-            default: accept;
-        }
-    }
-    state parse_l4 {
-        transition select(hdr.ipv4.protocol) {
-            6: parse_tcp;
-            17: parse_udp;
-            default: accept;
-        }
-    }
-    state parse_tcp {
-        pkt.extract(hdr.tcp);
-        transition accept;
-    }
-    state parse_udp {
-        pkt.extract(hdr.udp);
-        transition accept;
-    }
-}
 """
 
 TAIL = """
@@ -529,20 +467,25 @@ Switch(pipe) main;
 """
 
 
+def _tna(text: str) -> str:
+    """v1model's standard_metadata names in a reused region, as TNA's."""
+    for old, new in RENAMES:
+        text = text.replace(old, new)
+    return text
+
+
 def render(art: Artifact, source: Path = V1MODEL_SOURCE) -> str:
     """The TNA program for ``art`` (it includes the artifact's constants header, as chimera.p4 does)."""
     s = Sizes.of(art)
     v1 = source.read_text()
-    tables = region(v1, TABLES)
-    for old, new in RENAMES:
-        tables = tables.replace(old, new)
     ingress = ("control ChimeraIngress(inout headers_t hdr, inout meta_t meta, in ingress_intrinsic_metadata_t "
                "ig_intr_md,\n                       in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,\n"
                "                       inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,\n"
                "                       inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {\n"
                "    tna_meta_t tna;\n"
                "    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_hash;\n"
-               f"{registers(s)}\n\n{tables}\n{apply_block(s)}\n}}\n")
+               f"{registers(s)}\n\n{_tna(region(v1, TABLES))}\n{apply_block(s)}\n{_tna(region(v1, EMIT))}\n")
     head = (f"/* Generated by chimera.targets.tofino.program from {source.name} and the artifact "
             f"{art.sha256[:16]}: do not edit. */\n#include <core.p4>\n#include <tna.p4>\n\n")
-    return "\n".join([head, region(v1, PRELUDE), PARSER, meta_extra(s), region(v1, ELEMENTS), ingress, TAIL])
+    return "\n".join([head, region(v1, PRELUDE), PARSER + region(v1, PARSE_STATES), meta_extra(s), region(v1, ELEMENTS),
+                      ingress, TAIL])
