@@ -10,6 +10,8 @@ format. Together they make every decision point of chimera.formats.coverage reac
   rule matches but does not veto);
 - ``symbolic``: rules only (alpha 0), local keys (no global layer: its table always misses): a packet no soft
   rule fires on scores 0 for every class (a tie);
+- ``global``: global tokens only (no window: USE_WINDOW 0), so the attention sums are the global layer's
+  alone and a packet must start them from zero, not from the previous packet's scratch;
 - ``max``: the budget limits chimera.p4 accepts (64 centroids, window 16, m = d_v = 16, 65536 flow slots) at
   the widest table values whose accumulators the compiler can still prove in range (large fused scores: the
   margin clamps).
@@ -51,6 +53,8 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
     Profile("symbolic", {"fusion": {"mode": "symbolic", "tune_beta": False}, "model": {"keys": "local"},
                          "compile": {"flow_slots": 256}},
             what="rules only, no global layer: ties where no rule fires, the global table always misses"),
+    Profile("global", {"model": {"keys": "global"}, "compile": {"flow_slots": 256}},
+            what="global tokens only: no window, the attention sums are the global layer's alone"),
     Profile("max", {"model": {"centroids": 64, "window": 16, "features": 16, "d_v": 16},
                     "compile": {"flow_slots": 65536}}, widest_bits=True,
             what="chimera.p4's limits: 64 centroids, window 16, m = d_v = 16, 65536 slots, widest values"),
