@@ -749,6 +749,39 @@ def test_table3_over_a_swept_ablation_is_judged_by_paired_intervals(book: Book,
     assert others and all(not got[n].interval for n in others)   # not in the sweep: the single run's ordering
 
 
+
+def test_table3_sentences_over_a_swept_ablation_use_its_intervals(book: Book,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the sweep holds the rows a sentence names, the sentence is judged on the sweep's intervals, not on
+    the single run: "near exact softmax" by the tie rule on exact − Chimera, "beats A and B" from both rows'
+    interval verdicts (reproduced only where both are, contradicted where either is)."""
+    import numpy as np
+
+    from chimera.report.book import CHIMERA
+    from chimera.report.runs import on_testbed
+    from chimera.experiments.kinds.variants.tables import ABLATION
+    p = C.paper()
+    r = book.runs.latest("ablation", on_testbed) or book.runs.latest("ablation")
+    d = r.table(ABLATION).set_index("variant")
+    names = ["Exact softmax", "Local window only", "Global tokens only", "Neural only", "Symbolic only"]
+    if any(C._identical(d, v) for v in names):
+        pytest.skip("a named row's verdicts are the operating point's in the published ablation")
+    base = 0.9 + np.array([0.0, 0.002, -0.002, 0.001, -0.001])
+    shift = {"Exact softmax": 0.0005, "Local window only": -0.05, "Global tokens only": -0.06,
+             "Neural only": -0.05, "Symbolic only": +0.05}
+    wide = pd.DataFrame({CHIMERA: base, **{v: base[::-1] + s for v, s in shift.items()}}, index=[11, 12, 13, 14, 15])
+    sweep = SimpleNamespace(cite=lambda *a: "`sweep`", rel="results/published/sweep-ablation/x",
+                            manifest=SimpleNamespace(git=SimpleNamespace(commit="c")))
+    monkeypatch.setattr(C, "ablation_swept", lambda b: (sweep, wide))
+    claims = p["table3_ablation"].claims
+    got = {c.claim.strip('"'): c for c in C.table3(book, p) if c.claim.startswith('"')}
+    near, hybrid, cascade = got[claims[0]], got[claims[1]], got[claims[2]]
+    assert near.interval and near.verdict == C.REPRODUCED and near.run == "`sweep`", near
+    assert hybrid.interval and hybrid.verdict == C.REPRODUCED and "over seeds 11" in hybrid.ours, hybrid
+    assert cascade.interval and cascade.verdict == C.CONTRADICTED, cascade   # symbolic-only above Chimera
+    assert not got[claims[3]].interval                                       # the state clause: one count
+
+
 def _cadence_run(cell_above: float, seeds: int, tmp: "Path") -> SimpleNamespace:
     """A hyper_cadence run (as the claims read it): a 24-bin day, training hours 0-6, two cells and the operating
     point (eta 0.1, T_cp 60 s); the cell (0.3, 60) ``cell_above`` over the operating point after the training
