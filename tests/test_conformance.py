@@ -34,11 +34,11 @@ from chimera.metrics.classification import macro_f1
 #: brings up testbeds: runs on the one worker of the group "testbed" (tests/conftest.py)
 pytestmark = pytest.mark.xdist_group("testbed")
 
-#: (target, clock) for every registered target and every clock its record names (the reference: the capture's
-#: own timestamps, the trace's clock, only). Each replays at its record's ``conformance_pps``, a rate it holds with
+#: (target, clock) for every registered target that classifies (the compile-only tofino does not) and every clock
+#: its record names (the reference: the capture's own timestamps, the trace's clock, only). Each replays at its record's ``conformance_pps``, a rate it holds with
 #: no loss here (conformance does not depend on it: the clock is the shim's or the verdict's own ingress
 #: timestamp; the calibration has its own test), and at most its ``conformance_frames`` of a capture.
-CASES = [(n, c) for n in TARGETS for c in target_class(n).clocks]
+CASES = [(n, c) for n in TARGETS if target_class(n).can(Capability.TRACE_CLOCK) for c in target_class(n).clocks]
 
 
 def mutant_build(target: str) -> BuildOptions:

@@ -62,6 +62,7 @@ HARNESS_FILES = ("chimera/targets/bmv2/files.py",)
 #: data the reached code loads, by the module that loads it: (module prefix, repository globs)
 DATA: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("chimera.targets.bmv2", ("p4/*.p4",)),
+    ("chimera.targets.tofino", ("p4/chimera.p4",)),   # the TNA program is cut from it (targets.tofino.program)
     ("chimera.rules", ("rules/*.yaml",)),
 )
 
