@@ -845,3 +845,35 @@ def test_the_papers_file_is_read_typed_and_a_malformed_one_named(tmp_path: Path)
     bad.write_text(yaml.safe_dump(raw))
     with pytest.raises(ResultsError, match="no table5_hyper_cadence"):
         load(bad)
+
+
+@pytest.mark.parametrize(("dv_step", "m_step", "want_first", "want_second"),
+                         [(0.03, 0.005, C.REPRODUCED, C.REPRODUCED), (0.002, 0.03, C.CONTRADICTED, C.REPRODUCED),
+                          (0.0, 0.0, C.INCONCLUSIVE, C.CONTRADICTED)])
+def test_table4_over_a_swept_grid_is_judged_per_seed(dv_step: float, m_step: float, want_first: str,
+                                                     want_second: str) -> None:
+    """Over a hyper_dim sweep both sentences are judged on intervals over the seeds: d_v's gain against m's by the
+    interval rule, "diminishing returns" by the first product step above the tie band and the last within it."""
+    from typing import cast
+
+    import numpy as np
+
+    from chimera.report.runs import Run
+    rng = np.random.default_rng(3)
+    rows = []
+    for seed in (11, 12, 13, 14, 15):
+        for ds in ("ciciot", "peerrush"):
+            for bits in (4, 8):
+                for i, m in enumerate((4, 8, 16)):
+                    for j, dv in enumerate((4, 8, 16)):
+                        # saturating: each knob gains on its first doubling only, so the last m x d_v step is 0
+                        f1 = 0.8 + dv_step * min(j, 1) + m_step * min(i, 1)
+                        rows.append({"seed": seed, "dataset": ds, "bits": bits, "m": m, "d_v": dv,
+                                     "f1": f1 + rng.normal(0, 0.0002)})
+    g = pd.DataFrame(rows)
+    sweep = SimpleNamespace(cite=lambda *a: "`sweep`", rel="results/published/sweep-hyper_dim/x",
+                            manifest=SimpleNamespace(git=SimpleNamespace(commit="c")))
+    first, second = C.table4_intervals(cast(Run, sweep), g, "d_v matters more", "diminishing returns")
+    assert first.interval and second.interval
+    assert first.verdict == want_first, first
+    assert second.verdict == want_second, second

@@ -722,6 +722,64 @@ def table3_sentences(r: Run, d: pd.DataFrame, p: Paper, sw: tuple[Run, pd.DataFr
     return out
 
 
+def hyper_dim_swept(b: Book) -> tuple[Run, pd.DataFrame] | None:
+    """The newest published sweep of the hyper_dim experiment over at least two seeds (``invoke sweep --name
+    hyper_dim --seeds 11,...``): the run and its merged grid (one row per seed, dataset and cell)."""
+    for r in reversed(b.runs.all("sweep-hyper_dim")):
+        g = r.csv("hyper_dim.csv")
+        if {"seed", "m", "d_v", "bits", "dataset", "f1"} <= set(g.columns) and g["seed"].nunique() >= 2:
+            return r, g
+    return None
+
+
+def dim_gain(g: pd.DataFrame, knob: str) -> float:
+    """The mean F1 gain per step of ``knob`` up its grid, the other knobs (and the dataset) held."""
+    others = [k for k in ("m", "d_v", "bits", "dataset") if k != knob]
+    s = g.sort_values(knob).groupby(others)["f1"].apply(lambda x: np.diff(x.to_numpy()).mean())
+    return float(s.mean())
+
+
+def product_steps(g: pd.DataFrame) -> tuple[pd.Series, np.ndarray]:
+    """Mean F1 by m x d_v (over bits and datasets), and its steps from one product to the next."""
+    prod = g.assign(product=g["m"] * g["d_v"]).groupby("product")["f1"].mean().sort_index()
+    return prod, np.diff(prod.to_numpy())
+
+
+def table4_intervals(sr: Run, g: pd.DataFrame, first: str, second: str) -> list[Claim]:
+    """Table 4's two sentences over a sweep's seeds, each per seed then as a t-interval over the seeds (the grid's
+    cells share a seed's split and training, so the seed is the unit): "d_v matters more than m" by the interval
+    rule on (d_v's gain − m's gain) against the tie band; "diminishing returns" where the first product step's
+    interval lies above the tie band and the last's below it (contradicted where either lies on the other
+    side)."""
+    T = "table4_hyper_dim"
+    seeds = sorted(int(x) for x in g["seed"].unique())
+    per = {sd: g[g["seed"] == sd] for sd in seeds}
+    d = [dim_gain(x, "d_v") - dim_gain(x, "m") for x in per.values()]
+    mean, lo, hi = paired_interval(d)
+    verdict, why = interval_verdict(1, lo, hi, len(d))   # the paper's is a gap on d_v's side, past a tie
+    over = f"over seeds {', '.join(map(str, seeds))}"
+    out = [Claim("Table 4", f"\"{first}\"", "d_v's gain > m's",
+                 f"d_v's gain − m's per doubling {mean:+.4f} [{lo:+.4f}, {hi:+.4f}] {over}", sr.cite(), verdict,
+                 f"on our grid (m {sorted(set(g.m))}, d_v {sorted(set(g.d_v))}): {why}", mean, f"{T}/claim",
+                 _m(sr, "gain d_v vs m"), _commit(sr), interval=True)]
+    steps = [product_steps(x)[1] for x in per.values()]
+    if min(len(x) for x in steps) < 2:
+        return out + [Claim("Table 4", f"\"{second}\"", "diminishing returns", "—", sr.cite(), UNTESTABLE,
+                            "our grid has fewer than three m x d_v products", source=f"{T}/claim")]
+    fm, flo, fhi = paired_interval([float(x[0]) for x in steps])
+    lm, llo, lhi = paired_interval([float(x[-1]) for x in steps])
+    t = float(TIE)
+    a, _ = bound_verdict(fm, flo, fhi, len(steps), t, below=False, minimum=MIN_SEEDS, over="seeds")
+    z, _ = bound_verdict(lm, llo, lhi, len(steps), t, below=True, minimum=MIN_SEEDS, over="seeds")
+    verdict = REPRODUCED if a == z == REPRODUCED else CONTRADICTED if CONTRADICTED in (a, z) else INCONCLUSIVE
+    out.append(Claim("Table 4", f"\"{second}\"", "diminishing returns",
+                     f"first product step {fm:+.4f} [{flo:+.4f}, {fhi:+.4f}], last {lm:+.4f} [{llo:+.4f}, "
+                     f"{lhi:+.4f}] {over}", sr.cite(), verdict,
+                     f"the first step above the tie band ({t:g}): {a}; the last within it: {z}", lm, f"{T}/claim",
+                     _m(sr, "product steps"), _commit(sr), interval=True))
+    return out
+
+
 def table4(b: Book, p: Paper) -> list[Claim]:
     out = []
     r = b.runs.latest("hyper_dim")
@@ -734,22 +792,19 @@ def table4(b: Book, p: Paper) -> list[Claim]:
                              "beyond this build's compiled-in m and d_v", source=f"{T}/{i}/{col}"))
     claim = t4.claim
     first, second = (s.strip().rstrip(".") for s in claim.split(";"))
+    sw = hyper_dim_swept(b)
+    if sw is not None:   # judged over the sweep's seeds, not on one seed
+        return out + table4_intervals(*sw, first, second)
     if r is None:
         return out + [Claim("Table 4", f"\"{s}\"", "", "—", "—", UNTESTABLE, "no hyper_dim run",
                             source=f"{T}/claim") for s in (first, second)]
     g = r.table(HYPER_DIM)
-
-    def gain(knob: str) -> float:
-        others = [k for k in ("m", "d_v", "bits", "dataset") if k != knob]
-        s = g.sort_values(knob).groupby(others)["f1"].apply(lambda x: np.diff(x.to_numpy()).mean())
-        return float(s.mean())
-    dv, m = gain("d_v"), gain("m")
+    dv, m = dim_gain(g, "d_v"), dim_gain(g, "m")
     verdict = REPRODUCED if at(dv, 4) - at(m, 4) > TIE else NOT
     out.append(Claim("Table 4", f"\"{first}\"", "d_v's gain > m's", f"mean F1 gain per doubling: d_v {signed(dv)}, "
                      f"m {signed(m)}", _cite(r), verdict, f"on our grid (m {sorted(set(g.m))}, d_v {sorted(set(g.d_v))})",
                      dv - m, f"{T}/claim", _m(r, "gain d_v vs m"), _commit(r)))
-    prod = g.assign(product=g["m"] * g["d_v"]).groupby("product")["f1"].mean().sort_index()
-    steps = np.diff(prod.to_numpy())
+    prod, steps = product_steps(g)
     if len(steps) < 2:
         out.append(Claim("Table 4", f"\"{second}\"", "diminishing returns", "—", _cite(r), UNTESTABLE,
                          "our grid has fewer than three m x d_v products", source=f"{T}/claim"))
