@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,3 +107,51 @@ def test_a_compile_only_target() -> None:
         assert "PATH" in why
         with pytest.raises(ToolMissingError, match="scripts/build-tofino-compiler"):
             TofinoTarget.require_available()
+
+
+def _report(version: str = "2.4.2") -> dict[str, Any]:
+    """A resources.json in the backend's schema (2.x) for two stages of a 12-stage pipe: stage 0 holds a ternary
+    table in 2 TCAMs and its action data in 1 SRAM; stage 1 an exact table in 3 SRAMs (one shared with a register's
+    RegisterAction) and 1 stateful ALU."""
+    def units(*names: str) -> list[dict[str, Any]]:
+        return [{"row": 0, "column": i, "usages": [{"used_by": n, "used_for": "match_entry_ram"} for n in ns.split("+")]}
+                for i, ns in enumerate(names)]
+    stage: dict[str, Any] = {"rams": {"nRows": 8, "nColumns": 10}, "tcams": {"nRows": 12, "nColumns": 2},
+             "map_rams": {"nRows": 8, "nUnits": 6, "maprams": []}, "meter_alus": {"nAlus": 4, "meters": []},
+             "logical_tables": {"size": 16, "ids": []}, "xbar_bytes": {"size": 128, "exact_size": 128,
+                                                                       "ternary_size": 66, "bytes": []},
+             "action_bus_bytes": {"size": 128, "bytes": []}}
+    s0 = {**stage, "stage_number": 0, "rams": {**stage["rams"], "srams": units("rules_hard")},
+          "tcams": {**stage["tcams"], "tcams": units("rules_hard", "rules_hard")},
+          "logical_tables": {"size": 16, "ids": [{"id": 0, "table_name": "rules_hard"}]},
+          "xbar_bytes": {**stage["xbar_bytes"], "bytes": [{"byte_number": i} for i in range(6)]}}
+    s1 = {**stage, "stage_number": 1, "rams": {**stage["rams"], "srams": units("centroid", "centroid", "centroid+reg_s")},
+          "tcams": {**stage["tcams"], "tcams": []}, "meter_alus": {"nAlus": 4, "meters": units("reg_s")},
+          "logical_tables": {"size": 16, "ids": [{"id": 0, "table_name": "centroid"}]}}
+    empty = {**stage, "stage_number": 2, "rams": {**stage["rams"], "srams": []}, "tcams": {**stage["tcams"], "tcams": []}}
+    return {"program_name": "chimera_tna.p4", "run_id": "x", "build_date": "now", "compiler_version": "9.13.4",
+            "schema_version": version, "resources": {"mau": {"nStages": 12, "mau_stages": [s0, s1, empty]},
+                                                     "parser": {}, "phv_containers": {}}}
+
+
+def test_the_resource_report_reads_into_shares_of_the_whole_pipe() -> None:
+    """Every share is used over the pipe's capacity, as the report states it (stages x units per stage); a unit
+    two tables share counts once in the total and once for each table."""
+    import json
+
+    from chimera.targets.tofino.resources import parse
+    a = parse(json.dumps(_report()))
+    assert a.stages_available == 12 and a.stages_used == 2
+    assert (a.sram.used, a.sram.capacity) == (4, 12 * 80) and (a.tcam.used, a.tcam.capacity) == (2, 12 * 24)
+    assert (a.stateful_alu.used, a.stateful_alu.capacity) == (1, 48) and a.logical_tables.used == 2
+    assert a.sram_by_table == {"rules_hard": 1, "centroid": 3, "reg_s": 1} and a.tcam_by_table == {"rules_hard": 2}
+    assert a.xbar_bytes.used == 6 and abs(a.tcam.fraction - 2 / 288) < 1e-12 and a.row()["tcam_share"] == a.tcam.fraction
+
+
+@pytest.mark.parametrize(("text", "why"), [("{", "not JSON"), ('{"schema_version": "3.0.0"}', "schema 3.0.0"),
+                                           ('{"schema_version": "2.4.2"}', "does not hold")])
+def test_a_report_it_cannot_read_is_refused_with_the_reason(text: str, why: str) -> None:
+    from chimera.errors import ResultsError
+    from chimera.targets.tofino.resources import parse
+    with pytest.raises(ResultsError, match=why):
+        parse(text)
