@@ -43,15 +43,21 @@ class Unit(_Model):
     usages: tuple[Usage, ...] = ()
 
 
-class Rams(_Model):
+class Grid(_Model):
+    """Memory units laid out in rows and columns per stage."""
     nRows: int
     nColumns: int
+
+    @property
+    def per_stage(self) -> int:
+        return self.nRows * self.nColumns
+
+
+class Rams(Grid):
     srams: tuple[Unit, ...] = ()
 
 
-class Tcams(_Model):
-    nRows: int
-    nColumns: int
+class Tcams(Grid):
     tcams: tuple[Unit, ...] = ()
 
 
@@ -176,7 +182,7 @@ def parse(text: str, source: str = "resources.json") -> Allocation:
     stages = mau.mau_stages
     first = stages[0] if stages else None
 
-    def per_stage(units: int) -> int:
+    def per_stage(units: int) -> int:   # the whole pipe's units, from one stage's
         return units * n
 
     used_stages = [s for s in stages if s.rams.srams or s.tcams.tcams or (s.logical_tables and s.logical_tables.ids)]
@@ -184,9 +190,9 @@ def parse(text: str, source: str = "resources.json") -> Allocation:
         program=rep.program_name, compiler_version=rep.compiler_version, stages_available=n,
         stages_used=len(used_stages),
         sram=Share(sum(len(s.rams.srams) for s in stages),
-                   per_stage(first.rams.nRows * first.rams.nColumns) if first else 0),
+                   per_stage(first.rams.per_stage) if first else 0),
         tcam=Share(sum(len(s.tcams.tcams) for s in stages),
-                   per_stage(first.tcams.nRows * first.tcams.nColumns) if first else 0),
+                   per_stage(first.tcams.per_stage) if first else 0),
         map_ram=Share(sum(len(s.map_rams.maprams) for s in stages if s.map_rams),
                       per_stage(first.map_rams.nRows * first.map_rams.nUnits) if first and first.map_rams else 0),
         stateful_alu=Share(sum(len(s.meter_alus.meters) for s in stages if s.meter_alus),
