@@ -100,6 +100,46 @@ def test_golden_then_pass_then_a_broken_reference_regresses(setup, monkeypatch: 
     assert last["night_status"] == "regressed" and len(g["updates"]) == 2
 
 
+
+def test_a_golden_of_other_floats_judges_no_bit_identical_f1(setup, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """The golden records the machine's float probe; a night whose probe differs (same code, another machine's
+    floats: the host finding of session 26) says so on every bit-identical F1 check instead of judging it, and the
+    tolerance check still judges. Seen failing with the probe ignored: the checks passed, judged on other floats."""
+    import chimera.nightly.suite as S
+    cfg, kw = setup
+    monkeypatch.setattr(S, "float_probe", lambda: "aaaaaaaaaaaaaaaa")
+    nightly(cfg, update_baseline=True, reason="first", **kw)
+    assert json.loads((kw["baseline_dir"] / "golden.json").read_text())["float_probe"] == "aaaaaaaaaaaaaaaa"
+    monkeypatch.setattr(S, "float_probe", lambda: "bbbbbbbbbbbbbbbb")
+    out, regressed = nightly(cfg, **kw)
+    c = _checks(out)
+    exact = c[c["name"].str.contains("bit-identical")]
+    assert not regressed and len(exact) and (exact["status"] == "no-verdict").all()
+    assert exact["detail"].str.contains("float probe aaaaaaaaaaaaaaaa there, bbbbbbbbbbbbbbbb here").all()
+    assert (c[c["name"].str.contains("F1 >= golden")]["status"] == "pass").all()
+    assert "float probe bbbbbbbbbbbbbbbb" in (out / "summary.md").read_text()
+
+
+def test_the_float_probe_is_stable_and_sees_the_vector_unit() -> None:
+    """The same process gives the same probe; unpinning the float kernels' dispatch (CHIMERA_CPU_ISA=native on an
+    AVX-512 machine: MKL and oneDNN choose their own) changes it."""
+    import os
+    import sys
+
+    from chimera import _cpu_flags
+    from chimera.nightly.floats import float_probe
+    assert float_probe() == float_probe()
+    if "avx512f" not in _cpu_flags():
+        pytest.skip("an AVX2-only CPU: the pinned and the native dispatch are the same kernels")
+    code = "from chimera.nightly.floats import float_probe; print(float_probe())"
+    env = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS",
+                                                            "ONEDNN_MAX_CPU_ISA", "CHIMERA_CPU_ISA")}
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**env, **extra},
+                           cwd=ROOT, timeout=300) for extra in ({}, {"CHIMERA_CPU_ISA": "native"})]
+    pinned, native = (r.stdout.strip() for r in runs)
+    assert pinned and native and pinned != native, [r.stderr[-500:] for r in runs]
+
+
 def test_required_target_missing_fails_naming_tools_allowed_one_skips(setup, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     cfg, kw = setup
     why = {"reference": None, "ebpf": None, "bmv2": "simple_switch_grpc and p4c-bm2-ss not installed"}

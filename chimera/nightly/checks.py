@@ -287,7 +287,8 @@ def summary_markdown(checks: list[Check], meta: dict[str, Any]) -> str:  # JSON 
     counts = df["status"].value_counts().to_dict() if len(df) else {}
     verdict = "REGRESSED" if any(counts.get(s) for s in FAILING) else "PASS"
     lines = [f"# Nightly {meta.get('run_id')}: **{verdict}**", "",
-             f"git `{meta.get('git')}`, code {meta.get('code')}, host {meta.get('host')}; golden {meta.get('golden_git')} "
+             f"git `{meta.get('git')}`, code {meta.get('code')}, host {meta.get('host')}, float probe "
+             f"{meta.get('float_probe')}; golden {meta.get('golden_git')} "
              f"(code {meta.get('golden_code')}); {len(df)} checks: " +
              ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts.get(s)), ""]
     if meta.get("interrupted"):

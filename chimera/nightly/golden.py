@@ -57,6 +57,16 @@ def code_changes(golden: "Golden | None", scopes: Mapping[str, Scope], tree: Tre
     return out
 
 
+def other_floats(changes: Mapping[str, str | None], golden: "Golden | None", probe: str) -> dict[str, str | None]:
+    """``changes`` with every run whose code is the golden's marked as judged on other floats, where the golden's
+    float probe is not tonight's: bit-identical F1 then says nothing about the code (chimera.nightly.floats)."""
+    if golden is None or golden.float_probe is None or golden.float_probe == probe:
+        return dict(changes)
+    why = (f"the golden's floats are another machine's (float probe {golden.float_probe} there, {probe} here): "
+           "bit-identical F1 is judged only on the floats the golden was taken on; the F1 tolerance check still is")
+    return {k: why if v is None else v for k, v in changes.items()}
+
+
 def run_codes(scopes: Mapping[str, Scope], tree: TreeCode) -> dict[str, str]:
     """Each run's code fingerprint in the working tree (what a golden taken tonight records)."""
     return {k: tree.fingerprint(s) for k, s in scopes.items()}
@@ -71,6 +81,8 @@ class Golden(BaseModel):
     taken: str | None = None
     from_run: str | None = None
     experiments: dict[str, ExperimentNight] = Field(default_factory=dict)
+    #: the machine's float probe when it was taken (chimera.nightly.floats; None: a golden from before the probe)
+    float_probe: str | None = None
     #: each run's code fingerprint when the golden was taken (the run's own: chimera.report.provenance)
     codes: dict[str, str] = Field(default_factory=dict)
     benches: dict[str, BenchStat] = Field(default_factory=dict)

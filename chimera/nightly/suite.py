@@ -30,7 +30,9 @@ from chimera.nightly.checks import (Check, RunKey, Status, bench_checks, experim
                                     mutate_checks, on_testbed, summary_markdown)
 from chimera.nightly.config import NightlyConfig, load_suite
 from chimera.book.scope import run_scope
-from chimera.nightly.golden import FORMAT_VERSION, GOLDEN, ROOT, code_changes, load_golden, run_codes, save_golden
+from chimera.nightly.floats import float_probe
+from chimera.nightly.golden import (FORMAT_VERSION, GOLDEN, ROOT, code_changes, load_golden, other_floats,
+                                    run_codes, save_golden)
 from chimera.report.provenance import Scope, TreeCode
 from chimera.nightly.history import append_history, history_rows, load_history, trend_figures
 from chimera.report.sections import (BenchStat, ExperimentNight, FuzzNight, MutateNight, MutateResult,
@@ -235,13 +237,14 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
     hist = load_history(history)  # a corrupt history: named before any work
     tree = TreeCode(ROOT)   # the code tonight runs, read once: every fingerprint of the night comes from it
     code, git, host = tree.fingerprint(), git_state(ROOT), host_key()
+    probe = float_probe()   # whose floats tonight's training gives (chimera.nightly.floats)
     unavailable = availability(cfg)
     if unavailable[1]:  # a requirement that cannot be met stops the night before its first experiment
         raise ConfigError("; ".join(unavailable[1].values()),
                           "install what it names (the BMv2 and p4c steps: docs/reproducibility.md), drop the target "
                           "from --require, or allow skipping it in the suite's allow_skip")
     with RunDir(results_root, "nightly", "local") as run:
-        meta = {"run_id": run.run_id, "git": git.commit, "code": code, "host": host,
+        meta = {"run_id": run.run_id, "git": git.commit, "code": code, "host": host, "float_probe": probe,
                 "golden_git": golden.git if golden else None, "golden_code": golden.code if golden else None}
         record = NightRecord(suite=cfg.model_dump(), code=code, host=host, golden=meta["golden_git"],
                              skipped_targets=unavailable[0], missing_targets=unavailable[1])
@@ -256,7 +259,7 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
         def all_checks() -> list[Check]:
             scopes.update({k: run_scope(run.path / m.run) for k, m in measured.experiments.items()
                            if m.run and (run.path / m.run / "manifest.json").is_file()})
-            changes = code_changes(golden, scopes, tree)
+            changes = other_floats(code_changes(golden, scopes, tree), golden, probe)
             return (experiment_checks(measured, golden,
                                       lambda k: changes.get(k, "no run directory to read its code from"))
                     + bench_checks(measured, hist, golden, host)
@@ -306,6 +309,7 @@ def nightly(cfg: NightlyConfig | None = None, *, update_baseline: bool = False, 
                               "fix what failed and run again, or --force --reason '...' to accept it knowingly")
         p = save_golden(baseline_dir, golden_measured(measured),
                         {"git": git.commit, "code": code, "taken": now, "from_run": run.final.name, "host": host,
+                         "float_probe": probe,
                          "codes": run_codes(scopes, tree)},
                         {"by": f"{getpass.getuser()}@{socket.gethostname()}", "at": now, "reason": reason,
                          "forced": bool(force and bad), "from_run": run.final.name, "git": git.commit, "code": code,
