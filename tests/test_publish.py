@@ -140,3 +140,20 @@ def test_a_large_table_is_published_gzipped_sealed_and_read_as_written(tmp_path:
     (dest / f"{CONTROL.name}.gz").write_bytes(gzip.compress(b"edited\n1\n"))
     with pytest.raises(ResultsError):
         check_seal(dest, RunView.open(dest).manifest)
+
+
+def test_a_sweep_leaves_its_tasks_behind(tmp_path: Path) -> None:
+    """A sweep publishes its merged tables and its manifest (every task's outcome), not each task's copy of the
+    same rows: a 180-cell sweep would otherwise publish them twice and push the archive over its budget (seen
+    failing with the tasks published). A run of another kind keeps a folder of that name."""
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    for kind, kept in (("sweep", False), ("variants", True)):
+        run = _run(tmp_path / kind, head)
+        m = json.loads((run / "manifest.json").read_text())
+        (run / "manifest.json").write_text(json.dumps({**m, "kind": kind}))
+        task = run / "tasks" / "seed11-chimera"
+        task.mkdir(parents=True)
+        (task / "ablation.csv").write_text("variant,macro_f1\nChimera,0.8968\n")
+        (task / "outcome.json").write_text("{}")
+        dest = publish(run, tmp_path / kind / "published")
+        assert (dest / "tasks").exists() == kept and (dest / "ablation.csv").is_file()

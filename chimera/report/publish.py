@@ -39,6 +39,10 @@ HEAVY_DIRS = frozenset(("artifacts", "replay", "switch", "work", "testbed"))
 MAX_FILE_BYTES = 5 * 2**20
 #: where a run keeps the runs it made (their figures stay behind: ``_nested_figure``)
 NESTED = "runs"
+#: where a sweep keeps each task's tables and outcome: it stays behind, since the sweep's merged tables hold every
+#: task's rows (with ``sweep_task``; the merge is bit-identical, tests/test_sweep.py) and its manifest every task's
+#: outcome; a sweep of 180 cells would otherwise publish each row twice
+SWEEP_TASKS = "tasks"
 
 
 #: the files a seal covers: the tables the book reads, and the manifests of the runs nested in a run
@@ -122,11 +126,14 @@ def _nested_figure(rel: Path) -> bool:
     return "figures" in dirs and NESTED in dirs[:dirs.index("figures")]
 
 
-def light_files(run: Path) -> list[Path]:
-    """The files of ``run`` a reader needs (relative paths), in a stable order."""
+def light_files(run: Path, sweep: bool = False) -> list[Path]:
+    """The files of ``run`` a reader needs (relative paths), in a stable order; ``sweep``: a sweep's run, whose
+    ``tasks/`` stays behind (``SWEEP_TASKS``)."""
     out = []
     for p in sorted(run.rglob("*")):
         rel = p.relative_to(run)
+        if sweep and rel.parts[0] == SWEEP_TASKS:
+            continue
         if not p.is_file() or HEAVY_DIRS.intersection(rel.parts[:-1]) or \
                 p.name in PER_PACKET or p.name.endswith(".csv.gz") or p.suffix not in LIGHT_SUFFIXES:
             continue
@@ -185,7 +192,7 @@ def publish(run_dir: Path, dest_root: Path = PUBLISHED, root: Path = ROOT, scope
     dest = dest_root / m.experiment / m.run_id
     if dest.exists():
         shutil.rmtree(dest)
-    for rel in light_files(run_dir):
+    for rel in light_files(run_dir, sweep=m.kind == "sweep"):
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         if rel.suffix == ".csv" and (run_dir / rel).stat().st_size > GZIP_FROM_BYTES:
             gzip_file(run_dir / rel, dest / f"{rel}.gz")
