@@ -245,6 +245,11 @@ def test_a_sweep_depends_on_its_experiment_not_on_everything() -> None:
     assert not s.everything
     assert {RUNNER, SWEEP, kind_packages()["accuracy"], "chimera.targets.reference"} <= set(s.modules)
     assert s.files == ("experiments/accuracy.yaml",)
+    # an experiment whose YAML names no kind has the loader's default kind (the ablation: variants), not everything
+    m = Manifest(experiment="sweep-ablation", run_id="20260101-000000-reference", target="reference", kind="sweep")
+    m.put("sweep", SweepRecord(experiment="ablation", seeds=[11, 12], target="reference", executor="sequential"))
+    s = scope_of(m)
+    assert not s.everything and kind_packages()["variants"] in s.modules, s
 
 
 def test_short_hashes_are_seven_digits_whatever_the_clone(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -89,12 +89,15 @@ def _own(m: Manifest) -> Scope:
 
 
 def _experiment_kind(experiment: str) -> str | None:
-    """The kind an experiment of experiments/ declares (None: a YAML path from elsewhere, or no such file)."""
+    """The kind an experiment of experiments/ declares, or the default kind where it names none, as the loader
+    reads it (None: a YAML path from elsewhere, or no such file)."""
     import yaml
+
+    from chimera.experiments.config import ExperimentConfig
     p = ROOT / "experiments" / f"{experiment}.yaml"
     if not p.is_file():
         return None
-    kind = (yaml.safe_load(p.read_text()) or {}).get("kind")
+    kind = (yaml.safe_load(p.read_text()) or {}).get("kind") or ExperimentConfig.model_fields["kind"].default
     return str(kind) if kind else None
 
 
