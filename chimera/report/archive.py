@@ -31,7 +31,9 @@ log = logging.getLogger(__name__)
 PUBLISHED = paths.ROOT / "results" / "published"
 HISTORY = paths.ROOT / "results" / "history"
 #: the most ``results/published/`` may hold (bytes); tests/test_archive.py checks it
-BUDGET_BYTES = 15 * 2**20
+#: 20 MiB since the sweeps over held-out seeds (issue 53): the ledger judges Tables 1, 3 and 4 on them, and a
+#: sweep's manifest records every task's outcome (180 for the hyper_dim grid); 15 MiB held single-seed runs
+BUDGET_BYTES = 20 * 2**20
 
 
 @dataclass(frozen=True)
