@@ -777,14 +777,8 @@ def test_table3_sentences_over_a_swept_ablation_use_its_intervals(book: Book,
     import numpy as np
 
     from chimera.report.book import CHIMERA
-    from chimera.report.runs import on_testbed
-    from chimera.experiments.kinds.variants.tables import ABLATION
     p = C.paper()
-    r = book.runs.latest("ablation", on_testbed) or book.runs.latest("ablation")
-    d = r.table(ABLATION).set_index("variant")
-    names = ["Exact softmax", "Local window only", "Global tokens only", "Neural only", "Symbolic only"]
-    if any(C._identical(d, v) for v in names):
-        pytest.skip("a named row's verdicts are the operating point's in the published ablation")
+    monkeypatch.setattr(C, "_identical", lambda d, v: None)   # every named row held, whatever the published run
     base = 0.9 + np.array([0.0, 0.002, -0.002, 0.001, -0.001])
     shift = {"Exact softmax": 0.0005, "Local window only": -0.05, "Global tokens only": -0.06,
              "Neural only": -0.05, "Symbolic only": +0.05}
