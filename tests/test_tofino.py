@@ -19,7 +19,8 @@ import pytest
 from chimera.compile.header import render as render_header
 from chimera.errors import ToolMissingError
 from chimera.targets import registry
-from chimera.targets.base import CapabilityError
+from chimera.targets.base import Capability, CapabilityError
+from chimera.targets.compile_only import CompileOnlyTarget, ResourceReport
 from chimera.targets.bmv2.schema import TABLES
 from chimera.targets.tofino import TofinoTarget
 from chimera.targets.tofino.program import TABLES as TABLE_MARKERS, V1MODEL_SOURCE, ProgramError, Sizes, region, render
@@ -98,7 +99,8 @@ def test_a_moved_marker_names_the_fix(tmp_path: Path) -> None:
 
 def test_a_compile_only_target() -> None:
     """Never chosen for a testbed run, and it refuses to classify, naming the targets that do."""
-    assert TofinoTarget.auto_rank is None and not TofinoTarget.capabilities
+    assert TofinoTarget.auto_rank is None and not TofinoTarget.capabilities and not TofinoTarget.can(Capability.TESTBED)
+    assert issubclass(TofinoTarget, CompileOnlyTarget)
     assert registry.target_class("tofino") is TofinoTarget
     with pytest.raises(CapabilityError, match="classifies no traffic"):
         TofinoTarget().run(None, None, Path("."), "x", replay=None)  # type: ignore[arg-type]
@@ -155,3 +157,82 @@ def test_a_report_it_cannot_read_is_refused_with_the_reason(text: str, why: str)
     from chimera.targets.tofino.resources import parse
     with pytest.raises(ResultsError, match=why):
         parse(text)
+
+
+def _compiled(out: Path, report: dict[str, Any] | None, log: str = "") -> Any:
+    """What try_compile returns for a compile under ``out``: its report written where the backend writes it."""
+    import json
+
+    from chimera.targets.tofino.compiler import Compile
+    if report is not None:
+        logs = out / "chimera_tna.tofino" / "pipe" / "logs"
+        logs.mkdir(parents=True)
+        (logs / "resources.json").write_text(json.dumps(report))
+    return Compile(out, report is not None, 0 if report is not None else 1, log, "p4c 1.2.5.16 (SHA: test)")
+
+
+@pytest.mark.parametrize("fits", [True, False])
+def test_the_report_is_the_allocation_or_the_compilers_refusal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                fits: bool) -> None:
+    """A program that fits reports its shares; one the backend refuses is a row with the compiler's own error line
+    (a refusal is a result), never a crash and never a share."""
+    import chimera.targets.tofino as tofino
+    refusal = "chimera_tna.p4(210): error: reg_s_0_0: too many accesses to a register in one stage\nlater noise"
+    monkeypatch.setattr(TofinoTarget, "unavailable_reason", classmethod(lambda cls: None))
+    monkeypatch.setattr(tofino, "try_compile",
+                        lambda art, build_dir: _compiled(tmp_path, _report() if fits else None, refusal))
+    rep = TofinoTarget().report_resources(None, tmp_path)  # type: ignore[arg-type]
+    assert rep.fits is fits
+    if fits:
+        assert rep.reason == "" and rep.compiler == "9.13.4"
+        assert rep.columns["stages_used"] == 2 and rep.columns["tcam_share"] == 2 / 288
+    else:
+        assert rep.columns == {} and rep.compiler.startswith("p4c 1.2.5.16")
+        assert rep.reason == "chimera_tna.p4(210): error: reg_s_0_0: too many accesses to a register in one stage"
+
+
+class _Reporter(CompileOnlyTarget):
+    """A target whose compiler refuses one variant's program and fits the others (the resources kind's contract)."""
+
+    name = "fake-compiler"
+    label = title = program = "fake"
+    @classmethod
+    def unavailable_reason(cls) -> str | None:
+        return None
+
+    def run(self, *a: Any, **k: Any) -> Any:
+        raise AssertionError("a compile-only target classifies nothing")
+
+    def report_resources(self, art: Any, build_dir: Path) -> ResourceReport:
+        if art == "Local window only":
+            return ResourceReport(False, "error: stage count exceeded", "fake 1.0", {})
+        return ResourceReport(True, "", "fake 1.0", {"program": "p", "stages_used": 7, "stages_available": 12,
+                                                     "sram_share": 0.25, "tcam_share": 0.125})
+
+
+def test_the_resources_kind_compiles_each_switch_resident_variant(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """One row per switch-resident variant of the experiment, in order; a † variant gets none; a refusal is a row;
+    the table is the schema's and the report shows the shares and the refusal."""
+    from types import SimpleNamespace
+
+    from chimera.experiments.config import Variant, resolve_variants
+    from chimera.experiments.kinds.resources import render as R, run as K, tables as T
+    from chimera.experiments.load import load_experiment
+    cfg = load_experiment("resources")
+    cfg = cfg.model_copy(update={"variants": [*cfg.variants, Variant(name="Exact softmax", group="Attention",
+                                                                     model={"attention": "softmax"})]})
+    variants = resolve_variants(cfg)
+    monkeypatch.setattr(K, "train_variant", lambda data, rules, v, seed, cache: v.name)
+    monkeypatch.setattr(K, "compile_variant", lambda data, rules, v, trained: trained)
+    monkeypatch.setattr(K, "save_artifact", lambda art, where, name: None)
+    ctx = SimpleNamespace(variants=variants, target=_Reporter(), cfg=cfg, run=SimpleNamespace(path=tmp_path))
+    nd = SimpleNamespace(data=None, rules=None, cache=None)
+    df = K.compile_reports(ctx, nd)  # type: ignore[arg-type]
+    switch = [v.name for v in variants if not v.software_only]
+    assert list(df["variant"]) == switch and "Exact softmax" not in switch and len(switch) == len(variants) - 1
+    assert list(df.loc[~df["fits"], "variant"]) == ["Local window only"]
+    T.COMPILES.write(df, tmp_path)
+    back = T.COMPILES.read(tmp_path)
+    text = "\n".join(R.compiles_section(back))
+    assert "fake-compiler" in text and "stage count exceeded" in text and "7 of 12" in text and "25.0%" in text

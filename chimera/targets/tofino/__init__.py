@@ -19,20 +19,22 @@ from typing import Any, ClassVar
 from chimera.controlplane.schedule import TraceControl
 from chimera.data.pcap import PacketTable
 from chimera.formats.artifact import Artifact
-from chimera.targets.base import Capability, CapabilityError, Target, TargetResult
-from chimera.targets.tofino.compiler import INSTALL_HINT, compile_tna, compiler_missing
+from chimera.targets.base import Capability, CapabilityError, TargetResult
+from chimera.targets.compile_only import CompileOnlyTarget, ResourceReport
+from chimera.targets.tofino.compiler import INSTALL_HINT, compile_tna, compiler_missing, try_compile
+from chimera.targets.tofino.resources import read
 from chimera.testbed.nodes import BuildOptions
 from chimera.testbed.replay import ReplayConfig
 
 
-class TofinoTarget(Target):
+class TofinoTarget(CompileOnlyTarget):
     """chimera.p4 for TNA through p4c's Tofino backend: a compile and its resource report, no traffic."""
 
     name = "tofino"
     title = "Tofino (compile only)"
     program = "chimera.p4 for TNA"
     label = "tofino"
-    capabilities = Capability.NONE
+    capabilities = Capability.NONE   # its one measurement is the compile-only contract's report_resources
     auto_rank = None       # a compile-only target never classifies a testbed run
     tools: ClassVar[dict[str, tuple[str, ...]]] = {"p4c-barefoot": ("p4c-barefoot", "--version")}
 
@@ -49,6 +51,16 @@ class TofinoTarget(Target):
         """Compile the TNA program for ``art``; the compiler's output directory (its logs and resource report)."""
         cls.require_available()
         return compile_tna(art, out_dir)
+
+    def report_resources(self, art: Artifact, build_dir: Path) -> ResourceReport:
+        """The backend's verdict on ``art``'s TNA program: its allocation where it fits, its own error lines where
+        it refuses (the resources experiment records a refusal as a row, not a crash)."""
+        self.require_available()
+        c = try_compile(art, build_dir)
+        if not c.ok:
+            return ResourceReport(False, c.reason, c.version, {})
+        a = read(c.out_dir / "chimera_tna.tofino")
+        return ResourceReport(True, "", a.compiler_version, a.row())
 
     def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str, *, replay: ReplayConfig,
             control: TraceControl | None = None) -> TargetResult:

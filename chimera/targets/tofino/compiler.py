@@ -6,6 +6,7 @@ compiler's own words for a program that does not fit. ``compile_tna`` raises; ``
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import shutil
 import subprocess
@@ -45,12 +46,21 @@ class Compile:
     ok: bool
     returncode: int
     log: str          # the driver's stdout and stderr
+    version: str      # the driver's own version line
 
     @property
     def reason(self) -> str:
         """The compiler's own words for a refusal: its error lines, else the log's tail."""
         errs = [ln for ln in self.log.splitlines() if "error" in ln.lower()]
         return "\n".join(errs[:20]) if errs else self.log[-2000:]
+
+
+@functools.cache
+def driver_version(driver: Path) -> str:
+    """What ``p4c --version`` says (its first line), so a refusal names the compiler that refused."""
+    r = subprocess.run([str(driver), "--version"], capture_output=True, text=True)
+    lines = (r.stdout or r.stderr).strip().splitlines()
+    return lines[0] if lines else f"{driver.name} (no version printed)"
 
 
 def try_compile(art: Artifact, build_dir: Path) -> Compile:
@@ -66,7 +76,7 @@ def try_compile(art: Artifact, build_dir: Path) -> Compile:
     done = out / "compile.log"
     if done.exists():
         rc = int((out / "returncode").read_text())
-        return Compile(out, rc == 0, rc, done.read_text())
+        return Compile(out, rc == 0, rc, done.read_text(), driver_version(driver))
     out.mkdir(parents=True, exist_ok=True)
     (out / "chimera_constants.h").write_text(header)
     src = out / PROGRAM
@@ -75,7 +85,7 @@ def try_compile(art: Artifact, build_dir: Path) -> Compile:
                         str(out / "chimera_tna.tofino"), str(src)], capture_output=True, text=True)
     (out / "returncode").write_text(str(r.returncode))
     done.write_text(r.stdout + r.stderr)
-    return Compile(out, r.returncode == 0, r.returncode, r.stdout + r.stderr)
+    return Compile(out, r.returncode == 0, r.returncode, r.stdout + r.stderr, driver_version(driver))
 
 
 def compile_tna(art: Artifact, build_dir: Path) -> Path:

@@ -126,6 +126,10 @@ class Share:
         return self.used / self.capacity if self.capacity else 0.0
 
 
+#: the resources an allocation reports as shares of the pipe, in the order a table shows them
+SHARES = ("sram", "tcam", "map_ram", "stateful_alu", "logical_tables", "xbar_bytes", "action_bus_bytes")
+
+
 @dataclass(frozen=True)
 class Allocation:
     """What the compiler allocated to one program: the stages it spans and its share of each resource, with the
@@ -147,10 +151,9 @@ class Allocation:
 
     def row(self) -> dict[str, float | int | str]:
         """The flat columns a resources table carries (shares as fractions of the whole pipeline)."""
-        out: dict[str, float | int | str] = {"tofino_program": self.program, "tofino_compiler": self.compiler_version,
-                                             "stages_used": self.stages_used,
+        out: dict[str, float | int | str] = {"program": self.program, "stages_used": self.stages_used,
                                              "stages_available": self.stages_available}
-        for name in ("sram", "tcam", "map_ram", "stateful_alu", "logical_tables", "xbar_bytes", "action_bus_bytes"):
+        for name in SHARES:
             s: Share = getattr(self, name)
             out[f"{name}_used"] = s.used
             out[f"{name}_share"] = s.fraction

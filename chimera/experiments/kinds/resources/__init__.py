@@ -15,6 +15,7 @@ from chimera.experiments.kinds.resources import config, render, run
 from chimera.experiments.kinds.resources import tables as T
 
 KIND = Kind("resources", "Table 2: what each method allocates in the switch, measured", config.ResourcesExperiment, run.run,
-            render.render, (T.RESOURCES, T.CHIMERA_TABLES, T.EBPF_MAPS, T.P4_REGISTERS, T.P4_TABLES),
+            render.render, (T.RESOURCES, T.CHIMERA_TABLES, T.EBPF_MAPS, T.P4_REGISTERS, T.P4_TABLES,
+                            T.COMPILES),
             first_dataset_only=True,
             section_model=config.ResourcesSection)

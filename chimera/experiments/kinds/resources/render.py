@@ -25,6 +25,27 @@ def plot_resources_bits(df: pd.DataFrame, out: Path, budget: int) -> list[Path]:
     return save(fig, out, "resources_per_flow")
 
 
+def compiles_section(df: pd.DataFrame) -> list[str]:
+    """The compiler's verdict per switch-resident variant: the stages it spans and its share of each resource of one
+    pipe, as the compiler's own report states capacity; a refusal in the compiler's words."""
+    target = str(df["target"].iloc[0]) if len(df) else "the target"
+    t = df.copy()
+    shares = [c for c in t.columns if c.endswith("_share")]
+    for c in shares:
+        t[c] = t[c].map(lambda x: "" if pd.isna(x) else f"{100 * x:.1f}%")
+    t["stages"] = [f"{int(u)} of {int(a)}" if ok else "" for ok, u, a in
+                   zip(t["fits"], t.get("stages_used", t["fits"]), t.get("stages_available", t["fits"]))]
+    t["reason"] = t["reason"].fillna("").map(lambda r: str(r).splitlines()[0][:160] if r else "")
+    cols = ["group", "variant", "fits", "stages", *shares, "reason"]
+    compilers = ", ".join(sorted(set(df["compiler"].dropna().astype(str))))
+    return [f"## The {target} compiler's verdict per variant (Table 3's resource columns)", "",
+            table(t[cols]), "",
+            f"Compiled by {compilers}. Each share is what the program uses over one pipe's capacity (the stages the "
+            "pipe has x the units per stage), both read from the compiler's resource report, not from a datasheet. "
+            "A refusal is the compiler's first error line; the run's build directory keeps its whole log. † variants "
+            "have no switch program and no row.", ""]
+
+
 def render(run: RunView) -> list[str]:
     df = run.table(T.RESOURCES)
     res = run.manifest.get("resources", ResourcesSection) or ResourcesSection()
@@ -49,6 +70,8 @@ def render(run: RunView) -> list[str]:
                           (T.CHIMERA_TABLES, "Chimera's tables (this model)")):
         if run.has(schema):
             lines += [f"## {title}", "", table(run.table(schema), schema), ""]
+    if run.has(T.COMPILES):
+        lines += compiles_section(run.table(T.COMPILES))
     lines += ["## Figures", "", *figure_lines(run, [run.rel(p) for p in figs]), ""]
     lines += reproduce(run)
     return lines

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 import pandas as pd
+from tqdm import tqdm
 
 from chimera import paths
 from chimera.baselines.zoo import BASELINES, run_baseline
@@ -17,7 +18,9 @@ from chimera.experiments.stages.context import RunContext
 from chimera.experiments.stages.train import train_variant
 from chimera.formats.artifact import Artifact
 from chimera.formats.rows import Cells
+from chimera.experiments.kinds.yardstick_common import NamedData
 from chimera.targets.allocation import ebpf_allocation, p4_allocation, p4_tables
+from chimera.targets.compile_only import CompileOnlyTarget
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +32,29 @@ def chimera_tables(art: Artifact) -> pd.DataFrame:
     t = pd.DataFrame(art.resources["tables"])
     t["match"] = ["TCAM-like" if any(w in n for w in TCAM_WORDS) else "SRAM" for n in t["table"]]
     return t
+
+
+def compile_reports(ctx: RunContext[ResourcesExperiment], nd: NamedData) -> pd.DataFrame:
+    """Each switch-resident variant's program through the target's compiler (Table 3's resource columns): a row per
+    variant, whether it fits and what it allocates, or the compiler's words for why not. A † variant has no switch
+    program and no row."""
+    rows: list[Cells] = []
+    target = ctx.target
+    assert isinstance(target, CompileOnlyTarget)
+    switch = [v for v in ctx.variants if not v.software_only]
+    for v in ctx.variants:
+        if v.software_only:
+            log.info("[resources] %s: a † configuration, no switch program to compile", v.name)
+    for v in tqdm(switch, desc=f"{ctx.target.name} compiles", unit="variant"):
+        trained = train_variant(nd.data, nd.rules, v, ctx.cfg.seed, nd.cache)
+        art = compile_variant(nd.data, nd.rules, v, trained)
+        save_artifact(art, ctx.run.path / "artifacts", v.name)
+        rep = target.report_resources(art, paths.BUILD)
+        log.info("[resources] %s on %s: %s", v.name, ctx.target.name,
+                 f"fits in {rep.columns.get('stages_used')} stages" if rep.fits else "refused: " + rep.reason[:200])
+        rows.append({"variant": v.name, "group": v.group, "target": ctx.target.name, "fits": rep.fits,
+                     "reason": rep.reason, "compiler": rep.compiler, **rep.columns})
+    return pd.DataFrame(rows)
 
 
 def run(ctx: RunContext[ResourcesExperiment]) -> None:
@@ -78,4 +104,6 @@ def run(ctx: RunContext[ResourcesExperiment]) -> None:
     out["budget_bits"] = budget
     out["budget_ratio"] = out["per_flow_bits"] / budget
     T.RESOURCES.write(out, ctx.run.path)
+    if isinstance(ctx.target, CompileOnlyTarget):
+        T.COMPILES.write(compile_reports(ctx, nd), ctx.run.path)
     ctx.record(ResourcesSection(budget_bits=budget, p4_source=p["source"]))

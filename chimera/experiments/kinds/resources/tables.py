@@ -15,3 +15,9 @@ EBPF_MAPS = TableSchema("ebpf_maps.csv", {"name": S, "type": I, "key_size": I, "
 P4_REGISTERS = TableSchema("p4_registers.csv", {"name": S, "bitwidth": I, "size": I, "per_flow": B, "bits": I},
                            keys=("name",), open_columns=True)
 P4_TABLES = TableSchema("p4_tables.csv", {"table": S, "size": I, "match": S}, keys=("table",), open_columns=True)
+#: a compile-only target's verdict on each switch-resident variant (chimera.targets.compile_only): whether its program
+#: fits, the compiler's words where not, and the allocation's columns (``<resource>_used``, ``<resource>_share``)
+COMPILES = TableSchema("compiles.csv", {"variant": S, "group": S, "target": S, "fits": B, "reason": S, "compiler": S,
+                                        "program": S, "stages_used": I, "stages_available": I, "sram_share": F,
+                                        "tcam_share": F}, keys=("variant",), open_columns=True,
+                       metrics=("stages_used", "sram_share", "tcam_share"))
