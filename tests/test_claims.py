@@ -890,3 +890,44 @@ def test_table4_over_a_swept_grid_is_judged_per_seed(dv_step: float, m_step: flo
     assert first.interval and second.interval
     assert first.verdict == want_first, first
     assert second.verdict == want_second, second
+
+
+def _compile_run(fits: bool) -> SimpleNamespace:
+    """A compile-only target's published resources run, as the ledger reads it: Chimera's full variant at 6 of 12
+    stages with 5.5% of SRAM, 20.5% of TCAM and 4% of the action data bus, or refused by the compiler."""
+    row = {"variant": "Chimera (PRF, hybrid, incremental, cascade)", "group": "Full", "target": "tofino", "fits": fits,
+           "reason": "" if fits else "chimera_tna.p4(88): error: reg_s_0_0: too many accesses\nmore",
+           "compiler": "p4c 1.2.5.16", "stages_used": 6, "stages_available": 12, "sram_share": 0.055,
+           "tcam_share": 0.205, "action_bus_bytes_share": 0.04}
+    other = {**row, "variant": "Local window only", "group": "Keys", "sram_share": 0.5}
+    return SimpleNamespace(table=lambda schema: pd.DataFrame([other, row]), cite=lambda: "`results/published/x`",
+                           rel="results/published/x", manifest=SimpleNamespace(git=SimpleNamespace(commit="abc1234")))
+
+
+@pytest.mark.parametrize("fits", [True, False])
+def test_table2_shares_come_from_the_compilers_report(fits: bool) -> None:
+    """Chimera's SRAM, TCAM and bus shares are its full variant's as the compiler allocated them, each by the value
+    rule (within a factor 2 of the paper's 5%, 10%, 5%); a refused program is the compiler's first error line; a
+    software baseline is not testable, saying it has no switch program."""
+    from chimera.book.paper import load
+    from chimera.book.rules import FACTOR
+    t2 = load()["table2_resources"]
+    res = pd.DataFrame([{"method": "BoS", "where": "software"}, {"method": "Chimera", "where": "eBPF dataplane"}])
+    rows = {c.claim: c for c in C.pipe_shares("Chimera", t2, res, _compile_run(fits))}  # type: ignore[arg-type]
+    assert set(rows) == {"Chimera SRAM %", "Chimera TCAM %", "Chimera BUS %"}
+    if fits:
+        assert [rows[k].value for k in ("Chimera SRAM %", "Chimera TCAM %", "Chimera BUS %")] == \
+            pytest.approx([5.5, 20.5, 4.0])
+        paper = {"Chimera SRAM %": 5.0, "Chimera TCAM %": 10.0, "Chimera BUS %": 5.0}
+        for k, c in rows.items():
+            within = 1 / FACTOR <= (c.value or 0) / paper[k] <= FACTOR
+            assert c.verdict == (C.REPRODUCED if within else C.NOT), k
+        assert rows["Chimera TCAM %"].verdict == C.NOT and "6 of 12 stages" in rows["Chimera TCAM %"].ours
+        assert "action data bus" in rows["Chimera BUS %"].why
+        assert rows["Chimera SRAM %"].measurement.endswith("|sram_share")
+    else:
+        assert all(c.verdict == C.UNTESTABLE and c.why.endswith("reg_s_0_0: too many accesses") for c in rows.values())
+    bos = C.pipe_shares("BoS", t2, res, _compile_run(fits))  # type: ignore[arg-type]
+    assert len(bos) == 3 and all(c.verdict == C.UNTESTABLE and "software baseline" in c.why for c in bos)
+    none = C.pipe_shares("Chimera", t2, res, None)
+    assert all(c.verdict == C.UNTESTABLE and "--target tofino" in c.why for c in none)
