@@ -931,3 +931,28 @@ def test_table2_shares_come_from_the_compilers_report(fits: bool) -> None:
     assert len(bos) == 3 and all(c.verdict == C.UNTESTABLE and "software baseline" in c.why for c in bos)
     none = C.pipe_shares("Chimera", t2, res, None)
     assert all(c.verdict == C.UNTESTABLE and "--target tofino" in c.why for c in none)
+
+
+@pytest.mark.parametrize(("paper_row", "ours", "want"), [
+    ("Linearized (Chimera)", 300, C.REPRODUCED),   # 256 in the paper: within a factor 2
+    ("Linearized (Chimera)", 17_690, C.NOT),       # every entry of every kind would be far off
+    ("Local-only", 0, C.REPRODUCED),               # none against none
+    ("Local-only", 12, C.NOT),                     # some against none
+])
+def test_table3_tcam_entries_are_the_compilers_tcam_tables(paper_row: str, ours: int, want: str) -> None:
+    """Table 3's TCAM column is judged where a compile-only run holds the row: one version's entries in the tables
+    the compiler put in TCAM, by the value rule (none against none is equal); a refusal is the compiler's words;
+    without such a run the row stays not testable and says which run would make it."""
+    from chimera.book.paper import load
+    t3 = load()["table3_ablation"]
+    rt = _compile_run(True)
+    x = pd.Series({"fits": True, "target": "tofino", "compiler": "p4c 1.2.5.16", "tcam_entries": ours,
+                   "tcam_tables": "global_layer hard_rules"}, name=C.T3_NAMES[paper_row])
+    c = C.tcam_entries_claim(paper_row, t3, rt, x, "17,690 (all entries)", "`x`")  # type: ignore[arg-type]
+    assert c.verdict == want and c.value == ours and "global_layer, hard_rules in TCAM" in c.ours
+    assert c.measurement == f"results/published/x|compiles|{C.T3_NAMES[paper_row]}|tcam_entries"
+    refused = C.tcam_entries_claim(paper_row, t3, rt, pd.Series({**x, "fits": False, "reason": "error: no room\nx"}),
+                                   "—", "`x`")  # type: ignore[arg-type]
+    assert refused.verdict == C.UNTESTABLE and refused.why.endswith("error: no room")
+    none = C.tcam_entries_claim(paper_row, t3, None, None, "17,690 (all entries)", "`x`")
+    assert none.verdict == C.UNTESTABLE and "--target tofino" in none.why and none.ours == "17,690 (all entries)"

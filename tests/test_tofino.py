@@ -181,14 +181,33 @@ def test_the_report_is_the_allocation_or_the_compilers_refusal(tmp_path: Path, m
     monkeypatch.setattr(TofinoTarget, "unavailable_reason", classmethod(lambda cls: None))
     monkeypatch.setattr(tofino, "try_compile",
                         lambda art, build_dir: _compiled(tmp_path, _report() if fits else None, refusal))
+    monkeypatch.setattr(tofino, "table_entries", lambda art: {"rules_hard": 2, "centroid": 5, "len_range": 16})
     rep = TofinoTarget().report_resources(None, tmp_path)  # type: ignore[arg-type]
     assert rep.fits is fits
     if fits:
         assert rep.reason == "" and rep.compiler == "9.13.4"
         assert rep.columns["stages_used"] == 2 and rep.columns["tcam_share"] == 2 / 288
+        assert rep.columns["tcam_entries"] == 2 and rep.columns["tcam_tables"] == "rules_hard"
     else:
         assert rep.columns == {} and rep.compiler.startswith("p4c 1.2.5.16")
         assert rep.reason == "chimera_tna.p4(210): error: reg_s_0_0: too many accesses to a register in one stage"
+
+
+def test_a_reports_table_names_are_the_programs() -> None:
+    from chimera.targets.tofino.resources import p4_name
+    assert [p4_name(n) for n in ("ChimeraIngress.len_range", "len_range$tind", "ChimeraIngress.soft_3$tind",
+                                 "hard_rules")] == ["len_range", "len_range", "soft_3", "hard_rules"]
+
+
+def test_one_versions_entries_per_table_are_what_p4runtime_installs() -> None:
+    """The count per table, from the artifact, is the P4Runtime entries of version 0 as BMv2 takes them."""
+    from collections import Counter
+
+    from chimera.targets.bmv2.p4rt import model_entries
+    from chimera.targets.tofino import table_entries
+    art = _artifact()
+    assert len(art.soft_rules) and len(art.global_table) and len(art.hard_rules)
+    assert table_entries(art) == dict(Counter(str(e.table_id).rsplit(".", 1)[-1] for e in model_entries(art, 0)))
 
 
 class _Reporter(CompileOnlyTarget):

@@ -614,6 +614,29 @@ def ablation_swept(b: Book) -> tuple[Run, pd.DataFrame] | None:
     return None
 
 
+def tcam_entries_claim(name: str, t3: PaperTable, rt: Run | None, x: pd.Series | None, all_entries: str,
+                       cite: str) -> Claim:
+    """Table 3's TCAM column for one row: the entries one version of the variant installs in the tables the
+    compiler placed in TCAM, by the value rule (0 against 0 is equal); the compiler's words where it refused the
+    program; where no compile-only run holds the row, every entry of every match kind, not judged."""
+    paper, src = t3.number(name, "tcam_entries"), f"table3_ablation/{name}/tcam_entries"
+    if x is None or rt is None:
+        return Claim("Table 3", f"{name}: TCAM entries", n(paper), all_entries, cite, UNTESTABLE,
+                     "Tofino TCAM; ours counts every table entry, of every match kind (no compile-only run of this "
+                     "row: `invoke run-experiment --name resources --target tofino`)", source=src)
+    if not bool(x["fits"]):
+        return Claim("Table 3", f"{name}: TCAM entries", n(paper), "does not fit", _cite(rt), UNTESTABLE,
+                     f"{x['compiler']} refused the program for {x['target']}: {str(x['reason']).splitlines()[0]}",
+                     source=src, commit=_commit(rt))
+    ours = float(x["tcam_entries"])
+    verdict, why = (REPRODUCED, "both none") if paper == 0 and ours == 0 else factor(paper, ours)
+    tables = str(x.get("tcam_tables") or "") if x.get("tcam_tables") == x.get("tcam_tables") else ""
+    return Claim("Table 3", f"{name}: TCAM entries", n(paper), f"{n(ours)} ({x['target']}: "
+                 f"{tables.replace(' ', ', ') or 'no table'} in TCAM)", _cite(rt), verdict,
+                 f"{why}; one version's entries in the tables {x['compiler']} placed in TCAM", ours, src,
+                 _m(rt, "compiles", x.name, "tcam_entries"), _commit(rt))
+
+
 def table3(b: Book, p: Paper) -> list[Claim]:
     out = []
     r = b.runs.latest("ablation", on_testbed) or b.runs.latest("ablation")
@@ -625,6 +648,8 @@ def table3(b: Book, p: Paper) -> list[Claim]:
     rows = t3.rows
     ch_f1 = t3.number("Linearized (Chimera)", "f1")
     sw = ablation_swept(b)
+    rt = b.runs.latest("resources", lambda x: x.has_csv(COMPILES.name))   # a compile-only target's run
+    comp = rt.table(COMPILES).set_index("variant") if rt is not None else pd.DataFrame()
     # the rows judged over the sweep's seeds: every paper row the sweep holds beside Chimera, one family
     held = [T3_NAMES[name] for name in rows if sw is not None and T3_NAMES[name] != CHIMERA
             and CHIMERA in sw[1] and T3_NAMES[name] in sw[1] and not _identical(d, T3_NAMES[name])]
@@ -670,10 +695,9 @@ def table3(b: Book, p: Paper) -> list[Claim]:
             out.append(Claim("Table 3", f"{name}: bits per flow", n(bits), n(x["bits_per_flow"]), _cite(r), verdict,
                              why, float(x["bits_per_flow"]), f"{src}/bits_per_flow",
                              _m(r, "ablation", v, "bits_per_flow"), _commit(r)))
-        out.append(Claim("Table 3", f"{name}: TCAM entries", n(t3.number(name, "tcam_entries")),
-                         n(x["table_entries"]) + " (all entries)" if x["table_entries"] == x["table_entries"] else "—",
-                         _cite(r), UNTESTABLE, "Tofino TCAM; ours counts every table entry, of every match kind",
-                         source=f"{src}/tcam_entries"))
+        out.append(tcam_entries_claim(name, t3, rt, comp.loc[v] if v in comp.index else None,
+                                      n(x["table_entries"]) + " (all entries)" if x["table_entries"] == x["table_entries"]
+                                      else "—", _cite(r)))
         ours_lat = x["latency_switch_p50_us"]
         out.append(Claim("Table 3", f"{name}: latency µs", f(t3.number(name, "latency_us"), 1),
                          (f(ours_lat, 3) + f" ({r.target} p50)") if ours_lat == ours_lat else "—", _cite(r),

@@ -18,13 +18,29 @@ from typing import Any, ClassVar
 
 from chimera.controlplane.schedule import TraceControl
 from chimera.data.pcap import PacketTable
-from chimera.formats.artifact import Artifact
+from chimera.formats.artifact import VALUE_TABLES, Artifact
 from chimera.targets.base import Capability, CapabilityError, TargetResult
 from chimera.targets.compile_only import CompileOnlyTarget, ResourceReport
 from chimera.targets.tofino.compiler import INSTALL_HINT, compile_tna, compiler_missing, try_compile
-from chimera.targets.tofino.resources import read
+from chimera.targets.tofino.resources import p4_name, read
 from chimera.testbed.nodes import BuildOptions
 from chimera.testbed.replay import ReplayConfig
+
+
+def table_entries(art: Artifact) -> dict[str, int]:
+    """The entries one version of ``art`` installs, per P4 table, counted from the artifact: the TNA program's
+    tables are the v1model program's, so these are the P4Runtime entries BMv2 takes (tests/test_tofino.py checks
+    the counts against them). The paper's Table 3 counts one version; the control plane's double buffer holds two."""
+    out = {"params": 1, "len_range": len(art.len_lo), "len_fine_range": len(art.len_fine_lo),
+           "flag_ternary": len(art.flag_ternary), "map_exact": len(art.map),
+           "port_vocab_sport": len(art.port_vocab), "port_vocab_dport": len(art.port_vocab),
+           "phi": art.c("NUM_CENTROIDS"), "phi_out": art.c("NUM_CENTROIDS"), "w_out": 1,
+           "global_layer": len(art.global_table), "hard_rules": len(art.hard_rules)}
+    for name, table in zip(VALUE_TABLES, art.values):
+        out[f"{name}_in"] = out[f"{name}_out"] = len(table)
+    for r in art.soft_rules.rule.tolist():
+        out[f"soft_{int(r)}"] = out.get(f"soft_{int(r)}", 0) + 1
+    return {k: v for k, v in out.items() if v}
 
 
 class TofinoTarget(CompileOnlyTarget):
@@ -60,7 +76,11 @@ class TofinoTarget(CompileOnlyTarget):
         if not c.ok:
             return ResourceReport(False, c.reason, c.version, {})
         a = read(c.out_dir / "chimera_tna.tofino")
-        return ResourceReport(True, "", a.compiler_version, a.row())
+        tcam = {p4_name(t) for t in a.tcam_by_table}
+        entries = table_entries(art)
+        return ResourceReport(True, "", a.compiler_version,
+                              {**a.row(), "tcam_entries": sum(n for t, n in entries.items() if t in tcam),
+                               "tcam_tables": " ".join(sorted(tcam & set(entries)))})
 
     def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str, *, replay: ReplayConfig,
             control: TraceControl | None = None) -> TargetResult:

@@ -211,6 +211,13 @@ def parse(text: str, source: str = "resources.json") -> Allocation:
     )
 
 
+def p4_name(used_by: str) -> str:
+    """The P4 table a report's ``used_by`` names: the backend qualifies it with its control
+    ("ChimeraIngress.len_range") and marks the parts it splits a table into ("len_range$tind"); the program's own
+    name is what is left."""
+    return used_by.split("$", 1)[0].rsplit(".", 1)[-1]
+
+
 def read(out_dir: Path) -> Allocation:
     """The allocation of the compile whose output directory is ``out_dir``."""
     path = out_dir / REPORT

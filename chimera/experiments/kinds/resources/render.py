@@ -36,12 +36,13 @@ def compiles_section(df: pd.DataFrame) -> list[str]:
     t["stages"] = [f"{int(u)} of {int(a)}" if ok else "" for ok, u, a in
                    zip(t["fits"], t.get("stages_used", t["fits"]), t.get("stages_available", t["fits"]))]
     t["reason"] = t["reason"].fillna("").map(lambda r: str(r).splitlines()[0][:160] if r else "")
-    cols = ["group", "variant", "fits", "stages", *shares, "reason"]
+    cols = ["group", "variant", "fits", "stages", *shares, *(["tcam_entries"] if "tcam_entries" in t else []), "reason"]
     compilers = ", ".join(sorted(set(df["compiler"].dropna().astype(str))))
     return [f"## The {target} compiler's verdict per variant (Table 3's resource columns)", "",
-            table(t[cols]), "",
+            table(t[cols], ["tcam_entries"]), "",
             f"Compiled by {compilers}. Each share is what the program uses over one pipe's capacity (the stages the "
             "pipe has x the units per stage), both read from the compiler's resource report, not from a datasheet. "
+            "tcam_entries: the entries one version of the variant installs in the tables the compiler put in TCAM. "
             "A refusal is the compiler's first error line; the run's build directory keeps its whole log. † variants "
             "have no switch program and no row.", ""]
 
