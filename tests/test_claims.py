@@ -956,3 +956,5 @@ def test_table3_tcam_entries_are_the_compilers_tcam_tables(paper_row: str, ours:
     assert refused.verdict == C.UNTESTABLE and refused.why.endswith("error: no room")
     none = C.tcam_entries_claim(paper_row, t3, None, None, "17,690 (all entries)", "`x`")
     assert none.verdict == C.UNTESTABLE and "--target tofino" in none.why and none.ours == "17,690 (all entries)"
+    dagger = C.tcam_entries_claim("Exact softmax (dagger)", t3, rt, None, "—", "`x`", software=True)  # type: ignore[arg-type]
+    assert dagger.verdict == C.UNTESTABLE and "† configuration" in dagger.why

@@ -615,11 +615,15 @@ def ablation_swept(b: Book) -> tuple[Run, pd.DataFrame] | None:
 
 
 def tcam_entries_claim(name: str, t3: PaperTable, rt: Run | None, x: pd.Series | None, all_entries: str,
-                       cite: str) -> Claim:
+                       cite: str, software: bool = False) -> Claim:
     """Table 3's TCAM column for one row: the entries one version of the variant installs in the tables the
     compiler placed in TCAM, by the value rule (0 against 0 is equal); the compiler's words where it refused the
     program; where no compile-only run holds the row, every entry of every match kind, not judged."""
     paper, src = t3.number(name, "tcam_entries"), f"table3_ablation/{name}/tcam_entries"
+    if software:
+        return Claim("Table 3", f"{name}: TCAM entries", n(paper), all_entries, cite, UNTESTABLE,
+                     "a † configuration: it runs off the switch here, so it has no switch tables for a compiler to "
+                     "place", source=src)
     if x is None or rt is None:
         return Claim("Table 3", f"{name}: TCAM entries", n(paper), all_entries, cite, UNTESTABLE,
                      "Tofino TCAM; ours counts every table entry, of every match kind (no compile-only run of this "
@@ -697,7 +701,7 @@ def table3(b: Book, p: Paper) -> list[Claim]:
                              _m(r, "ablation", v, "bits_per_flow"), _commit(r)))
         out.append(tcam_entries_claim(name, t3, rt, comp.loc[v] if v in comp.index else None,
                                       n(x["table_entries"]) + " (all entries)" if x["table_entries"] == x["table_entries"]
-                                      else "—", _cite(r)))
+                                      else "—", _cite(r), bool(x["software_only"])))
         ours_lat = x["latency_switch_p50_us"]
         out.append(Claim("Table 3", f"{name}: latency µs", f(t3.number(name, "latency_us"), 1),
                          (f(ours_lat, 3) + f" ({r.target} p50)") if ours_lat == ours_lat else "—", _cite(r),
