@@ -900,7 +900,9 @@ def _compile_run(fits: bool) -> SimpleNamespace:
            "compiler": "p4c 1.2.5.16", "stages_used": 6, "stages_available": 12, "sram_share": 0.055,
            "tcam_share": 0.205, "action_bus_bytes_share": 0.04}
     other = {**row, "variant": "Local window only", "group": "Keys", "sram_share": 0.5}
-    return SimpleNamespace(table=lambda schema: pd.DataFrame([other, row]), cite=lambda: "`results/published/x`",
+    leo = {**row, "variant": "Leo", "group": "Baseline", "sram_share": 0.03, "tcam_share": 0.2,
+           "action_bus_bytes_share": 0.5}
+    return SimpleNamespace(table=lambda schema: pd.DataFrame([other, row, leo]), cite=lambda: "`results/published/x`",
                            rel="results/published/x", manifest=SimpleNamespace(git=SimpleNamespace(commit="abc1234")))
 
 
@@ -927,6 +929,10 @@ def test_table2_shares_come_from_the_compilers_report(fits: bool) -> None:
         assert rows["Chimera SRAM %"].measurement.endswith("|sram_share")
     else:
         assert all(c.verdict == C.UNTESTABLE and c.why.endswith("reg_s_0_0: too many accesses") for c in rows.values())
+    leo = {c.claim: c for c in C.pipe_shares("Leo", t2, res, _compile_run(fits))}  # type: ignore[arg-type]
+    if fits:   # the paper's Leo: 2.44, 21.67, 3.55
+        assert [leo[f"Leo {k} %"].value for k in ("SRAM", "TCAM", "BUS")] == pytest.approx([3.0, 20.0, 50.0])
+        assert [leo[f"Leo {k} %"].verdict for k in ("SRAM", "TCAM", "BUS")] == [C.REPRODUCED, C.REPRODUCED, C.NOT]
     bos = C.pipe_shares("BoS", t2, res, _compile_run(fits))  # type: ignore[arg-type]
     assert len(bos) == 3 and all(c.verdict == C.UNTESTABLE and "software baseline" in c.why for c in bos)
     none = C.pipe_shares("Chimera", t2, res, None)

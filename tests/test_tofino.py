@@ -165,7 +165,7 @@ def _compiled(out: Path, report: dict[str, Any] | None, log: str = "") -> Any:
 
     from chimera.targets.tofino.compiler import Compile
     if report is not None:
-        logs = out / "chimera_tna.tofino" / "pipe" / "logs"
+        logs = out / "out.tofino" / "pipe" / "logs"
         logs.mkdir(parents=True)
         (logs / "resources.json").write_text(json.dumps(report))
     return Compile(out, report is not None, 0 if report is not None else 1, log, "p4c 1.2.5.16 (SHA: test)")
@@ -222,6 +222,9 @@ class _Reporter(CompileOnlyTarget):
     def run(self, *a: Any, **k: Any) -> Any:
         raise AssertionError("a compile-only target classifies nothing")
 
+    def report_tree(self, tree: Any, art: Any, build_dir: Path) -> ResourceReport:
+        raise AssertionError("the variants' compiles do not compile a tree")
+
     def report_resources(self, art: Any, build_dir: Path) -> ResourceReport:
         if art == "Local window only":
             return ResourceReport(False, "error: stage count exceeded", "fake 1.0", {})
@@ -255,3 +258,78 @@ def test_the_resources_kind_compiles_each_switch_resident_variant(tmp_path: Path
     back = T.COMPILES.read(tmp_path)
     text = "\n".join(R.compiles_section(back))
     assert "fake-compiler" in text and "stage count exceeded" in text and "7 of 12" in text and "25.0%" in text
+
+
+def _tree() -> Any:
+    """Leo's tree fitted on a small window of synthetic features, in the format the program takes."""
+    import numpy as np
+
+    from chimera.baselines.features import fair_inputs
+    from chimera.baselines.leo import fit_leo
+    from chimera.experiments.kinds.resources.run import range_tree
+    rng = np.random.default_rng(3)
+    spec = fair_inputs(4)
+    x = rng.integers(0, 60, (600, spec.n_features))
+    x[:50, : 2 * len(spec.fields)] = -1    # packets near their flow's start: lags missing
+    y = (x[:, 0] > 30).astype(np.int64) + (x[:, len(spec.fields)] > 20) + 2 * (x[:, -1] > 40)
+    _, tree = fit_leo(x, y, spec, 6, 1)
+    return range_tree(tree), tree
+
+
+def test_leos_tree_converts_to_the_range_tree_format() -> None:
+    """The format's inputs are the features the tree tests, by name; its tables are the tree's."""
+    from chimera.formats.tree import RangeTree
+    rt, tree = _tree()
+    names = tree.spec.names()
+    assert rt.inputs == tuple(names[f] for f in tree.features) and len(rt.inputs) >= 3
+    assert [len(t) for t in rt.thresholds] == [len(t) for t in tree.thresholds]
+    assert len(rt.leaf_class) == len(tree.leaf_class) and rt.n_classes == tree.n_classes
+    assert any(RangeTree.field_lag(n)[1] > 0 for n in rt.inputs), "the fixture must read an earlier packet"
+
+
+def test_leos_program_holds_its_tables_and_a_shift_chain_per_lagged_field(tmp_path: Path) -> None:
+    """A range table per input sized by its thresholds (codes 0..T), a leaf table with a range key per code sized
+    by the leaves, a register per field and lag up to the deepest lag read, each shifted once per packet, and
+    every lagged input 0 (missing) until the flow has that many earlier packets."""
+    from chimera.formats.tree import RangeTree
+    from chimera.targets.tofino import leo
+    rt, _ = _tree()
+    art = _artifact()
+    text = _preprocess(tmp_path, leo.render(rt, art), render_header(art))
+    for i, th in enumerate(rt.thresholds):
+        assert re.search(rf"table leo_range_{i} {{ key = {{ leo.x{i}: range @name\(\"x\"\); }} .*? "
+                         rf"size = {len(th) + 1}; }}", text), i
+    leaf = re.search(r"table leo_leaf \{ key = \{(.*?)\} .*? size = (\d+); \}", text)
+    assert leaf and int(leaf.group(2)) == len(rt.leaf_class)
+    assert re.findall(r"leo.c(\d+): range", leaf.group(1)) == [str(i) for i in range(len(rt.inputs))]
+    for f, lag in rt.lags().items():
+        for k in range(1, lag + 1):
+            assert len(re.findall(rf"\b{f}_lag{k}_shift\.execute\(", text)) == 1, (f, k)
+        assert f"reg_{f}_lag{lag + 1}" not in text
+    for i, name in enumerate(rt.inputs):
+        k = RangeTree.field_lag(name)[1]
+        if k:
+            assert f"leo.x{i} = 0; if (meta.pkts >= {k}) {{ leo.x{i} = (bit<32>)leo." in text, name
+    assert "register<" not in text and "meta.label = label;" in text
+
+
+def test_a_tree_reading_a_field_the_program_does_not_compute_is_refused() -> None:
+    from chimera.formats.tree import RangeTree
+    from chimera.targets.tofino import leo
+    t = RangeTree(("flow_bytes",), ((10,),), ((0,),), ((1,),), (0,), 2)
+    with pytest.raises(ValueError, match="flow_bytes"):
+        leo.render(t, _artifact())
+
+
+def test_leos_report_counts_its_range_and_leaf_entries_in_tcam(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import chimera.targets.tofino as tofino
+    rt, _ = _tree()
+    rep_json = _report()
+    for st in rep_json["resources"]["mau"]["mau_stages"][:1]:
+        st["tcams"]["tcams"] = [{"row": 0, "column": 0, "usages": [{"used_by": "ChimeraIngress.leo_leaf"}]},
+                                {"row": 1, "column": 0, "usages": [{"used_by": "ChimeraIngress.leo_range_0"}]}]
+    monkeypatch.setattr(TofinoTarget, "unavailable_reason", classmethod(lambda cls: None))
+    monkeypatch.setattr(tofino, "compile_text", lambda text, header, build_dir, program: _compiled(tmp_path, rep_json))
+    rep = TofinoTarget().report_tree(rt, _artifact(), tmp_path)
+    assert rep.fits and rep.columns["tcam_tables"] == "leo_leaf leo_range_0"
+    assert rep.columns["tcam_entries"] == len(rt.leaf_class) + len(rt.thresholds[0]) + 1

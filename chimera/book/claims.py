@@ -514,11 +514,12 @@ PIPE_SHARES = {"sram_pct": "sram_share", "tcam_pct": "tcam_share", "bus_pct": "a
 
 def pipe_shares(name: str, t2: PaperTable, res: pd.DataFrame, rt: Run | None) -> list[Claim]:
     """``name``'s SRAM, TCAM and bus shares of one Tofino pipe, from a compile-only target's published resources
-    run: Chimera's full variant as the compiler allocated it, by the value rule; where the compiler refused the
-    program, the compiler's own words; where a method has no switch program here, why."""
+    run: Chimera's full variant, or the method's own row (Leo's tables), as the compiler allocated it, by the value
+    rule; where the compiler refused the program, the compiler's own words; where a method has no switch program
+    here, why."""
     T = "table2_resources"
     comp = rt.table(COMPILES) if rt is not None else pd.DataFrame(columns=["variant", "group", "fits"])
-    full = comp[comp["group"] == "Full"] if name == "Chimera" else comp.iloc[0:0]
+    full = comp[comp["group"] == "Full"] if name == "Chimera" else comp[comp["variant"] == name]
     where = set(res.loc[res["method"] == name, "where"]) if len(res) else set()
     out = []
     for col, ours_col in PIPE_SHARES.items():
@@ -538,15 +539,13 @@ def pipe_shares(name: str, t2: PaperTable, res: pd.DataFrame, rt: Run | None) ->
                              f"{int(x['stages_available'])} stages)", _cite(rt), v,
                              f"{why}; a share of one pipe as {x['compiler']} reports it{bus}", ours, src,
                              _m(rt, "compiles", x["variant"], ours_col), _commit(rt)))
-        elif name == "Chimera":
-            out.append(Claim("Table 2", label, f(paper, 2), "—", "—", UNTESTABLE,
-                             "a Tofino resource share: no published resources run of a compile-only target "
-                             "(`invoke run-experiment --name resources --target tofino`, issue 57)", source=src))
+        elif where and all("software" in w for w in where):
+            out.append(Claim("Table 2", label, f(paper, 2), "—", "—", UNTESTABLE, f"{name} is a software baseline "
+                             "here: there is no switch program of it for a compiler to allocate", source=src))
         else:
-            why = (f"{name} is a software baseline here: there is no switch program of it for a compiler to "
-                   "allocate" if where and all("software" in w for w in where) else
-                   f"{name}'s tables have no TNA program in this build (issue 57)")
-            out.append(Claim("Table 2", label, f(paper, 2), "—", "—", UNTESTABLE, why, source=src))
+            out.append(Claim("Table 2", label, f(paper, 2), "—", "—", UNTESTABLE,
+                             "a Tofino resource share: no published resources run of a compile-only target holds it "
+                             "(`invoke run-experiment --name resources --target tofino`, issue 57)", source=src))
     return out
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chimera.formats.artifact import Artifact
+from chimera.formats.tree import RangeTree
 from chimera.targets.base import Target
 
 
@@ -35,3 +36,8 @@ class CompileOnlyTarget(Target):
     @abc.abstractmethod
     def report_resources(self, art: Artifact, build_dir: Path) -> ResourceReport:
         """Compile ``art``'s program under ``build_dir`` and read what the compiler allocated (or why it refused)."""
+
+    @abc.abstractmethod
+    def report_tree(self, tree: RangeTree, art: Artifact, build_dir: Path) -> ResourceReport:
+        """Compile a decision tree's tables (Leo's program) under ``build_dir`` and read what the compiler allocated;
+        ``art`` gives the flow table and the clock the tree's program shares with the pipeline's."""

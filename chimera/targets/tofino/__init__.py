@@ -21,7 +21,11 @@ from chimera.data.pcap import PacketTable
 from chimera.formats.artifact import VALUE_TABLES, Artifact
 from chimera.targets.base import Capability, CapabilityError, TargetResult
 from chimera.targets.compile_only import CompileOnlyTarget, ResourceReport
-from chimera.targets.tofino.compiler import INSTALL_HINT, compile_tna, compiler_missing, try_compile
+from chimera.compile.header import render as render_header
+from chimera.formats.tree import RangeTree
+from chimera.targets.tofino import leo
+from chimera.targets.tofino.compiler import (INSTALL_HINT, OUTPUT, Compile, compile_tna, compile_text,
+                                             compiler_missing, try_compile)
 from chimera.targets.tofino.resources import p4_name, read
 from chimera.testbed.nodes import BuildOptions
 from chimera.testbed.replay import ReplayConfig
@@ -41,6 +45,18 @@ def table_entries(art: Artifact) -> dict[str, int]:
     for r in art.soft_rules.rule.tolist():
         out[f"soft_{int(r)}"] = out.get(f"soft_{int(r)}", 0) + 1
     return {k: v for k, v in out.items() if v}
+
+
+def _report(c: Compile, entries: dict[str, int]) -> ResourceReport:
+    """A compile's report: the allocation, and the entries (of ``entries``, per table) in the tables placed in
+    TCAM; or the compiler's refusal."""
+    if not c.ok:
+        return ResourceReport(False, c.reason, c.version, {})
+    a = read(c.out_dir / OUTPUT)
+    tcam = {p4_name(t) for t in a.tcam_by_table}
+    return ResourceReport(True, "", a.compiler_version,
+                          {**a.row(), "tcam_entries": sum(n for t, n in entries.items() if t in tcam),
+                           "tcam_tables": " ".join(sorted(tcam & set(entries)))})
 
 
 class TofinoTarget(CompileOnlyTarget):
@@ -72,15 +88,14 @@ class TofinoTarget(CompileOnlyTarget):
         """The backend's verdict on ``art``'s TNA program: its allocation where it fits, its own error lines where
         it refuses (the resources experiment records a refusal as a row, not a crash)."""
         self.require_available()
-        c = try_compile(art, build_dir)
-        if not c.ok:
-            return ResourceReport(False, c.reason, c.version, {})
-        a = read(c.out_dir / "chimera_tna.tofino")
-        tcam = {p4_name(t) for t in a.tcam_by_table}
-        entries = table_entries(art)
-        return ResourceReport(True, "", a.compiler_version,
-                              {**a.row(), "tcam_entries": sum(n for t, n in entries.items() if t in tcam),
-                               "tcam_tables": " ".join(sorted(tcam & set(entries)))})
+        return _report(try_compile(art, build_dir), table_entries(art))
+
+    def report_tree(self, tree: RangeTree, art: Artifact, build_dir: Path) -> ResourceReport:
+        """The backend's verdict on Leo's TNA program for ``tree`` (chimera.targets.tofino.leo)."""
+        self.require_available()
+        entries = {f"leo_range_{i}": len(t) + 1 for i, t in enumerate(tree.thresholds)}
+        entries["leo_leaf"] = len(tree.leaf_class)
+        return _report(compile_text(leo.render(tree, art), render_header(art), build_dir, leo.PROGRAM), entries)
 
     def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str, *, replay: ReplayConfig,
             control: TraceControl | None = None) -> TargetResult:

@@ -24,6 +24,8 @@ DRIVER = "p4c"
 INSTALL_HINT = ("build p4c with its Tofino backend: scripts/build-tofino-compiler --prefix DIR (about a day of "
                 "CPU on 2 cores), then put DIR/bin on PATH")
 PROGRAM = "chimera_tna.p4"
+#: the compiler's output directory under a compile's own (its logs: pipe/logs/)
+OUTPUT = "out.tofino"
 
 
 class TofinoCompileError(TargetError):
@@ -65,10 +67,15 @@ def driver_version(driver: Path) -> str:
 
 def try_compile(art: Artifact, build_dir: Path) -> Compile:
     """Compile the TNA program for ``art`` under ``build_dir`` (cached by the program text and the compiler)."""
+    return compile_text(render(art), render_header(art), build_dir, PROGRAM)
+
+
+def compile_text(text: str, header: str, build_dir: Path, program: str) -> Compile:
+    """Compile a TNA program's ``text`` (with its constants header) as ``program`` under ``build_dir``; cached by
+    the text, the header and the compiler, so a second run of the same program reads the first one's result."""
     missing = compiler_missing()
     if missing is not None:
         raise ToolMissingError(f"the Tofino compiler cannot run: {missing}", INSTALL_HINT)
-    text, header = render(art), render_header(art)
     driver = Path(shutil.which(DRIVER) or DRIVER).resolve()
     key = hashlib.sha256(text.encode() + header.encode() + str(driver).encode()
                          + str(driver.stat().st_mtime_ns).encode()).hexdigest()[:16]
@@ -79,10 +86,10 @@ def try_compile(art: Artifact, build_dir: Path) -> Compile:
         return Compile(out, rc == 0, rc, done.read_text(), driver_version(driver))
     out.mkdir(parents=True, exist_ok=True)
     (out / "chimera_constants.h").write_text(header)
-    src = out / PROGRAM
+    src = out / program
     src.write_text(text)
     r = subprocess.run([str(driver), "--target", "tofino", "--arch", "tna", "-I", str(out), "-o",
-                        str(out / "chimera_tna.tofino"), str(src)], capture_output=True, text=True)
+                        str(out / OUTPUT), str(src)], capture_output=True, text=True)
     (out / "returncode").write_text(str(r.returncode))
     done.write_text(r.stdout + r.stderr)
     return Compile(out, r.returncode == 0, r.returncode, r.stdout + r.stderr, driver_version(driver))
@@ -94,4 +101,4 @@ def compile_tna(art: Artifact, build_dir: Path) -> Path:
     if not c.ok:
         raise TofinoCompileError(f"the Tofino backend refused the TNA program for this artifact:\n{c.reason}",
                                  f"its full log: {c.out_dir / 'compile.log'}")
-    return c.out_dir / "chimera_tna.tofino"
+    return c.out_dir / OUTPUT

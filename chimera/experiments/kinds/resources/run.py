@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
+import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
 from chimera import paths
-from chimera.baselines.zoo import BASELINES, run_baseline
+from chimera.baselines.leo import IntegerTree, fit_leo
+from chimera.baselines.zoo import BASELINES, BaselineResult, BaselineSettings, SplitFeatures, run_baseline, spec_of
 from chimera.errors import ChimeraError
 from chimera.experiments.kinds.resources import tables as T
 from chimera.experiments.kinds.resources.config import ResourcesExperiment, ResourcesSection
@@ -18,6 +21,7 @@ from chimera.experiments.stages.context import RunContext
 from chimera.experiments.stages.train import train_variant
 from chimera.formats.artifact import Artifact
 from chimera.formats.rows import Cells
+from chimera.formats.tree import RangeTree
 from chimera.experiments.kinds.yardstick_common import NamedData
 from chimera.targets.allocation import ebpf_allocation, p4_allocation, p4_tables
 from chimera.targets.compile_only import CompileOnlyTarget
@@ -57,6 +61,33 @@ def compile_reports(ctx: RunContext[ResourcesExperiment], nd: NamedData) -> pd.D
     return pd.DataFrame(rows)
 
 
+def range_tree(t: IntegerTree) -> RangeTree:
+    """Leo's fitted tree in the format a dataplane program takes."""
+    names = t.spec.names()
+    return RangeTree(tuple(names[int(f)] for f in t.features), tuple(tuple(int(x) for x in th) for th in t.thresholds),
+                     tuple(tuple(int(x) for x in r) for r in t.leaf_lo), tuple(tuple(int(x) for x in r) for r in t.leaf_hi),
+                     tuple(int(y) for y in t.leaf_class), t.n_classes)
+
+
+def leo_report(ctx: RunContext[ResourcesExperiment], r: BaselineResult, st: BaselineSettings,
+               feats: dict[Any, SplitFeatures], art: Artifact) -> Cells:
+    """Leo's tables through the compile-only target's compiler: the tree the run chose, fitted again on the same
+    rows with the chosen depth and seed (sklearn's fit is deterministic), checked to be it by its test verdicts."""
+    target = ctx.target
+    assert isinstance(target, CompileOnlyTarget)
+    spec = spec_of("Leo", st)
+    sf = feats[spec]
+    _, tree = fit_leo(sf.x_tr, sf.y_tr, spec, int(r.extra["depth"]), ctx.cfg.seed)   # type: ignore[arg-type]
+    if not np.array_equal(tree.predict(sf.x_te), r.pred):
+        raise ChimeraError("Leo's tree fitted again differs from the one the run chose", "report this as a bug: "
+                           "the fit was meant to be deterministic (chimera.baselines.leo.fit_leo)")
+    rep = target.report_tree(range_tree(tree), art, paths.BUILD)
+    log.info("[resources] Leo on %s: %s", target.name, f"fits in {rep.columns.get('stages_used')} stages"
+             if rep.fits else "refused: " + rep.reason[:200])
+    return {"variant": "Leo", "group": "Baseline", "target": target.name, "fits": rep.fits, "reason": rep.reason,
+            "compiler": rep.compiler, **rep.columns}
+
+
 def run(ctx: RunContext[ResourcesExperiment]) -> None:
     nd = next(iter(named_data(ctx)))
     v = ctx.variants[0]
@@ -85,7 +116,8 @@ def run(ctx: RunContext[ResourcesExperiment]) -> None:
     rows.append({"method": "Chimera", "where": "chimera.p4 (v1model)", "per_flow_bits": p["per_flow_bits"],
                  "per_flow_source": p["source"] + ": " + ", ".join(p["per_flow_registers"]), **common})
     st = baseline_settings(ctx)
-    feats: dict = {}
+    feats: dict[Any, SplitFeatures] = {}
+    leo_row: Cells | None = None
     d = nd.data
     att = nd.attack_classes()
     for name in ctx.cfg.baselines.methods:
@@ -100,10 +132,15 @@ def run(ctx: RunContext[ResourcesExperiment]) -> None:
                      "table_entries": res.get("table_entries"), "exact_bits": res.get("exact_bits"),
                      "ternary_range_bits": res.get("ternary_range_bits"),
                      "action_data_bits": res.get("action_data_bits"), "model_kbits": r.model_bits / 1000})
+        if name == "Leo" and isinstance(ctx.target, CompileOnlyTarget):
+            leo_row = leo_report(ctx, r, st, feats, art)
     out = pd.DataFrame(rows)
     out["budget_bits"] = budget
     out["budget_ratio"] = out["per_flow_bits"] / budget
     T.RESOURCES.write(out, ctx.run.path)
     if isinstance(ctx.target, CompileOnlyTarget):
-        T.COMPILES.write(compile_reports(ctx, nd), ctx.run.path)
+        compiles = compile_reports(ctx, nd)
+        if leo_row is not None:
+            compiles = pd.concat([compiles, pd.DataFrame([leo_row])], ignore_index=True)
+        T.COMPILES.write(compiles, ctx.run.path)
     ctx.record(ResourcesSection(budget_bits=budget, p4_source=p["source"]))

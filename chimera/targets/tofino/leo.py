@@ -1,0 +1,220 @@
+"""Leo's decision tree for the Tofino Native Architecture: its range tables and leaf table, and the per-flow state
+its lagged inputs need (issue 57: Table 2's Leo row, measured by the compiler).
+
+The program shares chimera.p4's headers, parsers, flow key and clock with the pipeline's TNA program (cut from the
+same regions of ``p4/chimera.p4``, so both classify the same flows with the same flow table), and its verdict
+header. What is Leo's own:
+
+- **Inputs.** Each field the tree reads is computed as the baselines define it (chimera.baselines.features): the
+  token fields (IP length, IAT bucket, direction, TCP flags) and the packet's own protocol, ports, port encodings
+  and index in its flow.
+- **State.** A field read at lags up to L keeps L registers per flow slot, a shift chain: each packet's
+  RegisterAction on lag k returns the value it held and stores lag k - 1's (lag 1 stores the packet's own). Lag k
+  is present once the flow has k earlier packets. Every value goes into its range table plus 1 (missing is 0),
+  as ``chimera.formats.tree`` says.
+- **Tables.** One range table per input, sized by its thresholds (codes 0..T); one leaf table with a range key on
+  every code, sized by the leaves. The entries are the control plane's; a compile needs only the sizes.
+"""
+
+from __future__ import annotations
+
+from chimera.formats.artifact import Artifact
+from chimera.formats.tree import RangeTree
+from chimera.targets.tofino.program import (ELEMENTS, EMIT, PARSE_STATES, PARSER, PRELUDE, TAIL, V1MODEL_SOURCE,
+                                            Sizes, _ra, _reg, _tna, region)
+
+#: the file the compiler gets
+PROGRAM = "leo_tna.p4"
+
+#: the P4 expression of each input field for the packet itself, after the shared front (its width in bits)
+CURRENT: dict[str, tuple[str, int]] = {
+    "ip_len": ("meta.ip_len", 16), "iat_bucket": ("(bit<16>)meta.iat_b", 8), "direction": ("(bit<16>)meta.dir", 8),
+    "tcp_flags": ("(bit<16>)meta.tflags", 8), "proto": ("(bit<16>)meta.proto", 8), "sport": ("meta.sport", 16),
+    "dport": ("meta.dport", 16), "lo_port": ("leo.lo_port", 16), "hi_port": ("leo.hi_port", 16),
+    "responder_port": ("leo.responder_port", 16), "pkt_index": ("leo.pkt_index", 8)}
+
+
+def _code_bits(thresholds: tuple[int, ...]) -> int:
+    return max(1, len(thresholds)).bit_length()
+
+
+def _meta(tree: RangeTree) -> str:
+    fields = ["bit<16> lo_port;", "bit<16> hi_port;", "bit<16> responder_port;", "bit<16> pkt_index;"]
+    for f, lag in tree.lags().items():
+        fields += [f"bit<16> {f}_0;"] + [f"bit<16> {f}_{k};" for k in range(1, lag + 1)]
+    fields += [f"bit<32> x{i};" for i in range(len(tree.inputs))]
+    fields += [f"bit<{_code_bits(t)}> c{i};" for i, t in enumerate(tree.thresholds)]
+    return "struct leo_meta_t {\n" + "\n".join("    " + f for f in fields) + "\n}"
+
+
+def _state(tree: RangeTree, s: Sizes) -> str:
+    out = ["    /* flow state shared with the pipeline's program: signature, packet count, last arrival, orientation */",
+           _reg("reg_sig", 32, s.flow_slots), _ra("reg_sig", "sig_swap", 32, "rv = v; v = meta.crc;"),
+           _reg("reg_pkts", 16, s.flow_slots),
+           _ra("reg_pkts", "pkts_step", 16,
+               "rv = v; if (v != 0 && leo_ne.ne == 1) { v = 1; } else if (v != 0xFFFF) { v = v + 1; }"),
+           _reg("reg_last", 32, s.flow_slots), _ra("reg_last", "last_swap", 32, "rv = v; v = meta.tsu;"),
+           _reg("reg_orient", 8, s.flow_slots),
+           _ra("reg_orient", "orient_step", 8, "if (meta.fresh == 1) { v = (bit<8>)meta.swap; } rv = v;"),
+           "    /* the lagged inputs: per field, a shift chain of its earlier packets' values */"]
+    for f, lag in tree.lags().items():
+        width = CURRENT[f][1]
+        for k in range(1, lag + 1):
+            out += [_reg(f"reg_{f}_lag{k}", width, s.flow_slots),
+                    _ra(f"reg_{f}_lag{k}", f"{f}_lag{k}_shift", width,
+                        f"rv = v; v = (bit<{width}>)leo.{f}_{k - 1};")]
+    return "\n".join(out)
+
+
+def _tables(tree: RangeTree) -> str:
+    out = ["    action nop() { }",
+           "    action set_egress(bit<9> port) { ig_tm_md.ucast_egress_port = port; }",
+           "    table port_map {",
+           "        key = { ig_intr_md.ingress_port: exact @name(\"ingress_port\"); }",
+           "        actions = { set_egress; nop; }",
+           "        default_action = nop();",
+           "        size = 64;",
+           "    }"]
+    for i, (name, th) in enumerate(zip(tree.inputs, tree.thresholds)):
+        out += [f"    /* {name}: {len(th)} thresholds */",
+                f"    action code_{i}(bit<{_code_bits(th)}> code) {{ leo.c{i} = code; }}",
+                f"    table leo_range_{i} {{",
+                f"        key = {{ leo.x{i}: range @name(\"x\"); }}",
+                f"        actions = {{ code_{i}; }}",
+                f"        default_action = code_{i}(0);",
+                f"        size = {len(th) + 1};",
+                "    }"]
+    keys = " ".join(f"leo.c{i}: range @name(\"c{i}\");" for i in range(len(tree.inputs)))
+    out += ["    action leaf(bit<8> label) { meta.label = label; }",
+            "    table leo_leaf {",
+            f"        key = {{ {keys} }}",
+            "        actions = { leaf; }",
+            "        default_action = leaf(0);",
+            f"        size = {len(tree.leaf_class)};",
+            "    }"]
+    return "\n".join(out)
+
+
+def _apply(tree: RangeTree) -> str:
+    w = ["""    apply {
+        port_map.apply();
+        meta.seq = CHIMERA_NO_SEQ;
+        meta.orig_type = hdr.ethernet.etherType;
+        meta.clock_flag = 0;
+        meta.now = (bit<64>)ig_intr_md.ingress_mac_tstamp;
+        if (hdr.shim.isValid()) {
+            meta.now = hdr.shim.trace_ns;
+            meta.seq = hdr.shim.index;
+            meta.orig_type = hdr.shim.orig_type;
+            meta.clock_flag = CHIMERA_VFLAG_TRACE_CLOCK;
+            hdr.shim.setInvalid();
+        }
+        meta.map_version = 0;
+        meta.hard_hit = 0;
+        meta.score = 0;
+        meta.c = 0;
+        meta.label = 0;
+        meta.parsed = 0;
+        if (ig_prsr_md.parser_err == 0 && hdr.ipv4.isValid() && hdr.ipv4.version == 4 && hdr.ipv4.ihl >= 5
+                && hdr.ipv4.totalLen >= ((bit<16>)hdr.ipv4.ihl) * 4 && hdr.ipv4.flags[0:0] == 0
+                && hdr.ipv4.fragOffset == 0
+                && (hdr.ipv4.protocol != 6 || hdr.tcp.isValid()) && (hdr.ipv4.protocol != 17 || hdr.udp.isValid())) {
+            meta.parsed = 1;
+        }
+        if (meta.parsed == 1) {
+            meta.src = hdr.ipv4.srcAddr;
+            meta.dst = hdr.ipv4.dstAddr;
+            meta.proto = hdr.ipv4.protocol;
+            meta.ip_len = hdr.ipv4.totalLen;
+            meta.sport = 0;
+            meta.dport = 0;
+            meta.tflags = 0;
+            if (hdr.tcp.isValid()) {
+                meta.sport = hdr.tcp.srcPort;
+                meta.dport = hdr.tcp.dstPort;
+                meta.tflags = hdr.tcp.flags;
+            } else if (hdr.udp.isValid()) {
+                meta.sport = hdr.udp.srcPort;
+                meta.dport = hdr.udp.dstPort;
+            }
+            meta.swap = 0;
+            if (meta.src > meta.dst || (meta.src == meta.dst && meta.sport > meta.dport)) {
+                meta.swap = 1;
+            }
+            if (meta.swap == 1) {
+                meta.lo_ip = meta.dst; meta.hi_ip = meta.src; meta.lo_p = meta.dport; meta.hi_p = meta.sport;
+            } else {
+                meta.lo_ip = meta.src; meta.hi_ip = meta.dst; meta.lo_p = meta.sport; meta.hi_p = meta.dport;
+            }
+            meta.crc = flow_hash.get({meta.lo_ip, meta.hi_ip, meta.lo_p, meta.hi_p, meta.proto});
+            meta.slot = meta.crc & (CHIMERA_FLOW_SLOTS - 1);
+            meta.sig = sig_swap.execute(meta.slot);
+            leo_ne.ne = 0;
+            if (meta.sig != meta.crc) { leo_ne.ne = 1; }
+            meta.pkts = pkts_step.execute(meta.slot);
+            meta.last = last_swap.execute(meta.slot);
+            meta.vflags = 0;
+            if (meta.pkts > 0 && leo_ne.ne == 1) {
+                meta.vflags = meta.vflags | CHIMERA_VFLAG_EVICTED;
+                meta.pkts = 0;
+            }
+            meta.tsu = (bit<32>)(meta.now >> CHIMERA_IAT_SHIFT);
+            meta.fresh = 0;
+            if (meta.pkts == 0) {
+                meta.vflags = meta.vflags | CHIMERA_VFLAG_NEW_FLOW;
+                meta.fresh = 1;
+                meta.iat_b = 0;
+            } else {
+                meta.units = meta.tsu - meta.last;
+                BIT_LENGTH32(meta.units, meta.bitlen)
+                if (meta.bitlen > CHIMERA_IAT_BUCKETS - 2) { meta.bitlen = CHIMERA_IAT_BUCKETS - 2; }
+                meta.iat_b = 1 + meta.bitlen;
+            }
+            meta.orient = (bit<1>)orient_step.execute(meta.slot);
+            meta.dir = meta.swap ^ meta.orient;
+            /* Leo's inputs, as chimera.baselines.features defines them */
+            leo.lo_port = meta.dport;
+            leo.hi_port = meta.sport;
+            if (meta.sport < meta.dport) { leo.lo_port = meta.sport; leo.hi_port = meta.dport; }
+            leo.responder_port = meta.sport;
+            if (meta.dir == 0) { leo.responder_port = meta.dport; }
+            leo.pkt_index = 255;
+            if (meta.pkts < 255) { leo.pkt_index = meta.pkts; }"""]
+    a = w.append
+    for f, lag in tree.lags().items():
+        a(f"            leo.{f}_0 = {CURRENT[f][0]};")
+        for k in range(1, lag + 1):
+            a(f"            leo.{f}_{k} = (bit<16>){f}_lag{k}_shift.execute(meta.slot);")
+    for i, name in enumerate(tree.inputs):
+        f, k = RangeTree.field_lag(name)
+        value = f"(bit<32>)leo.{f}_{k} + 1"
+        a(f"            leo.x{i} = {value};" if k == 0 else
+          f"            leo.x{i} = 0;\n            if (meta.pkts >= {k}) {{ leo.x{i} = {value}; }}")
+    for i in range(len(tree.inputs)):
+        a(f"            leo_range_{i}.apply();")
+    a("            leo_leaf.apply();")
+    a("        }")
+    return "\n".join(w)
+
+
+def render(tree: RangeTree, art: Artifact) -> str:
+    """The TNA program of ``tree`` (it includes ``art``'s constants header: the flow table and clock it shares with
+    the pipeline's program)."""
+    unknown = sorted(f for f in tree.lags() if f not in CURRENT)
+    if unknown:
+        raise ValueError(f"the tree reads {unknown}, which the Leo program does not compute "
+                         f"(it computes {sorted(CURRENT)})")
+    s = Sizes.of(art)
+    v1 = V1MODEL_SOURCE.read_text()
+    ingress = ("control ChimeraIngress(inout headers_t hdr, inout meta_t meta, in ingress_intrinsic_metadata_t "
+               "ig_intr_md,\n                       in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,\n"
+               "                       inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,\n"
+               "                       inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {\n"
+               "    leo_meta_t leo;\n    leo_flag_t leo_ne;\n"
+               "    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_hash;\n"
+               f"{_state(tree, s)}\n\n{_tables(tree)}\n{_apply(tree)}\n{_tna(region(v1, EMIT))}\n")
+    head = (f"/* Generated by chimera.targets.tofino.leo: Leo's tree ({len(tree.inputs)} inputs, "
+            f"{len(tree.leaf_class)} leaves) with the flow table of the artifact {art.sha256[:16]}: do not edit. */\n"
+            "#include <core.p4>\n#include <tna.p4>\n\n")
+    return "\n".join([head, region(v1, PRELUDE), PARSER + region(v1, PARSE_STATES), _meta(tree),
+                      "struct leo_flag_t {\n    bit<1> ne;\n}", region(v1, ELEMENTS), ingress, TAIL])
