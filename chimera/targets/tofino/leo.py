@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from chimera.formats.artifact import Artifact
 from chimera.formats.tree import RangeTree
-from chimera.targets.tofino.program import (ELEMENTS, EMIT, PARSE_STATES, PARSER, PRELUDE, TAIL, V1MODEL_SOURCE,
-                                            Sizes, _ra, _reg, _tna, region)
+from chimera.targets.tofino.program import (ELEMENTS, EMIT, PARSE_STATES, PARSED, PARSER, PRELUDE, SHIM_AND_CLOCK, TAIL,
+                                            V1MODEL_SOURCE, Sizes, _ra, _reg, _tna, flow_front, region)
 
 #: the file the compiler gets
 PROGRAM = "leo_tna.p4"
@@ -96,83 +96,13 @@ def _tables(tree: RangeTree) -> str:
 
 
 def _apply(tree: RangeTree) -> str:
-    w = ["""    apply {
-        port_map.apply();
-        meta.seq = CHIMERA_NO_SEQ;
-        meta.orig_type = hdr.ethernet.etherType;
-        meta.clock_flag = 0;
-        meta.now = (bit<64>)ig_intr_md.ingress_mac_tstamp;
-        if (hdr.shim.isValid()) {
-            meta.now = hdr.shim.trace_ns;
-            meta.seq = hdr.shim.index;
-            meta.orig_type = hdr.shim.orig_type;
-            meta.clock_flag = CHIMERA_VFLAG_TRACE_CLOCK;
-            hdr.shim.setInvalid();
-        }
-        meta.map_version = 0;
+    w = ["    apply {\n" + SHIM_AND_CLOCK + """        meta.map_version = 0;
         meta.hard_hit = 0;
         meta.score = 0;
         meta.c = 0;
         meta.label = 0;
-        meta.parsed = 0;
-        if (ig_prsr_md.parser_err == 0 && hdr.ipv4.isValid() && hdr.ipv4.version == 4 && hdr.ipv4.ihl >= 5
-                && hdr.ipv4.totalLen >= ((bit<16>)hdr.ipv4.ihl) * 4 && hdr.ipv4.flags[0:0] == 0
-                && hdr.ipv4.fragOffset == 0
-                && (hdr.ipv4.protocol != 6 || hdr.tcp.isValid()) && (hdr.ipv4.protocol != 17 || hdr.udp.isValid())) {
-            meta.parsed = 1;
-        }
-        if (meta.parsed == 1) {
-            meta.src = hdr.ipv4.srcAddr;
-            meta.dst = hdr.ipv4.dstAddr;
-            meta.proto = hdr.ipv4.protocol;
-            meta.ip_len = hdr.ipv4.totalLen;
-            meta.sport = 0;
-            meta.dport = 0;
-            meta.tflags = 0;
-            if (hdr.tcp.isValid()) {
-                meta.sport = hdr.tcp.srcPort;
-                meta.dport = hdr.tcp.dstPort;
-                meta.tflags = hdr.tcp.flags;
-            } else if (hdr.udp.isValid()) {
-                meta.sport = hdr.udp.srcPort;
-                meta.dport = hdr.udp.dstPort;
-            }
-            meta.swap = 0;
-            if (meta.src > meta.dst || (meta.src == meta.dst && meta.sport > meta.dport)) {
-                meta.swap = 1;
-            }
-            if (meta.swap == 1) {
-                meta.lo_ip = meta.dst; meta.hi_ip = meta.src; meta.lo_p = meta.dport; meta.hi_p = meta.sport;
-            } else {
-                meta.lo_ip = meta.src; meta.hi_ip = meta.dst; meta.lo_p = meta.sport; meta.hi_p = meta.dport;
-            }
-            meta.crc = flow_hash.get({meta.lo_ip, meta.hi_ip, meta.lo_p, meta.hi_p, meta.proto});
-            meta.slot = meta.crc & (CHIMERA_FLOW_SLOTS - 1);
-            meta.sig = sig_swap.execute(meta.slot);
-            leo_ne.ne = 0;
-            if (meta.sig != meta.crc) { leo_ne.ne = 1; }
-            meta.pkts = pkts_step.execute(meta.slot);
-            meta.last = last_swap.execute(meta.slot);
-            meta.vflags = 0;
-            if (meta.pkts > 0 && leo_ne.ne == 1) {
-                meta.vflags = meta.vflags | CHIMERA_VFLAG_EVICTED;
-                meta.pkts = 0;
-            }
-            meta.tsu = (bit<32>)(meta.now >> CHIMERA_IAT_SHIFT);
-            meta.fresh = 0;
-            if (meta.pkts == 0) {
-                meta.vflags = meta.vflags | CHIMERA_VFLAG_NEW_FLOW;
-                meta.fresh = 1;
-                meta.iat_b = 0;
-            } else {
-                meta.units = meta.tsu - meta.last;
-                BIT_LENGTH32(meta.units, meta.bitlen)
-                if (meta.bitlen > CHIMERA_IAT_BUCKETS - 2) { meta.bitlen = CHIMERA_IAT_BUCKETS - 2; }
-                meta.iat_b = 1 + meta.bitlen;
-            }
-            meta.orient = (bit<1>)orient_step.execute(meta.slot);
-            meta.dir = meta.swap ^ meta.orient;
-            /* Leo's inputs, as chimera.baselines.features defines them */
+""" + PARSED + """        if (meta.parsed == 1) {
+""" + flow_front("leo_ne.ne", counters=False) + """            /* Leo's inputs, as chimera.baselines.features defines them */
             leo.lo_port = meta.dport;
             leo.hi_port = meta.sport;
             if (meta.sport < meta.dport) { leo.lo_port = meta.sport; leo.hi_port = meta.dport; }

@@ -160,12 +160,8 @@ def meta_extra(s: Sizes) -> str:
     return "struct tna_meta_t {\n" + "\n".join("    " + f for f in fields) + "\n}"
 
 
-def apply_block(s: Sizes) -> str:
-    """v1model's apply block, step for step, with every register access one RegisterAction."""
-    w: list[str] = []
-    a = w.append
-    a("""    apply {
-        port_map.apply();
+#: the apply block's start: the port map, the clock, the trace shim (shared by every TNA program here)
+SHIM_AND_CLOCK = """        port_map.apply();
         meta.now = (bit<64>)ig_intr_md.ingress_mac_tstamp;
         meta.seq = CHIMERA_NO_SEQ;
         meta.orig_type = hdr.ethernet.etherType;
@@ -177,77 +173,93 @@ def apply_block(s: Sizes) -> str:
             meta.clock_flag = CHIMERA_VFLAG_TRACE_CLOCK;
             hdr.shim.setInvalid();
         }
-        active_version.apply();
-        params.apply();
-        meta.parsed = 0;
+"""
+#: a frame is classified only where it parses as v1model's program parses it
+PARSED = """        meta.parsed = 0;
         if (ig_prsr_md.parser_err == 0 && hdr.ipv4.isValid() && hdr.ipv4.version == 4 && hdr.ipv4.ihl >= 5
                 && hdr.ipv4.totalLen >= ((bit<16>)hdr.ipv4.ihl) * 4 && hdr.ipv4.flags[0:0] == 0
                 && hdr.ipv4.fragOffset == 0
                 && (hdr.ipv4.protocol != 6 || hdr.tcp.isValid()) && (hdr.ipv4.protocol != 17 || hdr.udp.isValid())) {
             meta.parsed = 1;
         }
-        if (meta.parsed == 1) {
-            tna.n_parsed = count_parsed.execute(0);
-            tna.now_lo = meta.now[31:0];
-            tna.now_hi = meta.now[63:32];
-            clock_lo_set.execute(0);
-            clock_hi_set.execute(0);
-            meta.src = hdr.ipv4.srcAddr;
+"""
+
+
+def flow_front(flag: str, counters: bool) -> str:
+    """Steps 0-2 of v1model's apply block, shared by every TNA program here: the header fields, the flow slot and
+    its state (signature, packet count, last arrival, orientation), the IAT bucket and the direction. ``flag``: the
+    metadata bit the signature mismatch is held in; ``counters``: count evictions and new flows."""
+    evictions = "                count_evictions.execute(0);\n" if counters else ""
+    new_flows = "                count_new_flows.execute(0);\n" if counters else ""
+    return f"""            meta.src = hdr.ipv4.srcAddr;
             meta.dst = hdr.ipv4.dstAddr;
             meta.proto = hdr.ipv4.protocol;
             meta.ip_len = hdr.ipv4.totalLen;
             meta.sport = 0;
             meta.dport = 0;
             meta.tflags = 0;
-            if (hdr.tcp.isValid()) {
+            if (hdr.tcp.isValid()) {{
                 meta.sport = hdr.tcp.srcPort;
                 meta.dport = hdr.tcp.dstPort;
                 meta.tflags = hdr.tcp.flags;
-            } else if (hdr.udp.isValid()) {
+            }} else if (hdr.udp.isValid()) {{
                 meta.sport = hdr.udp.srcPort;
                 meta.dport = hdr.udp.dstPort;
-            }
+            }}
             meta.swap = 0;
-            if (meta.src > meta.dst || (meta.src == meta.dst && meta.sport > meta.dport)) {
+            if (meta.src > meta.dst || (meta.src == meta.dst && meta.sport > meta.dport)) {{
                 meta.swap = 1;
-            }
-            if (meta.swap == 1) {
+            }}
+            if (meta.swap == 1) {{
                 meta.lo_ip = meta.dst; meta.hi_ip = meta.src; meta.lo_p = meta.dport; meta.hi_p = meta.sport;
-            } else {
+            }} else {{
                 meta.lo_ip = meta.src; meta.hi_ip = meta.dst; meta.lo_p = meta.sport; meta.hi_p = meta.dport;
-            }
-            meta.crc = flow_hash.get({meta.lo_ip, meta.hi_ip, meta.lo_p, meta.hi_p, meta.proto});
+            }}
+            meta.crc = flow_hash.get({{meta.lo_ip, meta.hi_ip, meta.lo_p, meta.hi_p, meta.proto}});
             meta.slot = meta.crc & (CHIMERA_FLOW_SLOTS - 1);
             /* 1. flow state: the signature is always the CRC after this packet; the count restarts on eviction */
             meta.sig = sig_swap.execute(meta.slot);
-            tna.sig_ne = 0;
-            if (meta.sig != meta.crc) { tna.sig_ne = 1; }
+            {flag} = 0;
+            if (meta.sig != meta.crc) {{ {flag} = 1; }}
             meta.pkts = pkts_step.execute(meta.slot);
             meta.last = last_swap.execute(meta.slot);
             meta.vflags = 0;
-            if (meta.pkts > 0 && tna.sig_ne == 1) {
+            if (meta.pkts > 0 && {flag} == 1) {{
                 meta.vflags = meta.vflags | CHIMERA_VFLAG_EVICTED;
-                count_evictions.execute(0);
-                meta.pkts = 0;
-            }
+{evictions}                meta.pkts = 0;
+            }}
             /* 2. tokenize */
             meta.ts_ns = meta.now;
             meta.tsu = (bit<32>)(meta.ts_ns >> CHIMERA_IAT_SHIFT);
             meta.fresh = 0;
-            if (meta.pkts == 0) {
+            if (meta.pkts == 0) {{
                 meta.vflags = meta.vflags | CHIMERA_VFLAG_NEW_FLOW;
-                count_new_flows.execute(0);
-                meta.fresh = 1;
+{new_flows}                meta.fresh = 1;
                 meta.iat_b = 0;
-            } else {
+            }} else {{
                 meta.units = meta.tsu - meta.last;
                 BIT_LENGTH32(meta.units, meta.bitlen)
-                if (meta.bitlen > CHIMERA_IAT_BUCKETS - 2) { meta.bitlen = CHIMERA_IAT_BUCKETS - 2; }
+                if (meta.bitlen > CHIMERA_IAT_BUCKETS - 2) {{ meta.bitlen = CHIMERA_IAT_BUCKETS - 2; }}
                 meta.iat_b = 1 + meta.bitlen;
-            }
+            }}
             meta.orient = (bit<1>)orient_step.execute(meta.slot);
-            meta.head = head_step.execute(meta.slot);
             meta.dir = meta.swap ^ meta.orient;
+"""
+
+
+def apply_block(s: Sizes) -> str:
+    """v1model's apply block, step for step, with every register access one RegisterAction."""
+    w: list[str] = []
+    a = w.append
+    a("    apply {\n" + SHIM_AND_CLOCK + """        active_version.apply();
+        params.apply();
+""" + PARSED + """        if (meta.parsed == 1) {
+            tna.n_parsed = count_parsed.execute(0);
+            tna.now_lo = meta.now[31:0];
+            tna.now_hi = meta.now[63:32];
+            clock_lo_set.execute(0);
+            clock_hi_set.execute(0);
+""" + flow_front("tna.sig_ne", counters=True) + """            meta.head = head_step.execute(meta.slot);
             meta.npk = 0xFFFF;
             if (meta.pkts < 0xFFFF) { meta.npk = meta.pkts + 1; }
             /* 3. partition and map */
