@@ -333,3 +333,17 @@ def test_leos_report_counts_its_range_and_leaf_entries_in_tcam(tmp_path: Path, m
     rep = TofinoTarget().report_tree(rt, _artifact(), tmp_path)
     assert rep.fits and rep.columns["tcam_tables"] == "leo_leaf leo_range_0"
     assert rep.columns["tcam_entries"] == len(rt.leaf_class) + len(rt.thresholds[0]) + 1
+
+
+def test_the_quickstart_program_fits_where_the_compiler_is(tmp_path: Path) -> None:
+    """Where p4c's Tofino backend is on PATH: the quickstart's TNA program compiles, and its report reads into an
+    allocation that fits one pipe (skipped, saying why, where the compiler is not built)."""
+    from chimera.experiments.load import build_artifact
+    from chimera.targets.tofino.compiler import compiler_missing
+    why = compiler_missing()
+    if why is not None:
+        pytest.skip(f"the Tofino compiler is not here: {why}")
+    rep = TofinoTarget().report_resources(build_artifact("quickstart").art, tmp_path)
+    assert rep.fits, rep.reason
+    assert 0 < int(rep.columns["stages_used"]) <= int(rep.columns["stages_available"])
+    assert all(0 <= float(v) <= 1 for k, v in rep.columns.items() if k.endswith("_share"))
