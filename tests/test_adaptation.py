@@ -459,3 +459,6 @@ def test_a_switch_run_is_checked_row_for_row_against_its_day() -> None:
     sw.loc[1, "f1_last"] += 1e-12
     sw = pd.concat([sw, ref.iloc[[0]].assign(seed=12)], ignore_index=True)
     assert switch_check(ref, sw) == (3, 5, ["Chimera 2 11", "Chimera 1 12"])
+    # a night-sized reference run of one day has no day column: the switch run's other days are named, not a crash
+    one_day = ref[ref["day"] == 1].drop(columns="day")
+    assert switch_check(one_day, ref) == (2, 4, ["Chimera 2 11", "Static-Map 2 11"])

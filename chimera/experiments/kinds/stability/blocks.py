@@ -142,16 +142,22 @@ def switch_check(day: pd.DataFrame, switch: pd.DataFrame) -> tuple[int, int, lis
     the day's reference run's rows exactly in every column of ``SAME_ON_BOTH`` (trace clock: a verdict does not
     depend on the target), of how many it has; and the rows that differ or that the reference run lacks, named."""
     keys = [k for k in ("configuration", "day", "seed") if k in switch and k in day]
-    a, b = switch.set_index(keys), day.set_index(keys)
-    cols = [c for c in SAME_ON_BOTH if c in a and c in b]
+    named = [k for k in ("configuration", "day", "seed") if k in switch]
+    b = day.set_index(keys)
+    cols = [c for c in SAME_ON_BOTH if c in switch and c in b]
 
-    def same(k: object) -> bool:
-        if k not in b.index:
+    def same(row: pd.Series) -> bool:
+        """Equal to the one reference row of its key (a reference run of one day has no day column: several
+        switch rows then share a key, and only the day whose numbers are the reference's is equal)."""
+        k = tuple(row[c] for c in keys)
+        key = k if len(k) > 1 else k[0]
+        if key not in b.index:
             return False
-        x, y = a.loc[k, cols], b.loc[k, cols]
-        return bool(((x == y) | (x.isna() & y.isna())).all())
-    differ = [" ".join(str(x) for x in (k if isinstance(k, tuple) else (k,))) for k in a.index if not same(k)]
-    return len(a) - len(differ), len(a), differ
+        ref = b.loc[[key], cols]
+        return len(ref) == 1 and all(row[c] == ref.iloc[0][c] or (pd.isna(row[c]) and pd.isna(ref.iloc[0][c]))
+                                     for c in cols)
+    differ = [" ".join(str(row[c]) for c in named) for _, row in switch.iterrows() if not same(row)]
+    return len(switch) - len(differ), len(switch), differ
 
 
 @BLOCKS("drift-switch")
