@@ -157,3 +157,24 @@ def test_a_sweep_leaves_its_tasks_behind(tmp_path: Path) -> None:
         (task / "outcome.json").write_text("{}")
         dest = publish(run, tmp_path / kind / "published")
         assert (dest / "tasks").exists() == kept and (dest / "ablation.csv").is_file()
+
+
+def test_a_nights_overridden_run_never_stands_for_the_experiment() -> None:
+    """The book's freshest run of an experiment may be a night's nested run, unless the night ran that experiment
+    at another size (its suite's overrides: a night-sized grid checks bits, it is not the measurement). Seen
+    failing with the override ignored: the stability claim was judged on 3 seeds of one day instead of 30."""
+    from types import SimpleNamespace
+
+    from chimera.report.runs import RunSet
+
+    def run(exp: str, run_id: str, nested: tuple = (), overrides: dict | None = None) -> SimpleNamespace:
+        return SimpleNamespace(experiment=exp, run_id=run_id, freshness=SimpleNamespace(fresh=True),
+                               nested=lambda: list(nested), manifest=SimpleNamespace(
+                                   sections={"nightly": {"suite": {"overrides": overrides or {}}}}))
+    full = run("stability24h", "20261129-021257-reference")
+    small, quick = run("stability24h", "20261129-171844-reference"), run("quickstart", "20261129-171217-bmv2")
+    night = run("nightly", "20261129-171147-local", (small, quick), {"stability24h": {"stability": {"seeds": [11]}}})
+    rs = RunSet.__new__(RunSet)
+    rs._runs = [full, run("quickstart", "20261128-000000-bmv2"), night]  # type: ignore[list-item]
+    assert rs.freshest("stability24h") is full
+    assert rs.freshest("quickstart") is quick      # a run the night made at the experiment's own size still counts

@@ -147,6 +147,13 @@ class Run:
         return list(self._nested)
 
 
+def night_overrides(night: Run) -> frozenset[str]:
+    """The experiments a night ran with its suite's overrides (results/baseline/nightly.yaml, ``overrides``): their
+    nested runs check the code's bits, at a night's size, and stand for no published measurement."""
+    suite = night.manifest.sections.get("nightly", {}).get("suite", {})
+    return frozenset((suite.get("overrides") or {}) if isinstance(suite, dict) else ())
+
+
 @dataclass
 class RunSet:
     """Every complete run under ``base`` (``results/published`` or a reproduction's directory)."""
@@ -211,6 +218,8 @@ class RunSet:
         current code measures reads this, not ``latest``."""
         cands = [r for r in self._runs if r.experiment == experiment and where(r)]
         for night in self.all("nightly"):
+            if experiment in night_overrides(night):
+                continue   # the night ran it at another size (a night-sized grid): not the experiment's measurement
             cands += [r for r in night.nested() if r.experiment == experiment and where(r)]
         if not cands:
             return None
