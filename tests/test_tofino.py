@@ -246,14 +246,16 @@ def test_the_resources_kind_compiles_each_switch_resident_variant(tmp_path: Path
                                                                      model={"attention": "softmax"})]})
     variants = resolve_variants(cfg)
     monkeypatch.setattr(K, "train_variant", lambda data, rules, v, seed, cache: v.name)
-    monkeypatch.setattr(K, "compile_variant", lambda data, rules, v, trained: trained)
+    compiled: list[str] = []
+    monkeypatch.setattr(K, "compile_variant", lambda data, rules, v, trained: compiled.append(v.name) or trained)
     monkeypatch.setattr(K, "save_artifact", lambda art, where, name: None)
     ctx = SimpleNamespace(variants=variants, target=_Reporter(), cfg=cfg, run=SimpleNamespace(path=tmp_path))
     nd = SimpleNamespace(data=None, rules=None, cache=None)
-    df = K.compile_reports(ctx, nd)  # type: ignore[arg-type]
+    df = K.compile_reports(ctx, nd, variants[0].name)  # type: ignore[arg-type]
     switch = [v.name for v in variants if not v.software_only]
     assert list(df["variant"]) == switch and "Exact softmax" not in switch and len(switch) == len(variants) - 1
     assert list(df.loc[~df["fits"], "variant"]) == ["Local window only"]
+    assert compiled == switch[1:], "the first variant is the run's own artifact: compiled once, not again"
     T.COMPILES.write(df, tmp_path)
     back = T.COMPILES.read(tmp_path)
     text = "\n".join(R.compiles_section(back))

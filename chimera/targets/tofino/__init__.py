@@ -16,13 +16,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
+from chimera.compile.header import render as render_header
 from chimera.controlplane.schedule import TraceControl
 from chimera.data.pcap import PacketTable
 from chimera.formats.artifact import VALUE_TABLES, Artifact
+from chimera.formats.tree import RangeTree
 from chimera.targets.base import Capability, CapabilityError, TargetResult
 from chimera.targets.compile_only import CompileOnlyTarget, ResourceReport
-from chimera.compile.header import render as render_header
-from chimera.formats.tree import RangeTree
 from chimera.targets.tofino import leo
 from chimera.targets.tofino.compiler import (INSTALL_HINT, OUTPUT, Compile, compile_tna, compile_text,
                                              compiler_missing, try_compile)

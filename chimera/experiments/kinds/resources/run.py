@@ -15,16 +15,15 @@ from chimera.baselines.zoo import BASELINES, BaselineResult, BaselineSettings, S
 from chimera.errors import ChimeraError
 from chimera.experiments.kinds.resources import tables as T
 from chimera.experiments.kinds.resources.config import ResourcesExperiment, ResourcesSection
-from chimera.experiments.kinds.yardstick_common import baseline_settings, named_data
+from chimera.experiments.kinds.yardstick_common import NamedData, baseline_settings, named_data
 from chimera.experiments.stages.compile import compile_variant, save_artifact
 from chimera.experiments.stages.context import RunContext
 from chimera.experiments.stages.train import train_variant
 from chimera.formats.artifact import Artifact
 from chimera.formats.rows import Cells
 from chimera.formats.tree import RangeTree
-from chimera.experiments.kinds.yardstick_common import NamedData
 from chimera.targets.allocation import ebpf_allocation, p4_allocation, p4_tables
-from chimera.targets.compile_only import CompileOnlyTarget
+from chimera.targets.compile_only import CompileOnlyTarget, ResourceReport
 
 log = logging.getLogger(__name__)
 
@@ -38,26 +37,31 @@ def chimera_tables(art: Artifact) -> pd.DataFrame:
     return t
 
 
-def compile_reports(ctx: RunContext[ResourcesExperiment], nd: NamedData) -> pd.DataFrame:
+def _report_row(target: CompileOnlyTarget, variant: str, group: str, rep: ResourceReport) -> Cells:
+    """One compiles.csv row, logged: the compiler's verdict on one program."""
+    log.info("[resources] %s on %s: %s", variant, target.name,
+             f"fits in {rep.columns.get('stages_used')} stages" if rep.fits else "refused: " + rep.reason[:200])
+    return {"variant": variant, "group": group, "target": target.name, "fits": rep.fits, "reason": rep.reason,
+            "compiler": rep.compiler, **rep.columns}
+
+
+def compile_reports(ctx: RunContext[ResourcesExperiment], nd: NamedData, first: Artifact) -> pd.DataFrame:
     """Each switch-resident variant's program through the target's compiler (Table 3's resource columns): a row per
     variant, whether it fits and what it allocates, or the compiler's words for why not. A † variant has no switch
-    program and no row."""
-    rows: list[Cells] = []
+    program and no row. ``first``: the first variant's artifact, already compiled by the run."""
     target = ctx.target
     assert isinstance(target, CompileOnlyTarget)
-    switch = [v for v in ctx.variants if not v.software_only]
-    for v in ctx.variants:
+    rows: list[Cells] = []
+    for v in tqdm(ctx.variants, desc=f"{target.name} compiles", unit="variant"):
         if v.software_only:
             log.info("[resources] %s: a † configuration, no switch program to compile", v.name)
-    for v in tqdm(switch, desc=f"{ctx.target.name} compiles", unit="variant"):
-        trained = train_variant(nd.data, nd.rules, v, ctx.cfg.seed, nd.cache)
-        art = compile_variant(nd.data, nd.rules, v, trained)
-        save_artifact(art, ctx.run.path / "artifacts", v.name)
-        rep = target.report_resources(art, paths.BUILD)
-        log.info("[resources] %s on %s: %s", v.name, ctx.target.name,
-                 f"fits in {rep.columns.get('stages_used')} stages" if rep.fits else "refused: " + rep.reason[:200])
-        rows.append({"variant": v.name, "group": v.group, "target": ctx.target.name, "fits": rep.fits,
-                     "reason": rep.reason, "compiler": rep.compiler, **rep.columns})
+            continue
+        if v is ctx.variants[0]:
+            art = first
+        else:
+            art = compile_variant(nd.data, nd.rules, v, train_variant(nd.data, nd.rules, v, ctx.cfg.seed, nd.cache))
+            save_artifact(art, ctx.run.path / "artifacts", v.name)
+        rows.append(_report_row(target, v.name, v.group, target.report_resources(art, paths.BUILD)))
     return pd.DataFrame(rows)
 
 
@@ -81,11 +85,7 @@ def leo_report(ctx: RunContext[ResourcesExperiment], r: BaselineResult, st: Base
     if not np.array_equal(tree.predict(sf.x_te), r.pred):
         raise ChimeraError("Leo's tree fitted again differs from the one the run chose", "report this as a bug: "
                            "the fit was meant to be deterministic (chimera.baselines.leo.fit_leo)")
-    rep = target.report_tree(range_tree(tree), art, paths.BUILD)
-    log.info("[resources] Leo on %s: %s", target.name, f"fits in {rep.columns.get('stages_used')} stages"
-             if rep.fits else "refused: " + rep.reason[:200])
-    return {"variant": "Leo", "group": "Baseline", "target": target.name, "fits": rep.fits, "reason": rep.reason,
-            "compiler": rep.compiler, **rep.columns}
+    return _report_row(target, "Leo", "Baseline", target.report_tree(range_tree(tree), art, paths.BUILD))
 
 
 def run(ctx: RunContext[ResourcesExperiment]) -> None:
@@ -139,7 +139,7 @@ def run(ctx: RunContext[ResourcesExperiment]) -> None:
     out["budget_ratio"] = out["per_flow_bits"] / budget
     T.RESOURCES.write(out, ctx.run.path)
     if isinstance(ctx.target, CompileOnlyTarget):
-        compiles = compile_reports(ctx, nd)
+        compiles = compile_reports(ctx, nd, art)
         if leo_row is not None:
             compiles = pd.concat([compiles, pd.DataFrame([leo_row])], ignore_index=True)
         T.COMPILES.write(compiles, ctx.run.path)
