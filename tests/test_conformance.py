@@ -19,7 +19,7 @@ import pytest
 from chimera.data.pcap import PacketTable, read_pcap
 from chimera.formats.artifact import Artifact
 from chimera.formats.snap import REPLAY_SNAP
-from chimera.formats.verdict import VerdictFlag
+from chimera.formats.verdict import SCORE_MAX, VerdictFlag
 from chimera.reference.pipeline import dataplane_parsed, run_reference
 from chimera.targets.base import Capability, Target, TargetResult
 from chimera.targets.registry import TARGETS, target_class
@@ -122,6 +122,34 @@ def test_conformance_at_the_limits(case: tuple[Target, ReplayConfig], tmp_path: 
     table = limit(t, read_pcap(STRESS_PCAP))
     res = t.run(art, table, tmp_path, "limits", replay=replay)
     check(t, res, art, table)
+
+
+def test_conformance_first_and_last_flow_slot(case: tuple[Target, ReplayConfig], tmp_path: Path) -> None:
+    """A flow in the first flow slot and one in the last, each three windows long in both directions: the per-slot
+    register arrays at their ends. A chimera.p4 mutant whose ring index subtracted the head (``slot * 16 - head``)
+    survived the fuzzer and these tests until this one: for every other slot it lands in the row below, unused;
+    only slot 0's reads and writes leave the array."""
+    from dataclasses import replace
+
+    from chimera.fuzz.frames import FrameSpec
+    from chimera.fuzz.sequence import Batch, Event, Sequence
+    from chimera.fuzz.strategies import UNIT_NS, edge_slots, into_slot, slot_of
+    t, replay = case
+    art = quickstart_artifact().art
+    slots, window = art.c("FLOW_SLOTS"), art.c("WINDOW")
+    base = FrameSpec(src=0x0A000001, dst=0x0A000002, proto=6, sport=40000, dport=443, tcp_flags=0x18, payload=100)
+    flows = [into_slot(base, s, slots, 0) for s in edge_slots(slots)]
+    assert [slot_of(f, slots) for f in flows] == [0, slots - 1]
+    # lengths and gaps vary, so every token differs and the scores stay short of the clamp (a token leaving
+    # wrongly then changes verdicts: identical tokens clamped every score to SCORE_MAX, and hid it)
+    events = [Event(replace(f if i % 3 else f.reversed(), payload=(i * 211) % 1400), (1 << (i % 7)) * UNIT_NS,
+                    "edge slot") for i in range(3 * window) for f in flows]
+    table = Batch(art, [Sequence(tuple(events))]).write(tmp_path / "edge.pcap")
+    res = t.run(art, table, tmp_path, "edge", replay=replay)
+    check(t, res, art, table)
+    assert int(np.sum(res.verdicts.flags & VerdictFlag.NEW_FLOW > 0)) == 2  # two flows, neither evicted
+    if replay.clock == "trace":  # the gaps are the trace's (on the switch's clock they are the replay's pace)
+        assert int(np.sum(res.verdicts.score == SCORE_MAX)) < len(table) // 2
 
 
 def test_conformance_stress_collisions_and_malformed(case: tuple[Target, ReplayConfig], tmp_path: Path) -> None:

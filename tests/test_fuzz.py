@@ -73,6 +73,33 @@ def test_an_aliased_signature_is_one_flow_everywhere(tmp_path: Path) -> None:
     assert compare(ref, observe_oracle(art, table, b.ts_ns, b.script)) == []
 
 
+@pytest.mark.parametrize("slots", [16, 65536])
+def test_a_flow_is_crafted_into_the_first_and_the_last_slot(slots: int) -> None:
+    """The `edge` rule's flows (the per-slot register index at the ends of its array): in the slot asked for,
+    distinct from the flow they came from, also for a host to itself (where the ports' order decides)."""
+    from chimera.fuzz.strategies import canonical, edge_slots, into_slot, slot_of
+    assert edge_slots(slots) == (0, slots - 1)
+    for f in (FrameSpec(src=0x0A000001, dst=0x0A000002, sport=80, dport=443),
+              FrameSpec(src=0x0A000001, dst=0x0A000001, sport=80, dport=80)):
+        for want in edge_slots(slots):
+            g = into_slot(f, want, slots, 1234)
+            assert slot_of(g, slots) == want and canonical(g) != canonical(f)
+
+
+def test_the_edge_rule_fills_the_first_and_the_last_slot_past_the_window() -> None:
+    """Sequences drawn (a fixed seed: the same draws on any machine) hold `edge` steps, each a flow in slot 0 or
+    the last slot with more packets than the window holds."""
+    from chimera.fuzz.strategies import slot_of
+    ctx = Context.of(artifact("collide"))
+    seqs = sample_sequences(ctx, 60, seed=3)
+    edge = [[e.frame for e in s.events if e.why.startswith("edge:")] for s in seqs]
+    edge = [fs for fs in edge if fs]
+    assert edge, "no sequence drew the edge rule"
+    for fs in edge:
+        assert {slot_of(f, ctx.flow_slots) for f in fs} <= {0, ctx.flow_slots - 1}
+        assert len(fs) > ctx.window
+
+
 def test_fuzz_reference_takes_every_reachable_point(tmp_path: Path) -> None:
     # a fixed number of rounds, never the clock: the same sequences on any machine, however busy
     res = fuzz(FuzzConfig(targets=(), budget_s=600, seed=5, batch=25, rounds=4, database=False), tmp_path)

@@ -8,6 +8,8 @@
 - burst: more packets than the window holds, so tokens leave the ring;
 - hammer: hundreds of identical packets (the centroid EMA saturates: its step rounds to 0);
 - collide: a new flow crafted into an open flow's slot (eviction, then the evicted flow again);
+- edge: a new flow crafted into the first or the last slot, past the window (the per-slot register arrays'
+  index arithmetic at its ends);
 - self: a host talking to itself (source address == destination): the canonical 5-tuple's order then falls to
   the ports, both directions, past the window;
 - alias: another 5-tuple crafted to the same CRC-32 as an open flow's (the flow signature): every implementation
@@ -40,7 +42,7 @@ UNIT_NS = 1 << 10          # the flow clock's unit (IAT_SHIFT)
 HOSTS = (0x0A000001, 0x0A000002, 0x0A000003, 0xC0A80001, 0x00000000, 0xFFFFFFFF)
 PROTOS = (6, 17, 1, 47, 0, 255)
 RULES = ("packet", "flow", "burst", "flags", "rule", "malformed", "collide", "self", "alias", "wrap", "back", "install",
-         "failed_install", "hammer")
+         "failed_install", "hammer", "edge")
 #: the rule key's fields a packet can set (dir and flow_pkts come from the flow's state)
 RULE_FIELDS = {0: "proto", 1: "tcp_flags", 4: "sport", 5: "dport", 6: "ip_len"}
 IPV4_HDR, TCP_HDR, UDP_HDR = 20, 20, 8
@@ -224,11 +226,11 @@ def _source_port_slots(f: FrameSpec, dport: int, slots: int) -> np.ndarray | Non
     return table & np.uint32(slots - 1)
 
 
-def collider(ctx: Context, f: FrameSpec, start: int) -> FrameSpec:
-    """Another flow in ``f``'s slot: the same addresses and protocol, source (then destination) ports searched
-    from ``start`` (a slot of 65536 is found in about as many tries: each destination port's 65536 source ports
-    are computed at once, in the search's order)."""
-    want = slot_of(f, ctx.flow_slots)
+def into_slot(f: FrameSpec, want: int, slots: int, start: int) -> FrameSpec:
+    """A flow in slot ``want`` of ``slots``: ``f``'s addresses and protocol, source (then destination) ports
+    searched from ``start`` (a slot of 65536 is found in about as many tries: each destination port's 65536
+    source ports are computed at once, in the search's order). ``f`` itself is skipped; if no port pair of the
+    four destination ports reaches the slot, the next source port (a flow, not necessarily in the slot)."""
 
     def frame(sp: int, dp: int) -> FrameSpec:
         return FrameSpec(f.kind, f.ethertype, f.src, f.dst, f.proto, sp, dp, f.tcp_flags, f.ihl, f.version,
@@ -236,14 +238,14 @@ def collider(ctx: Context, f: FrameSpec, start: int) -> FrameSpec:
     order = (start + np.arange(1 << 16)) & 0xFFFF
     for j in range(4):
         dp = (f.dport + j) & 0xFFFF
-        at = _source_port_slots(f, dp, ctx.flow_slots)
+        at = _source_port_slots(f, dp, slots)
         if at is not None:
             hit = at[order] == want
             if dp == f.dport:
                 hit &= order != f.sport
             if hit.any():
                 g = frame(int(order[int(np.argmax(hit))]), dp)
-                assert slot_of(g, ctx.flow_slots) == want  # the affine shortcut, checked on the one it found
+                assert slot_of(g, slots) == want  # the affine shortcut, checked on the one it found
                 return g
             continue
         # equal addresses: the ports' order makes the canonical tuple (canonical() with src == dst), packed here
@@ -252,11 +254,23 @@ def collider(ctx: Context, f: FrameSpec, start: int) -> FrameSpec:
             if (sp, dp) == (f.sport, f.dport):
                 continue
             key = struct.pack("!IIHHB", f.src, f.dst, min(sp, dp), max(sp, dp), f.proto & 0xFF)
-            if zlib.crc32(key) & (ctx.flow_slots - 1) == want:
+            if zlib.crc32(key) & (slots - 1) == want:
                 g = frame(sp, dp)
-                assert slot_of(g, ctx.flow_slots) == want  # the shortcut, checked on the one it found
+                assert slot_of(g, slots) == want  # the shortcut, checked on the one it found
                 return g
     return replace(f, sport=(f.sport + 1) & 0xFFFF)
+
+
+def collider(ctx: Context, f: FrameSpec, start: int) -> FrameSpec:
+    """Another flow in ``f``'s slot."""
+    return into_slot(f, slot_of(f, ctx.flow_slots), ctx.flow_slots, start)
+
+
+def edge_slots(slots: int) -> tuple[int, int]:
+    """The first and the last flow slot: where a per-slot register index (``slot * stride + offset``) meets the
+    ends of its array, and an index computed wrongly leaves it (a ring index that subtracts its offset reads
+    below slot 0's row: only a flow in slot 0 shows it)."""
+    return 0, slots - 1
 
 
 @st.composite
@@ -316,6 +330,14 @@ def sequences(draw: Any, ctx: Context, max_steps: int = 12) -> Sequence:
             add(f, draw(gaps()), "collide: the resident flow")
             add(g, draw(gaps()), f"collide: slot {slot_of(f, ctx.flow_slots)} taken over")
             add(f, draw(gaps()), "collide: the evicted flow returns")
+        elif rule == "edge":
+            f = replace(draw(new_flow(ctx)), proto=draw(st.sampled_from((6, 17))))  # ports in the flow key
+            g = into_slot(f, draw(st.sampled_from(edge_slots(ctx.flow_slots))), ctx.flow_slots,
+                          draw(st.integers(0, 65535)))
+            flows.append(g)
+            for _ in range(draw(st.integers(ctx.window + 1, 2 * ctx.window + 2))):
+                add(g if draw(st.integers(0, 3)) else g.reversed(), draw(st.sampled_from((0, UNIT_NS))),
+                    f"edge: slot {slot_of(g, ctx.flow_slots)} past the window")
         elif rule == "self":
             f = draw(new_flow(ctx))
             sport = draw(st.sampled_from(ctx.ports))
