@@ -116,7 +116,7 @@ def remake(experiment: str, target: str = "") -> str | None:
     fuzzed = [n for n in TARGETS if target_class(n).can(Capability.TRACE_CLOCK)]   # not the compile-only tofino
     return {"nightly": "invoke nightly", "fuzz": f"invoke fuzz --targets {','.join(fuzzed)} --budget 10m",
             "mutate": f"invoke mutate --files {','.join(sources())}", "fresh-check": "scripts/fresh-check",
-            "vm-boot": "scripts/vm-boot",
+            "vm-boot": "scripts/vm-boot", "vagrant-up": "scripts/vagrant-up",
             "reproduce": "invoke reproduce" + (" --quick" if target == "quick" else "")}.get(experiment)
 
 

@@ -28,7 +28,10 @@ ENTRIES: dict[str, Scope] = {
     "mutate": Scope(("chimera.fuzz.mutate",)),
     "nightly": Scope(("chimera.nightly.suite",)),
     "reproduce": Scope(("chimera.book.reproduce",)),
-    "vm-boot": Scope(("chimera.provision",)),    # set-up in a VM, and the runs the guest made (its runs/)
+    # set-up in a VM, and the runs the guest made (their runs/)
+    "vm-boot": Scope(("chimera.provision",), ("scripts/bootstrap", "scripts/vm-boot", "scripts/vm-lib.sh")),
+    "vagrant-up": Scope(("chimera.provision",), ("Vagrantfile", "scripts/bootstrap", "scripts/provision-vm",
+                                                 "scripts/vagrant-box", "scripts/vagrant-up", "scripts/vm-lib.sh")),
 }
 #: records whose numbers time the whole project (its test suite): their code is all of it
 WHOLE = ("fresh-check", "bench-suite")

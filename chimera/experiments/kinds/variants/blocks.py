@@ -1,4 +1,4 @@
-"""The variants kind's book blocks: the ablation and quickstart rows (and the VM-boot guest's quickstart)."""
+"""The variants kind's book blocks: the ablation and quickstart rows (and the quickstart a VM-boot or Vagrant guest ran)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,47 @@ def vm_boot(b: Book) -> str:
             f"{n(t.get('command_1'))} s (exit {vm.get('exit_1') or '-'})"
             + (f", the second {n(t.get('command_2'))} s (exit {vm.get('exit_2') or '-'})" if t.get('command_2') else
                ", the second was not run") + "." + said)
+
+
+@BLOCKS("vagrant-up")
+def vagrant_up(b: Book) -> str:
+    """`vagrant up` with the project's own Vagrantfile (libvirt provider), and the experiment the guest ran."""
+    r = b.runs.latest("vagrant-up")
+    if r is None:
+        return "No `vagrant up` record is published: nobody has run `vagrant up` from this repository yet."
+    vg, t, cfg, env = (r.manifest.sections.get("vagrant", {}), r.manifest.timings_s, r.manifest.config,
+                       r.manifest.environment)
+    exp = cfg.get("experiment", "")
+    run = next((x for x in r.nested() if x.experiment == exp), None)
+    said = f" The guest's {exp} left no run."
+    if run is not None:
+        tab = run.table(ABLATION)
+        said = (f" The guest's {exp} ran on `{run.target}` ({run.manifest.target_reason or 'asked for'}): "
+                f"{n(int(tab['replayed'].sum()))} frames replayed over its {len(tab)} variants, "
+                f"{n(int(tab['lost'].sum()))} lost, "
+                f"{n(int(tab['reference_mismatches'].sum()))} verdicts different from the reference.")
+    up = f"took {n(t['up'])} s (exit {vg.get('exit_up') or '-'})" if t.get("up") is not None else "did not finish"
+    ran = (f"; `invoke run-experiment --name {exp}` in the guest took {n(t['run'])} s (exit {vg.get('exit_run')})"
+           if t.get("run") is not None else "")
+    return (f"`scripts/vagrant-up` ({r.cite()}, **{r.manifest.status}**): the project's Vagrantfile with "
+            f"Vagrant {env.get('vagrant') or '?'}, vagrant-libvirt {env.get('vagrant_libvirt') or '?'}, libvirt "
+            f"{env.get('libvirt') or '?'} and qemu {env.get('qemu') or '?'}; box `{cfg.get('box')}` "
+            f"({cfg.get('driver')}, {cfg.get('cpus')} vCPUs, {n(cfg.get('memory_mib'))} MiB), guest kernel "
+            f"{vg.get('guest_kernel') or 'unknown'} (this machine runs {env.get('host_kernel')}). "
+            f"`vagrant up --provider=libvirt`, boot and provisioning, {up}{ran}." + said)
+
+
+@BLOCKS("vagrant-up-limit")
+def vagrant_up_limit(b: Book) -> str:
+    """The README's limits line on the reviewer's VM: what of `vagrant up` has been run here, and what not."""
+    r = b.runs.latest("vagrant-up")
+    if r is None:
+        return "- `vagrant up` has not been run from this repository."
+    cfg = r.manifest.config
+    return (f"- `vagrant up` has run here only under libvirt on a local Debian 12 box (`{cfg.get('box')}`, "
+            f"{cfg.get('driver')}), with the {cfg.get('experiment')} in the guest ({r.cite()}, "
+            f"{r.manifest.status}); never with VirtualBox, nor with the Vagrantfile's Ubuntu box, nor with "
+            "p4lang's packages, which this machine cannot reach.")
 
 
 def _ablation(r: Run) -> pd.DataFrame:
