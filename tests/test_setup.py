@@ -78,8 +78,19 @@ def test_provision_vm_plan(tmp_path: Path, os_id: str, version: str, dist: str) 
     arm = subprocess.run([str(ROOT / "scripts" / "provision-vm"), "--dry-run"], capture_output=True, text=True,
                          env={**env, "ARCH": "arm64"}, check=True)
     assert "p4lang-p4c" not in arm.stdout and "amd64 only" in arm.stderr  # Apple silicon: no p4lang packages
-    # a repository this machine cannot reach: said, with what is left out, and the README's set-up still runs
-    (obs / dist / "Release.key").unlink()
+
+
+def test_provision_vm_goes_on_without_a_repository_it_cannot_reach(tmp_path: Path) -> None:
+    """p4lang's repository unreachable (as on this project's machines): said, with what is left out, and the
+    README's set-up still runs. The plan asks with curl, which a pristine machine lacks until the real run installs
+    it (the first fresh-check of this test found that)."""
+    import shutil
+    import subprocess
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed: the plan cannot ask the repository (the real run installs curl first)")
+    osr = tmp_path / "os-release"
+    osr.write_text('ID=debian\nVERSION_ID="12"\nPRETTY_NAME="debian 12"\n')
+    env = {"PATH": "/usr/bin:/bin", "OS_RELEASE": str(osr), "P4LANG_OBS": f"file://{tmp_path}/home:/p4lang"}
     off = subprocess.run([str(ROOT / "scripts" / "provision-vm"), "--dry-run"], capture_output=True, text=True,
                          env=env, check=True)
     assert "p4lang-p4c" not in off.stdout and "cannot be reached" in off.stderr and "skipping p4c" in off.stderr
