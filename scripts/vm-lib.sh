@@ -1,5 +1,6 @@
-# Shared by scripts/vm-boot and scripts/vagrant-box (sourced; not run): what a Debian guest built here takes from
-# this machine so that the README's set-up inside it reaches the same package sources as this machine does.
+# Shared by scripts/vm-boot, scripts/vagrant-box and scripts/vagrant-up (sourced; not run): what a Debian guest
+# built here takes from this machine so that the README's set-up inside it reaches the same package sources as this
+# machine does, and whether a KVM guest runs here at all.
 
 vm_site_config() {  # vm_site_config ROOT: this machine's site certificate authorities and pip's config, into ROOT
     local root=$1 f
@@ -27,4 +28,15 @@ vm_unmount_under() {  # vm_unmount_under DIR: whatever is mounted under DIR (dee
     for m in $(awk -v w="$1/" 'index($2, w) == 1 {print $2}' /proc/mounts | sort -r); do
         umount -l "$m" 2>/dev/null || echo "could not unmount $m (a mount this run made; umount it by hand)" >&2
     done
+}
+
+vm_kvm_boots() {  # vm_kvm_boots KERNEL DIR: does a KVM guest print KERNEL's first line within 30 s here?
+    # No root file system: the kernel panics and qemu exits. Under nested virtualization /dev/kvm may open while no
+    # guest runs; this is the only sure test. The guest's console goes to DIR/kvm-probe.log and qemu's own output
+    # (it may abort, and the shell's "Aborted" with it) to DIR/kvm-probe.err, where a caller reads why.
+    local kernel=$1 dir=$2
+    ( timeout -k 5 30 qemu-system-x86_64 -accel kvm -cpu host -smp 1 -m 512 -nographic -no-reboot -monitor none \
+        -display none -serial "file:$dir/kvm-probe.log" -kernel "$kernel" \
+        -append "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1"; true ) >"$dir/kvm-probe.err" 2>&1
+    grep -q "Linux version" "$dir/kvm-probe.log" 2>/dev/null
 }

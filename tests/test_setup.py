@@ -75,6 +75,15 @@ def test_provision_vm_plan(tmp_path: Path, os_id: str, version: str, dist: str) 
     skip = subprocess.run([str(ROOT / "scripts" / "provision-vm"), "--dry-run", "--no-p4lang"], capture_output=True,
                           text=True, env=env, check=True)
     assert "p4lang" not in skip.stdout.replace("--no-p4lang", "")
+    # a pristine machine has no curl; a plan that never asks the repository says nothing about it
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    for tool in [*Path("/usr/bin").iterdir(), *Path("/bin").iterdir()]:
+        if tool.name != "curl" and not (bare / tool.name).exists():
+            (bare / tool.name).symlink_to(tool)
+    quiet = subprocess.run([str(ROOT / "scripts" / "provision-vm"), "--dry-run", "--no-p4lang"],
+                           capture_output=True, text=True, env={**env, "PATH": str(bare)}, check=True)
+    assert "curl" not in quiet.stderr and quiet.stdout.rstrip().splitlines()[-2] == "+ scripts/bootstrap"
     arm = subprocess.run([str(ROOT / "scripts" / "provision-vm"), "--dry-run"], capture_output=True, text=True,
                          env={**env, "ARCH": "arm64"}, check=True)
     assert "p4lang-p4c" not in arm.stdout and "amd64 only" in arm.stderr  # Apple silicon: no p4lang packages

@@ -16,6 +16,14 @@ from chimera.targets.registry import TRUTH, by_rank, with_capability
 BLOCKS = Blocks()
 
 
+def _guest_run(run: Run) -> str:
+    """The accounting of a quickstart or ablation a guest VM ran: what vm-boot and vagrant-up both report."""
+    tab = run.table(ABLATION)
+    return (f"{n(int(tab['replayed'].sum()))} frames replayed over its {len(tab)} variants, "
+            f"{n(int(tab['lost'].sum()))} lost, "
+            f"{n(int(tab['reference_mismatches'].sum()))} verdicts different from the reference.")
+
+
 @BLOCKS("vm-boot")
 def vm_boot(b: Book) -> str:
     """The README's commands in a Debian 12 VM on its own kernel: the eBPF program verified by a second kernel."""
@@ -26,13 +34,10 @@ def vm_boot(b: Book) -> str:
     qs = next((x for x in r.nested() if x.experiment == "quickstart"), None)
     said = ""
     if qs is not None:
-        tab = qs.table(ABLATION)
         kernel = qs.manifest.target_detail.get("kernel")
         said = (f" The guest's quickstart ran on `{qs.target}` ({qs.manifest.target_reason or 'asked for'})"
                 + (f", its program loaded and verified by the guest's kernel, {kernel}" if kernel else "") + ": "
-                f"{n(int(tab['replayed'].sum()))} frames replayed over its {len(tab)} variants, "
-                f"{n(int(tab['lost'].sum()))} lost, "
-                f"{n(int(tab['reference_mismatches'].sum()))} verdicts different from the reference.")
+                + _guest_run(qs))
     return (f"`scripts/vm-boot` ({r.cite()}): Debian {cfg.get('suite')} on its own kernel, "
             f"{vm.get('guest_kernel') or 'unknown'}, booted with qemu ({cfg.get('accel')}"
             + (f", emulated CPU {cfg['tcg_cpu']}" if cfg.get('accel') == "tcg" and cfg.get('tcg_cpu') else "")
@@ -55,11 +60,8 @@ def vagrant_up(b: Book) -> str:
     run = next((x for x in r.nested() if x.experiment == exp), None)
     said = f" The guest's {exp} left no run."
     if run is not None:
-        tab = run.table(ABLATION)
         said = (f" The guest's {exp} ran on `{run.target}` ({run.manifest.target_reason or 'asked for'}): "
-                f"{n(int(tab['replayed'].sum()))} frames replayed over its {len(tab)} variants, "
-                f"{n(int(tab['lost'].sum()))} lost, "
-                f"{n(int(tab['reference_mismatches'].sum()))} verdicts different from the reference.")
+                + _guest_run(run))
     up = f"took {n(t['up'])} s (exit {vg.get('exit_up') or '-'})" if t.get("up") is not None else "did not finish"
     ran = (f"; `invoke run-experiment --name {exp}` in the guest took {n(t['run'])} s (exit {vg.get('exit_run')})"
            if t.get("run") is not None else "")
