@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
 
-from chimera.baselines.budget import CLASS_WEIGHT, SEARCHES, Search, Tuning
+from chimera.baselines.budget import CLASS_WEIGHT, SEARCHES, Search, Tuning, kept_index
 from chimera.baselines.features import fair_inputs, window_features
 from chimera.data.dataset import Dataset
 from chimera.data.tokens import Tokens
@@ -42,12 +42,12 @@ class Tuned:
 
 def _tune(grid: Search, fit: Any, x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray, y_va: np.ndarray,
           tuning: Tuning) -> Tuned:
-    """Fit each configuration on the training rows; keep the first with the best validation macro-F1."""
+    """Fit each configuration on the training rows; keep one by the budget's rule (``kept_index``)."""
     def one(config: dict[str, Any]) -> tuple[Any, float]:  # library boundary: the estimator's keyword arguments
         m = fit(**config).fit(x_tr, y_tr)
         return m, (macro_f1(y_va, m.predict(x_va)) if len(y_va) else 0.0)
     tried = grid.run(one, lambda r: r[1], tuning)
-    k = int(np.argmax([f for _, (_, f) in tried]))   # argmax keeps the first of equals
+    k = kept_index([f for _, (_, f) in tried])
     return Tuned(tried[k][1][0], tried[k][0], {Search.label(c): f for c, (_, f) in tried})
 
 

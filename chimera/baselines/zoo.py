@@ -32,7 +32,7 @@ import numpy as np
 
 from chimera.baselines import neural
 from chimera.baselines.anomaly import FloatAutoEncoder
-from chimera.baselines.budget import EPOCH_CAP, PATIENCE, SEARCHES, Search, Tuning, tuning_columns
+from chimera.baselines.budget import EPOCH_CAP, PATIENCE, SEARCHES, Search, Tuning, kept_index, tuning_columns
 from chimera.baselines.features import FIELD_BITS, WindowSpec, fair_inputs, input_bits, window_features
 from chimera.baselines.leo import fit_leo
 from chimera.baselines.yardsticks import FOREST_TREES, tune_forest, tune_tree
@@ -161,9 +161,10 @@ class Candidate:
 
 # dict[str, Any]: library boundary: the estimator's keyword arguments
 def choose(candidates: list[Candidate]) -> tuple[Candidate, dict[str, Any]]:
-    """The candidate with the best validation macro-F1 (ties: the first), and the columns every method's row
+    """The candidate the budget keeps (``kept_index``: the first within its tie band of the best validation
+    macro-F1), and the columns every method's row
     carries: the chosen configuration and each configuration's validation score."""
-    best = max(candidates, key=lambda c: c.val_f1)  # max keeps the first of equals
+    best = candidates[kept_index([c.val_f1 for c in candidates])]
     return best, tuning_columns(Search.label(best.config), {Search.label(c.config): c.val_f1 for c in candidates})
 
 

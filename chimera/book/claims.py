@@ -42,7 +42,7 @@ from chimera.book.rules import (ADDED_US, BASIN, CONTRADICTED, FACTOR, FAMILY_CO
                                 MIN_SEEDS, NEAR_CONSTANT, NOT, ORDERS, OUTCOMES, REPRODUCED, RULES, STABILITY_FAMILY,
                                 TAIL, TIE, TIMING_FAMILY, UNINFORMATIVE, UNTESTABLE, VERDICTS, at,
                                 best_verdict, bound_verdict, dec, factor, family_level, flow_paired_interval,
-                                interval_verdict, ordering, paired_interval, places)
+                                interval_verdict, ordering, paired_interval, places, under_tuned)
 from chimera.book.paper import Cell, Paper, PaperTable, load as paper, number
 from chimera.report.runs import Run, on_testbed
 from chimera.errors import ResultsError
@@ -192,6 +192,15 @@ class Swept:
     name: str
     wide: pd.DataFrame
     boot: pd.DataFrame | None
+    #: method -> the seeds on which its kept configuration binds at an edge of its search (``edge_binds``)
+    binds: dict[str, list[int]] = dataclasses.field(default_factory=dict)
+
+    def judge(self, method: str, verdict: str, why: str, hi: float) -> tuple[str, str]:
+        """A verdict against ``method`` under the under-tuned rule (rules.under_tuned): the paper's baselines and
+        our yardsticks have no widened search yet, so a row whose edge binds is judged as it stands."""
+        return under_tuned(verdict, why, hi, self.binds.get(method, []),
+                           " (no widened search of this method is published: the wide kind widens the ablation's "
+                           "rows only)")
 
     def diff(self, method: str, family: int) -> tuple[float, float, float, int, str]:
         """(mean, lo, hi, seeds, how) of Chimera − ``method`` over the seeds: with the flows' sampling where the
@@ -210,6 +219,15 @@ class Swept:
         return mean, lo, hi, len(points), "seeds"
 
 
+def edge_seeds(rows: pd.DataFrame, by: str) -> dict[str, list[int]]:
+    """``by`` (a method or a variant) -> the seeds on which its kept configuration binds at an edge of its search,
+    from a sweep's table (its ``edge_binds`` column; none where the table has none)."""
+    if "edge_binds" not in rows or "seed" not in rows:
+        return {}
+    hit = rows[rows["edge_binds"].astype(str) == "True"]
+    return {str(k): sorted(int(x) for x in g["seed"].unique()) for k, g in hit.groupby(by)}
+
+
 def swept(b: Book, match: Callable[[str], bool]) -> Swept | None:
     """The newest published sweep of the accuracy experiment holding a dataset ``match`` accepts. Sweeps over
     other data are other runs (the archive keys them apart), so each dataset is judged from the newest sweep that
@@ -223,7 +241,8 @@ def swept(b: Book, match: Callable[[str], bool]) -> Swept | None:
                 if r.has_csv("boot.csv"):
                     bt = r.csv("boot.csv")
                     boot = bt[bt["dataset"] == name]
-                return Swept(r, str(name), g.pivot_table(index="seed", columns="method", values="f1"), boot)
+                return Swept(r, str(name), g.pivot_table(index="seed", columns="method", values="f1"), boot,
+                             edge_seeds(g, "method"))
     return None
 
 
@@ -271,7 +290,7 @@ def table1_intervals(b: Book, p: Paper) -> dict[str, list[Claim]]:
             src = f"table1_accuracy/{paper_name}/{ds}_f1"
             if paper_name == "Chimera":
                 paper_side = {m: v for m, v in judged.items() if "yardstick" not in m}
-                verdicts = {m: best_verdict(lo, hi, k)[0] for m, (_, lo, hi, k) in paper_side.items()}
+                verdicts = {m: sw.judge(m, *best_verdict(lo, hi, k), hi)[0] for m, (_, lo, hi, k) in paper_side.items()}
                 verdict = best_of_all(verdicts.values())
                 worst = min(paper_side, key=lambda m: paper_side[m][1])
                 mean, lo, hi, k = paper_side[worst]
@@ -289,7 +308,8 @@ def table1_intervals(b: Book, p: Paper) -> dict[str, list[Claim]]:
                                     "the sweep has no row of this method", source=src))
                 continue
             mean, lo, hi, k = judged[ours_name]
-            verdict, why = interval_verdict(dec(t1.number("Chimera", col)) - dec(pv), lo, hi, k)
+            verdict, why = sw.judge(ours_name, *interval_verdict(dec(t1.number("Chimera", col)) - dec(pv), lo, hi, k),
+                                    hi)
             claims.append(Claim("Table 1", label, f(pv), f"Chimera − {ours_name} {mean:+.4f} [{lo:+.4f}, "
                                 f"{hi:+.4f}] (synthetic stand-in, reference)", r.cite(), verdict,
                                 f"Chimera − this method over seeds {_seeds(wide)} (the interval over {how}), "
@@ -298,7 +318,7 @@ def table1_intervals(b: Book, p: Paper) -> dict[str, list[Claim]]:
                                 _m(r, name, "Chimera −", ours_name), _commit(r), interval=True))
         yard = {m: v for m, v in judged.items() if "yardstick" in m}
         if yard:
-            verdicts = {m: best_verdict(lo, hi, k)[0] for m, (_, lo, hi, k) in yard.items()}
+            verdicts = {m: sw.judge(m, *best_verdict(lo, hi, k), hi)[0] for m, (_, lo, hi, k) in yard.items()}
             verdict = best_of_all(verdicts.values())
             worst = min(yard, key=lambda m: yard[m][1])
             mean, lo, hi, k = yard[worst]
@@ -402,7 +422,7 @@ def real_set_intervals(b: Book, p: Paper) -> list[tuple[str, Claim]]:
         how = ""
         for m in (c for c in wide.columns if c != "Chimera"):
             mean, lo, hi, k, how = sw.diff(m, family)
-            judged.append((m, mean, lo, hi, k, best_verdict(lo, hi, k)[0]))
+            judged.append((m, mean, lo, hi, k, sw.judge(m, *best_verdict(lo, hi, k), hi)[0]))
         verdict = best_of_all(v for *_, v in judged)
         worst = min(judged, key=lambda x: x[2])
         why = (f"against each of {len(judged)} methods over seeds {_seeds(wide)} (the interval over {how}), "
@@ -603,14 +623,30 @@ def _identical(d: pd.DataFrame, v: str) -> str | None:
     return None
 
 
-def ablation_swept(b: Book) -> tuple[Run, pd.DataFrame] | None:
-    """The newest published sweep of the ablation experiment (``invoke sweep --name ablation --seeds 11,...``):
-    the run and its macro-F1 by seed (rows) and variant (columns)."""
-    for r in reversed(b.runs.all("sweep-ablation")):
+def ablation_swept(b: Book, experiment: str = "sweep-ablation"
+                   ) -> tuple[Run, pd.DataFrame, dict[str, list[int]]] | None:
+    """The newest published sweep of the ablation experiment (``invoke sweep --name ablation --seeds 11,...``), or
+    of ``experiment``: the run, its macro-F1 by seed (rows) and variant (columns), and the seeds on which each
+    variant's kept configuration binds at an edge of its search."""
+    for r in reversed(b.runs.all(experiment)):
         a = r.csv("ablation.csv")
         if {"seed", "variant", "macro_f1"} <= set(a.columns) and a["macro_f1"].notna().any():
-            return r, a.pivot_table(index="seed", columns="variant", values="macro_f1")
+            return r, a.pivot_table(index="seed", columns="variant", values="macro_f1"), edge_seeds(a, "variant")
     return None
+
+
+#: the published sweep of the wide kind that widens the ablation's rows (experiments/ablation_wide.yaml)
+ABLATION_WIDENED = "sweep-ablation_wide"
+
+
+def widened(b: Book, variant: str, seeds: Iterable[int]) -> tuple[Run, pd.Series, list[int]] | None:
+    """The widened search of an ablation row: the newest published sweep of ablation_wide holding ``variant`` on
+    every one of ``seeds``, as (the run, its macro-F1 by seed, the seeds on which it binds at the wide ladder's
+    edge)."""
+    w = ablation_swept(b, ABLATION_WIDENED)
+    if w is None or variant not in w[1] or not set(seeds) <= set(w[1][variant].dropna().index):
+        return None
+    return w[0], w[1][variant], w[2].get(variant, [])
 
 
 def tcam_entries_claim(name: str, t3: PaperTable, rt: Run | None, x: pd.Series | None, all_entries: str,
@@ -670,10 +706,22 @@ def table3(b: Book, p: Paper) -> list[Claim]:
             same = _identical(d, v)
             if v in held:
                 assert sw is not None
-                sr, wide = sw
-                diffs = (wide[CHIMERA] - wide[v]).dropna()
+                sr, wide, binds = sw
+                row, binds_on = wide[v], binds.get(v, [])
+                note = f" (no widened search of it is published: `invoke sweep --name ablation_wide --seeds " \
+                       f"{','.join(str(int(x)) for x in wide.index)}`)"
+                wd = widened(b, v, wide[v].dropna().index) if binds_on else None
+                if wd is not None:
+                    wr, row, binds_on = wd
+                    note = f" even on its widened search ({wr.cite()})"
+                diffs = (wide[CHIMERA] - row).dropna()
                 mean, lo, hi = paired_interval(list(diffs), family=len(held))
-                verdict, why = interval_verdict(dec(ch_f1) - dec(f1p), lo, hi, len(diffs))
+                verdict, why = under_tuned(*interval_verdict(dec(ch_f1) - dec(f1p), lo, hi, len(diffs)), hi,
+                                           binds_on, note)
+                if wd is not None:
+                    why = (f"judged on its widened search ({wd[0].cite()}: the row's F1 there, Chimera's under the "
+                           f"budget), since its budgeted search binds at its edge on seeds "
+                           f"{', '.join(map(str, binds[v]))}: {why}")
                 judged[v] = verdict, f"Chimera − {v} {mean:+.4f} [{lo:+.4f}, {hi:+.4f}]: {why}"
                 out.append(Claim("Table 3", f"{name}: F1 against Chimera's (held-out seeds, paired intervals)",
                                  f(f1p), f"Chimera − this row {mean:+.4f} [{lo:+.4f}, {hi:+.4f}] over seeds "
@@ -715,7 +763,8 @@ def table3(b: Book, p: Paper) -> list[Claim]:
     return out
 
 
-def table3_sentences(r: Run, d: pd.DataFrame, p: Paper, sw: tuple[Run, pd.DataFrame] | None = None,
+def table3_sentences(r: Run, d: pd.DataFrame, p: Paper,
+                     sw: tuple[Run, pd.DataFrame, dict[str, list[int]]] | None = None,
                      judged: Mapping[str, tuple[str, str]] | None = None) -> list[Claim]:
     """The four sentences under Table 3, each judged on the ablation run; where a published sweep of the ablation
     holds the rows a sentence names (``judged``: those rows' interval verdicts, as Table 3's F1 rows give them),
@@ -734,7 +783,7 @@ def table3_sentences(r: Run, d: pd.DataFrame, p: Paper, sw: tuple[Run, pd.DataFr
         where it holds both rows (reproduced where both are, contradicted where either is, else inconclusive)."""
         names = [T3_NAMES[k] for k in (a, b_)]
         if sw is not None and all(v in judged for v in names):
-            sr, wide = sw
+            sr, wide, _ = sw
             vs = [judged[v][0] for v in names]
             kind = REPRODUCED if set(vs) == {REPRODUCED} else CONTRADICTED if CONTRADICTED in vs else INCONCLUSIVE
             return Claim("Table 3", f"\"{claims[i]}\"", f"Chimera {f(f1p['Linearized (Chimera)'])}; " +
@@ -764,10 +813,12 @@ def table3_sentences(r: Run, d: pd.DataFrame, p: Paper, sw: tuple[Run, pd.DataFr
     pgap = dec(f1p["Exact softmax (dagger)"]) - dec(f1p["Linearized (Chimera)"])
     soft = "Exact softmax"
     if sw is not None and soft in judged:
-        sr, wide = sw
+        sr, wide, binds = sw
         diffs = (wide[soft] - wide[CHIMERA]).dropna()
         mean, lo, hi = paired_interval(list(diffs))
         verdict, why = interval_verdict(0, lo, hi, len(diffs))   # "near" asserts a tie, whatever the printed gap
+        # Chimera − exact softmax is [-hi, -lo]: the rule's upper end is -lo
+        verdict, why = under_tuned(verdict, why, -lo, binds.get(soft, []))
         out.append(Claim("Table 3", f"\"{claims[0]}\"", f"exact softmax − Chimera {pgap:+}",
                          f"exact softmax † − Chimera {mean:+.4f} [{lo:+.4f}, {hi:+.4f}] over seeds "
                          f"{_seeds(wide.loc[diffs.index])}", sr.cite(), verdict,

@@ -10,6 +10,7 @@ as, not 0.0050000000000000044.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import ROUND_HALF_EVEN, Decimal
 
 import numpy as np
@@ -82,6 +83,15 @@ RULES = [
     ("not informative", "a row whose verdicts are the operating point's (by construction, or because validation "
      "chose a setting that collapses it into Chimera, such as beta = 0), a value a formula gives every method alike, "
      "and a grid in which no cell's interval excludes the control's: shown with why, never counted."),
+    ("under-tuned rows (Tables 1, 3)", "a compared row whose kept configuration binds at an edge of its search on "
+     f"some seed (``edge_binds``: validation still rises toward the edge by more than {TIE}) may be under-tuned, "
+     "which makes 'Chimera is ahead of it' easier. Where a widened search of that row is published (the wide kind: "
+     "every rung of a wider learning-rate ladder, on the same dataset, split and seeds; `invoke sweep --name "
+     "ablation_wide --seeds ...`), the row is judged on its widened numbers against Chimera's budgeted ones: more "
+     "configurations can only favour the row. Where none is, or the widened search binds too, a verdict that rests "
+     f"on the row not being ahead of Chimera (the interval's upper end at or above −{TIE}) is **inconclusive**, "
+     "naming the seeds; a row ahead of Chimera beyond the tie band stays so, since more tuning could only widen "
+     "that."),
     ("counted once", "a claim that rests on the same measurement as an earlier one (the four Chimera rows of Table 3) "
      "is a sub-row of that verdict, not a verdict of its own."),
     ("timings (the latency figure)", f"judged on one latency run's interleaved repeats (>= {MIN_REPEATS}; every "
@@ -205,6 +215,17 @@ def interval_verdict(paper_gap: float | Decimal, lo: float, hi: float, n: int) -
     if hi_s < -t:
         return CONTRADICTED, f"on the other side of the tie band: {where}"
     return INCONCLUSIVE, f"the interval overlaps the tie band: {where}"
+
+
+def under_tuned(verdict: str, why: str, hi: float, binds_on: Sequence[int], note: str = "") -> tuple[str, str]:
+    """The under-tuned rule: a verdict against a row whose search binds at its edge on the seeds ``binds_on``
+    (none: the verdict as it is). Inconclusive unless the row is ahead of Chimera beyond the tie band (``hi``, the
+    interval's upper end of Chimera − row, below −TIE); ``note`` says what widened search there is or is not."""
+    if not binds_on or hi < -float(TIE):
+        return verdict, why
+    return INCONCLUSIVE, (f"the row's search binds at its edge on seed{'s' if len(binds_on) > 1 else ''} "
+                          f"{', '.join(str(s) for s in binds_on)} (validation still rises toward it), so it may be "
+                          f"under-tuned{note}; as measured, {verdict}: {why}")
 
 
 def best_verdict(lo: float, hi: float, n: int) -> tuple[str, str]:

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from chimera.baselines.budget import CLASS_WEIGHT, EPOCH_CAP, PATIENCE, SEARCHES, Search, Tuning, tuning_columns
+from chimera.baselines.budget import (CLASS_WEIGHT, EPOCH_CAP, PATIENCE, SEARCHES, Search, Tuning, kept_index,
+                                      tuning_columns)
 from chimera.data.flows import sample_whole_flows
 from chimera.data.tokens import Tokens
 from chimera.experiments.config import ResolvedVariant
@@ -163,7 +164,8 @@ def tune_variant(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, se
     """The variant under the comparison's budget (chimera.baselines.budget), as every baseline is tuned: each
     configuration of Chimera's grid trained with balanced class weights, the budget's patience and guard cap, at
     the fusion's configured β and window (choosing either on validation, or falling back to neural-only, would be
-    validation scorings outside the budget); the best validation macro-F1 kept, ties to the first."""
+    validation scorings outside the budget); kept by the budget's rule (``kept_index``: the first within its tie band
+    of the best validation macro-F1)."""
     fixed = v.model_copy(update={"fusion": v.fusion.model_copy(update={"tune_beta": False})})
 
     def one(config: dict[str, Any]) -> TrainedVariant:  # library boundary: a tuning configuration's keyword arguments
@@ -171,7 +173,7 @@ def tune_variant(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, se
         return _train_fused(data, rules, fixed.model_copy(update={"model": model}), model, seed, cache,
                             fallback=False)
     tried = [(Search.label(c), t) for c, t in SEARCHES["Chimera"].run(one, lambda t: t.val_f1, tuning)]
-    label, best = max(tried, key=lambda t: t[1].val_f1)  # max keeps the first of equals
+    label, best = tried[kept_index([t.val_f1 for _, t in tried])]
     log.info("%s: %s chosen on validation (macro-F1 %s)", v.name, label,
              "; ".join(f"{k}: {t.val_f1:.4f}" for k, t in tried))
     return dataclasses.replace(best, validation={k: t.val_f1 for k, t in tried}, chosen=label,

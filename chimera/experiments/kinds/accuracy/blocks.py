@@ -92,12 +92,16 @@ def baselines_budget(b: Book) -> str:
         grid = s.describe()
         rows.append([name, what.get(name, name), grid, "patience" if s.trained_in_epochs else "—", s.also or "—"])
     return (f"Rendered from `chimera/baselines/budget.py` (the code trains with these definitions). Every method "
-            f"tries **{B.CONFIGS} configurations**, trained on the training split, and keeps the one with the best "
+            f"tries **{B.CONFIGS} configurations**, trained on the training split, and keeps one by "
             f"{B.SELECTION}; the test split is read once, by the kept model. Class weights: **{B.CLASS_WEIGHT}** "
             f"for every method. Methods trained in epochs stop after **{B.PATIENCE}** epochs without a better "
             f"validation score and keep their best epoch; the cap of **{B.EPOCH_CAP}** epochs is a guard, and a "
             "run that reaches it says so (`stopped_by: cap`). Every method reads Chimera's inputs over Chimera's "
-            "window (`chimera.baselines.features.fair_inputs`), Leo included.\n\n" +
+            "window (`chimera.baselines.features.fair_inputs`), Leo included. A kept value at an edge of its search is "
+            "flagged (`at_edge`), and binds where validation still rises toward it (`edge_binds`); the ledger judges "
+            "a row whose edge binds on its widened search where one is published (the `wide` kind, "
+            "`experiments/ablation_wide.yaml`), and otherwise does not count it as behind Chimera "
+            "(docs/claims.md, the under-tuned rule).\n\n" +
             fmt.table(["method", "model", f"search ({B.CONFIGS} configurations)", "early stopping",
                        "chosen without retraining"], rows))
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from chimera.baselines.budget import Search
+from chimera.baselines.budget import Search, kept_index
 from chimera.experiments.config import ResolvedVariant
 from chimera.experiments.kinds.base import Cell
 from chimera.experiments.kinds.variants.run import _record_fallbacks, write_tables
@@ -43,7 +43,7 @@ def tune_wide(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, seed:
         return _train_fused(data, rules, fixed.model_copy(update={"model": model}), model, seed, cache,
                             fallback=False)
     tried = [(Search.label(c), t) for c, t in tqdm(search(spec).run(one, lambda t: t.val_f1), leave=False)]
-    label, best = max(tried, key=lambda t: t[1].val_f1)  # max keeps the first of equals
+    label, best = tried[kept_index([t.val_f1 for _, t in tried])]   # the budget's rule, on the wide grid
     log.info("%s: %s chosen on validation over %d rungs (macro-F1 %s)", v.name, label, len(tried),
              "; ".join(f"{k}: {t.val_f1:.4f}" for k, t in tried))
     return dataclasses.replace(best, validation={k: t.val_f1 for k, t in tried}, chosen=label,
