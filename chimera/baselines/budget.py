@@ -55,8 +55,10 @@ SELECTION = ("validation macro-F1: the first configuration tried (a grid's order
              "best, so a gap within the tie band never moves the choice")
 
 #: ``full``: every configuration of the grid; ``first``: the grid's first configuration only (smoke tests
-#: and quick looks; a run says which it used, and the book never cites a ``first`` run as a comparison)
-Tuning = Literal["full", "first"]
+#: and quick looks; a run says which it used, and the book never cites a ``first`` run as a comparison);
+#: ``wide``: every configuration of the method's widened search (``WIDE``), a check on a row whose budgeted
+#: choice binds at an edge (its own experiment, ``experiments/*_wide.yaml``), never the comparison itself
+Tuning = Literal["full", "first", "wide"]
 
 
 T = TypeVar("T")
@@ -173,6 +175,30 @@ SEARCHES: dict[str, Search] = {
     "Tree (yardstick)": Search(("depth",), ((12,), (18,), (24,), (32,))),
     "Forest (yardstick)": Search(("max_features",), (("sqrt",), (0.2,), (0.33,), (0.66,))),
 }
+
+
+#: the widened searches: each method's budgeted values and more on both sides, the same number for every method
+#: (``WIDE_CONFIGS``), each trained in full (grids: a walk needs no widening where every rung is tried). The
+#: learning-rate ladder is LR_LADDER's formula at k = -6..6 (1e-5 to 0.89); Leo and the tree go deeper and
+#: shallower than their grids, the forest samples fewer and more features.
+WIDE_LADDER: tuple[float, ...] = tuple(float(f"{3e-3 * (0.02 / 3e-3) ** (k / 2):.2g}") for k in range(-6, 7))
+WIDE_CONFIGS = len(WIDE_LADDER)
+WIDE_OPTIMIZER = Search(("lr", "batch_size"), tuple((lr, 512) for lr in WIDE_LADDER), trained_in_epochs=True)
+WIDE: dict[str, Search] = {
+    "Chimera": dataclasses.replace(WIDE_OPTIMIZER, also=SEARCHES["Chimera"].also),
+    **{name: WIDE_OPTIMIZER for name in NEURAL},
+    "AutoEncoder": dataclasses.replace(WIDE_OPTIMIZER, also=SEARCHES["AutoEncoder"].also),
+    "Leo": Search(("depth",), tuple((d,) for d in range(4, 29, 2))),
+    "Tree (yardstick)": Search(("depth",), tuple((d,) for d in (6, 9, 12, 15, 18, 21, 24, 28, 32, 36, 40, 48, 64))),
+    "Forest (yardstick)": Search(("max_features",), tuple((x,) for x in (
+        "sqrt", "log2", 0.05, 0.1, 0.15, 0.2, 0.25, 0.33, 0.4, 0.5, 0.66, 0.8, 1.0))),
+}
+
+
+def search_of(name: str, tuning: Tuning) -> tuple[Search, Tuning]:
+    """The search method ``name`` runs under ``tuning``, and how to run it: its widened search in full where
+    ``tuning`` is ``wide``, else its budgeted search as ``tuning`` says."""
+    return (WIDE[name], "full") if tuning == "wide" else (SEARCHES[name], tuning)
 
 
 def _values(label: str) -> dict[str, str]:

@@ -17,15 +17,13 @@ import numpy as np
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
 
-from chimera.baselines.budget import CLASS_WEIGHT, SEARCHES, Search, Tuning, kept_index
+from chimera.baselines.budget import CLASS_WEIGHT, Search, Tuning, kept_index, search_of
 from chimera.baselines.features import fair_inputs, window_features
 from chimera.data.dataset import Dataset
 from chimera.data.tokens import Tokens
 from chimera.metrics.classification import macro_f1
 
 FOREST_TREES = 100
-TREE = SEARCHES["Tree (yardstick)"]
-FOREST = SEARCHES["Forest (yardstick)"]
 
 
 @dataclass
@@ -53,15 +51,17 @@ def _tune(grid: Search, fit: Any, x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.n
 
 def tune_tree(x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray, y_va: np.ndarray, seed: int,
               tuning: Tuning = "full") -> Tuned:
-    return _tune(TREE, lambda depth: DecisionTreeClassifier(max_depth=depth, class_weight=CLASS_WEIGHT,
-                                                            random_state=seed), x_tr, y_tr, x_va, y_va, tuning)
+    grid, how = search_of("Tree (yardstick)", tuning)
+    return _tune(grid, lambda depth: DecisionTreeClassifier(max_depth=depth, class_weight=CLASS_WEIGHT,
+                                                            random_state=seed), x_tr, y_tr, x_va, y_va, how)
 
 
 def tune_forest(x_tr: np.ndarray, y_tr: np.ndarray, x_va: np.ndarray, y_va: np.ndarray, seed: int,
                 tuning: Tuning = "full") -> Tuned:
-    return _tune(FOREST, lambda max_features: RandomForestClassifier(
+    grid, how = search_of("Forest (yardstick)", tuning)
+    return _tune(grid, lambda max_features: RandomForestClassifier(
         n_estimators=FOREST_TREES, max_features=max_features, class_weight=CLASS_WEIGHT, random_state=seed,
-        n_jobs=-1), x_tr, y_tr, x_va, y_va, tuning)
+        n_jobs=-1), x_tr, y_tr, x_va, y_va, how)
 
 
 @dataclass

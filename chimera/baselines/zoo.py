@@ -32,7 +32,7 @@ import numpy as np
 
 from chimera.baselines import neural
 from chimera.baselines.anomaly import FloatAutoEncoder
-from chimera.baselines.budget import EPOCH_CAP, PATIENCE, SEARCHES, Search, Tuning, kept_index, tuning_columns
+from chimera.baselines.budget import EPOCH_CAP, PATIENCE, Search, Tuning, kept_index, search_of, tuning_columns
 from chimera.baselines.features import FIELD_BITS, WindowSpec, fair_inputs, input_bits, window_features
 from chimera.baselines.leo import fit_leo
 from chimera.baselines.yardsticks import FOREST_TREES, tune_forest, tune_tree
@@ -187,12 +187,12 @@ def run_baseline(name: str, ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray,
     sf = cache[spec]
     t0 = time.perf_counter()
     info = BASELINES[name]
-    search = SEARCHES[name]
+    search, tuning = search_of(name, st.tuning)
     if name == "Leo":
         def leo(c: dict[str, Any]) -> tuple[float, Any]:  # library boundary: the estimator's keyword arguments
             tree, itree = fit_leo(sf.x_tr, sf.y_tr, spec, c["depth"], seed)
             return macro_f1(sf.y_va, itree.predict(sf.x_va)), (tree, itree)
-        best, cols = choose(tune(search, leo, st.tuning))
+        best, cols = choose(tune(search, leo, tuning))
         tree, itree = best.result
         pred = itree.predict(sf.x_te)
         res = itree.resources()
@@ -201,7 +201,7 @@ def run_baseline(name: str, ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray,
                               {"float_tree_agreement": float(np.mean(pred == tree.predict(sf.x_te))),
                                "leaves": int(len(itree.leaf_class)), "depth": best.config["depth"], **cols})
     if name == "AutoEncoder":
-        return _autoencoder(sf, spec, attack_classes, st, search, seed, t0)
+        return _autoencoder(sf, spec, attack_classes, st, search, tuning, seed, t0)
     if info.family == "yardstick":
         tuned = (tune_forest if name.startswith("Forest") else tune_tree)(sf.x_tr, sf.y_tr, sf.x_va, sf.y_va, seed,
                                                                           st.tuning)
@@ -222,7 +222,7 @@ def run_baseline(name: str, ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray,
                                  neural.TrainSettings(epochs=st.epochs, patience=st.patience,
                                                       ports=(vocab.ids, len(neural.port_fields(spec))), **c))
         return fit.val_f1, fit
-    cands = tune(search, train, st.tuning)
+    cands = tune(search, train, tuning)
     best, cols = choose(cands)
     fit = best.result
     return BaselineResult(name, fit.pred, info.where, input_bits(spec), fit.model_bits, stored_bits(spec),
@@ -233,7 +233,7 @@ def run_baseline(name: str, ds: Dataset, tokens: Tokens, rows: tuple[np.ndarray,
 
 
 def _autoencoder(sf: SplitFeatures, spec: WindowSpec, attack_classes: list[int], st: BaselineSettings,
-                 search: Search, seed: int, t0: float) -> BaselineResult:
+                 search: Search, tuning: Tuning, seed: int, t0: float) -> BaselineResult:
     """The AutoEncoder does the anomaly task (benign vs attack): trained on benign windows only; the threshold is
     the benign validation windows' score quantile (``BaselineSettings.autoencoder_quantile``); early stopping and
     the choice of configuration on the validation split's benign-vs-attack macro-F1 (its labels say which windows
@@ -247,7 +247,7 @@ def _autoencoder(sf: SplitFeatures, spec: WindowSpec, attack_classes: list[int],
         ae = FloatAutoEncoder.fit(x_tr, seed, epochs=st.epochs, batch=c["batch_size"], lr=c["lr"],
                                   val=(x_va, attack_va), patience=st.patience, quantile=st.autoencoder_quantile)
         return ae.val_f1, ae
-    cands = tune(search, train, st.tuning)
+    cands = tune(search, train, tuning)
     best, cols = choose(cands)
     ae = best.result
     thr = ae.threshold(x_va[~attack_va], st.autoencoder_quantile)

@@ -194,13 +194,30 @@ class Swept:
     boot: pd.DataFrame | None
     #: method -> the seeds on which its kept configuration binds at an edge of its search (``edge_binds``)
     binds: dict[str, list[int]] = dataclasses.field(default_factory=dict)
+    #: the newest published widened sweep (``tuning: wide``, experiments/accuracy_wide.yaml) holding this dataset
+    widened: "Swept | None" = None
 
-    def judge(self, method: str, verdict: str, why: str, hi: float) -> tuple[str, str]:
-        """A verdict against ``method`` under the under-tuned rule (rules.under_tuned): the paper's baselines and
-        our yardsticks have no widened search yet, so a row whose edge binds is judged as it stands."""
-        return under_tuned(verdict, why, hi, self.binds.get(method, []),
-                           " (no widened search of this method is published: the wide kind widens the ablation's "
-                           "rows only)")
+    def source(self, method: str) -> "Swept":
+        """Where Chimera − ``method`` is judged (the under-tuned rule): the widened sweep where either one's choice
+        binds at an edge here and the widened sweep holds both on every seed of this one; else this sweep."""
+        w, pair = self.widened, [method, "Chimera"]
+        if w is None or not (self.binds.get(method) or self.binds.get("Chimera")) or not set(pair) <= set(w.wide):
+            return self
+        return w if set(self.wide[pair].dropna().index) <= set(w.wide[pair].dropna().index) else self
+
+    def judge(self, method: str, verdict: str, why: str, lo: float, hi: float) -> tuple[str, str]:
+        """A verdict on Chimera − ``method`` (the interval ``lo``, ``hi`` from ``source(method)``) under the
+        under-tuned rule (rules.under_tuned), for the row and for Chimera."""
+        src = self.source(method)
+        if src is self:
+            note = (f" (no widened search of the pair is published: `invoke sweep --name accuracy_wide --seeds "
+                    f"{','.join(str(int(s)) for s in self.wide.index)}`)")
+        else:
+            note = f" even on the widened search ({src.run.cite()})"
+            why = (f"judged on the widened search ({src.run.cite()}: Chimera and this method each on every "
+                   f"configuration of its widened search), since the budgeted search binds at its edge here: {why}")
+        verdict, why = under_tuned(verdict, why, hi, src.binds.get(method, []), note)
+        return under_tuned(verdict, why, -lo, src.binds.get("Chimera", []), note, "Chimera's")
 
     def diff(self, method: str, family: int) -> tuple[float, float, float, int, str]:
         """(mean, lo, hi, seeds, how) of Chimera − ``method`` over the seeds: with the flows' sampling where the
@@ -219,6 +236,10 @@ class Swept:
         return mean, lo, hi, len(points), "seeds"
 
 
+#: the published sweep of Table 1's widened searches (experiments/accuracy_wide.yaml)
+ACCURACY_WIDENED = "sweep-accuracy_wide"
+
+
 def edge_seeds(rows: pd.DataFrame, by: str) -> dict[str, list[int]]:
     """``by`` (a method or a variant) -> the seeds on which its kept configuration binds at an edge of its search,
     from a sweep's table (its ``edge_binds`` column; none where the table has none)."""
@@ -228,11 +249,11 @@ def edge_seeds(rows: pd.DataFrame, by: str) -> dict[str, list[int]]:
     return {str(k): sorted(int(x) for x in g["seed"].unique()) for k, g in hit.groupby(by)}
 
 
-def swept(b: Book, match: Callable[[str], bool]) -> Swept | None:
-    """The newest published sweep of the accuracy experiment holding a dataset ``match`` accepts. Sweeps over
-    other data are other runs (the archive keys them apart), so each dataset is judged from the newest sweep that
-    holds it."""
-    for r in reversed(b.runs.all("sweep-accuracy")):
+def swept(b: Book, match: Callable[[str], bool], experiment: str = "sweep-accuracy") -> Swept | None:
+    """The newest published sweep of the accuracy experiment (or of ``experiment``) holding a dataset ``match``
+    accepts, with the newest widened sweep that holds it (``widened``). Sweeps over other data are other runs (the
+    archive keys them apart), so each dataset is judged from the newest sweep that holds it."""
+    for r in reversed(b.runs.all(experiment)):
         a = r.csv("accuracy.csv")
         a = a[(a["task"] == "classification") & a["f1"].notna()] if "task" in a else a[a["f1"].notna()]
         for name, g in a.groupby("dataset", sort=False):
@@ -242,7 +263,8 @@ def swept(b: Book, match: Callable[[str], bool]) -> Swept | None:
                     bt = r.csv("boot.csv")
                     boot = bt[bt["dataset"] == name]
                 return Swept(r, str(name), g.pivot_table(index="seed", columns="method", values="f1"), boot,
-                             edge_seeds(g, "method"))
+                             edge_seeds(g, "method"), None if experiment == ACCURACY_WIDENED else
+                             swept(b, str(name).__eq__, ACCURACY_WIDENED))
     return None
 
 
@@ -281,7 +303,7 @@ def table1_intervals(b: Book, p: Paper) -> dict[str, list[Claim]]:
         judged: dict[str, tuple[float, float, float, int]] = {}
         how = ""
         for m in (x for x in wide.columns if x != "Chimera"):
-            mean, lo, hi, k, how = sw.diff(m, family)
+            mean, lo, hi, k, how = sw.source(m).diff(m, family)
             judged[m] = (mean, lo, hi, k)
         for paper_name in t1.rows:
             pv = t1.number(paper_name, col)
@@ -290,7 +312,8 @@ def table1_intervals(b: Book, p: Paper) -> dict[str, list[Claim]]:
             src = f"table1_accuracy/{paper_name}/{ds}_f1"
             if paper_name == "Chimera":
                 paper_side = {m: v for m, v in judged.items() if "yardstick" not in m}
-                verdicts = {m: sw.judge(m, *best_verdict(lo, hi, k), hi)[0] for m, (_, lo, hi, k) in paper_side.items()}
+                verdicts = {m: sw.judge(m, *best_verdict(lo, hi, k), lo, hi)[0]
+                            for m, (_, lo, hi, k) in paper_side.items()}
                 verdict = best_of_all(verdicts.values())
                 worst = min(paper_side, key=lambda m: paper_side[m][1])
                 mean, lo, hi, k = paper_side[worst]
@@ -309,7 +332,7 @@ def table1_intervals(b: Book, p: Paper) -> dict[str, list[Claim]]:
                 continue
             mean, lo, hi, k = judged[ours_name]
             verdict, why = sw.judge(ours_name, *interval_verdict(dec(t1.number("Chimera", col)) - dec(pv), lo, hi, k),
-                                    hi)
+                                    lo, hi)
             claims.append(Claim("Table 1", label, f(pv), f"Chimera − {ours_name} {mean:+.4f} [{lo:+.4f}, "
                                 f"{hi:+.4f}] (synthetic stand-in, reference)", r.cite(), verdict,
                                 f"Chimera − this method over seeds {_seeds(wide)} (the interval over {how}), "
@@ -318,7 +341,7 @@ def table1_intervals(b: Book, p: Paper) -> dict[str, list[Claim]]:
                                 _m(r, name, "Chimera −", ours_name), _commit(r), interval=True))
         yard = {m: v for m, v in judged.items() if "yardstick" in m}
         if yard:
-            verdicts = {m: sw.judge(m, *best_verdict(lo, hi, k), hi)[0] for m, (_, lo, hi, k) in yard.items()}
+            verdicts = {m: sw.judge(m, *best_verdict(lo, hi, k), lo, hi)[0] for m, (_, lo, hi, k) in yard.items()}
             verdict = best_of_all(verdicts.values())
             worst = min(yard, key=lambda m: yard[m][1])
             mean, lo, hi, k = yard[worst]
@@ -421,8 +444,8 @@ def real_set_intervals(b: Book, p: Paper) -> list[tuple[str, Claim]]:
         judged = []
         how = ""
         for m in (c for c in wide.columns if c != "Chimera"):
-            mean, lo, hi, k, how = sw.diff(m, family)
-            judged.append((m, mean, lo, hi, k, sw.judge(m, *best_verdict(lo, hi, k), hi)[0]))
+            mean, lo, hi, k, how = sw.source(m).diff(m, family)
+            judged.append((m, mean, lo, hi, k, sw.judge(m, *best_verdict(lo, hi, k), lo, hi)[0]))
         verdict = best_of_all(v for *_, v in judged)
         worst = min(judged, key=lambda x: x[2])
         why = (f"against each of {len(judged)} methods over seeds {_seeds(wide)} (the interval over {how}), "
@@ -639,14 +662,15 @@ def ablation_swept(b: Book, experiment: str = "sweep-ablation"
 ABLATION_WIDENED = "sweep-ablation_wide"
 
 
-def widened(b: Book, variant: str, seeds: Iterable[int]) -> tuple[Run, pd.Series, list[int]] | None:
-    """The widened search of an ablation row: the newest published sweep of ablation_wide holding ``variant`` on
-    every one of ``seeds``, as (the run, its macro-F1 by seed, the seeds on which it binds at the wide ladder's
-    edge)."""
+def widened(b: Book, variant: str, seeds: Iterable[int]) -> tuple[Run, pd.DataFrame, dict[str, list[int]]] | None:
+    """The widened searches of an ablation row and of Chimera: the newest published sweep of ablation_wide
+    (``tuning: wide``) holding both on every one of ``seeds``, as (the run, its macro-F1 by seed and variant, the
+    seeds on which each binds at its widened search's edge)."""
     w = ablation_swept(b, ABLATION_WIDENED)
-    if w is None or variant not in w[1] or not set(seeds) <= set(w[1][variant].dropna().index):
+    if w is None or not {variant, CHIMERA} <= set(w[1]) or \
+            not set(seeds) <= set(w[1][[variant, CHIMERA]].dropna().index):
         return None
-    return w[0], w[1][variant], w[2].get(variant, [])
+    return w
 
 
 def tcam_entries_claim(name: str, t3: PaperTable, rt: Run | None, x: pd.Series | None, all_entries: str,
@@ -707,21 +731,24 @@ def table3(b: Book, p: Paper) -> list[Claim]:
             if v in held:
                 assert sw is not None
                 sr, wide, binds = sw
-                row, binds_on = wide[v], binds.get(v, [])
-                note = f" (no widened search of it is published: `invoke sweep --name ablation_wide --seeds " \
+                pair, pair_binds = wide, binds
+                note = f" (no widened search of the pair is published: `invoke sweep --name ablation_wide --seeds " \
                        f"{','.join(str(int(x)) for x in wide.index)}`)"
-                wd = widened(b, v, wide[v].dropna().index) if binds_on else None
+                wd = widened(b, v, wide[[v, CHIMERA]].dropna().index) \
+                    if binds.get(v) or binds.get(CHIMERA) else None
                 if wd is not None:
-                    wr, row, binds_on = wd
-                    note = f" even on its widened search ({wr.cite()})"
-                diffs = (wide[CHIMERA] - row).dropna()
+                    pair, pair_binds = wd[1], wd[2]
+                    note = f" even on its widened search ({wd[0].cite()})"
+                diffs = (pair[CHIMERA] - pair[v]).dropna()
                 mean, lo, hi = paired_interval(list(diffs), family=len(held))
                 verdict, why = under_tuned(*interval_verdict(dec(ch_f1) - dec(f1p), lo, hi, len(diffs)), hi,
-                                           binds_on, note)
+                                           pair_binds.get(v, []), note)
+                verdict, why = under_tuned(verdict, why, -lo, pair_binds.get(CHIMERA, []), note, "Chimera's")
                 if wd is not None:
-                    why = (f"judged on its widened search ({wd[0].cite()}: the row's F1 there, Chimera's under the "
-                           f"budget), since its budgeted search binds at its edge on seeds "
-                           f"{', '.join(map(str, binds[v]))}: {why}")
+                    why = (f"judged on the widened searches ({wd[0].cite()}: Chimera and the row each on every "
+                           f"configuration of its widened search), since the budgeted search binds at its edge on "
+                           f"seeds {', '.join(map(str, sorted(set(binds.get(v, []) + binds.get(CHIMERA, [])))))}: "
+                           f"{why}")
                 judged[v] = verdict, f"Chimera − {v} {mean:+.4f} [{lo:+.4f}, {hi:+.4f}]: {why}"
                 out.append(Claim("Table 3", f"{name}: F1 against Chimera's (held-out seeds, paired intervals)",
                                  f(f1p), f"Chimera − this row {mean:+.4f} [{lo:+.4f}, {hi:+.4f}] over seeds "
@@ -817,8 +844,9 @@ def table3_sentences(r: Run, d: pd.DataFrame, p: Paper,
         diffs = (wide[soft] - wide[CHIMERA]).dropna()
         mean, lo, hi = paired_interval(list(diffs))
         verdict, why = interval_verdict(0, lo, hi, len(diffs))   # "near" asserts a tie, whatever the printed gap
-        # Chimera − exact softmax is [-hi, -lo]: the rule's upper end is -lo
+        # Chimera − exact softmax is [-hi, -lo]: the row's upper end is -lo, Chimera's (exact − Chimera) hi
         verdict, why = under_tuned(verdict, why, -lo, binds.get(soft, []))
+        verdict, why = under_tuned(verdict, why, hi, binds.get(CHIMERA, []), who="Chimera's")
         out.append(Claim("Table 3", f"\"{claims[0]}\"", f"exact softmax − Chimera {pgap:+}",
                          f"exact softmax † − Chimera {mean:+.4f} [{lo:+.4f}, {hi:+.4f}] over seeds "
                          f"{_seeds(wide.loc[diffs.index])}", sr.cite(), verdict,
@@ -1067,9 +1095,9 @@ def pareto_swept(b: Book, p: Paper) -> list[Claim] | None:
     def judged(among: list[str], above: Callable[[str], bool]) -> tuple[str, str]:
         """Chimera above each method ``above`` names (the interval rule, the gap positive), not below the others
         beyond a tie (best_verdict)."""
-        ivs = {m: sw.diff(m, max(1, len(among))) for m in among}
-        vs = {m: (interval_verdict(1, v[1], v[2], v[3]) if above(m) else best_verdict(v[1], v[2], v[3]))[0]
-              for m, v in ivs.items()}
+        ivs = {m: sw.source(m).diff(m, max(1, len(among))) for m in among}
+        vs = {m: sw.judge(m, *(interval_verdict(1, v[1], v[2], v[3]) if above(m) else best_verdict(v[1], v[2], v[3])),
+                          v[1], v[2])[0] for m, v in ivs.items()}
         return best_of_all(vs.values()), "; ".join(f"{m} ({n(bits[m])} bits) {v[0]:+.4f} [{v[1]:+.4f}, {v[2]:+.4f}]: "
                                                    f"{vs[m]}" for m, v in sorted(ivs.items(), key=lambda x: x[1][1]))
     fewer = [m for m in methods if float(bits[m]) <= mine]

@@ -85,13 +85,14 @@ RULES = [
      "and a grid in which no cell's interval excludes the control's: shown with why, never counted."),
     ("under-tuned rows (Tables 1, 3)", "a compared row whose kept configuration binds at an edge of its search on "
      f"some seed (``edge_binds``: validation still rises toward the edge by more than {TIE}) may be under-tuned, "
-     "which makes 'Chimera is ahead of it' easier. Where a widened search of that row is published (the wide kind: "
-     "every rung of a wider learning-rate ladder, on the same dataset, split and seeds; `invoke sweep --name "
-     "ablation_wide --seeds ...`), the row is judged on its widened numbers against Chimera's budgeted ones: more "
-     "configurations can only favour the row. Where none is, or the widened search binds too, a verdict that rests "
-     f"on the row not being ahead of Chimera (the interval's upper end at or above −{TIE}) is **inconclusive**, "
-     "naming the seeds; a row ahead of Chimera beyond the tie band stays so, since more tuning could only widen "
-     "that."),
+     "which makes 'Chimera is ahead of it' easier; where Chimera's binds, the reverse. Where a widened sweep holds "
+     "the pair on the same seeds (``tuning: wide``: Chimera and the row each on every configuration of its widened "
+     "search, chimera.baselines.budget.WIDE, on the same datasets and splits: `invoke sweep --name ablation_wide` "
+     "or `accuracy_wide`), the pair is judged there instead, by the same interval rule. Where none does, or the "
+     "widened search binds too, a verdict that rests on the row not being ahead of Chimera (the interval's upper "
+     f"end at or above −{TIE}) is **inconclusive**, naming the seeds, and so is one that rests on Chimera not being "
+     f"ahead of the row where Chimera's binds (its lower end at or below +{TIE}); a side ahead beyond the tie band "
+     "stays ahead, since more tuning of the other could only widen that."),
     ("counted once", "a claim that rests on the same measurement as an earlier one (the four Chimera rows of Table 3) "
      "is a sub-row of that verdict, not a verdict of its own."),
     ("timings (the latency figure)", f"judged on one latency run's interleaved repeats (>= {MIN_REPEATS}; every "
@@ -217,13 +218,15 @@ def interval_verdict(paper_gap: float | Decimal, lo: float, hi: float, n: int) -
     return INCONCLUSIVE, f"the interval overlaps the tie band: {where}"
 
 
-def under_tuned(verdict: str, why: str, hi: float, binds_on: Sequence[int], note: str = "") -> tuple[str, str]:
+def under_tuned(verdict: str, why: str, hi: float, binds_on: Sequence[int], note: str = "",
+                who: str = "the row's") -> tuple[str, str]:
     """The under-tuned rule: a verdict against a row whose search binds at its edge on the seeds ``binds_on``
     (none: the verdict as it is). Inconclusive unless the row is ahead of Chimera beyond the tie band (``hi``, the
-    interval's upper end of Chimera − row, below −TIE); ``note`` says what widened search there is or is not."""
+    interval's upper end of Chimera − row, below −TIE); ``note`` says what widened search there is or is not.
+    Chimera's own binding edge is the same rule turned round: ``hi`` is then the upper end of row − Chimera."""
     if not binds_on or hi < -float(TIE):
         return verdict, why
-    return INCONCLUSIVE, (f"the row's search binds at its edge on seed{'s' if len(binds_on) > 1 else ''} "
+    return INCONCLUSIVE, (f"{who} search binds at its edge on seed{'s' if len(binds_on) > 1 else ''} "
                           f"{', '.join(str(s) for s in binds_on)} (validation still rises toward it), so it may be "
                           f"under-tuned{note}; as measured, {verdict}: {why}")
 

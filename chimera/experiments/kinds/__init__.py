@@ -8,7 +8,6 @@ render, and the ``KIND`` record: see ``base.Kind``) plus one line in ``PACKAGES`
 - ``accuracy``, ``resources``, ``input_scale``, ``hyper_dim``, ``roc``: Chimera against the paper's baselines
   on the same splits, over several named datasets (Tables 1, 2, 4, the Pareto and ROC figures).
 - ``throughput``: delivered pps/Gbps per frame size, Chimera vs bare forwarding vs the software host; 0-loss ladder.
-- ``wide``: a widened learning-rate search for the rows whose budgeted choice binds at an edge.
 - ``latency``: every packet's in-switch and host-to-host latency at offered loads, switch vs software host.
 """
 
@@ -33,7 +32,6 @@ PACKAGES = (
     "roc",
     "latency",
     "throughput",
-    "wide",
 )
 
 

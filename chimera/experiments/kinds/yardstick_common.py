@@ -38,7 +38,9 @@ class BaselinesSpec(BaseModel):
     window: int | None = Field(None, ge=1, le=64, description="packets per decision of the window models "
                                "(default: Chimera's window)")
     tuning: Tuning = Field("full", description="full: every configuration of each method's grid, chosen on "
-                           "validation; first: the first configuration only (a smoke run, labelled as such)")
+                           "validation; first: the first configuration only (a smoke run, labelled as such); wide: every "
+                           "configuration of each method's widened search (budget.WIDE), Chimera's included: the "
+                           "check on rows whose budgeted choice binds at an edge (experiments/accuracy_wide.yaml)")
 
     @field_validator("methods")
     @classmethod

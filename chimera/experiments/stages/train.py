@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from chimera.baselines.budget import (CLASS_WEIGHT, EPOCH_CAP, PATIENCE, SEARCHES, Search, Tuning, kept_index,
+from chimera.baselines.budget import (CLASS_WEIGHT, EPOCH_CAP, PATIENCE, Search, Tuning, kept_index, search_of,
                                       tuning_columns)
 from chimera.data.flows import sample_whole_flows
 from chimera.data.tokens import Tokens
@@ -172,7 +172,8 @@ def tune_variant(data: PreparedData, rules: LearnedRules, v: ResolvedVariant, se
         model = budget_model(v.model, config).model_copy(update={"window_choices": ()})
         return _train_fused(data, rules, fixed.model_copy(update={"model": model}), model, seed, cache,
                             fallback=False)
-    tried = [(Search.label(c), t) for c, t in SEARCHES["Chimera"].run(one, lambda t: t.val_f1, tuning)]
+    search, how = search_of("Chimera", tuning)
+    tried = [(Search.label(c), t) for c, t in search.run(one, lambda t: t.val_f1, how)]
     label, best = tried[kept_index([t.val_f1 for _, t in tried])]
     log.info("%s: %s chosen on validation (macro-F1 %s)", v.name, label,
              "; ".join(f"{k}: {t.val_f1:.4f}" for k, t in tried))

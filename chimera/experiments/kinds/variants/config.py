@@ -15,7 +15,8 @@ class VariantsExperiment(ExperimentConfig):
     tuning: Tuning | None = Field(None, description="each variant under the comparison's budget "
                                   "(chimera.baselines.budget), as Table 1's methods are: full, every configuration "
                                   "of Chimera's grid chosen on validation, at the fusion's configured beta; first, the "
-                                  "grid's first only (a smoke run). Unset: trained as its model section says, beta "
+                                  "grid's first only (a smoke run); wide, every configuration of Chimera's widened search (budget.WIDE: the check on "
+                                  "rows whose budgeted choice binds at an edge, experiments/ablation_wide.yaml). Unset: trained as its model section says, beta "
                                   "chosen on validation (a demonstration, not a comparison)")
 
 
