@@ -563,6 +563,21 @@ def test_table1_orderings_recomputed_independently(ledger: list[tuple[str, list[
     assert checked >= 8 * 3 - 3, checked   # every paper method on every dataset we ran
 
 
+def _rows_below_chimera(book: Book, p: Paper) -> list[str]:
+    """Table 3's paper rows below Chimera beyond a tie that the published ablation run holds as rows of their own."""
+    from chimera.book.rules import TIE, dec
+    from chimera.report.runs import on_testbed
+    from chimera.experiments.kinds.variants.tables import ABLATION
+    r = book.runs.latest("ablation", on_testbed) or book.runs.latest("ablation")
+    d = r.table(ABLATION).set_index("variant")
+    t3 = p["table3_ablation"]
+    ch = t3.number("Linearized (Chimera)", "f1")
+    below = [n for n in t3.rows if dec(ch) - dec(t3.number(n, "f1")) > TIE
+             and C.T3_NAMES[n] in d.index and C._identical(d, C.T3_NAMES[n]) is None]
+    assert len(below) >= 2, "the paper has rows below Chimera beyond a tie"
+    return below
+
+
 def test_table3_orderings_recomputed_independently(ledger: list[tuple[str, list[C.Claim]]]) -> None:
     """Table 3's ordering verdicts (each row against Chimera's F1), recomputed from the ablation run's CSV and the
     paper's printed text with none of the ledger's arithmetic (the rule as for Table 1, above)."""
@@ -786,17 +801,8 @@ def test_table3_over_a_swept_ablation_is_judged_by_paired_intervals(book: Book,
     import numpy as np
 
     from chimera.report.book import CHIMERA
-    from chimera.book.rules import TIE, dec
-    from chimera.report.runs import on_testbed
-    from chimera.experiments.kinds.variants.tables import ABLATION
     p = C.paper()
-    r = book.runs.latest("ablation", on_testbed) or book.runs.latest("ablation")
-    d = r.table(ABLATION).set_index("variant")
-    t3 = p["table3_ablation"]
-    ch = t3.number("Linearized (Chimera)", "f1")
-    below = [n for n in t3.rows if dec(ch) - dec(t3.number(n, "f1")) > TIE
-             and C.T3_NAMES[n] in d.index and C._identical(d, C.T3_NAMES[n]) is None]
-    assert len(below) >= 2, "the paper has rows below Chimera beyond a tie"
+    below = _rows_below_chimera(book, p)
     far_below, far_above = C.T3_NAMES[below[0]], C.T3_NAMES[below[1]]
     wobble = np.array([0.0, 0.002, -0.002, 0.001, -0.001])
     base = 0.9 + wobble
@@ -829,16 +835,8 @@ def test_a_row_whose_search_binds_at_its_edge_is_judged_on_its_widened_search(
     import numpy as np
 
     from chimera.report.book import CHIMERA
-    from chimera.book.rules import TIE, dec
-    from chimera.report.runs import on_testbed
-    from chimera.experiments.kinds.variants.tables import ABLATION
     p = C.paper()
-    r = book.runs.latest("ablation", on_testbed) or book.runs.latest("ablation")
-    d = r.table(ABLATION).set_index("variant")
-    t3 = p["table3_ablation"]
-    ch = t3.number("Linearized (Chimera)", "f1")
-    below = [n for n in t3.rows if dec(ch) - dec(t3.number(n, "f1")) > TIE
-             and C.T3_NAMES[n] in d.index and C._identical(d, C.T3_NAMES[n]) is None]
+    below = _rows_below_chimera(book, p)
     low, high = C.T3_NAMES[below[0]], C.T3_NAMES[below[1]]
     base = 0.9 + np.array([0.0, 0.002, -0.002, 0.001, -0.001])
     seeds = [11, 12, 13, 14, 15]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Mapping
-from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -22,11 +21,10 @@ from chimera.controlplane.pseudo import PseudoLabelConfig, PseudoLoop
 from chimera.experiments.kinds.pseudo_grid import tables as T
 from chimera.experiments.kinds.pseudo_grid.config import (PseudoGridExperiment, PseudoGridSection, control_of,
                                                            default_cell)
-from chimera.experiments.kinds.stability.run import (block_bins, build_models, control_for, day_hours,
-                                                     day_realization, drop_captures, pooled, prepare_day, summarize)
+from chimera.experiments.kinds.stability.run import (block_bins, build_models, control_for, day_hours, drop_captures,
+                                                     each_day, pooled, prepare_day, summarize)
 from chimera.experiments.stages.compile import slug
 from chimera.experiments.stages.context import RunContext
-from chimera.experiments.stages.rules import learn_rules
 from chimera.formats.rows import Cells
 from chimera.metrics.days import paired_by_unit
 from chimera.metrics.timeseries import binned_f1
@@ -91,16 +89,7 @@ def run(ctx: RunContext[PseudoGridExperiment]) -> None:
     rows: dict[tuple[str, Cell | None], list[Cells]] = {}
     bins: dict[tuple[str, Cell | None], dict[Unit, pd.DataFrame]] = {}
     global_entries = 0
-    for day in days:
-        day_cfg = cfg if day == days[0] else cast(PseudoGridExperiment, day_realization(cfg, day))
-        if day != days[0]:
-            with ctx.timed("dataset"):
-                data = prepare_day(ctx, day_cfg)
-                ctx.check_classes(len(data.classes))
-        with ctx.timed("rules"):
-            rules = learn_rules(ctx.rule_file, data, cfg.seed, cfg.rule_precision_floor)
-        if day == days[0]:
-            ctx.rules = rules
+    for day, day_cfg, data, rules in each_day(ctx, data):
         test = data.test_rows
         y, hours, flow = data.y(test), day_hours(data, st, test), data.ds.flows.flow_id[test]
 

@@ -6,9 +6,9 @@ import dataclasses
 import functools
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import pandas as pd
@@ -425,6 +425,25 @@ def day_realization(cfg: StabilityExperiment, day: int) -> StabilityExperiment:
         update={"seed": day})})})
 
 
+def each_day(ctx: RunContext[SE], data: PreparedData) -> Iterator[tuple[int, SE, PreparedData, LearnedRules]]:
+    """Every realization of the day the experiment names (its ``day_seeds``), in order, as (its generator seed, its
+    config, its data, its rules): ``data`` is the first day's, prepared already; each later day is prepared here;
+    the first day's rules are the run's (``ctx.rules``)."""
+    cfg = ctx.cfg
+    days = cfg.day_seeds
+    for day in days:
+        day_cfg = cfg if day == days[0] else cast(SE, day_realization(cfg, day))
+        if day != days[0]:
+            with ctx.timed("dataset"):
+                data = prepare_day(ctx, day_cfg)
+                ctx.check_classes(len(data.classes))
+        with ctx.timed("rules"):
+            rules = learn_rules(ctx.rule_file, data, cfg.seed, cfg.rule_precision_floor)
+        if day == days[0]:
+            ctx.rules = rules
+        yield day, day_cfg, data, rules
+
+
 def run(ctx: RunContext[StabilityExperiment]) -> None:
     cfg = ctx.cfg
     st = cfg.stability
@@ -442,17 +461,8 @@ def run(ctx: RunContext[StabilityExperiment]) -> None:
     logs: list[pd.DataFrame] = []
     first: DayModels | None = None
     first_data = data
-    for day in days:
-        many = len(days) > 1
-        day_cfg = cfg if day == days[0] else day_realization(cfg, day)
-        if day != days[0]:
-            with ctx.timed("dataset"):
-                data = prepare_day(ctx, day_cfg)
-                ctx.check_classes(len(data.classes))
-        with ctx.timed("rules"):
-            rules = learn_rules(ctx.rule_file, data, cfg.seed, cfg.rule_precision_floor)
-        if day == days[0]:
-            ctx.rules = rules
+    many = len(days) > 1
+    for day, day_cfg, data, rules in each_day(ctx, data):
         test = data.test_rows
         y, hours = data.y(test), day_hours(data, st, test)
         flow = data.ds.flows.flow_id[test]
