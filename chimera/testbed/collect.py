@@ -53,14 +53,19 @@ def _frames(path: Path) -> tuple[list[bytes], np.ndarray]:
 
 
 class _ByBytes:
-    """In-order matching of frames to replayed frames by their bytes (identical frames match in turn)."""
+    """In-order matching of frames to replayed frames by their bytes (identical frames match in turn). The index
+    is built on the first lookup: a shimmed frame names its replayed frame and never needs it, and building it for
+    a day's replay (600,000 frames) took 4.6 s, twice per replay."""
 
     def __init__(self, replayed: list[bytes]) -> None:
-        self.index: dict[bytes, collections.deque[int]] = collections.defaultdict(collections.deque)
-        for i, f in enumerate(replayed):
-            self.index[f].append(i)
+        self.replayed = replayed
+        self.index: dict[bytes, collections.deque[int]] | None = None
 
     def take(self, frame: bytes) -> int | None:
+        if self.index is None:
+            self.index = collections.defaultdict(collections.deque)
+            for i, f in enumerate(self.replayed):
+                self.index[f].append(i)
         q = self.index.get(frame)
         return q.popleft() if q else None
 
