@@ -532,7 +532,7 @@ def test_table1_orderings_recomputed_independently(ledger: list[tuple[str, list[
     for ds in ("peerrush", "ciciot", "iscxvpn"):
         tag = ds.upper() if ds != "peerrush" else "PeerRush"
         cited = {m.group(1) for c in claims.values() if c.claim.endswith(f" on {tag}")
-                 and (m := re.search(r"`(results/published/sweep-[^`]+)`", c.run))}
+                 and (m := re.search(r"`(results/published/sweep-accuracy/[^`]+)`", c.run))}
         assert len(cited) <= 1, cited
         if cited:
             swept[ds] = ROOT / cited.pop()

@@ -205,6 +205,12 @@ class Swept:
             return self
         return w if set(self.wide[pair].dropna().index) <= set(w.wide[pair].dropna().index) else self
 
+    def cite(self, method: str) -> str:
+        """The run a verdict on Chimera − ``method`` reads: this sweep, and the widened one where it is judged
+        there (so that either one's staleness shows)."""
+        src = self.source(method)
+        return self.run.cite() if src is self else f"{self.run.cite()}; widened: {src.run.cite()}"
+
     def judge(self, method: str, verdict: str, why: str, lo: float, hi: float) -> tuple[str, str]:
         """A verdict on Chimera − ``method`` (the interval ``lo``, ``hi`` from ``source(method)``) under the
         under-tuned rule (rules.under_tuned), for the row and for Chimera."""
@@ -334,7 +340,7 @@ def table1_intervals(b: Book, p: Paper) -> dict[str, list[Claim]]:
             verdict, why = sw.judge(ours_name, *interval_verdict(dec(t1.number("Chimera", col)) - dec(pv), lo, hi, k),
                                     lo, hi)
             claims.append(Claim("Table 1", label, f(pv), f"Chimera − {ours_name} {mean:+.4f} [{lo:+.4f}, "
-                                f"{hi:+.4f}] (synthetic stand-in, reference)", r.cite(), verdict,
+                                f"{hi:+.4f}] (synthetic stand-in, reference)", sw.cite(ours_name), verdict,
                                 f"Chimera − this method over seeds {_seeds(wide)} (the interval over {how}), "
                                 f"simultaneous over {family} comparisons: {why}; absolute F1 not testable: dataset "
                                 "absent", mean, src,
@@ -752,7 +758,8 @@ def table3(b: Book, p: Paper) -> list[Claim]:
                 judged[v] = verdict, f"Chimera − {v} {mean:+.4f} [{lo:+.4f}, {hi:+.4f}]: {why}"
                 out.append(Claim("Table 3", f"{name}: F1 against Chimera's (held-out seeds, paired intervals)",
                                  f(f1p), f"Chimera − this row {mean:+.4f} [{lo:+.4f}, {hi:+.4f}] over seeds "
-                                 f"{_seeds(wide.loc[diffs.index])}", sr.cite(), verdict,
+                                 f"{_seeds(wide.loc[diffs.index])}", sr.cite() if wd is None else
+                                 f"{sr.cite()}; widened: {wd[0].cite()}", verdict,
                                  f"simultaneous over the {len(held)} rows the sweep holds: {why}", mean, f"{src}/f1",
                                  _m(sr, "ablation", v, "Chimera −"), _commit(sr), interval=True))
             else:
