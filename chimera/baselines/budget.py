@@ -6,7 +6,7 @@ disagree. The rules:
 
 - **The same number of configurations** (``CONFIGS``) for every method, from a search stated here per method (a grid, or a walk).
   Each configuration is trained on the training split; the first tried whose validation macro-F1 is within
-  ``SELECTION_TIE`` of the best is kept (``kept``). The test split is read once, by the kept model. Why a band and
+  ``SELECTION_TIE`` of the best is kept (``kept_index``). The test split is read once, by the kept model. Why a band and
   not the strict best: on the small validation splits a gap of a few thousandths is noise, and a strict maximum lets
   that noise (another seed, another host's floats) move the choice, and with it the test score by far more than the
   gap (a margin of 0.0001 once moved a row by 0.12 on test). Within the band the earlier configuration, fixed by the
