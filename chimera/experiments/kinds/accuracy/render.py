@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from chimera.baselines.budget import SELECTION, WIDE_CONFIGS
 from chimera.experiments.kinds.accuracy import tables as T
 from chimera.experiments.kinds.yardstick_render import HONESTY, MARKS, _datasets, _mark
 from chimera.report.common import figure_lines, header, reproduce, table
@@ -77,8 +78,10 @@ def tuning_lines(df: pd.DataFrame) -> list[str]:
     capped = t[t["stopped_by"] == "cap"] if "stopped_by" in t else t.iloc[:0]
     lines = ["## Tuning", "", f"Every method below tried {' or '.join(map(str, tried))} configuration(s) of its search "
              "(chimera.baselines.budget: a grid, or for the gradient-trained methods a walk on the learning rate "
-             "placed by the validation scores before each step), trained on the training split, and kept the one with the best validation "
-             "macro-F1; the test split was read once, by the kept model. Class weights: balanced for every method.",
+             "placed by the validation scores before each step; all "
+             f"{WIDE_CONFIGS} of its widened search where the run is a widened check, `tuning: wide`), trained on the "
+             f"training split, and kept one by {SELECTION}; the test split was read once, by the kept model. Class "
+             "weights: balanced for every method.",
              "", table(t[cols], ("configs_tried", "scorings", "epochs_run", "cap_reached_in")), ""]
     if "at_edge" in t:
         edge = t[t["at_edge"].astype(str).str.len() > 1]

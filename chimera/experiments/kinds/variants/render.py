@@ -82,8 +82,14 @@ def render(run: RunView) -> list[str]:
                            "epochs_run", "stopped_by", "epoch_cap", "cap_reached_in") if c in ablation]
     if "epochs_run" in ablation:
         budget = "configs_tried" in ablation
+        wide = run.manifest.config.get("tuning") == "wide"
         lines += ["## How each variant was trained", "", table(ablation[trained], T.ABLATION), "",
-                  ("Every variant under the comparison's budget (chimera/baselines/budget.py), as Table 1's methods: "
+                  ("Every variant on its widened search (chimera/baselines/budget.py, WIDE: every configuration, "
+                   "Chimera's included, the budget's rules otherwise): the check on rows whose budgeted choice binds "
+                   "at an edge, not the comparison itself. at_edge and edge_binds as the budget defines them, on the "
+                   "widened search. stopped_by cap: the guard cap bound."
+                   if wide else
+                   "Every variant under the comparison's budget (chimera/baselines/budget.py), as Table 1's methods: "
                    "each configuration of Chimera's grid trained to patience, the best validation macro-F1 kept "
                    "(scorings: the validation scores its choice read), beta as the fusion configures it. at_edge: "
                    "the kept value is the lowest or highest of its axis; edge_binds: validation still rises toward it. "
