@@ -648,7 +648,8 @@ def test_table1_on_a_swept_stand_in_is_judged_by_paired_intervals() -> None:
             for m, v in {"Chimera": chimera, **others}.items() for i, s in enumerate(seeds)]
     run = SimpleNamespace(csv=lambda name: pd.DataFrame(rows), has_csv=lambda name: False, cite=lambda *a: "`sweep`",
                           path=Path("/nonexistent"),
-                          rel="results/published/sweep-accuracy/x", manifest=SimpleNamespace(git=SimpleNamespace(commit="c")))
+                          rel="results/published/sweep-accuracy/x",
+                          manifest=SimpleNamespace(git=SimpleNamespace(commit="c"), get=lambda *a: None))
     b = SimpleNamespace(runs=SimpleNamespace(all=lambda exp, where=None: [run] if exp == "sweep-accuracy" else []))
     got = C.table1_intervals(b, p)   # type: ignore[arg-type]
     assert set(got) == {"ciciot"}
@@ -694,7 +695,7 @@ def test_the_pareto_claims_are_judged_on_the_held_out_sweep(others: dict[str, fl
              "per_flow_bits": width[m]} for m, v in f1.items() for i, s in enumerate(seeds)]
     run = SimpleNamespace(csv=lambda name: pd.DataFrame(rows), has_csv=lambda name: False, cite=lambda *a: "`sweep`",
                           path=Path("/nonexistent"), rel="results/published/sweep-accuracy/x",
-                          manifest=SimpleNamespace(git=SimpleNamespace(commit="c")))
+                          manifest=SimpleNamespace(git=SimpleNamespace(commit="c"), get=lambda *a: None))
     b = SimpleNamespace(runs=SimpleNamespace(all=lambda exp, where=None: [run] if exp == "sweep-accuracy" else []))
     got = C.pareto_swept(b, p)   # type: ignore[arg-type]
     assert got is not None and [c.verdict for c in got] == [want0, want1]
@@ -721,7 +722,7 @@ def test_flow_resamples_widen_the_interval_by_the_test_flows_sampling(tmp_path: 
     tables = {"accuracy.csv": pd.DataFrame(rows), "boot.csv": pd.DataFrame(boot)}
     run = SimpleNamespace(csv=tables.__getitem__, has_csv=lambda name: (tmp_path / name).is_file(),
                           cite=lambda *a: "`sweep`", path=tmp_path, rel="x",
-                          manifest=SimpleNamespace(git=SimpleNamespace(commit="c")))
+                          manifest=SimpleNamespace(git=SimpleNamespace(commit="c"), get=lambda *a: None))
     b = SimpleNamespace(runs=SimpleNamespace(all=lambda exp, where=None: [run] if exp == "sweep-accuracy" else []))
     sw = C.swept(b, "ciciot".__eq__)   # type: ignore[arg-type]
     assert sw is not None
@@ -809,7 +810,7 @@ def test_table3_over_a_swept_ablation_is_judged_by_paired_intervals(book: Book,
     wide = pd.DataFrame({CHIMERA: base, far_below: base - 0.05, far_above: base[::-1] + 0.05},
                         index=[11, 12, 13, 14, 15])
     sweep = SimpleNamespace(cite=lambda *a: "`sweep`", rel="results/published/sweep-ablation/x",
-                            manifest=SimpleNamespace(git=SimpleNamespace(commit="c")))
+                            manifest=SimpleNamespace(git=SimpleNamespace(commit="c"), get=lambda *a: None))
     monkeypatch.setattr(C, "ablation_swept", lambda b, experiment="sweep-ablation":
                         (sweep, wide, {}) if experiment == "sweep-ablation" else None)
     got = {c.claim.split(":")[0]: c for c in C.table3(book, p) if "F1 against Chimera" in c.claim}
@@ -842,9 +843,9 @@ def test_a_row_whose_search_binds_at_its_edge_is_judged_on_its_widened_search(
     seeds = [11, 12, 13, 14, 15]
     wide = pd.DataFrame({CHIMERA: base, low: base - 0.05, high: base[::-1] + 0.05}, index=seeds)
     sweep = SimpleNamespace(cite=lambda *a: "`sweep`", rel="results/published/sweep-ablation/x",
-                            manifest=SimpleNamespace(git=SimpleNamespace(commit="c")))
+                            manifest=SimpleNamespace(git=SimpleNamespace(commit="c"), get=lambda *a: None))
     wsweep = SimpleNamespace(cite=lambda *a: "`wide`", rel="results/published/sweep-ablation_wide/x",
-                             manifest=SimpleNamespace(git=SimpleNamespace(commit="c")))
+                             manifest=SimpleNamespace(git=SimpleNamespace(commit="c"), get=lambda *a: None))
     binds = {low: [12, 13], high: [11]}
     wider = None if widened is None else pd.DataFrame({CHIMERA: base, low: base[::-1] + widened}, index=seeds)
     monkeypatch.setattr(C, "ablation_swept", lambda b, experiment="sweep-ablation":
@@ -870,7 +871,7 @@ def test_table1_rows_whose_search_binds_are_not_counted_for_chimera() -> None:
              "edge_binds": m in ("Leo", "N3IC") and s == 12} for m, v in f1.items() for i, s in enumerate(seeds)]
     run = SimpleNamespace(csv=lambda name: pd.DataFrame(rows), has_csv=lambda name: False, cite=lambda *a: "`sweep`",
                           path=Path("/nonexistent"), rel="results/published/sweep-accuracy/x",
-                          manifest=SimpleNamespace(git=SimpleNamespace(commit="c")))
+                          manifest=SimpleNamespace(git=SimpleNamespace(commit="c"), get=lambda *a: None))
     b = SimpleNamespace(runs=SimpleNamespace(all=lambda exp, where=None: [run] if exp == "sweep-accuracy" else []))
     v = {c.claim.split(" macro-F1")[0]: c for c in C.table1_intervals(b, p)["ciciot"]   # type: ignore[arg-type]
          if " macro-F1 on " in c.claim}
@@ -883,7 +884,7 @@ def test_table1_rows_whose_search_binds_are_not_counted_for_chimera() -> None:
                  for i, s in enumerate(seeds)]
     wrun = SimpleNamespace(csv=lambda name: pd.DataFrame(wide_rows), has_csv=lambda name: False,
                            cite=lambda *a: "`wide`", path=Path("/nonexistent"), rel="results/published/sweep-accuracy_wide/x",
-                           manifest=SimpleNamespace(git=SimpleNamespace(commit="c")))
+                           manifest=SimpleNamespace(git=SimpleNamespace(commit="c"), get=lambda *a: None))
     b = SimpleNamespace(runs=SimpleNamespace(all=lambda exp, where=None: [run] if exp == "sweep-accuracy" else
                                              [wrun] if exp == "sweep-accuracy_wide" else []))
     v = {c.claim.split(" macro-F1")[0]: c for c in C.table1_intervals(b, p)["ciciot"]   # type: ignore[arg-type]
@@ -916,7 +917,7 @@ def test_table3_sentences_over_a_swept_ablation_use_its_intervals(book: Book,
              "Neural only": -0.05, "Symbolic only": +0.05}
     wide = pd.DataFrame({CHIMERA: base, **{v: base[::-1] + s for v, s in shift.items()}}, index=[11, 12, 13, 14, 15])
     sweep = SimpleNamespace(cite=lambda *a: "`sweep`", rel="results/published/sweep-ablation/x",
-                            manifest=SimpleNamespace(git=SimpleNamespace(commit="c")))
+                            manifest=SimpleNamespace(git=SimpleNamespace(commit="c"), get=lambda *a: None))
     monkeypatch.setattr(C, "ablation_swept", lambda b, experiment="sweep-ablation":
                         (sweep, wide, {}) if experiment == "sweep-ablation" else None)
     claims = p["table3_ablation"].claims
@@ -1018,7 +1019,7 @@ def test_table4_over_a_swept_grid_is_judged_per_seed(dv_step: float, m_step: flo
                                      "f1": f1 + rng.normal(0, 0.0002)})
     g = pd.DataFrame(rows)
     sweep = SimpleNamespace(cite=lambda *a: "`sweep`", rel="results/published/sweep-hyper_dim/x",
-                            manifest=SimpleNamespace(git=SimpleNamespace(commit="c")))
+                            manifest=SimpleNamespace(git=SimpleNamespace(commit="c"), get=lambda *a: None))
     first, second = C.table4_intervals(cast(Run, sweep), g, "d_v matters more", "diminishing returns")
     assert first.interval and second.interval
     assert first.verdict == want_first, first

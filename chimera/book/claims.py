@@ -44,6 +44,8 @@ from chimera.book.rules import (ADDED_US, BASIN, CONTRADICTED, FACTOR, FAMILY_CO
                                 best_verdict, bound_verdict, dec, factor, family_level, flow_paired_interval,
                                 interval_verdict, ordering, paired_interval, places, under_tuned)
 from chimera.book.paper import Cell, Paper, PaperTable, load as paper, number
+from chimera.book.remake import sweep_command
+from chimera.sweep.driver import SweepRecord
 from chimera.report.runs import Run, on_testbed
 from chimera.errors import ResultsError
 from chimera.metrics.intervals import bootstrap_mean
@@ -216,8 +218,7 @@ class Swept:
         under-tuned rule (rules.under_tuned), for the row and for Chimera."""
         src = self.source(method)
         if src is self:
-            note = (f" (no widened search of the pair is published: `invoke sweep --name accuracy_wide --seeds "
-                    f"{','.join(str(int(s)) for s in self.wide.index)}`)")
+            note = f" (no widened search of the pair is published: `{widen_command(self.run, 'accuracy_wide')}`)"
         else:
             note = f" even on the widened search ({src.run.cite()})"
             why = (f"judged on the widened search ({src.run.cite()}: Chimera and this method each on every "
@@ -240,6 +241,15 @@ class Swept:
                 return mean, lo, hi, len(points), "seeds and test flows"
         mean, lo, hi = paired_interval(list(points.values()), family=family)
         return mean, lo, hi, len(points), "seeds"
+
+
+def widen_command(sweep: Run, experiment: str) -> str:
+    """The command that makes the widened twin (``experiment``) of a published sweep: the same seeds, datasets and
+    target (chimera.book.remake.sweep_command)."""
+    rec = sweep.manifest.get("sweep", SweepRecord)
+    if rec is None:
+        return f"invoke sweep --name {experiment} --seeds ..."
+    return sweep_command(rec.model_copy(update={"experiment": experiment}))
 
 
 #: the published sweep of Table 1's widened searches (experiments/accuracy_wide.yaml)
@@ -738,8 +748,7 @@ def table3(b: Book, p: Paper) -> list[Claim]:
                 assert sw is not None
                 sr, wide, binds = sw
                 pair, pair_binds = wide, binds
-                note = f" (no widened search of the pair is published: `invoke sweep --name ablation_wide --seeds " \
-                       f"{','.join(str(int(x)) for x in wide.index)}`)"
+                note = f" (no widened search of the pair is published: `{widen_command(sr, 'ablation_wide')}`)"
                 wd = widened(b, v, wide[[v, CHIMERA]].dropna().index) \
                     if binds.get(v) or binds.get(CHIMERA) else None
                 if wd is not None:
