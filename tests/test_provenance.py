@@ -231,6 +231,15 @@ def test_a_golden_and_a_night_from_one_commit_judge_every_exact_check(repo: Path
     assert "kinds/accuracy/run.py" in str(moved["accuracy@reference"])
     assert exact(moved)["accuracy@reference"] == "no-verdict"
     assert {v for k, v in exact(moved).items() if k != "accuracy@reference"} == {"pass"}
+    # a golden taken in another clone: its codes recorded, its commit not in this history (a shallow clone, a
+    # copy): the moved run is still named, without its files, and the night goes on (it once stopped on git's
+    # "not a tree object")
+    elsewhere = golden.model_copy(update={"git": "0" * 40, "codes": {k: TreeCode(repo).fingerprint(sc)
+                                                                     for k, sc in scopes.items()}})
+    run_py.write_text(run_py.read_text() + "\nANOTHER_LINE_THAT_RUNS = 2\n")
+    far = code_changes(elsewhere, scopes, TreeCode(repo))
+    assert [k for k, v in far.items() if v is not None] == ["accuracy@reference"], far
+    assert "not in this clone" in str(far["accuracy@reference"])
 
 
 def test_a_sweep_depends_on_its_experiment_not_on_everything() -> None:
