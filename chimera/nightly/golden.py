@@ -55,7 +55,8 @@ def code_changes(golden: "Golden | None", scopes: Mapping[str, Scope], tree: Tre
             files = tree.changed_files(golden.git, scope) if then != now and golden.git else []
             changed = ": " + ", ".join(files[:4]) if files else ""
         except ResultsError:   # the golden's commit is not in this clone (a shallow one, or a copy): no file list
-            changed = f"; the golden's commit {golden.git[:10]} is not in this clone, so the files cannot be named"
+            changed = (f"; the golden's commit {str(golden.git)[:10]} is not in this clone, so the files cannot "
+                       "be named")
         out[key] = None if then == now else f"this run's code changed since the golden ({then} -> {now}{changed})"
     return out
 
