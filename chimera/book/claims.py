@@ -184,6 +184,22 @@ def _gap(a: float, b: float, nd: int) -> Any:
     return at(a, nd) - at(b, nd)
 
 
+def under_tuned_pair(verdict: str, why: str, lo: float, hi: float, row_binds: list[int], chimera_binds: list[int],
+                     note: str = "") -> tuple[str, str]:
+    """A verdict on the interval [lo, hi] of Chimera − row under the under-tuned rule (rules.under_tuned), for the
+    row's binding seeds and, turned round, for Chimera's."""
+    verdict, why = under_tuned(verdict, why, hi, row_binds, note)
+    return under_tuned(verdict, why, -lo, chimera_binds, note, "Chimera's")
+
+
+def widened_why(cite: str, seeds: Iterable[int], why: str) -> str:
+    """A verdict's reason where the pair was judged on its widened sweep ``cite``: why, and the seeds on which the
+    budgeted search bound."""
+    return (f"judged on the widened searches ({cite}: Chimera and the row each on every configuration of its "
+            f"widened search), since the budgeted search binds at its edge on seeds "
+            f"{', '.join(map(str, sorted(set(seeds))))}: {why}")
+
+
 @dataclass(frozen=True)
 class Swept:
     """A dataset in the newest published sweep of the accuracy experiment that holds it: the run, the dataset's
@@ -221,10 +237,8 @@ class Swept:
             note = f" (no widened search of the pair is published: `{widen_command(self.run, 'accuracy_wide')}`)"
         else:
             note = f" even on the widened search ({src.run.cite()})"
-            why = (f"judged on the widened search ({src.run.cite()}: Chimera and this method each on every "
-                   f"configuration of its widened search), since the budgeted search binds at its edge here: {why}")
-        verdict, why = under_tuned(verdict, why, hi, src.binds.get(method, []), note)
-        return under_tuned(verdict, why, -lo, src.binds.get("Chimera", []), note, "Chimera's")
+            why = widened_why(src.run.cite(), self.binds.get(method, []) + self.binds.get("Chimera", []), why)
+        return under_tuned_pair(verdict, why, lo, hi, src.binds.get(method, []), src.binds.get("Chimera", []), note)
 
     def diff(self, method: str, family: int) -> tuple[float, float, float, int, str]:
         """(mean, lo, hi, seeds, how) of Chimera − ``method`` over the seeds: with the flows' sampling where the
@@ -756,14 +770,10 @@ def table3(b: Book, p: Paper) -> list[Claim]:
                     note = f" even on its widened search ({wd[0].cite()})"
                 diffs = (pair[CHIMERA] - pair[v]).dropna()
                 mean, lo, hi = paired_interval(list(diffs), family=len(held))
-                verdict, why = under_tuned(*interval_verdict(dec(ch_f1) - dec(f1p), lo, hi, len(diffs)), hi,
-                                           pair_binds.get(v, []), note)
-                verdict, why = under_tuned(verdict, why, -lo, pair_binds.get(CHIMERA, []), note, "Chimera's")
+                verdict, why = under_tuned_pair(*interval_verdict(dec(ch_f1) - dec(f1p), lo, hi, len(diffs)), lo, hi,
+                                                pair_binds.get(v, []), pair_binds.get(CHIMERA, []), note)
                 if wd is not None:
-                    why = (f"judged on the widened searches ({wd[0].cite()}: Chimera and the row each on every "
-                           f"configuration of its widened search), since the budgeted search binds at its edge on "
-                           f"seeds {', '.join(map(str, sorted(set(binds.get(v, []) + binds.get(CHIMERA, [])))))}: "
-                           f"{why}")
+                    why = widened_why(wd[0].cite(), binds.get(v, []) + binds.get(CHIMERA, []), why)
                 judged[v] = verdict, f"Chimera − {v} {mean:+.4f} [{lo:+.4f}, {hi:+.4f}]: {why}"
                 out.append(Claim("Table 3", f"{name}: F1 against Chimera's (held-out seeds, paired intervals)",
                                  f(f1p), f"Chimera − this row {mean:+.4f} [{lo:+.4f}, {hi:+.4f}] over seeds "
@@ -860,9 +870,8 @@ def table3_sentences(r: Run, d: pd.DataFrame, p: Paper,
         diffs = (wide[soft] - wide[CHIMERA]).dropna()
         mean, lo, hi = paired_interval(list(diffs))
         verdict, why = interval_verdict(0, lo, hi, len(diffs))   # "near" asserts a tie, whatever the printed gap
-        # Chimera − exact softmax is [-hi, -lo]: the row's upper end is -lo, Chimera's (exact − Chimera) hi
-        verdict, why = under_tuned(verdict, why, -lo, binds.get(soft, []))
-        verdict, why = under_tuned(verdict, why, hi, binds.get(CHIMERA, []), who="Chimera's")
+        # the interval is exact − Chimera: Chimera − exact softmax is [-hi, -lo]
+        verdict, why = under_tuned_pair(verdict, why, -hi, -lo, binds.get(soft, []), binds.get(CHIMERA, []))
         out.append(Claim("Table 3", f"\"{claims[0]}\"", f"exact softmax − Chimera {pgap:+}",
                          f"exact softmax † − Chimera {mean:+.4f} [{lo:+.4f}, {hi:+.4f}] over seeds "
                          f"{_seeds(wide.loc[diffs.index])}", sr.cite(), verdict,
