@@ -23,20 +23,28 @@ from tasks._common import cli
             "max_replay": "refuse a replay expected to take longer than this many seconds (default 1800)",
             "compression": "stability/cadence: simulated seconds per trace second (1 = the real day)",
             "shards": "replay over this many testbeds at once, each flow on one (docs/pipeline.md, 'Shards')",
-            "ray": "with --shards: HEAD:PORT of the Ray cluster whose nodes run the shards (default: local processes)"})
+            "ray": "with --shards: HEAD:PORT of the Ray cluster whose nodes run the shards (default: local processes)",
+            "resume": "a run stopped part-way (its results/<name>/.<run>.partial or .failed/<run> folder), started "
+                      "with the same options: take its finished units (a stability run's day x seed) instead of "
+                      "redoing them (refused where its code has changed since)"})
 @cli
 def run_experiment(c: Context, name: str = "quickstart", target: str = "", dataset: str = "",
                    adapter: str = "ciciot2022", layout: str = "sequential", max_packets_per_class: int = 0,
                    results: str = "results", clock: str = "", pps: int = 0, max_replay: float = 0.0,
-                   compression: float = 0.0, shards: int = 1, ray: str = "", verbose: bool = False) -> None:
+                   compression: float = 0.0, shards: int = 1, ray: str = "", resume: str = "",
+                   verbose: bool = False) -> None:
     """Run an experiment end to end; results land in results/<name>/<run-id>/."""
     from chimera.experiments.load import load_experiment
     from chimera.experiments.overrides import cli_overrides
     from chimera.experiments.runner import run_experiment as run
     over = cli_overrides(name, dataset, adapter, layout, max_packets_per_class, compression)
     cfg = load_experiment(name, over or None)
+    if resume:
+        from chimera.book.resume import same_code
+        same_code(Path(resume))
     out = run(cfg, target=target or None, results_root=results, experiment_file=name, dataset_override=dataset,
-              clock=clock or None, pps=pps or None, max_replay_s=max_replay or None, shards=shards, ray=ray or None)
+              clock=clock or None, pps=pps or None, max_replay_s=max_replay or None, shards=shards, ray=ray or None,
+              resume=Path(resume) if resume else None)
     logging.getLogger("tasks").info("report: %s", out / "report.md")
 
 
@@ -68,7 +76,7 @@ def sweep(c: Context, name: str = "quickstart", seeds: str = "1", datasets: str 
         from chimera.sweep.join import joinable
         joinable(name, seed_list)  # now, not after the tasks have run
     if resume:
-        from chimera.book.republish import same_code
+        from chimera.book.resume import same_code
         same_code(Path(resume))
     out = run(name, seed_list, [d for d in datasets.split(",") if d] or None, target, ray or None, retries, results,
               executor="sequential" if sequential else "ray", resume=Path(resume) if resume else None)

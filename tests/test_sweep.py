@@ -242,11 +242,20 @@ def test_a_stopped_sweep_resumes_with_the_tasks_it_completed(tmp_path: Path, mon
     second = planned[-1]
     shutil.rmtree(stopped / "work" / second / "results")
     ran: list[str] = []
+    on_disk: list[Manifest] = []   # the manifest a sweep killed now would leave
     real = D.run_task
-    monkeypatch.setattr(D, "run_task", lambda t, *a: ran.append(t.name) or real(t, *a))
+
+    def counted(t, *a):  # type: ignore[no-untyped-def]
+        ran.append(t.name)
+        on_disk.extend(Manifest.read(p) for p in (tmp_path / "b").glob("sweep-*/.*.partial/manifest.json"))
+        return real(t, *a)
+    monkeypatch.setattr(D, "run_task", counted)
     again = sweep(exp, [1, 2], results_root=tmp_path / "b", data_root=ROOT / "data", executor="sequential",
                   resume=stopped)
     assert ran == [second]
+    # a sweep killed while its tasks run can be resumed: its manifest names the commit and the plan from the
+    # start (seen failing with the manifest written only at the end: a killed sweep said commit None)
+    assert on_disk and on_disk[0].git.commit and on_disk[0].sections["sweep"]["planned_tasks"]
     sw = Manifest.read(again / "manifest.json").sections["sweep"]
     assert sw["resumed_from"] == str(stopped)
     assert [bool(t.get("reused")) for t in sw["tasks"]] == [True] * (len(planned) - 1) + [False]
@@ -279,7 +288,7 @@ def test_a_sweep_is_resumed_only_on_the_code_it_started_on(tmp_path: Path) -> No
     import shutil
     import subprocess
 
-    from chimera.book.republish import same_code
+    from chimera.book.resume import same_code
     from chimera.errors import ResultsError
     src = sorted((ROOT / "results" / "published" / "sweep-accuracy").glob("*/manifest.json"))[-1]
     from chimera.report.provenance import canonical

@@ -154,9 +154,15 @@ class Search:
         return " ".join(f"{k}={v}" for k, v in config.items())
 
 
-#: the learning-rate ladder: 3e-3 * (0.02 / 3e-3) ** (k / 2), k = -2..4, to two significant figures: the two
-#: rates the methods used before are two rungs apart, and a walk of four from them cannot step off either end
-LR_LADDER: tuple[float, ...] = tuple(float(f"{3e-3 * (0.02 / 3e-3) ** (k / 2):.2g}") for k in range(-2, 5))
+def lr_rungs(lo: int, hi: int) -> tuple[float, ...]:
+    """The learning-rate ladder's rungs k = lo..hi: 3e-3 * (0.02 / 3e-3) ** (k / 2), to two digits (3e-3 and 0.02,
+    the rates the methods used before, are rungs 0 and 2)."""
+    return tuple(float(f"{3e-3 * (0.02 / 3e-3) ** (k / 2):.2g}") for k in range(lo, hi + 1))
+
+
+#: the learning-rate ladder, k = -2..4: the two rates the methods used before are two rungs apart, and a walk of
+#: four from them cannot step off either end
+LR_LADDER: tuple[float, ...] = lr_rungs(-2, 4)
 OPTIMIZER = Search(("lr", "batch_size"), trained_in_epochs=True,
                    ladder=Ladder("lr", LR_LADDER, (LR_LADDER.index(0.003), LR_LADDER.index(0.02)),
                                  (("batch_size", 512),)))
@@ -179,9 +185,9 @@ SEARCHES: dict[str, Search] = {
 
 #: the widened searches: each method's budgeted values and more on both sides, the same number for every method
 #: (``WIDE_CONFIGS``), each trained in full (grids: a walk needs no widening where every rung is tried). The
-#: learning-rate ladder is LR_LADDER's formula at k = -6..6 (1e-5 to 0.89); Leo and the tree go deeper and
+#: learning-rate ladder is rungs k = -6..6 (lr_rungs) (1e-5 to 0.89); Leo and the tree go deeper and
 #: shallower than their grids, the forest samples fewer and more features.
-WIDE_LADDER: tuple[float, ...] = tuple(float(f"{3e-3 * (0.02 / 3e-3) ** (k / 2):.2g}") for k in range(-6, 7))
+WIDE_LADDER: tuple[float, ...] = lr_rungs(-6, 6)
 WIDE_CONFIGS = len(WIDE_LADDER)
 WIDE_OPTIMIZER = Search(("lr", "batch_size"), tuple((lr, 512) for lr in WIDE_LADDER), trained_in_epochs=True)
 WIDE: dict[str, Search] = {

@@ -211,8 +211,8 @@ def reproduce(quick: bool = False, results_root: Path = ROOT / "results", data_r
     a night), render its ledger, compare; returns the finished directory. ``resume``: a stopped reproduction
     whose finished, still-fresh steps are moved into this one instead of being run again (a full reproduction
     is longer than a working session; its time is then the sum of every step's own)."""
+    from chimera.book.resume import run_resuming
     from chimera.experiments.load import load_experiment
-    from chimera.experiments.runner import run_experiment
     steps = plan(quick)
     skipped = left_out(quick)
     expected = announce(steps, skipped)
@@ -237,8 +237,9 @@ def reproduce(quick: bool = False, results_root: Path = ROOT / "results", data_r
             log.info("reproduce: %s on %s (expected ~%.1f min; %.1f min elapsed)", p.step.experiment, p.target,
                      p.expected_min, (time.monotonic() - t0) / 60)
             try:
-                run_experiment(load_experiment(p.step.experiment), target=p.target, results_root=runs,
-                               experiment_file=p.step.experiment, data_root=data_root)
+                # a step the stopped reproduction left part-way resumes at its finished units
+                run_resuming(load_experiment(p.step.experiment), p.target, resume / "runs" if resume else runs,
+                             runs, experiment_file=p.step.experiment, data_root=data_root)
             except ChimeraError as e:
                 failed[p.step.experiment] = str(e)
                 log.error("reproduce: %s failed: %s", p.step.experiment, e)

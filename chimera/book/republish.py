@@ -26,6 +26,7 @@ from chimera.book.claims import rules_fixed_before
 from chimera.report.runs import Run
 from chimera.book.scope import run_scope
 from chimera.errors import ChimeraError, ResultsError
+from chimera.book.resume import run_resuming, stopped_runs
 from chimera.formats.rundir import Manifest, git_state
 from chimera.report.provenance import ROOT
 from chimera.sweep.driver import SweepRecord
@@ -55,12 +56,13 @@ class Rerun:
         return f"{self.run.experiment} on {self.run.target} ({data})"
 
     def execute(self, results_root: Path, data_root: Path) -> Path:
+        """Run it; a stopped run of it from the same code (a republish cut short: the end of a session, Ctrl-C)
+        is resumed, its finished units kept."""
         from chimera.experiments.load import load_experiment
-        from chimera.experiments.runner import run_experiment
         r = self.run
-        return run_experiment(load_experiment(r.experiment, self.overrides or None), target=r.target,
-                              results_root=results_root, data_root=data_root, experiment_file=r.experiment,
-                              dataset_override=r.manifest.dataset_override or "", clock=r.manifest.clock)
+        return run_resuming(load_experiment(r.experiment, self.overrides or None), r.target, results_root,
+                            results_root, data_root=data_root, experiment_file=r.experiment,
+                            dataset_override=r.manifest.dataset_override or "", clock=r.manifest.clock)
 
 
 @dataclass(kw_only=True)
@@ -84,8 +86,17 @@ class SweepRerun(Rerun):
         sw = self.sweep
         log.info("republish: as `%s`", self.command())
         target = "" if sw.target == SweepRecord.DEFAULT_TARGET else sw.target
+        name = Path(sw.experiment).stem if sw.experiment.endswith((".yaml", ".yml")) else sw.experiment
+
+        def same_sweep(m: Manifest, p: Path) -> bool:
+            had = m.get("sweep", SweepRecord)
+            return had is not None and (had.experiment, had.seeds, had.datasets, had.target) == \
+                (sw.experiment, sw.seeds, sw.datasets, sw.target) and any((p / "work").glob("*/results/*/*/"))
+        stopped = next(iter(stopped_runs(results_root / f"sweep-{name}", same_sweep)), None)
+        if stopped is not None:
+            log.info("republish: resuming the stopped sweep %s (its completed tasks are kept)", stopped)
         return sweep(sw.experiment, sw.seeds, sw.datasets, target, None, sw.retries, results_root, data_root,
-                     executor=sw.executor)
+                     executor=sw.executor, resume=stopped)
 
 
 @dataclass
@@ -183,21 +194,3 @@ def republish(only: tuple[str, ...] = (), dry_run: bool = False, results_root: P
     return out
 
 
-def same_code(partial: Path, root: Path = ROOT) -> None:
-    """Refuse to resume the sweep at ``partial`` unless the code it depends on (its scope, as the book judges a
-    published sweep's freshness) is at its commit what the working tree holds now: the reused tasks and the ones
-    still to run must come from the same code. A sweep started from uncommitted code cannot be resumed."""
-    from chimera.book.scope import scope_of
-    from chimera.report.provenance import code_fingerprint, fingerprint_at
-    mf = Path(partial) / "manifest.json"
-    if not mf.is_file():
-        raise ResultsError(f"{partial}: no manifest.json here", "give the .partial or .failed folder of the sweep")
-    m = Manifest.read(mf)
-    if m.git.dirty or not m.git.commit:
-        raise ResultsError(f"{partial} was started from uncommitted code: its tasks cannot be reused",
-                           "start a new sweep (leave out --resume)")
-    scope = scope_of(m)
-    then, now = fingerprint_at(m.git.commit, root, scope), code_fingerprint(root, scope)
-    if then != now:
-        raise ResultsError(f"the code the sweep at {partial} depends on changed since {m.git.commit[:7]}",
-                           "start a new sweep (leave out --resume): its tasks would mix two versions of the code")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 from pathlib import Path
 
 import yaml
@@ -25,6 +26,7 @@ from chimera.experiments.render import render
 from chimera.experiments.stages.context import RunContext
 from chimera.experiments.stages.preflight import preflight
 from chimera.experiments.stages.rules import rules_path
+from chimera.formats.checkpoints import Checkpoints, resumable, take_over
 from chimera.formats.rundir import RunDir, git_state
 from chimera.targets.sharded import sharded
 from chimera.targets.registry import environment, with_capability
@@ -51,13 +53,16 @@ def resolve_clock(cfg: ExperimentConfig, clock: str | None = None) -> Clock:
 def run_experiment(cfg: ExperimentConfig, *, target: str | None = None, results_root: str | Path = "results",
                    data_root: str | Path = "data", experiment_file: str = "", dataset_override: str = "",
                    clock: str | None = None, pps: int | None = None, max_replay_s: float | None = None,
-                   shards: int = 1, ray: str | None = None) -> Path:
+                   shards: int = 1, ray: str | None = None, resume: Path | None = None) -> Path:
     """Run ``cfg`` on ``target``; returns the finished run directory.
 
     ``dataset_override``: the --dataset the user gave in place of the experiment's own data (the report says so).
     ``clock``, ``pps``, ``max_replay_s``: the command line's replay settings, over the YAML's.
     ``shards``, ``ray``: replay over that many testbeds at once, locally or on that Ray cluster
     (chimera.targets.sharded).
+    ``resume``: a stopped run of the same experiment, target and configuration whose finished units (its
+    checkpoints: chimera.formats.checkpoints) this run takes instead of redoing; the caller checks that the code is
+    the same (``invoke run-experiment --resume``, ``invoke republish``).
     """
     kind = kind_of(cfg.kind)
     chosen = resolve_clock(cfg, clock)
@@ -73,6 +78,8 @@ def run_experiment(cfg: ExperimentConfig, *, target: str | None = None, results_
                               "run it as root with --target " + " or ".join(
                                   c.name for c in with_capability(Capability.TESTBED)) + " (or auto where one can run)")
         preflight(tgt, variants, rule_file, where=experiment_file or cfg.name)  # classes: checked after the data
+        if resume is not None:  # refused before a run directory exists
+            resumable(resume, cfg.name, tgt.name, json.loads(cfg.model_dump_json()), socket.gethostname())
         with RunDir(results_root, cfg.name, tgt.name) as run:
             ctx = RunContext(cfg, variants, tgt, run, Path(data_root), rule_file, replay,
                              section=(kind.section_key, kind.section_model) if kind.section_model else None)
@@ -81,9 +88,13 @@ def run_experiment(cfg: ExperimentConfig, *, target: str | None = None, results_
                                 target_requested=sel.requested, target_reason=sel.reason,
                                 clock=tgt.clock(chosen),
                                 dataset_override=dataset_override or None)
+            if resume is not None:
+                run.manifest.record(resumed_from=str(resume), resumed_units=take_over(resume, run.path))
+            run.write_manifest()  # the commit and configuration on disk from the start: a stopped run is resumable
             log.info("[run] %s (kind %s) on %s (%s), clock %s", cfg.name, kind.name, tgt.name, sel.reason, chosen)
             (run.path / "config.yaml").write_text(yaml.safe_dump(json.loads(cfg.model_dump_json()), sort_keys=False))
             kind.run(ctx)
+            Checkpoints(run.path).clear()  # complete: its tables hold what the checkpoints held
             run.manifest.timings_s = ctx.timings
             run.write_manifest()
             render(run.path, allow_unfinished=True)

@@ -147,6 +147,8 @@ class Manifest(BaseModel):
     replay_plans: dict[str, dict[str, Any]] = Field(default_factory=dict)
     timings_s: dict[str, float] = Field(default_factory=dict)
     code_fingerprint: str | None = None     # a published run: the fingerprint of the code that made it
+    resumed_from: str | None = None         # the stopped run whose finished units this one took
+    resumed_units: list[str] = Field(default_factory=list)
     # dict[str, Any]: JSON in and out: sections, each read through its model (Manifest.get)
     sections: dict[str, Any] = Field(default_factory=dict)
 

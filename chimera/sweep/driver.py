@@ -239,6 +239,7 @@ def sweep(experiment: str, seeds: list[int], datasets: list[str] | None = None, 
                              planned_tasks=[PlannedTask(task=t.name, cell=t.cell, testbed=t.testbed) for t in tasks],
                              resumed_from=str(resume) if resume is not None else None)
         run.manifest.put("sweep", record)
+        run.write_manifest()   # the commit and the plan on disk before any task: a killed sweep can be resumed
         for name, o in reused.items():   # the completed tasks' folders, copied: the sweep holds every run it merges
             shutil.copytree(Path(resume or "") / "work" / name, work / name)
             o.run_dir = str(work / name / Path(o.run_dir or "").relative_to(Path(resume or "") / "work" / name))

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,12 +17,15 @@ from chimera.experiments.stages.dataset import PreparedData
 from chimera.experiments.stages.rules import LearnedRules
 from chimera.experiments.stages.preflight import preflight
 from chimera.experiments.stages.train import ModelCache
+from chimera.formats.checkpoints import Checkpoints, Unit
 from chimera.formats.rundir import RunDir
 from chimera.rules.spec import Rules
 from chimera.targets.base import Target
 from chimera.testbed.replay import ReplayConfig
 
 C = TypeVar("C", bound=ExperimentConfig)
+T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -60,3 +64,20 @@ class RunContext(Generic[C]):
             yield
         finally:
             self.timings[what] = self.timings.get(what, 0.0) + time.perf_counter() - t0
+
+    def unit(self, key: str, kind: type[T], compute: Callable[[], T]) -> T:
+        """One unit of a long run (a day x training seed): taken from the checkpoint a stopped run left when this
+        run resumes it (its stage timings added to this run's), else computed and checkpointed, so that a run
+        stopped part-way redoes only its unfinished units (``invoke run-experiment --resume``)."""
+        store = Checkpoints(self.run.path)
+        done = store.get(key, kind)
+        if done is not None:
+            for k, v in done.timings.items():
+                self.timings[k] = self.timings.get(k, 0.0) + v
+            log.info("[resume] %s: taken from the stopped run's checkpoint", key)
+            return done.value
+        before = dict(self.timings)
+        value = compute()
+        spent = {k: v - before.get(k, 0.0) for k, v in self.timings.items() if v != before.get(k, 0.0)}
+        store.put(Unit(key, value, spent))
+        return value

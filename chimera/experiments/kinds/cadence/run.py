@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,7 +20,8 @@ from chimera.experiments.kinds.stability.run import block_bins, control_for, day
 from chimera.experiments.stages.compile import slug
 from chimera.experiments.stages.context import RunContext
 from chimera.experiments.stages.rules import learn_rules
-from chimera.experiments.stages.train import ModelCache, train_variant
+from chimera.formats.artifact import Artifact
+from chimera.experiments.stages.train import ModelCache, TrainedVariant, train_variant
 from chimera.formats.rows import Cells
 from chimera.metrics.timeseries import binned_f1, paired_by_seed, seed_mean, trace_stability, window_mean
 from chimera.testbed.replay import Clock
@@ -41,6 +44,21 @@ def kappa_fit(cells: pd.DataFrame) -> pd.DataFrame:
         rows.append({"kappa": float(k), "agree": int(np.sum(predicted == measured)), "cells": int(len(cells)),
                      "predicted_stable": int(predicted.sum())})
     return pd.DataFrame(rows)
+
+
+@dataclasses.dataclass
+class SeedModels:
+    """One training seed's model and its compiled forms (by the dataplane's EMA step), made when a cell needs them."""
+    trained: TrainedVariant | None = None
+    arts: dict[float, Artifact] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class CadenceCell:
+    """One (eta, T_cp) cell with one training seed: its row and its per-bin F1 (the unit a stopped run resumes
+    at)."""
+    row: Cells
+    bins: pd.DataFrame
 
 
 def run(ctx: RunContext[CadenceExperiment]) -> None:
@@ -72,49 +90,67 @@ def run(ctx: RunContext[CadenceExperiment]) -> None:
                          len(data.classes), st.bootstrap, sd, t_end_s=st.day_s)
 
     for sd in seeds:
-        with ctx.timed("train"):
-            trained = train_variant(data, rules, v, sd, ctx.cache if sd == cfg.seed else ModelCache())
-        arts = {}
-        with ctx.timed("compile"):
-            static = compile_model(trained.model, rules.rules, rules.weights, v.compile,
-                                   trained.fusion.model_copy(update={"gamma": 0.0}), trained.beta,
-                                   provenance={"variant": v.name, "training_seed": sd, "configuration": "Static-Map"})
-        with ctx.timed("cells"):
-            res = ctx.target.run(static, data.replay_table, ctx.run.path, slug(f"static-seed{sd}"), replay=ctx.replay)
-        static_bins[sd] = scored(res.verdicts.label, sd)
+        made = SeedModels()   # the seed's model and its compiled forms, made only for a unit not yet done
+
+        def trained_for(sd: int = sd, made: SeedModels = made) -> TrainedVariant:
+            if made.trained is None:
+                with ctx.timed("train"):
+                    made.trained = train_variant(data, rules, v, sd, ctx.cache if sd == cfg.seed else ModelCache())
+            return made.trained
+
+        def static_cell(sd: int = sd) -> pd.DataFrame:
+            trained = trained_for()
+            with ctx.timed("compile"):
+                static = compile_model(trained.model, rules.rules, rules.weights, v.compile,
+                                       trained.fusion.model_copy(update={"gamma": 0.0}), trained.beta,
+                                       provenance={"variant": v.name, "training_seed": sd, "configuration": "Static-Map"})
+            with ctx.timed("cells"):
+                res = ctx.target.run(static, data.replay_table, ctx.run.path, slug(f"static-seed{sd}"), replay=ctx.replay)
+            return scored(res.verdicts.label, sd)
+
+        static_bins[sd] = ctx.unit(f"seed{sd}-static", pd.DataFrame, static_cell)
         bins_all.append(static_bins[sd].assign(eta=math.nan, t_cp_s=math.nan, seed=sd, configuration="Static-Map"))
         for eta, t_cp in tqdm(grid, desc=f"eta x T_cp (seed {sd})", unit="cell"):
-            fast = v.compile.ema_eta if slow else eta   # the dataplane's EMA step in this cell
-            if fast not in arts:
-                with ctx.timed("compile"):
-                    arts[fast] = compile_model(trained.model, rules.rules, rules.weights,
-                                               v.compile.model_copy(update={"ema_eta": fast}), trained.fusion,
-                                               trained.beta, provenance={"variant": v.name, "eta": fast,
-                                                                         "training_seed": sd})
-            art = arts[fast]
-            loop = control_for(cfg, "Chimera", art, t_cp_s=t_cp,
-                               **({"centroid_update": "ema", "eta": eta} if slow else {}))
-            name = f"eta{eta}-tcp{t_cp:g}" if len(seeds) == 1 else f"eta{eta}-tcp{t_cp:g}-seed{sd}"
-            with ctx.timed("cells"):
-                res = ctx.target.run(art, data.replay_table, ctx.run.path, slug(name), replay=ctx.replay, control=loop)
-            bins = scored(res.verdicts.label, sd)
-            steps = pd.DataFrame(loop.log_rows())
-            inst = steps[steps["decision"] == "install"] if len(steps) else steps
-            eff = ema_eta_effective(*ema_shifts(fast))
-            p50 = float(inst["install_ms"].median()) if len(inst) else cfg.control.reference_install_ms
-            simulated = bool(inst["install_simulated"].all()) if len(inst) else True
-            cell_rows.setdefault((eta, t_cp), []).append({
-                "eta": eta, "eta_of": cad.eta_of, "eta_effective": eta if slow else eff, "t_cp_s": t_cp,
-                "memory_depth_pkts": 1 / eff, "memory_depth_sim_s": 1 / (eff * rate_sim),
-                "memory_epochs": loop.cfg.memory_epochs, "install_p50_ms": p50, "install_simulated": simulated,
-                "budget_ratio": p50 / 1e3 / t_cp, "installs": int(len(inst)),
-                "churn_per_install": float(inst["churn"].mean()) if len(inst) else 0.0,
-                "churn_per_sim_hour": float(inst["churn"].sum()) / st.day_hours if len(inst) else 0.0,
-                "f1_mean": float(bins[bins["t_mid_h"] >= st.train_hours]["f1"].mean()),
-                "f1_last": window_mean(bins, st.day_hours - st.last_hours, st.day_hours),
-                **{k: x for k, x in res.columns().items() if k != "install_ms"}})
-            cell_bins.setdefault((eta, t_cp), {})[sd] = bins
-            bins_all.append(bins.assign(eta=eta, t_cp_s=t_cp, seed=sd, configuration="Chimera"))
+
+            def cell(sd: int = sd, eta: float = eta, t_cp: float = t_cp, made: SeedModels = made) -> CadenceCell:
+                fast = v.compile.ema_eta if slow else eta   # the dataplane's EMA step in this cell
+                if fast not in made.arts:
+                    trained = trained_for()
+                    with ctx.timed("compile"):
+                        made.arts[fast] = compile_model(trained.model, rules.rules, rules.weights,
+                                                          v.compile.model_copy(update={"ema_eta": fast}),
+                                                          trained.fusion, trained.beta,
+                                                          provenance={"variant": v.name, "eta": fast,
+                                                                      "training_seed": sd})
+                art = made.arts[fast]
+                # dict[str, Any]: the slow loop's overrides, validated by ControlPlaneConfig
+                over: dict[str, Any] = {"centroid_update": "ema", "eta": eta} if slow else {}
+                loop = control_for(cfg, "Chimera", art, t_cp_s=t_cp, **over)
+                name = f"eta{eta}-tcp{t_cp:g}" if len(seeds) == 1 else f"eta{eta}-tcp{t_cp:g}-seed{sd}"
+                with ctx.timed("cells"):
+                    res = ctx.target.run(art, data.replay_table, ctx.run.path, slug(name), replay=ctx.replay,
+                                         control=loop)
+                bins = scored(res.verdicts.label, sd)
+                steps = pd.DataFrame(loop.log_rows())
+                inst = steps[steps["decision"] == "install"] if len(steps) else steps
+                eff = ema_eta_effective(*ema_shifts(fast))
+                p50 = float(inst["install_ms"].median()) if len(inst) else cfg.control.reference_install_ms
+                simulated = bool(inst["install_simulated"].all()) if len(inst) else True
+                return CadenceCell({
+                    "eta": eta, "eta_of": cad.eta_of, "eta_effective": eta if slow else eff, "t_cp_s": t_cp,
+                    "memory_depth_pkts": 1 / eff, "memory_depth_sim_s": 1 / (eff * rate_sim),
+                    "memory_epochs": loop.cfg.memory_epochs, "install_p50_ms": p50, "install_simulated": simulated,
+                    "budget_ratio": p50 / 1e3 / t_cp, "installs": int(len(inst)),
+                    "churn_per_install": float(inst["churn"].mean()) if len(inst) else 0.0,
+                    "churn_per_sim_hour": float(inst["churn"].sum()) / st.day_hours if len(inst) else 0.0,
+                    "f1_mean": float(bins[bins["t_mid_h"] >= st.train_hours]["f1"].mean()),
+                    "f1_last": window_mean(bins, st.day_hours - st.last_hours, st.day_hours),
+                    **{k: x for k, x in res.columns().items() if k != "install_ms"}}, bins)
+
+            done = ctx.unit(slug(f"seed{sd}-eta{eta}-tcp{t_cp:g}"), CadenceCell, cell)
+            cell_rows.setdefault((eta, t_cp), []).append(done.row)
+            cell_bins.setdefault((eta, t_cp), {})[sd] = done.bins
+            bins_all.append(done.bins.assign(eta=eta, t_cp_s=t_cp, seed=sd, configuration="Chimera"))
     block = block_bins(st)
     cells: list[Cells] = []
     for (eta, t_cp), rows in cell_rows.items():

@@ -444,6 +444,15 @@ def each_day(ctx: RunContext[SE], data: PreparedData) -> Iterator[tuple[int, SE,
         yield day, day_cfg, data, rules
 
 
+@dataclasses.dataclass
+class SeedDay:
+    """What one training seed on one day realization adds to the run: its rows, its per-bin F1 tables (by
+    configuration) and its control logs (the unit a stopped run's checkpoint holds)."""
+    rows: list[Cells] = dataclasses.field(default_factory=list)
+    bins: dict[str, pd.DataFrame] = dataclasses.field(default_factory=dict)
+    logs: list[pd.DataFrame] = dataclasses.field(default_factory=list)
+
+
 def run(ctx: RunContext[StabilityExperiment]) -> None:
     cfg = ctx.cfg
     st = cfg.stability
@@ -481,12 +490,15 @@ def run(ctx: RunContext[StabilityExperiment]) -> None:
             if many:
                 bins.insert(2, "day", day)
             bins["load_packets"] = load[: len(bins)]
-            all_bins.setdefault(conf, {})[(day, sd)] = bins
             return bins
 
         truth = true_shares(data, day_cfg)
         tag = f"day{day}" if many else ""
-        for sd in seeds:
+
+        def one_seed(sd: int) -> SeedDay:
+            """Every configuration of the day with the training seed ``sd``: the unit a stopped run resumes at."""
+            nonlocal first
+            out = SeedDay()
             models = build_models(ctx, data, rules, sd, f"-{tag}" if tag else "")
             first = first or models
             prior = token_posterior(data, models.static)
@@ -501,13 +513,13 @@ def run(ctx: RunContext[StabilityExperiment]) -> None:
                     res = ctx.target.run(art, data.replay_table, ctx.run.path, name, replay=ctx.replay, control=loop)
                 if st.keep_captures == "none" or (st.keep_captures == "first" and (sd, day) != (seeds[0], days[0])):
                     drop_captures(ctx.run.path / "replay", name)
-                bins = scored(conf, sd, res.verdicts.label)
+                bins = out.bins[conf] = scored(conf, sd, res.verdicts.label)
                 row: Cells = {**summarize(conf, bins, loop, st, loop.cfg.t_cp_s, res.columns()), "seed": sd,
                               **({"day": day} if many else {})}
-                per_seed.setdefault(conf, []).append(row)
+                out.rows.append(row)
                 if loop.steps:
-                    logs.append(pd.DataFrame(loop.log_rows()).assign(configuration=conf, seed=sd,
-                                                                     **({"day": day} if many else {})))
+                    out.logs.append(pd.DataFrame(loop.log_rows()).assign(configuration=conf, seed=sd,
+                                                                         **({"day": day} if many else {})))
                 log.info("[stability] %s, seed %d: mean F1 %.4f, first %.4f, last %.4f, %d installs; lost %s, %s "
                          "differ", conf, sd, row["f1_mean"], row["f1_first"], row["f1_last"], row["installs"],
                          row.get("lost"), row.get("reference_mismatches"))
@@ -515,10 +527,20 @@ def run(ctx: RunContext[StabilityExperiment]) -> None:
                 swaps = oracle_swaps(ctx, data, models)
                 with ctx.timed(f"target:{conf}"):
                     v, _ = run_controlled(models.static, data.replay_table, swaps)
-                bins = scored(conf, sd, v.label)
-                per_seed.setdefault(conf, []).append({"configuration": conf, "seed": sd,
-                                                      **({"day": day} if many else {}), **f1_summary(bins, st),
-                                                      "installs": len(swaps.swapped), "target": TRUTH})
+                bins = out.bins[conf] = scored(conf, sd, v.label)
+                out.rows.append({"configuration": conf, "seed": sd, **({"day": day} if many else {}),
+                                 **f1_summary(bins, st), "installs": len(swaps.swapped), "target": TRUTH})
+            return out
+
+        for sd in seeds:
+            done = ctx.unit(f"day{day}-seed{sd}", SeedDay, functools.partial(one_seed, sd))
+            if first is None:   # taken from a checkpoint: the drift and diagnosis read the first seed's models
+                first = build_models(ctx, data, rules, sd, f"-{tag}" if tag else "")
+            for r in done.rows:
+                per_seed.setdefault(str(r["configuration"]), []).append(r)
+            for conf, b in done.bins.items():
+                all_bins.setdefault(conf, {})[(day, sd)] = b
+            logs.extend(done.logs)
     assert first is not None
     data = first_data
     seed_rows = [r for conf in per_seed for r in per_seed[conf]]
