@@ -238,3 +238,24 @@ def test_a_stopped_accuracy_run_resumes_at_its_finished_datasets(tmp_path: Path,
     for name in a:
         for c in set(a[name].columns) - {"seconds"}:
             pd.testing.assert_series_equal(a[name][c], b[name][c], obj=f"{name}: {c}")
+
+
+def test_a_resumed_runs_time_counts_the_units_it_took(tmp_path: Path) -> None:
+    """The book's wall time (and republish's estimate) of a resumed run is its stages' seconds, the stopped run's
+    units included, not the minutes between its own start and end (seen failing: a run resumed for its last
+    unit said 1 minute)."""
+    from chimera.formats.rundir import Manifest
+    from chimera.report.run import RunView
+    from chimera.report.runs import Run
+    d = tmp_path / "run"
+    d.mkdir()
+    m = Manifest(experiment="adaptations", run_id="r", target="reference", status="complete",
+                 started="2026-01-01T00:00:00", finished="2026-01-01T00:01:00", timings_s={"train": 600.0, "x": 60.0})
+    (d / "manifest.json").write_text(json.dumps(m.to_json()))
+
+    def minutes() -> float:
+        return Run(RunView.open(d), "run", tmp_path, None).minutes()  # type: ignore[arg-type]
+    assert minutes() == pytest.approx(1.0)
+    m.resumed_from = "results/adaptations/.failed/x"
+    (d / "manifest.json").write_text(json.dumps(m.to_json()))
+    assert minutes() == pytest.approx(11.0)

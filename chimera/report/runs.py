@@ -130,12 +130,16 @@ class Run:
         return pd.read_csv(p)
 
     def minutes(self) -> float:
-        """Wall time from the manifest's start and end."""
+        """Wall time from the manifest's start and end. A run that resumed a stopped one (``resumed_from``) ran
+        only its unfinished units between those two: its time is then its stages' seconds (``timings_s``, which
+        hold the taken units' own), where they are more."""
         import datetime as dt
-        if not self.manifest.finished:
+        m = self.manifest
+        if not m.finished:
             return float("nan")
-        a, b = (dt.datetime.fromisoformat(x) for x in (self.manifest.started, self.manifest.finished))
-        return (b - a).total_seconds() / 60
+        a, b = (dt.datetime.fromisoformat(x) for x in (m.started, m.finished))
+        wall = (b - a).total_seconds() / 60
+        return max(wall, sum(m.timings_s.values()) / 60) if m.resumed_from else wall
 
     @functools.cached_property
     def _nested(self) -> tuple["Run", ...]:
