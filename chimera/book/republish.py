@@ -86,13 +86,12 @@ class SweepRerun(Rerun):
         sw = self.sweep
         log.info("republish: as `%s`", self.command())
         target = "" if sw.target == SweepRecord.DEFAULT_TARGET else sw.target
-        name = Path(sw.experiment).stem if sw.experiment.endswith((".yaml", ".yml")) else sw.experiment
 
         def same_sweep(m: Manifest, p: Path) -> bool:
             had = m.get("sweep", SweepRecord)
             return had is not None and (had.experiment, had.seeds, had.datasets, had.target) == \
                 (sw.experiment, sw.seeds, sw.datasets, sw.target) and any((p / "work").glob("*/results/*/*/"))
-        stopped = next(iter(stopped_runs(results_root / f"sweep-{name}", same_sweep)), None)
+        stopped = next(iter(stopped_runs(results_root / self.run.experiment, same_sweep)), None)  # sweep-<name>
         if stopped is not None:
             log.info("republish: resuming the stopped sweep %s (its completed tasks are kept)", stopped)
         return sweep(sw.experiment, sw.seeds, sw.datasets, target, None, sw.retries, results_root, data_root,

@@ -31,11 +31,11 @@ def same_code(partial: Path, root: Path = ROOT) -> None:
     from chimera.book.scope import scope_of
     from chimera.report.provenance import code_fingerprint, fingerprint_at
     mf = Path(partial) / "manifest.json"
-    what = "sweep" if Path(partial).parent.name.startswith("sweep-") or \
-        Path(partial).parent.parent.name.startswith("sweep-") else "run"
     if not mf.is_file():
-        raise ResultsError(f"{partial}: no manifest.json here", f"give the .partial or .failed folder of the {what}")
+        raise ResultsError(f"{partial}: no manifest.json here",
+                           "give the .partial or .failed folder of the stopped run or sweep")
     m = Manifest.read(mf)
+    what = "sweep" if m.kind == "sweep" else "run"
     if m.git.dirty or not m.git.commit:
         raise ResultsError(f"{partial} was started from uncommitted code (or its manifest never said from which): "
                            f"its finished parts cannot be reused", f"start a new {what} (leave out --resume)")
