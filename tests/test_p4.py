@@ -36,7 +36,7 @@ def _artifact():
     art = random_artifact(4, C=20, Y=5, L=8, F=1024)
     art.constants.update({"HARD_ENTRIES": len(art.hard), "SOFT_ENTRIES": len(art.soft_entries), "FLAG_CLASSES": 8,
                           "IAT_BUCKETS": 16, "IAT_SHIFT": 10, "PROTO_CLASSES": 4, "MAP_KEYS": 8192,
-                          "VERDICT_ETHERTYPE": 0x88B5, "VERDICT_LEN": 30, "FLOW_PKTS_SAT": 255, "VFLAG_HARD_VETO": 1,
+                          "FLOW_PKTS_SAT": 255, "VFLAG_HARD_VETO": 1,
                           "VFLAG_UNPARSED": 2, "VFLAG_EVICTED": 4, "VFLAG_NEW_FLOW": 8, "VFLAG_GLOBAL_HIT": 16})
     return art
 

@@ -88,6 +88,42 @@ def test_each_register_action_is_applied_once(program: tuple[Sizes, str]) -> Non
         assert r in regs, r
 
 
+TNA_PROBE = "#include <core.p4>\n#include <tna.p4>\n"
+
+
+def _p4test_with_tna(tmp: Path) -> str:
+    """p4c's p4test where it finds TNA's declarations (a p4c built with its Tofino backend), else skip."""
+    p4test = shutil.which("p4test")
+    if p4test is None:
+        pytest.skip("p4test is not on PATH (it comes with p4c; scripts/build-tofino-compiler builds it)")
+    (tmp / "probe.p4").write_text(TNA_PROBE)
+    r = subprocess.run([p4test, "-D__TARGET_TOFINO__=1", str(tmp / "probe.p4")], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"this p4test has no tna.p4 among its includes (a p4c without the Tofino backend): "
+                    f"{r.stderr.strip().splitlines()[0] if r.stderr.strip() else r.returncode}")
+    return p4test
+
+
+@pytest.mark.parametrize("which", ["chimera", "leo"])
+def test_p4cs_frontend_accepts_it_against_the_real_tna_declarations(tmp_path: Path, which: str) -> None:
+    """The whole TNA program, not only its declarations, through p4c's frontend and midend with the pinned
+    tna.p4: a type or syntax error shows here without the Tofino backend, which takes a day of CPU to build."""
+    p4test = _p4test_with_tna(tmp_path)
+    art = _artifact()
+    (tmp_path / "chimera_constants.h").write_text(render_header(art))
+    if which == "leo":
+        from chimera.targets.tofino import leo
+        text = leo.render(_tree()[0], art)
+    else:
+        text = render(art)
+    (tmp_path / "chimera_tna.p4").write_text(text)
+    r = subprocess.run([p4test, "-D__TARGET_TOFINO__=1", f"-I{tmp_path}", str(tmp_path / "chimera_tna.p4")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert not [ln for ln in r.stderr.splitlines() if "error" in ln.lower()], r.stderr[-3000:]
+    assert "redefined" not in r.stderr, "the constants header defines a name twice"
+
+
 def test_a_moved_marker_names_the_fix(tmp_path: Path) -> None:
     src = tmp_path / "chimera.p4"
     src.write_text(V1MODEL_SOURCE.read_text().replace(TABLE_MARKERS[0], "    action nop_renamed()"))
