@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from chimera.errors import ResultsError
+from chimera.report.provenance import Scope, _tree_files, closure, fingerprint_at
 from chimera.report.publish import publish
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,6 +27,24 @@ def _run(tmp: Path, commit: str | None, dirty: bool = False, status: str = "comp
     (d / "figures" / "f1.png").write_bytes(b"png")
     (d / "report.md").write_text("# r")
     return d
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+
+
+#: a small scope that few commits touch (so HEAD holds an older commit's code)
+SMALL = Scope(("chimera.errors",))
+
+
+def _last_change(scope: Scope) -> tuple[str, str]:
+    """The newest commit that changed ``scope``'s code as the fingerprint sees it (a docstring edit does not), and
+    its parent: the first has HEAD's code, the second does not."""
+    files = sorted(closure(scope, _tree_files(ROOT)))
+    for c in _git("log", "--format=%H", "HEAD", "--", *files).split():
+        if fingerprint_at(c, ROOT, scope) != fingerprint_at(f"{c}~1", ROOT, scope):
+            return c, _git("rev-parse", f"{c}~1")
+    raise AssertionError(f"no commit changed {scope}")
 
 
 def test_publish_copies_light_files_of_committed_runs_only(tmp_path: Path) -> None:
@@ -84,15 +103,15 @@ def _nest(run: Path, commit: str | None, dirty: bool = False) -> None:
 def test_publish_refuses_a_dirty_or_foreign_nested_run(tmp_path: Path) -> None:
     """A night is only as clean as every run it made (issue 32: nights whose sub-runs were dirty were published)."""
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    parent = subprocess.run(["git", "rev-parse", "HEAD~1"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    _, other_code = _last_change(SMALL)
     dirty = _run(tmp_path / "d", head)
     _nest(dirty, head, dirty=True)
     with pytest.raises(ResultsError, match="uncommitted changes"):
         publish(dirty, tmp_path / "published")
     foreign = _run(tmp_path / "f", head)
-    _nest(foreign, parent)
+    _nest(foreign, other_code)
     with pytest.raises(ResultsError, match="not at the run's"):
-        publish(foreign, tmp_path / "published")
+        publish(foreign, tmp_path / "published", scope=SMALL)
     clean = _run(tmp_path / "c", head)
     _nest(clean, head)
     nested = clean / "runs" / "quickstart" / "20260101-000001-reference"
@@ -107,6 +126,26 @@ def test_publish_refuses_a_dirty_or_foreign_nested_run(tmp_path: Path) -> None:
     out = dest / "runs" / "quickstart" / nested.name
     assert sorted(p.name for p in out.rglob("*") if p.is_file()) == ["manifest.json", "report.md"]
     assert (dest / "figures" / "zeroloss.svg").is_file()
+
+
+def test_a_nested_run_from_another_commit_is_published_only_where_the_runs_code_is_the_same(tmp_path: Path) -> None:
+    """A sweep resumed after a commit keeps the tasks it had finished (the resume checked that the code of its
+    scope had not changed): publishing it must accept them, say so in the manifest, and still refuse tasks whose
+    code differs (a resumed sweep of session 34 was refused for tasks made at the commit before its pull)."""
+    from chimera.report.publish import NESTED_COMMITS
+    head = _git("rev-parse", "HEAD")
+    same, before = _last_change(SMALL)
+    if same == head:
+        pytest.skip("HEAD changed chimera/errors.py, so no older commit has HEAD's code in that scope")
+    run = _run(tmp_path / "s", head)
+    _nest(run, same)
+    dest = publish(run, tmp_path / "published", scope=SMALL)
+    recorded = json.loads((dest / "manifest.json").read_text())["sections"][NESTED_COMMITS]["runs"]
+    assert recorded == {"runs/quickstart/20260101-000001-reference": same}
+    old = _run(tmp_path / "o", head)
+    _nest(old, before)
+    with pytest.raises(ResultsError, match="code differs"):
+        publish(old, tmp_path / "published", scope=SMALL)
 
 
 def test_a_large_table_is_published_gzipped_sealed_and_read_as_written(tmp_path: Path) -> None:

@@ -146,9 +146,23 @@ def light_files(run: Path, sweep: bool = False) -> list[Path]:
     return out
 
 
-def nested_problems(run_dir: Path, commit: str) -> list[str]:
-    """What is wrong with the runs nested in ``run_dir`` (dirty, unfinished, or made at another commit)."""
-    out = []
+#: the published manifest's section naming the other commits its nested runs were made at (a resumed sweep)
+NESTED_COMMITS = "nested_commits"
+
+
+class NestedCommits(BaseModel):
+    """The nested runs made at a commit other than the run's own (path relative to the run -> commit): a sweep
+    resumed after a commit keeps the tasks it had finished, which is allowed only where the code of the run's
+    scope is the same at both commits, so the record says where each part came from."""
+    runs: dict[str, str]
+
+
+def nested_problems(run_dir: Path, commit: str, root: Path, scope: Scope) -> tuple[list[str], dict[str, str]]:
+    """What is wrong with the runs nested in ``run_dir`` (dirty, unfinished, or made from other code than
+    ``commit``'s), and the nested runs made at another commit whose code in ``scope`` is the same as at ``commit``
+    (a resumed sweep's finished tasks), by path."""
+    out, other = [], {}
+    ours: str | None = None
     for p in sorted(run_dir.rglob("manifest.json")):
         if p.parent == run_dir:
             continue
@@ -162,9 +176,18 @@ def nested_problems(run_dir: Path, commit: str) -> list[str]:
             out.append(f"{rel}: {m.status}")
         if m.git.dirty:
             out.append(f"{rel}: made from a tree with uncommitted changes")
-        if m.git.commit != commit:
-            out.append(f"{rel}: made at {(m.git.commit or 'no commit')[:10]}, not at the run's {commit[:10]}")
-    return out
+        if m.git.commit == commit:
+            continue
+        if m.git.commit is None:
+            out.append(f"{rel}: made at no commit, not at the run's {commit[:10]}")
+            continue
+        ours = ours or fingerprint_at(commit, root, scope)
+        if fingerprint_at(m.git.commit, root, scope) != ours:
+            out.append(f"{rel}: made at {m.git.commit[:10]}, not at the run's {commit[:10]}, and the run's code "
+                       "differs between the two")
+        else:
+            other[rel] = m.git.commit
+    return out, other
 
 
 def publish(run_dir: Path, dest_root: Path = PUBLISHED, root: Path = ROOT, scope: Scope = EVERYTHING) -> Path:
@@ -185,9 +208,9 @@ def publish(run_dir: Path, dest_root: Path = PUBLISHED, root: Path = ROOT, scope
     if not _is_ancestor(m.git.commit, root):
         raise ResultsError(f"{run_dir} was made at {m.git.commit[:10]}, which HEAD does not contain",
                            "publish runs made from this branch's history only")
-    bad = nested_problems(run_dir, m.git.commit)
+    bad, other = nested_problems(run_dir, m.git.commit, root, scope)
     if bad:
-        raise ResultsError(f"{run_dir}: {len(bad)} nested run(s) are not from the run's clean commit: " +
+        raise ResultsError(f"{run_dir}: {len(bad)} nested run(s) are not from the run's clean code: " +
                            "; ".join(bad[:5]), "re-run the whole run from one committed tree, then publish it")
     dest = dest_root / m.experiment / m.run_id
     if dest.exists():
@@ -202,6 +225,10 @@ def publish(run_dir: Path, dest_root: Path = PUBLISHED, root: Path = ROOT, scope
             shutil.copy2(run_dir / rel, dest / rel)
     m.record(code_fingerprint=fingerprint_at(m.git.commit, root, scope))
     rules = file_digest_at(m.git.commit, RULES_FILE, root)
+    if other:
+        log.info("publish: %d nested run(s) were made at another commit with the same code in the run's scope: %s",
+                 len(other), ", ".join(sorted({c[:10] for c in other.values()})))
+        m.put(NESTED_COMMITS, NestedCommits(runs=other))
     m.put(SEAL, seal_of(dest).model_copy(update={"rules": rules.hex() if rules is not None else None}))
     (dest / "manifest.json").write_text(json.dumps(m.to_json(), indent=2, default=str))
     log.info("published %s -> %s (%d files)", run_dir, dest, sum(1 for _ in dest.rglob("*") if _.is_file()))
