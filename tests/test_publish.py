@@ -146,6 +146,10 @@ def test_a_nested_run_from_another_commit_is_published_only_where_the_runs_code_
     _nest(old, before)
     with pytest.raises(ResultsError, match="code differs"):
         publish(old, tmp_path / "published", scope=SMALL)
+    unknown = _run(tmp_path / "u", head)
+    _nest(unknown, "0" * 40)
+    with pytest.raises(ResultsError, match="does not hold that commit"):
+        publish(unknown, tmp_path / "published", scope=SMALL)
 
 
 def test_a_large_table_is_published_gzipped_sealed_and_read_as_written(tmp_path: Path) -> None:

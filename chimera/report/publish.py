@@ -182,7 +182,13 @@ def nested_problems(run_dir: Path, commit: str, root: Path, scope: Scope) -> tup
             out.append(f"{rel}: made at no commit, not at the run's {commit[:10]}")
             continue
         ours = ours or fingerprint_at(commit, root, scope)
-        if fingerprint_at(m.git.commit, root, scope) != ours:
+        try:
+            theirs = fingerprint_at(m.git.commit, root, scope)
+        except ResultsError:
+            out.append(f"{rel}: made at {m.git.commit[:10]}, not at the run's {commit[:10]}, and this clone does "
+                       "not hold that commit")
+            continue
+        if theirs != ours:
             out.append(f"{rel}: made at {m.git.commit[:10]}, not at the run's {commit[:10]}, and the run's code "
                        "differs between the two")
         else:
