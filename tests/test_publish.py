@@ -33,18 +33,19 @@ def _git(*args: str) -> str:
     return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
 
 
-#: a small scope that few commits touch (so HEAD holds an older commit's code)
+#: a small scope that few commits touch
 SMALL = Scope(("chimera.errors",))
 
 
-def _last_change(scope: Scope) -> tuple[str, str]:
-    """The newest commit that changed ``scope``'s code as the fingerprint sees it (a docstring edit does not), and
-    its parent: the first has HEAD's code, the second does not."""
+def _code_pairs(scope: Scope) -> tuple[tuple[str, str], tuple[str, str]]:
+    """Two (commit, parent) pairs from history: one where the commit kept ``scope``'s code as the fingerprint sees
+    it, one where it changed it (a docstring edit does not count), newest first."""
     files = sorted(closure(scope, _tree_files(ROOT)))
-    for c in _git("log", "--format=%H", "HEAD", "--", *files).split():
-        if fingerprint_at(c, ROOT, scope) != fingerprint_at(f"{c}~1", ROOT, scope):
-            return c, _git("rev-parse", f"{c}~1")
-    raise AssertionError(f"no commit changed {scope}")
+    changed = next(c for c in _git("log", "--format=%H", "HEAD", "--", *files).split()
+                   if fingerprint_at(c, ROOT, scope) != fingerprint_at(f"{c}~1", ROOT, scope))
+    kept = next(c for c in _git("log", "--format=%H", "-50", "HEAD").split()
+                if fingerprint_at(c, ROOT, scope) == fingerprint_at(f"{c}~1", ROOT, scope))
+    return (kept, _git("rev-parse", f"{kept}~1")), (changed, _git("rev-parse", f"{changed}~1"))
 
 
 def test_publish_copies_light_files_of_committed_runs_only(tmp_path: Path) -> None:
@@ -103,7 +104,7 @@ def _nest(run: Path, commit: str | None, dirty: bool = False) -> None:
 def test_publish_refuses_a_dirty_or_foreign_nested_run(tmp_path: Path) -> None:
     """A night is only as clean as every run it made (issue 32: nights whose sub-runs were dirty were published)."""
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    _, other_code = _last_change(SMALL)
+    _, (_, other_code) = _code_pairs(SMALL)
     dirty = _run(tmp_path / "d", head)
     _nest(dirty, head, dirty=True)
     with pytest.raises(ResultsError, match="uncommitted changes"):
@@ -133,20 +134,17 @@ def test_a_nested_run_from_another_commit_is_published_only_where_the_runs_code_
     scope had not changed): publishing it must accept them, say so in the manifest, and still refuse tasks whose
     code differs (a resumed sweep of session 34 was refused for tasks made at the commit before its pull)."""
     from chimera.report.publish import NESTED_COMMITS
-    head = _git("rev-parse", "HEAD")
-    same, before = _last_change(SMALL)
-    if same == head:
-        pytest.skip("HEAD changed chimera/errors.py, so no older commit has HEAD's code in that scope")
-    run = _run(tmp_path / "s", head)
+    (kept, same), (changed, before) = _code_pairs(SMALL)
+    run = _run(tmp_path / "s", kept)
     _nest(run, same)
     dest = publish(run, tmp_path / "published", scope=SMALL)
     recorded = json.loads((dest / "manifest.json").read_text())["sections"][NESTED_COMMITS]["runs"]
     assert recorded == {"runs/quickstart/20260101-000001-reference": same}
-    old = _run(tmp_path / "o", head)
+    old = _run(tmp_path / "o", changed)
     _nest(old, before)
     with pytest.raises(ResultsError, match="code differs"):
         publish(old, tmp_path / "published", scope=SMALL)
-    unknown = _run(tmp_path / "u", head)
+    unknown = _run(tmp_path / "u", kept)
     _nest(unknown, "0" * 40)
     with pytest.raises(ResultsError, match="does not hold that commit"):
         publish(unknown, tmp_path / "published", scope=SMALL)

@@ -162,7 +162,6 @@ def nested_problems(run_dir: Path, commit: str, root: Path, scope: Scope) -> tup
     ``commit``'s), and the nested runs made at another commit whose code in ``scope`` is the same as at ``commit``
     (a resumed sweep's finished tasks), by path."""
     out, other = [], {}
-    ours: str | None = None
     for p in sorted(run_dir.rglob("manifest.json")):
         if p.parent == run_dir:
             continue
@@ -181,14 +180,13 @@ def nested_problems(run_dir: Path, commit: str, root: Path, scope: Scope) -> tup
         if m.git.commit is None:
             out.append(f"{rel}: made at no commit, not at the run's {commit[:10]}")
             continue
-        ours = ours or fingerprint_at(commit, root, scope)
         try:
             theirs = fingerprint_at(m.git.commit, root, scope)
         except ResultsError:
             out.append(f"{rel}: made at {m.git.commit[:10]}, not at the run's {commit[:10]}, and this clone does "
                        "not hold that commit")
             continue
-        if theirs != ours:
+        if theirs != fingerprint_at(commit, root, scope):    # cached: once per run
             out.append(f"{rel}: made at {m.git.commit[:10]}, not at the run's {commit[:10]}, and the run's code "
                        "differs between the two")
         else:
