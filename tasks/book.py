@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 from invoke import Context, Exit, task
@@ -73,17 +74,22 @@ def book(c: Context, check: bool = False, history: str = "", verbose: bool = Fal
 @task(help={"stale": "re-run every cited experiment run whose code has moved on (required: says what it does)",
             "uncounted": "also re-run every cited experiment run made before the verdict rules "
                          "(chimera/book/rules.py) last changed: the ledger shows its verdicts but does not count them",
-            "only": "comma-separated experiments: just these", "dry_run": "print the plan and its expected time"})
+            "only": "comma-separated experiments: just these", "dry_run": "print the plan and its expected time",
+            "jobs": "run this many testbed-free single-process reruns at a time, each in a process of its own (the "
+                    "sweeps and the testbed runs still run alone, after them); at most the CPU count"})
 @cli
 def republish(c: Context, stale: bool = False, uncounted: bool = False, only: str = "", dry_run: bool = False,
-              verbose: bool = False) -> None:
+              jobs: int = 1, verbose: bool = False) -> None:
     """Re-run the stale runs the book cites from committed code, publish them and re-render the book."""
     from chimera.errors import ConfigError
     if not stale:
         raise ConfigError("invoke republish re-runs the stale cited runs (and, with --uncounted, the uncounted ones)",
                           "say so: invoke republish --stale [--uncounted]")
     from chimera.book.republish import republish as run
-    run(tuple(x for x in only.split(",") if x), dry_run=dry_run, uncounted=uncounted)
+    if not 1 <= jobs <= (os.cpu_count() or 1):
+        raise ConfigError(f"--jobs {jobs}: this machine has {os.cpu_count()} CPUs, and each rerun takes one",
+                          f"give --jobs between 1 and {os.cpu_count()}")
+    run(tuple(x for x in only.split(",") if x), dry_run=dry_run, uncounted=uncounted, jobs=jobs)
 
 
 @task(help={"quick": "the steps of the ledger that take minutes (leaves out Table 1, Table 2 and the window "

@@ -280,6 +280,56 @@ def test_republish_plans_every_stale_cited_run_and_only_those() -> None:
     assert all(why for _, why in p.elsewhere)
 
 
+class _Rerun:
+    """A stand-in rerun (picklable, so a spawned worker can run it): it writes which process ran it, and when."""
+
+    def __init__(self, name: str, target: str, log_dir: Path, fail: bool = False) -> None:
+        self.run = SimpleNamespace(experiment=name, target=target, manifest=SimpleNamespace(dataset_override=""))
+        self.log_dir, self.fail, self.expected_min = log_dir, fail, 1.0
+
+    def describe(self) -> str:
+        return self.run.experiment
+
+    def execute(self, results_root: Path, data_root: Path) -> Path:
+        import os
+        import time
+        from chimera.errors import ConfigError
+        (self.log_dir / self.run.experiment).write_text(f"{os.getpid()} {time.monotonic()}")
+        if self.fail:
+            raise ConfigError(f"{self.run.experiment} broke", "fix it")
+        return results_root / self.run.experiment
+
+
+def test_republish_jobs_runs_the_testbed_free_reruns_in_worker_processes_and_the_others_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--jobs 2``: the reference reruns run in spawned workers (not in this process), a testbed rerun runs here
+    after them, every made run is published, and a worker's failure is named without stopping the others."""
+    import os
+    import chimera.book.render as render
+    import chimera.report.archive as archive
+    import chimera.report.publish as publish
+    from chimera.book import republish as RP
+    from chimera.errors import ResultsError
+    reruns = [_Rerun("a", "reference", tmp_path), _Rerun("b", "reference", tmp_path, fail=True),
+              _Rerun("c", "reference", tmp_path), _Rerun("d", "ebpf", tmp_path)]
+    assert [RP.shares_the_machine(x) for x in reruns] == [True, True, True, False]  # type: ignore[arg-type]
+    monkeypatch.setattr(RP, "published_book", lambda: None)
+    monkeypatch.setattr(RP, "plan", lambda *a: RP.Plan(reruns, []))  # type: ignore[arg-type]
+    monkeypatch.setattr(RP, "announce", lambda p: None)
+    monkeypatch.setattr(RP, "git_state", lambda root: SimpleNamespace(dirty=False))
+    monkeypatch.setattr(RP, "run_scope", lambda d: None)
+    made: list[Path] = []
+    monkeypatch.setattr(publish, "publish", lambda d, scope: made.append(d) or d)
+    monkeypatch.setattr(archive, "prune", lambda: None)
+    monkeypatch.setattr(render, "write", lambda: [])
+    with pytest.raises(ResultsError, match="b: b broke"):
+        RP.republish(jobs=2, results_root=tmp_path / "results")
+    assert sorted(made) == [tmp_path / "results" / n for n in ("a", "c", "d")]
+    ran = {n: (tmp_path / n).read_text().split() for n in "abcd"}
+    assert all(int(ran[n][0]) != os.getpid() for n in "abc")
+    assert int(ran["d"][0]) == os.getpid() and float(ran["d"][1]) > max(float(ran[n][1]) for n in "abc")
+
+
 def test_a_stale_sweep_is_rerun_from_its_own_record(monkeypatch: pytest.MonkeyPatch) -> None:
     """A cited sweep whose code moved on is planned as a sweep, and re-run with the experiment, seeds, datasets,
     target and executor its manifest records (not listed as "remake it with its own command")."""

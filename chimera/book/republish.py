@@ -14,7 +14,9 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import multiprocessing
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,6 +100,34 @@ class SweepRerun(Rerun):
                      executor=sw.executor, resume=stopped)
 
 
+def shares_the_machine(x: Rerun) -> bool:
+    """Whether ``x`` may run beside another rerun (``--jobs``): one process on one CPU (torch on one thread,
+    chimera.determinism) and no testbed, so nothing it measures depends on what runs beside it. A sweep takes every
+    CPU through Ray, and a testbed run holds the machine's testbed lock and replays at a pace: those run alone."""
+    from chimera.targets.base import Capability
+    from chimera.targets.registry import target_class
+    return not isinstance(x, SweepRerun) and not target_class(x.run.target).capabilities & Capability.TESTBED
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a rerun in a worker process sends back: the run it made, or why it failed (a ChimeraError's hint
+    does not survive pickling, so its message comes back as text)."""
+    made: Path | None
+    error: str | None = None
+
+
+def execute_apart(x: Rerun, results_root: Path, data_root: Path) -> Outcome:
+    """``x`` in a spawned worker process of ``--jobs``: its log lines say which experiment speaks."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, datefmt="%H:%M:%S",
+                            format=f"%(asctime)s %(levelname)-7s [{x.run.experiment}] %(name)s: %(message)s")
+    try:
+        return Outcome(x.execute(results_root, data_root))
+    except ChimeraError as e:
+        return Outcome(None, str(e))
+
+
 @dataclass
 class Plan:
     reruns: list[Rerun]
@@ -155,10 +185,11 @@ def announce(p: Plan) -> None:
 
 
 def republish(only: tuple[str, ...] = (), dry_run: bool = False, results_root: Path = ROOT / "results",
-              data_root: Path = Path("data"), uncounted: bool = False) -> list[Path]:
+              data_root: Path = Path("data"), uncounted: bool = False, jobs: int = 1) -> list[Path]:
     """Re-run and publish every stale cited experiment run (``only``: these experiments; ``uncounted``: also the
     fresh ones made before the rules last changed); returns the published directories. Refuses a dirty tree first:
-    a published run must be made from committed code."""
+    a published run must be made from committed code. ``jobs`` > 1: the reruns that share the machine
+    (``shares_the_machine``) run that many at a time, each in a process of its own, before the others run alone."""
     from chimera.book.render import write
     from chimera.report.publish import publish
     book = published_book()
@@ -170,17 +201,39 @@ def republish(only: tuple[str, ...] = (), dry_run: bool = False, results_root: P
     if git.dirty:
         raise ResultsError("the working tree has uncommitted changes: a republished run would not be made from "
                            "committed code", "commit (or stash) the changes, then run invoke republish again")
-    out, failed = [], {}
+    out: list[Path] = []
+    failed: dict[str, str] = {}
     t0 = time.monotonic()
-    for x in p.reruns:
-        log.info("republish: %s (~%.1f min; %.1f min elapsed)", x.describe(), x.expected_min,
-                 (time.monotonic() - t0) / 60)
+
+    def published(x: Rerun, o: Outcome) -> None:
         try:
-            d = x.execute(results_root, data_root)
-            out.append(publish(d, scope=run_scope(d)))
+            if o.made is None:
+                raise ResultsError(o.error or "it failed", "see its log")
+            out.append(publish(o.made, scope=run_scope(o.made)))
         except ChimeraError as e:
             failed[x.describe()] = str(e)
             log.error("republish: %s failed: %s", x.describe(), e)
+
+    together = [x for x in p.reruns if jobs > 1 and shares_the_machine(x)]
+    alone = [x for x in p.reruns if not any(x is y for y in together)]
+    if together:
+        log.info("republish: %d runs %d at a time, each in a process of its own (~%.0f min of their own), then %d "
+                 "alone", len(together), jobs, sum(x.expected_min for x in together if not math.isnan(x.expected_min)),
+                 len(alone))
+        with ProcessPoolExecutor(min(jobs, len(together)), mp_context=multiprocessing.get_context("spawn")) as ex:
+            running = {ex.submit(execute_apart, x, results_root, data_root): x for x in together}
+            for f in as_completed(running):
+                x = running[f]
+                log.info("republish: %s done (%.1f min elapsed)", x.describe(), (time.monotonic() - t0) / 60)
+                published(x, f.result())
+    for x in alone:
+        log.info("republish: %s (~%.1f min; %.1f min elapsed)", x.describe(), x.expected_min,
+                 (time.monotonic() - t0) / 60)
+        try:
+            made = Outcome(x.execute(results_root, data_root))
+        except ChimeraError as e:
+            made = Outcome(None, str(e))
+        published(x, made)
     if out:
         from chimera.report.archive import prune
         prune()  # the archive rule: the runs these replace leave results/published/ for results/history/
