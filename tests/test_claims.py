@@ -315,7 +315,7 @@ def test_republish_jobs_runs_the_testbed_free_reruns_in_worker_processes_and_the
     assert [RP.shares_the_machine(x) for x in reruns] == [True, True, True, False]  # type: ignore[arg-type]
     monkeypatch.setattr(RP, "published_book", lambda: None)
     monkeypatch.setattr(RP, "plan", lambda *a: RP.Plan(reruns, []))  # type: ignore[arg-type]
-    monkeypatch.setattr(RP, "announce", lambda p: None)
+    monkeypatch.setattr(RP, "announce", lambda p, jobs: None)
     monkeypatch.setattr(RP, "git_state", lambda root: SimpleNamespace(dirty=False))
     monkeypatch.setattr(RP, "run_scope", lambda d: None)
     made: list[Path] = []

@@ -174,12 +174,17 @@ def plan(book: Book, only: tuple[str, ...] = (), also_uncounted: bool = False) -
     return Plan(reruns, elsewhere)
 
 
-def announce(p: Plan) -> None:
+def announce(p: Plan, jobs: int = 1) -> None:
     log.info("republish: %d stale or uncounted cited runs to re-run, expected %.0f min (each run's own wall time, "
              "scaled to its experiment's work now):", len(p.reruns), p.expected_min)
     for x in p.reruns:
         why = x.run.freshness.mark().strip(" *[]") or "fresh, but made before the rules last changed"
-        log.info("  %-50s ~%.1f min  (%s; %s)", x.describe(), x.expected_min, x.estimate.note(), why)
+        together = " [shares the machine]" if jobs > 1 and shares_the_machine(x) else ""
+        log.info("  %-50s ~%.1f min  (%s; %s)%s", x.describe(), x.expected_min, x.estimate.note(), why, together)
+    if jobs > 1:
+        shared = sum(x.expected_min for x in p.reruns if shares_the_machine(x) and not math.isnan(x.expected_min))
+        log.info("republish: with --jobs %d, about %.0f min of wall time: the %.0f min that share the machine, %d "
+                 "at a time, then the rest alone", jobs, p.expected_min - shared + shared / jobs, shared, jobs)
     for r, why in p.elsewhere:
         log.info("  %-50s not here: %s", f"{r.experiment} on {r.target}", why)
 
@@ -194,7 +199,7 @@ def republish(only: tuple[str, ...] = (), dry_run: bool = False, results_root: P
     from chimera.report.publish import publish
     book = published_book()
     p = plan(book, only, uncounted)
-    announce(p)
+    announce(p, jobs)
     if dry_run or not p.reruns:
         return []
     git = git_state(ROOT)
