@@ -1,20 +1,34 @@
 # Shared by scripts/build-bmv2 and scripts/build-tofino-compiler (sourced; not run): timed resumable steps and
 # pinned checkouts. The sourcing script sets TOOL (its name, for messages), WORK, SOURCES and LOG first.
 
+children_cpu() {  # CPU=the CPU seconds (user + system) of every child this shell has waited for so far
+    # (the builtin times, run in this shell: in a $(...) subshell it would see only the subshell's children)
+    times > "$LOG.times"
+    CPU=$(awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); s += t[1] * 60 + t[2] }
+                         printf "%d\n", s }' "$LOG.times")
+}
+
 step() {  # step NAME COMMAND...: run (in a subshell that stops at its first failure), time, record one step
+    # One line per attempt in $LOG: name, wall seconds, status, CPU seconds. A step stopped by a signal (the end of
+    # a session, Ctrl-C) records what it took as "stopped", so a build resumed several times still adds up.
     local name=$1; shift
-    local t0=$SECONDS rc=0
+    local t0=$SECONDS c0 rc=0 CPU
+    children_cpu; c0=$CPU
     echo "== $(date +%T) $name"
+    trap 'children_cpu; printf "%s\t%s\tstopped\t%s\n" "$name" $((SECONDS - t0)) $((CPU - c0)) >> "$LOG"; exit 143' \
+        TERM INT HUP
     # not as an if's condition: there bash ignores errexit in everything the condition runs, functions included,
     # and a failed configure went on to make
     set +e
     ( set -e; "$@" )
     rc=$?
     set -e
+    trap - TERM INT HUP
+    children_cpu
     if [ "$rc" -eq 0 ]; then
-        printf '%s\t%s\tok\n' "$name" $((SECONDS - t0)) >> "$LOG"
+        printf '%s\t%s\tok\t%s\n' "$name" $((SECONDS - t0)) $((CPU - c0)) >> "$LOG"
     else
-        printf '%s\t%s\tfailed\n' "$name" $((SECONDS - t0)) >> "$LOG"
+        printf '%s\t%s\tfailed\t%s\n' "$name" $((SECONDS - t0)) $((CPU - c0)) >> "$LOG"
         echo "$TOOL: step $name failed (its output is above, its logs under $WORK); fix it and run this again:" \
              "the finished steps are kept" >&2
         exit 1

@@ -258,3 +258,31 @@ def test_a_toolchain_checkout_cut_short_is_checked_out(tmp_path: Path) -> None:
                         f'. {lib}; checkout x {src} {ref} {dest}'], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert (dest / "CMakeLists.txt").is_file() and r.stdout.strip() == f"x {ref}"
+
+
+def test_a_toolchain_step_records_its_cpu_and_a_stopped_step_what_it_took(tmp_path: Path) -> None:
+    """scripts/toolchain-lib.sh's step: a finished step records its wall and CPU seconds (its children's, however
+    deep); a step stopped by SIGTERM to the build's process group (the end of a session) records "stopped" with
+    what it took, so a build resumed several times still adds up. Seen failing with the trap removed (no line)."""
+    import os
+    import signal
+    import time
+    lib = ROOT / "scripts" / "toolchain-lib.sh"
+    log = tmp_path / "steps.tsv"
+    script = (f'set -euo pipefail; TOOL=t WORK={tmp_path} SOURCES="" LOG={log}; . {lib}; '
+              f'step busy python3 -c "sum(range(100_000_000))"; step long sleep 60')
+    p = subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert p.stdout is not None
+        for line in p.stdout:
+            if line.rstrip().endswith(" long"):
+                break
+        time.sleep(1)
+        os.killpg(p.pid, signal.SIGTERM)
+        assert p.wait(timeout=30) == 143
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    rows = [line.split("\t") for line in log.read_text().splitlines()]
+    assert [(r[0], r[2]) for r in rows] == [("busy", "ok"), ("long", "stopped")]
+    assert int(rows[0][3]) >= 1 and int(rows[1][1]) >= 1 and int(rows[1][3]) == 0
