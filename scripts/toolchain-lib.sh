@@ -81,3 +81,36 @@ leave_out_missing() {  # leave_out_missing DIR REF: check out all of REF but fil
     mkdir -p "$info"
     { echo "/*"; echo "$missing" | sed 's|^|!/|'; } > "$info/sparse-checkout"
 }
+
+record_toolchain() {  # record_toolchain OUT TOOL...: what was built, as JSON at OUT (PREFIX/share/chimera-toolchain.json)
+    # The pinned sources ($WORK/versions.txt), every step's attempts from $LOG with their totals (wall and CPU
+    # seconds; a resumed build's stopped attempts count too), and each TOOL's --version from OUT's prefix bin/.
+    # chimera.bench.toolchain reads it into the toolchain matrix's row (invoke bench --what toolchain).
+    python3 - "$WORK/versions.txt" "$LOG" "$@" <<'PY'
+import json, pathlib, subprocess, sys
+versions = dict(line.split() for line in open(sys.argv[1]) if line.strip())
+keys = ("step", "seconds", "status", "cpu_seconds")
+attempts = [dict(zip(keys, line.split("\t"))) for line in open(sys.argv[2]).read().splitlines() if line.strip()]
+totals: dict = {}
+for a in attempts:
+    t = totals.setdefault(a["step"], {"step": a["step"], "seconds": 0, "cpu_seconds": 0, "attempts": 0,
+                                      "cpu_recorded": True})
+    t["seconds"] += int(a["seconds"])
+    t["cpu_seconds"] += int(a.get("cpu_seconds") or 0)
+    t["cpu_recorded"] = t["cpu_recorded"] and "cpu_seconds" in a
+    t["attempts"] += 1
+    t["status"] = a["status"]
+out = pathlib.Path(sys.argv[3])
+out.parent.mkdir(parents=True, exist_ok=True)
+def version(tool):
+    try:
+        r = subprocess.run([str(out.parent.parent / "bin" / tool), "--version"], capture_output=True, text=True,
+                           timeout=60)
+        return ((r.stdout or r.stderr).strip().splitlines() or [None])[0]
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+out.write_text(json.dumps({"sources": versions, "steps": list(totals.values()), "attempts": attempts,
+                           "tools": {tool: version(tool) for tool in sys.argv[4:]}}, indent=2) + "\n")
+print(out.read_text())
+PY
+}

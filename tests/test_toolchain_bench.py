@@ -90,3 +90,38 @@ def test_both_compile_caches_key_on_the_compiler(tmp_path: Path, monkeypatch: py
             monkeypatch.setattr(C, "p4c_binary", lambda b=b: b)
             outs.append(compile_())
         assert calls == bins and outs[0] == outs[2] != outs[1]
+
+
+def test_a_builds_record_is_read_with_each_steps_attempts_summed(tmp_path: Path) -> None:
+    """scripts/toolchain-lib.sh's record_toolchain writes what chimera.bench.toolchain reads: a step's attempts
+    (a build resumed across sessions) add up; CPU time counts only where every attempt recorded it."""
+    import subprocess
+    root = Path(__file__).resolve().parents[1]
+    work, prefix = tmp_path / "work", tmp_path / "prefix"
+    work.mkdir()
+    (work / "versions.txt").write_text("p4c 34b86e9bac\nz3 8e6f17ebd0\n")
+    (work / "steps.tsv").write_text("z3\t1309\tok\np4c\t600\tstopped\t1100\np4c\t900\tok\t1700\n")
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "bin" / "p4c-bm2-ss").write_text("#!/bin/sh\necho 'p4c 1.2.5.16 (SHA: x)'\n")
+    (prefix / "bin" / "p4c-bm2-ss").chmod(0o755)
+    r = subprocess.run(["bash", "-c", f'set -euo pipefail; TOOL=t WORK={work} SOURCES="" LOG={work}/steps.tsv; '
+                        f'. {root}/scripts/toolchain-lib.sh; record_toolchain {prefix}/share/chimera-toolchain.json '
+                        'p4c-bm2-ss absent-tool'], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    rec = T.build_record(prefix / "bin" / "p4c-bm2-ss")
+    assert rec is not None and rec.sources == {"p4c": "34b86e9bac", "z3": "8e6f17ebd0"}
+    steps = {s.step: s for s in rec.steps}
+    assert (steps["p4c"].seconds, steps["p4c"].cpu_seconds, steps["p4c"].attempts, steps["p4c"].status) == \
+        (1500, 2800, 2, "ok")
+    assert rec.seconds == 2809 and rec.cpu_seconds is None   # z3's line (an older script's) has no CPU time
+    assert rec.tools == {"p4c-bm2-ss": "p4c 1.2.5.16 (SHA: x)", "absent-tool": None}
+    assert "0.8 h of wall time (CPU time not recorded by every step)" in T.build_lines("p4c", rec)
+    assert T.build_record(tmp_path / "elsewhere" / "bin" / "p4c-bm2-ss") is None
+
+
+def test_no_tofino_backend_beside_p4c_is_no_tofino_row(tmp_path: Path) -> None:
+    from builders import quickstart_artifact
+    assert T.tofino_check(quickstart_artifact().art, tmp_path, tmp_path / "build") is None
+    assert T.tofino_line(None) == ""
+    refused = T.TofinoCheck(backend="b", version="v", fits=False, reason="\nerror: too complex\nmore")
+    assert T.tofino_line(refused) == "- the Tofino backend (v): the TNA program does not fit: `error: too complex`\n"

@@ -306,14 +306,24 @@ def p4c_matrix(b: Book) -> str:
                 "build).")
     rows = []
     for (version, switch), (r, res) in sorted(newest.items()):
+        t = res.tofino
+        tofino = ("—" if t is None else f"fits, {t.stages_used} of {t.stages_available} stages" if t.fits
+                  else "**does not fit**: `" + next((ln for ln in t.reason.splitlines() if ln.strip()), "?")[:160]
+                  .replace("`", "'").replace("|", "\\|") + "`")
+        rec = res.p4c_build
+        built = "—" if rec is None else (f"{rec.seconds / 3600:.1f} h" + ("" if rec.cpu_seconds is None
+                                                                         else f" ({rec.cpu_seconds / 3600:.1f} h CPU)"))
         rows.append([version, switch, "yes" if res.compiles else "**no**",
                      "—" if res.p4info_matches is None else "equal" if res.p4info_matches else "**differs**",
                      f"{res.tests_passed} passed, {res.tests_failed} failed, {res.tests_skipped} skipped",
-                     r.cite()])
+                     tofino, built, r.cite()])
     return ("Each row is one p4c and BMv2 pair checked here (`invoke bench --what toolchain --p4c DIR "
             "[--switch DIR]`): chimera.p4 compiled for the quickstart model, p4c's P4Info against the committed one, "
-            "and the BMv2 conformance tests (every verdict and register equal to the reference's) on that pair:\n\n" +
-            fmt.table(["p4c", "BMv2", "compiles", "P4Info", "BMv2 conformance tests", "run"], rows))
+            "and the BMv2 conformance tests (every verdict and register equal to the reference's) on that pair; "
+            "where p4c was built with its Tofino backend, that backend's verdict on the quickstart's TNA program; "
+            "and the time p4c's build took here, where its build script recorded it:\n\n" +
+            fmt.table(["p4c", "BMv2", "compiles", "P4Info", "BMv2 conformance tests", "Tofino backend", "p4c built in",
+                       "run"], rows))
 
 
 @BLOCKS("verifier-matrix")

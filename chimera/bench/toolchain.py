@@ -11,6 +11,12 @@ the PI it was built against through its own run path), and records, for that pai
 4. the BMv2 conformance tests (``tests/test_conformance.py``, the BMv2 cases), run with that p4c first on PATH:
    every verdict and register equal to the reference's.
 
+Where ``--p4c``'s directory also holds p4c's Tofino backend (``p4c-barefoot``, scripts/build-tofino-compiler),
+the row adds that backend's verdict on the quickstart's TNA program (issue 57): its version, whether it fits, the
+stages it spans, or the compiler's own words where it refuses. Where a build records itself beside its binaries
+(``PREFIX/share/chimera-toolchain.json``, written by scripts/build-bmv2 and scripts/build-tofino-compiler), the row
+carries that record: the pinned sources, and each step's wall and CPU time summed over its attempts.
+
 The README's matrix is rendered from the published runs of this bench, one row per p4c version. No toolchain
 code, binary or recipe is in the repository: build the versions yourself (docs/bmv2-diet.md names the ones
 checked) and point ``--p4c`` at each.
@@ -27,9 +33,15 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ValidationError
 
 from chimera.bench.results import ROOT, BenchResult, bench_run
 from chimera.errors import ChimeraError, ConfigError, ToolMissingError
+
+if TYPE_CHECKING:
+    from chimera.formats.artifact import Artifact
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +50,51 @@ def tests() -> tuple[str, ...]:
     """The conformance tests of the target this bench is recorded for (chimera.bench.BENCHES)."""
     from chimera.bench import BENCHES
     return ("tests/test_conformance.py", "-k", str(BENCHES["toolchain"].target))
+
+
+class BuildStep(BaseModel):
+    """One step of a private build, summed over its attempts (a build resumed across sessions has several)."""
+    step: str
+    seconds: int
+    status: str
+    cpu_seconds: int = 0
+    attempts: int = 1
+    cpu_recorded: bool = False      # every attempt recorded its CPU time (older build scripts did not)
+
+
+class BuildRecord(BaseModel):
+    """What a private build recorded beside its binaries (PREFIX/share/chimera-toolchain.json)."""
+    sources: dict[str, str]         # repository -> the pinned commit built
+    steps: list[BuildStep] = []
+    tools: dict[str, str | None] = {}
+
+    @property
+    def seconds(self) -> int:
+        return sum(s.seconds for s in self.steps)
+
+    @property
+    def cpu_seconds(self) -> int | None:
+        """The CPU time of every step, or None where a step did not record it."""
+        return sum(s.cpu_seconds for s in self.steps) if all(s.cpu_recorded for s in self.steps) else None
+
+
+def build_record(binary: str | Path) -> BuildRecord | None:
+    """The build record beside ``binary`` (its prefix's share/chimera-toolchain.json), or None."""
+    p = Path(binary).resolve().parent.parent / "share" / "chimera-toolchain.json"
+    try:
+        return BuildRecord.model_validate_json(p.read_text())
+    except (OSError, ValidationError):
+        return None
+
+
+class TofinoCheck(BaseModel):
+    """p4c's Tofino backend on the quickstart's TNA program: its verdict (chimera.targets.tofino)."""
+    backend: str                    # the p4c-barefoot binary
+    version: str
+    fits: bool
+    reason: str = ""                # the compiler's own words where it refuses
+    stages_used: int | None = None
+    stages_available: int | None = None
 
 
 class ToolchainResult(BenchResult):
@@ -54,6 +111,9 @@ class ToolchainResult(BenchResult):
     tests_skipped: int = 0
     failed: list[str] = []
     seconds: float = 0.0
+    p4c_build: BuildRecord | None = None      # the record beside p4c's binaries, where its build wrote one
+    switch_build: BuildRecord | None = None
+    tofino: TofinoCheck | None = None         # None: no Tofino backend beside this p4c
 
     @property
     def passes(self) -> bool:
@@ -97,6 +157,27 @@ def _first_on_path(path: str, option: str, build: Path | None, binary: str, what
     return f"{Path(build).resolve()}{os.pathsep}{path}"
 
 
+def tofino_check(art: "Artifact", bin_dir: Path, build_dir: Path) -> TofinoCheck | None:
+    """The Tofino backend beside p4c (``bin_dir``, first on PATH here) on ``art``'s TNA program, or None where
+    there is none."""
+    from chimera.targets.tofino import TofinoTarget
+    from chimera.targets.tofino.compiler import BACKEND
+    backend = bin_dir / BACKEND
+    if not backend.is_file():
+        return None
+    try:
+        rep = TofinoTarget().report_resources(art, build_dir)
+    except ChimeraError as e:   # the driver beside it cannot run: say so in the row, not as "does not fit"
+        log.error("the Tofino backend in %s cannot run: %s", bin_dir, e)
+        return TofinoCheck(backend=str(backend), version=_version(str(backend)), fits=False,
+                           reason=f"the compile could not run: {e}")
+    used, available = rep.columns.get("stages_used"), rep.columns.get("stages_available")
+    log.info("Tofino backend %s: %s", rep.compiler, "fits" if rep.fits else f"refuses: {rep.reason[:500]}")
+    return TofinoCheck(backend=str(backend), version=rep.compiler, fits=rep.fits, reason=rep.reason[-4000:],
+                       stages_used=None if used is None else int(used),
+                       stages_available=None if available is None else int(available))
+
+
 def main(results_root: str | Path = "results", p4c: Path | None = None, switch: Path | None = None) -> ToolchainResult:
     path = _first_on_path(os.environ.get("PATH", ""), "--switch", switch, "simple_switch_grpc", "BMv2")
     path = _first_on_path(path, "--p4c", p4c, "p4c-bm2-ss", "p4c")
@@ -108,7 +189,7 @@ def main(results_root: str | Path = "results", p4c: Path | None = None, switch: 
     t0 = time.perf_counter()
     with bench_run("toolchain", {"p4c": binary, "switch": server, "tests": " ".join(tests())}, results_root) as run:
         res = ToolchainResult(p4c=binary, p4c_version=_version(binary), switch=server, bmv2_version=_version(server),
-                              compiles=False)
+                              compiles=False, p4c_build=build_record(binary), switch_build=build_record(server))
         old = os.environ["PATH"]
         os.environ["PATH"] = path  # the compile and P4Info steps below find this p4c first
         try:
@@ -126,6 +207,7 @@ def main(results_root: str | Path = "results", p4c: Path | None = None, switch: 
                 if res.compiles:
                     res.p4info_diffs = check_against_p4c(art, Path(tmp) / "compile")  # the JSON above, cached
                     res.p4info_matches = not res.p4info_diffs
+                res.tofino = tofino_check(art, Path(binary).parent, Path(tmp) / "tofino")
         finally:
             os.environ["PATH"] = old
         if res.compiles:
@@ -143,8 +225,29 @@ def main(results_root: str | Path = "results", p4c: Path | None = None, switch: 
             f"- p4c's P4Info equals the committed one: "
             f"{'—' if res.p4info_matches is None else 'yes' if res.p4info_matches else 'no'}\n"
             f"- BMv2 conformance tests: {res.tests_passed} passed, {res.tests_failed} failed, "
-            f"{res.tests_skipped} skipped\n" + "".join(f"  - failed: `{x}`\n" for x in res.failed))
+            f"{res.tests_skipped} skipped\n" + "".join(f"  - failed: `{x}`\n" for x in res.failed)
+            + tofino_line(res.tofino) + build_lines("p4c", res.p4c_build) + build_lines("BMv2", res.switch_build))
     log.info("toolchain %s: compiles %s, P4Info %s, tests %d passed / %d failed / %d skipped (%s)",
              res.p4c_version, res.compiles, res.p4info_matches, res.tests_passed, res.tests_failed,
              res.tests_skipped, run.final)
     return res
+
+
+def tofino_line(t: TofinoCheck | None) -> str:
+    """The summary's line for the Tofino backend's verdict."""
+    if t is None:
+        return ""
+    if t.fits:
+        return f"- the Tofino backend ({t.version}): the TNA program fits, {t.stages_used} of {t.stages_available} stages\n"
+    first = next((ln for ln in t.reason.splitlines() if ln.strip()), "no reason printed")
+    return f"- the Tofino backend ({t.version}): the TNA program does not fit: `{first[:300]}`\n"
+
+
+def build_lines(what: str, b: BuildRecord | None) -> str:
+    """The summary's lines for a build's record: its time, and the sources it pinned."""
+    if b is None:
+        return ""
+    cpu = b.cpu_seconds
+    return (f"- {what} built here in {b.seconds / 3600:.1f} h of wall time"
+            + (f" and {cpu / 3600:.1f} h of CPU" if cpu is not None else " (CPU time not recorded by every step)")
+            + " from " + ", ".join(f"{k} {v[:10]}" for k, v in sorted(b.sources.items())) + "\n")
