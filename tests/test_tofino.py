@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -385,3 +386,25 @@ def test_the_quickstart_program_fits_where_the_compiler_is(tmp_path: Path) -> No
     assert rep.fits, rep.reason
     assert 0 < int(rep.columns["stages_used"]) <= int(rep.columns["stages_available"])
     assert all(0 <= float(v) <= 1 for k, v in rep.columns.items() if k.endswith("_share"))
+
+
+def test_a_compile_past_its_limit_is_a_refusal_in_those_words_and_not_cached(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The backend's table placement can search for hours on a program far over budget: the compile stops at its
+    limit, says so as the compiler's verdict, and leaves no cached result (a longer limit may finish)."""
+    from chimera.targets.tofino import compiler as TC
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    pid = tmp_path / "backend.pid"
+    for name, body in (("p4c", "#!/bin/sh\n[ \"$1\" = --version ] && echo 'p4c 1.2.5 (fake)' && exit 0\n"
+                               f"sleep 600 & echo $! > {pid}\nwait\n"),
+                       ("p4c-barefoot", "#!/bin/sh\nexit 0\n")):
+        (bin_dir / name).write_text(body)
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    c = TC.compile_text("/* program */", "/* header */", tmp_path / "build", "x.p4", timeout_s=1)
+    assert not c.ok and "did not finish within 1 s" in c.reason and c.version == "p4c 1.2.5 (fake)"
+    assert not (c.out_dir / "compile.log").exists()
+    backend = int(pid.read_text())   # the driver's child (the backend) was stopped with it, not left running
+    state = Path(f"/proc/{backend}/stat")
+    assert not state.exists() or state.read_text().split(") ")[1][0] in "ZX"

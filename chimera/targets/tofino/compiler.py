@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,9 @@ INSTALL_HINT = ("build p4c with its Tofino backend: scripts/build-tofino-compile
 PROGRAM = "chimera_tna.p4"
 #: the compiler's output directory under a compile's own (its logs: pipe/logs/)
 OUTPUT = "out.tofino"
+#: how long one compile may take: the backend's table placement backtracks, and a program far over a pipe's
+#: budget can keep it searching for hours; past this it is stopped and its verdict is that it did not finish
+TIMEOUT_S = 3600.0
 
 
 class TofinoCompileError(TargetError):
@@ -70,9 +75,10 @@ def try_compile(art: Artifact, build_dir: Path) -> Compile:
     return compile_text(render(art), render_header(art), build_dir, PROGRAM)
 
 
-def compile_text(text: str, header: str, build_dir: Path, program: str) -> Compile:
+def compile_text(text: str, header: str, build_dir: Path, program: str, timeout_s: float = TIMEOUT_S) -> Compile:
     """Compile a TNA program's ``text`` (with its constants header) as ``program`` under ``build_dir``; cached by
-    the text, the header and the compiler, so a second run of the same program reads the first one's result."""
+    the text, the header and the compiler, so a second run of the same program reads the first one's result. A
+    compile stopped at ``timeout_s`` is a refusal in those words, and is not cached (a longer limit may finish)."""
     missing = compiler_missing()
     if missing is not None:
         raise ToolMissingError(f"the Tofino compiler cannot run: {missing}", INSTALL_HINT)
@@ -88,11 +94,24 @@ def compile_text(text: str, header: str, build_dir: Path, program: str) -> Compi
     (out / "chimera_constants.h").write_text(header)
     src = out / program
     src.write_text(text)
-    r = subprocess.run([str(driver), "--target", "tofino", "--arch", "tna", "-I", str(out), "-o",
-                        str(out / OUTPUT), str(src)], capture_output=True, text=True)
-    (out / "returncode").write_text(str(r.returncode))
-    done.write_text(r.stdout + r.stderr)
-    return Compile(out, r.returncode == 0, r.returncode, r.stdout + r.stderr, driver_version(driver))
+    # its own process group: the driver runs the backend as a child, and a compile past its limit stops whole
+    proc = subprocess.Popen([str(driver), "--target", "tofino", "--arch", "tna", "-I", str(out), "-o",
+                             str(out / OUTPUT), str(src)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    try:
+        said, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        said, _ = proc.communicate()
+        return Compile(out, False, -1, f"{said}\nerror: the compiler did not finish within {timeout_s:.0f} s "
+                                       f"(chimera.targets.tofino.compiler.TIMEOUT_S)", driver_version(driver))
+    finally:
+        if proc.poll() is None:   # interrupted (Ctrl-C): the backend does not outlive the run
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    (out / "returncode").write_text(str(proc.returncode))
+    done.write_text(said)
+    return Compile(out, proc.returncode == 0, proc.returncode, said, driver_version(driver))
 
 
 def compile_tna(art: Artifact, build_dir: Path) -> Path:
