@@ -408,3 +408,23 @@ def test_a_compile_past_its_limit_is_a_refusal_in_those_words_and_not_cached(tmp
     backend = int(pid.read_text())   # the driver's child (the backend) was stopped with it, not left running
     state = Path(f"/proc/{backend}/stat")
     assert not state.exists() or state.read_text().split(") ")[1][0] in "ZX"
+
+
+def test_a_backend_that_cannot_start_is_missing_not_a_refusal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An installed p4c-barefoot without its shared libraries on the run path (seen here: libz3) fails before it
+    reads the program; that is a missing tool, named with the fix, and no verdict on the program is cached."""
+    from chimera.errors import ToolMissingError
+    from chimera.targets.tofino import compiler as TC
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in (("p4c", "#!/bin/sh\nexit 0\n"),
+                       ("p4c-barefoot", "#!/bin/sh\necho 'p4c-barefoot: error while loading shared libraries: "
+                                        "libz3.so.4.11' >&2\nexit 127\n")):
+        (bin_dir / name).write_text(body)
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    why = TC.compiler_missing()
+    assert why is not None and "cannot start" in why and "libz3.so.4.11" in why and "LD_LIBRARY_PATH" in why
+    with pytest.raises(ToolMissingError, match="cannot start"):
+        TC.compile_text("/* program */", "/* header */", tmp_path / "build", "x.p4")
+    assert not (tmp_path / "build").exists()

@@ -23,7 +23,7 @@ from chimera.targets.tofino.program import render
 #: the backend's compiler proper, and the p4c driver that runs it (preprocessor, compiler, assembler)
 BACKEND = "p4c-barefoot"
 DRIVER = "p4c"
-INSTALL_HINT = ("build p4c with its Tofino backend: scripts/build-tofino-compiler --prefix DIR (about a day of "
+INSTALL_HINT = ("build p4c with its Tofino backend: scripts/build-tofino-compiler --prefix DIR (hours of "
                 "CPU on 2 cores), then put DIR/bin on PATH")
 PROGRAM = "chimera_tna.p4"
 #: the compiler's output directory under a compile's own (its logs: pipe/logs/)
@@ -38,11 +38,24 @@ class TofinoCompileError(TargetError):
 
 
 def compiler_missing() -> str | None:
-    """Why the Tofino compiler cannot run here, or None."""
+    """Why the Tofino compiler cannot run here, or None. A backend on PATH that cannot start (a shared library
+    its install left out of its run path) is missing too: its refusal must not be cached as the program's verdict."""
     for tool in (BACKEND, DRIVER):
         if shutil.which(tool) is None:
             return f"{tool} is not on PATH (p4c's Tofino backend is in no package registry)"
-    return None
+    backend = Path(shutil.which(BACKEND) or BACKEND).resolve()
+    return _cannot_start(str(backend), backend.stat().st_mtime_ns, os.environ.get("LD_LIBRARY_PATH", ""))
+
+
+@functools.cache
+def _cannot_start(backend: str, mtime_ns: int, ld_path: str) -> str | None:
+    """``backend --version``'s failure, or None where it starts (cached per binary and library path)."""
+    r = subprocess.run([backend, "--version"], capture_output=True, text=True)
+    if r.returncode == 0:
+        return None
+    said = next((ln for ln in (r.stderr + r.stdout).splitlines() if ln.strip()), f"exit status {r.returncode}")
+    return (f"{backend} cannot start: {said} (put its prefix's lib/ on LD_LIBRARY_PATH, or rebuild with "
+            "scripts/build-tofino-compiler, which sets the run path)")
 
 
 @dataclass(frozen=True)
