@@ -106,9 +106,12 @@ def flow_registers(flag: str, s: Sizes) -> list[str]:
     """The flow state ``flow_front`` reads and writes (signature, packet count, last arrival, orientation), each with
     its one RegisterAction; ``flag``: the metadata bit holding the signature mismatch."""
     return [_reg("reg_sig", 32, s.flow_slots), _ra("reg_sig", "sig_swap", 32, "rv = v; v = meta.crc;"),
+            # v1model's step, rv = v; if (v != 0 && mismatch) v = 1; else if (v != 0xFFFF) v = v + 1, needs three
+            # comparisons and a stateful ALU has two. With a mismatch it always ends at 1 (v = 0 takes the second
+            # branch: 0 + 1), so the apply block picks one of two actions by the mismatch: the same bits.
             _reg("reg_pkts", 16, s.flow_slots),
-            _ra("reg_pkts", "pkts_step", 16,
-                f"rv = v; if (v != 0 && {flag} == 1) {{ v = 1; }} else if (v != 0xFFFF) {{ v = v + 1; }}"),
+            _ra("reg_pkts", "pkts_step", 16, "rv = v; if (v != 0xFFFF) { v = v + 1; }"),
+            _ra("reg_pkts", "pkts_restart", 16, "rv = v; v = 1;"),
             _reg("reg_last", 32, s.flow_slots), _ra("reg_last", "last_swap", 32, "rv = v; v = meta.tsu;"),
             _reg("reg_orient", 8, s.flow_slots),
             _ra("reg_orient", "orient_step", 8, "if (meta.fresh == 1) { v = (bit<8>)meta.swap; } rv = v;")]
@@ -128,9 +131,11 @@ def registers(s: Sizes) -> str:
     """The state as TNA registers, each with the one RegisterAction a packet applies to it."""
     out = ["    /* flow state: one array per field, one read-and-write per packet */", *flow_registers("tna.sig_ne", s)]
     out += [_reg("reg_head", 8, s.flow_slots),
+            # (v + 1) & (WINDOW - 1) is two operators in one statement, which a stateful ALU refuses; the head is
+            # always below WINDOW (a power of two), so wrapping at WINDOW - 1 is the same bits
             _ra("reg_head", "head_step", 8,
                 "if (meta.fresh == 1) { rv = 0; v = 1 & (CHIMERA_WINDOW - 1); } "
-                "else { rv = v; v = (v + 1) & (CHIMERA_WINDOW - 1); }")]
+                "else if (v == CHIMERA_WINDOW - 1) { rv = v; v = 0; } else { rv = v; v = v + 1; }")]
     out.append("    /* the token ring: 56-bit tokens as two 32-bit halves; the slot leaving is the slot written */")
     for half in ("a", "b"):
         out += [_reg(f"reg_ring_{half}", 32, s.flow_slots * s.window),
@@ -236,7 +241,8 @@ def flow_front(flag: str, counters: bool) -> str:
             meta.sig = sig_swap.execute(meta.slot);
             {flag} = 0;
             if (meta.sig != meta.crc) {{ {flag} = 1; }}
-            meta.pkts = pkts_step.execute(meta.slot);
+            if ({flag} == 1) {{ meta.pkts = pkts_restart.execute(meta.slot); }}
+            else {{ meta.pkts = pkts_step.execute(meta.slot); }}
             meta.last = last_swap.execute(meta.slot);
             meta.vflags = 0;
             if (meta.pkts > 0 && {flag} == 1) {{
