@@ -428,3 +428,10 @@ def test_a_backend_that_cannot_start_is_missing_not_a_refusal(tmp_path: Path, mo
     with pytest.raises(ToolMissingError, match="cannot start"):
         TC.compile_text("/* program */", "/* header */", tmp_path / "build", "x.p4")
     assert not (tmp_path / "build").exists()
+
+
+def test_a_refusal_names_the_program_by_its_file_not_the_build_folder(tmp_path: Path) -> None:
+    from chimera.targets.tofino.compiler import Compile
+    out = tmp_path / "build" / "tofino-0123"
+    c = Compile(out, False, 1, f"warning: w\n{out}/leo_tna.p4(437): [--Werror=overlimit] error: : too many\n", "p4c")
+    assert c.reason == "leo_tna.p4(437): [--Werror=overlimit] error: : too many"

@@ -70,9 +70,11 @@ class Compile:
 
     @property
     def reason(self) -> str:
-        """The compiler's own words for a refusal: its error lines, else the log's tail."""
-        errs = [ln for ln in self.log.splitlines() if "error" in ln.lower()]
-        return "\n".join(errs[:20]) if errs else self.log[-2000:]
+        """The compiler's own words for a refusal: its error lines, else the log's tail; a line names the program
+        by its file name, not by this machine's build folder."""
+        log = self.log.replace(f"{self.out_dir}/", "")
+        errs = [ln for ln in log.splitlines() if "error" in ln.lower()]
+        return "\n".join(errs[:20]) if errs else log[-2000:]
 
 
 @functools.cache
