@@ -8,9 +8,9 @@ compiler itself runs in the resources experiment where it is installed.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
-import os
 import subprocess
 from pathlib import Path
 from typing import Any

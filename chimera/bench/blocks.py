@@ -307,12 +307,9 @@ def p4c_matrix(b: Book) -> str:
     rows = []
     for (version, switch), (r, res) in sorted(newest.items()):
         t = res.tofino
-        tofino = ("—" if t is None else f"fits, {t.stages_used} of {t.stages_available} stages" if t.fits
-                  else "**does not fit**: `" + next((ln for ln in t.reason.splitlines() if ln.strip()), "?")[:160]
-                  .replace("`", "'").replace("|", "\\|") + "`")
-        rec = res.p4c_build
-        built = "—" if rec is None else (f"{rec.seconds / 3600:.1f} h" + ("" if rec.cpu_seconds is None
-                                                                         else f" ({rec.cpu_seconds / 3600:.1f} h CPU)"))
+        tofino = ("—" if t is None else t.verdict() if t.fits else
+                  "**does not fit**: `" + t.first_reason[:160].replace("`", "'").replace("|", "\\|") + "`")
+        built = "—" if res.p4c_build is None else res.p4c_build.took()
         rows.append([version, switch, "yes" if res.compiles else "**no**",
                      "—" if res.p4info_matches is None else "equal" if res.p4info_matches else "**differs**",
                      f"{res.tests_passed} passed, {res.tests_failed} failed, {res.tests_skipped} skipped",

@@ -77,6 +77,11 @@ class BuildRecord(BaseModel):
         """The CPU time of every step, or None where a step did not record it."""
         return sum(s.cpu_seconds for s in self.steps) if all(s.cpu_recorded for s in self.steps) else None
 
+    def took(self) -> str:
+        """Its wall time and, where every step recorded it, its CPU time, in hours."""
+        cpu = self.cpu_seconds
+        return f"{self.seconds / 3600:.1f} h" + ("" if cpu is None else f" ({cpu / 3600:.1f} h CPU)")
+
 
 def build_record(binary: str | Path) -> BuildRecord | None:
     """The build record beside ``binary`` (its prefix's share/chimera-toolchain.json), or None."""
@@ -95,6 +100,15 @@ class TofinoCheck(BaseModel):
     reason: str = ""                # the compiler's own words where it refuses
     stages_used: int | None = None
     stages_available: int | None = None
+
+    @property
+    def first_reason(self) -> str:
+        """The compiler's first line of refusal."""
+        return next((ln for ln in self.reason.splitlines() if ln.strip()), "no reason printed")
+
+    def verdict(self) -> str:
+        return (f"fits, {self.stages_used} of {self.stages_available} stages" if self.fits
+                else "does not fit")
 
 
 class ToolchainResult(BenchResult):
@@ -237,17 +251,14 @@ def tofino_line(t: TofinoCheck | None) -> str:
     """The summary's line for the Tofino backend's verdict."""
     if t is None:
         return ""
-    if t.fits:
-        return f"- the Tofino backend ({t.version}): the TNA program fits, {t.stages_used} of {t.stages_available} stages\n"
-    first = next((ln for ln in t.reason.splitlines() if ln.strip()), "no reason printed")
-    return f"- the Tofino backend ({t.version}): the TNA program does not fit: `{first[:300]}`\n"
+    said = "" if t.fits else f": `{t.first_reason[:300]}`"
+    return f"- the Tofino backend ({t.version}): the TNA program {t.verdict()}{said}\n"
 
 
 def build_lines(what: str, b: BuildRecord | None) -> str:
     """The summary's lines for a build's record: its time, and the sources it pinned."""
     if b is None:
         return ""
-    cpu = b.cpu_seconds
-    return (f"- {what} built here in {b.seconds / 3600:.1f} h of wall time"
-            + (f" and {cpu / 3600:.1f} h of CPU" if cpu is not None else " (CPU time not recorded by every step)")
+    return (f"- {what} built here in {b.took()}" + ("" if b.cpu_seconds is not None
+                                                    else " (CPU time not recorded by every step)")
             + " from " + ", ".join(f"{k} {v[:10]}" for k, v in sorted(b.sources.items())) + "\n")

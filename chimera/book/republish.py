@@ -118,7 +118,8 @@ class Outcome:
 
 
 def execute_apart(x: Rerun, results_root: Path, data_root: Path) -> Outcome:
-    """``x`` in a spawned worker process of ``--jobs``: its log lines say which experiment speaks."""
+    """Run ``x``; its failure comes back as its message. In a spawned worker process of ``--jobs`` (no logging set
+    up yet) its log lines say which experiment speaks."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, datefmt="%H:%M:%S",
                             format=f"%(asctime)s %(levelname)-7s [{x.run.experiment}] %(name)s: %(message)s")
@@ -212,15 +213,18 @@ def republish(only: tuple[str, ...] = (), dry_run: bool = False, results_root: P
 
     def published(x: Rerun, o: Outcome) -> None:
         try:
-            if o.made is None:
-                raise ResultsError(o.error or "it failed", "see its log")
-            out.append(publish(o.made, scope=run_scope(o.made)))
+            if o.made is not None:
+                out.append(publish(o.made, scope=run_scope(o.made)))
+                return
         except ChimeraError as e:
-            failed[x.describe()] = str(e)
-            log.error("republish: %s failed: %s", x.describe(), e)
+            o = Outcome(None, str(e))
+        failed[x.describe()] = o.error or "it failed"
+        log.error("republish: %s failed: %s", x.describe(), o.error)
 
-    together = [x for x in p.reruns if jobs > 1 and shares_the_machine(x)]
-    alone = [x for x in p.reruns if not any(x is y for y in together)]
+    together: list[Rerun] = []
+    alone: list[Rerun] = []
+    for x in p.reruns:
+        (together if jobs > 1 and shares_the_machine(x) else alone).append(x)
     if together:
         log.info("republish: %d runs %d at a time, each in a process of its own (~%.0f min of their own), then %d "
                  "alone", len(together), jobs, sum(x.expected_min for x in together if not math.isnan(x.expected_min)),
@@ -234,11 +238,7 @@ def republish(only: tuple[str, ...] = (), dry_run: bool = False, results_root: P
     for x in alone:
         log.info("republish: %s (~%.1f min; %.1f min elapsed)", x.describe(), x.expected_min,
                  (time.monotonic() - t0) / 60)
-        try:
-            made = Outcome(x.execute(results_root, data_root))
-        except ChimeraError as e:
-            made = Outcome(None, str(e))
-        published(x, made)
+        published(x, execute_apart(x, results_root, data_root))
     if out:
         from chimera.report.archive import prune
         prune()  # the archive rule: the runs these replace leave results/published/ for results/history/

@@ -50,7 +50,7 @@ def _meta(tree: RangeTree) -> str:
 
 def _state(tree: RangeTree, s: Sizes) -> str:
     out = ["    /* flow state shared with the pipeline's program: signature, packet count, last arrival, orientation */",
-           *flow_registers("leo_ne.ne", s),
+           *flow_registers(s),
            "    /* the lagged inputs: per field, a shift chain of its earlier packets' values */"]
     for f, lag in tree.lags().items():
         width = CURRENT[f][1]

@@ -102,9 +102,9 @@ def _ema_body(hit: str) -> str:
             "else { v = (bit<32>)((int<32>)v + EMA_STEP(0 - (int<32>)v)); } rv = v;")
 
 
-def flow_registers(flag: str, s: Sizes) -> list[str]:
+def flow_registers(s: Sizes) -> list[str]:
     """The flow state ``flow_front`` reads and writes (signature, packet count, last arrival, orientation), each with
-    its one RegisterAction; ``flag``: the metadata bit holding the signature mismatch."""
+    the RegisterActions ``flow_front`` picks from (one per packet)."""
     return [_reg("reg_sig", 32, s.flow_slots), _ra("reg_sig", "sig_swap", 32, "rv = v; v = meta.crc;"),
             # v1model's step, rv = v; if (v != 0 && mismatch) v = 1; else if (v != 0xFFFF) v = v + 1, needs three
             # comparisons and a stateful ALU has two. With a mismatch it always ends at 1 (v = 0 takes the second
@@ -129,7 +129,7 @@ def ingress(locals_: str, body: str) -> str:
 
 def registers(s: Sizes) -> str:
     """The state as TNA registers, each with the one RegisterAction a packet applies to it."""
-    out = ["    /* flow state: one array per field, one read-and-write per packet */", *flow_registers("tna.sig_ne", s)]
+    out = ["    /* flow state: one array per field, one read-and-write per packet */", *flow_registers(s)]
     out += [_reg("reg_head", 8, s.flow_slots),
             # (v + 1) & (WINDOW - 1) is two operators in one statement, which a stateful ALU refuses; the head is
             # always below WINDOW (a power of two), so wrapping at WINDOW - 1 is the same bits
