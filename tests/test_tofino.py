@@ -69,7 +69,8 @@ def test_registers_are_sized_by_the_artifact(program: tuple[Sizes, str]) -> None
                 re.findall(r"Register<bit<(\d+)>, bit<32>>\((\d+)\) (\w+);", text))
     assert {f"reg_s_{j}_{e}" for j in range(s.m) for e in range(s.d_v)} <= set(regs)
     assert f"reg_s_{s.m}_0" not in regs and f"reg_s_0_{s.d_v}" not in regs
-    assert {f"reg_ema_{k}" for k in range(s.centroids)} <= set(regs) and f"reg_ema_{s.centroids}" not in regs
+    assert regs["reg_centroid_hits"] == (32, s.centroids) and regs["reg_class_hits"] == (32, s.classes)
+    assert {f"reg_class_ema_{y}" for y in range(s.classes)} <= set(regs) and f"reg_class_ema_{s.classes}" not in regs
     assert regs["reg_sig"] == (32, s.flow_slots) and regs["reg_ring_a"] == (32, s.flow_slots * s.window)
     assert all(w <= 32 for w, _ in regs.values()), "a Tofino register holds at most 32 bits"
     assert "register<" not in text, "a v1model register is left in the TNA program"
@@ -87,6 +88,16 @@ def test_each_register_action_is_applied_once(program: tuple[Sizes, str]) -> Non
     for r in ("reg_sig", "reg_pkts", "reg_last", "reg_orient", "reg_head", "reg_ring_a", "reg_ring_b",
               "reg_sample", "reg_parsed", "reg_evictions", "reg_new_flows", "reg_unparsed", "reg_samples"):
         assert r in regs, r
+
+
+def test_no_register_action_shifts(program: tuple[Sizes, str]) -> None:
+    """A stateful ALU adds, subtracts and compares; it does not shift ("expression too complex for register
+    action": v1model's EMA step). The EMAs are counted in the pipe and averaged by the control plane instead."""
+    _, text = program
+    bodies = re.findall(r"void apply\(inout bit<\d+> v, out bit<\d+> rv\) \{(.*?)\} \};", text)
+    assert bodies
+    assert not [b for b in bodies if "<<" in b or ">>" in b]
+    assert "centroid_hit.execute((bit<32>)meta.c);" in text and "class_hit.execute((bit<32>)meta.label);" in text
 
 
 TNA_PROBE = "#include <core.p4>\n#include <tna.p4>\n"
@@ -227,7 +238,7 @@ def test_the_report_is_the_allocation_or_the_compilers_refusal(tmp_path: Path, m
         assert rep.columns["tcam_entries"] == 2 and rep.columns["tcam_tables"] == "rules_hard"
     else:
         assert rep.columns == {} and rep.compiler.startswith("p4c 1.2.5.16")
-        assert rep.reason == "chimera_tna.p4(210): error: reg_s_0_0: too many accesses to a register in one stage"
+        assert rep.reason == "reg_s_0_0: too many accesses to a register in one stage at chimera_tna.p4(210)"
 
 
 def test_a_reports_table_names_are_the_programs() -> None:
@@ -434,4 +445,18 @@ def test_a_refusal_names_the_program_by_its_file_not_the_build_folder(tmp_path: 
     from chimera.targets.tofino.compiler import Compile
     out = tmp_path / "build" / "tofino-0123"
     c = Compile(out, False, 1, f"warning: w\n{out}/leo_tna.p4(437): [--Werror=overlimit] error: : too many\n", "p4c")
-    assert c.reason == "leo_tna.p4(437): [--Werror=overlimit] error: : too many"
+    assert c.reason == "too many at leo_tna.p4(437)"
+
+
+def test_a_refusal_says_each_distinct_error_once_with_how_often_and_where() -> None:
+    """A program over budget repeats one error per unrolled element (73 times for the quickstart's products): the
+    verdict is one line per kind of refusal, not the first twenty lines of one kind."""
+    from chimera.targets.tofino.compiler import Compile
+    log = "".join(f"chimera_tna.p4({n}): error: : source of modify_field invalid\n    code\n" for n in range(100, 106))
+    log += ("chimera_tna.p4(7): [--Werror=unsupported] error: You can only have one operator\n"
+            "error: Number of errors exceeded set maximum of 20\n")
+    c = Compile(Path("/b"), False, 1, log, "p4c")
+    assert c.reason.splitlines() == [
+        "source of modify_field invalid (x6) at chimera_tna.p4(100), chimera_tna.p4(101), chimera_tna.p4(102), "
+        "chimera_tna.p4(103) and 2 more",
+        "You can only have one operator at chimera_tna.p4(7)"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -28,6 +29,9 @@ INSTALL_HINT = ("build p4c with its Tofino backend: scripts/build-tofino-compile
 PROGRAM = "chimera_tna.p4"
 #: the compiler's output directory under a compile's own (its logs: pipe/logs/)
 OUTPUT = "out.tofino"
+#: the backend stops at 20 errors by default; a program over budget repeats one error per unrolled element, and
+#: the verdict should name every kind of refusal the failing pass found
+MAX_ERRORS = 10000
 #: how long one compile may take: the backend's table placement backtracks, and a program far over a pipe's
 #: budget can keep it searching for hours; past this it is stopped and its verdict is that it did not finish
 TIMEOUT_S = 3600.0
@@ -70,11 +74,30 @@ class Compile:
 
     @property
     def reason(self) -> str:
-        """The compiler's own words for a refusal: its error lines, else the log's tail; a line names the program
-        by its file name, not by this machine's build folder."""
+        """The compiler's own words for a refusal, one line per distinct error with how often and where it was
+        said (a program over budget repeats one error per unrolled element), else the log's tail; a line names the
+        program by its file name, not by this machine's build folder."""
         log = self.log.replace(f"{self.out_dir}/", "")
-        errs = [ln for ln in log.splitlines() if "error" in ln.lower()]
-        return "\n".join(errs[:20]) if errs else log[-2000:]
+        said: dict[str, list[str]] = {}
+        for ln in log.splitlines():
+            m = ERROR_LINE.match(ln)
+            if m is not None and "errors exceeded" not in ln:
+                said.setdefault(m["what"].strip(" :"), []).append(m["where"] or "")
+        if not said:
+            return log[-2000:]
+        return "\n".join(_said(what, where) for what, where in said.items())
+
+
+#: one error line of the backend: ``FILE(LINE): [--Werror=KIND] error: : WHAT`` or a bare ``error: WHAT``
+ERROR_LINE = re.compile(r"^(?:(?P<where>\S+\(\d+\)): )?(?:\[--Werror=[\w-]+\] )?error: (?P<what>.*)$")
+
+
+def _said(what: str, where: list[str]) -> str:
+    """One distinct error: its words, and the first few places it was said."""
+    at = [w for w in where if w]
+    places = ", ".join(at[:4]) + (f" and {len(at) - 4} more" if len(at) > 4 else "")
+    times = f" (x{len(where)})" if len(where) > 1 else ""
+    return f"{what}{times}" + (f" at {places}" if places else "")
 
 
 @functools.cache
@@ -98,7 +121,8 @@ def compile_text(text: str, header: str, build_dir: Path, program: str, timeout_
     if missing is not None:
         raise ToolMissingError(f"the Tofino compiler cannot run: {missing}", INSTALL_HINT)
     driver = Path(shutil.which(DRIVER) or DRIVER).resolve()
-    key = hashlib.sha256(text.encode() + header.encode() + str(driver).encode()
+    options = ["--target", "tofino", "--arch", "tna", "-Xp4c", f"--maxErrorCount {MAX_ERRORS}"]
+    key = hashlib.sha256(text.encode() + header.encode() + str(driver).encode() + " ".join(options).encode()
                          + str(driver.stat().st_mtime_ns).encode()).hexdigest()[:16]
     out = build_dir / f"tofino-{key}"
     done = out / "compile.log"
@@ -110,8 +134,8 @@ def compile_text(text: str, header: str, build_dir: Path, program: str, timeout_
     src = out / program
     src.write_text(text)
     # its own process group: the driver runs the backend as a child, and a compile past its limit stops whole
-    proc = subprocess.Popen([str(driver), "--target", "tofino", "--arch", "tna", "-I", str(out), "-o",
-                             str(out / OUTPUT), str(src)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    proc = subprocess.Popen([str(driver), *options, "-I", str(out), "-o", str(out / OUTPUT), str(src)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
     try:
         said, _ = proc.communicate(timeout=timeout_s)

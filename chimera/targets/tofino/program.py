@@ -11,13 +11,15 @@ cannot share is written here:
   writes in one step, and a register holds at most 32 bits. So every v1model register read-then-write becomes one
   RegisterAction, and the wide or multi-access registers are split: the flow state into one array per field, the
   ring of 56-bit tokens into two 32-bit halves, the S and Z accumulators into one array per (row, element) and per
-  row, the EMAs into one array per centroid and per class, the counters into one array each;
+  row, the counters into one array each;
 - the apply block, which calls those actions in v1model's order, at the artifact's own sizes (m, d_v, classes,
   centroids, window, flow slots): a Tofino pipe has no room for v1model's maxima.
 
-This is the first, direct translation: it keeps v1model's integer semantics, including the 64-bit multiplies
-of the attention and fusion steps, which Tofino's ALUs do not have. The Tofino compiler's verdict on it (what
-does not fit, and why) is what the reshaping in docs/pipeline.md starts from.
+Where a stateful ALU has no form for a v1model step, the step is reshaped (docs/pipeline.md, "Tofino"): the packet
+count's step and the ring head's wrap give the same bits; the EMAs become occupancy counts that the control plane
+averages, which differs (a stateful ALU does not shift, and the class EMAs would be read before the label that
+steps them exists). The products of two run-time values in the attention and fusion steps are kept as v1model has
+them: a Tofino action has no multiplier, and the compiler's refusal of them is the program's verdict.
 """
 
 from __future__ import annotations
@@ -95,13 +97,6 @@ def _ra(reg: str, name: str, width: int, body: str) -> str:
             f"        void apply(inout bit<{width}> v, out bit<{width}> rv) {{ {body} }}\n    }};")
 
 
-def _ema_body(hit: str) -> str:
-    """C += EMA_STEP((u << EMA_FRAC) - C), u = 1 where ``hit`` (v1model's EMA, in 32 bits: the value stays in
-    [-1, 2^EMA_FRAC])."""
-    return (f"if ({hit}) {{ v = (bit<32>)((int<32>)v + EMA_STEP((int<32>)(32w1 << CHIMERA_EMA_FRAC) - (int<32>)v)); }} "
-            "else { v = (bit<32>)((int<32>)v + EMA_STEP(0 - (int<32>)v)); } rv = v;")
-
-
 def flow_registers(s: Sizes) -> list[str]:
     """The flow state ``flow_front`` reads and writes (signature, packet count, last arrival, orientation), each with
     the RegisterActions ``flow_front`` picks from (one per packet)."""
@@ -149,17 +144,20 @@ def registers(s: Sizes) -> str:
         out += [_reg(f"reg_z_{j}", 32, s.flow_slots),
                 _ra(f"reg_z_{j}", f"z_{j}_add", 32,
                     f"if (meta.fresh == 1) {{ v = tna.dz_{j}; }} else {{ v = v + tna.dz_{j}; }} rv = v;")]
-    out.append("    /* the centroid EMAs (two's complement, in [-1, 2^EMA_FRAC]: 32 bits hold them) */")
-    for k in range(s.centroids):
-        out += [_reg(f"reg_ema_{k}", 32, 1),
-                _ra(f"reg_ema_{k}", f"ema_{k}_step", 32,
-                    _ema_body(f"meta.c == {k}"))]
-    out.append("    /* the class EMAs: read by the fusion, then stepped by the label the fusion chose */")
+    # Tofino-shaped (docs/pipeline.md, "Tofino"): v1model's EMA step v + ((u << EMA_FRAC) - v) >> k shifts a
+    # difference with the register's own value, which a stateful ALU refuses ("expression too complex for register
+    # action"), and the class EMAs are read by the fusion before the label that steps them exists, two accesses in
+    # two stages. So the pipe counts what the EMAs average (one increment per packet at the centroid and at the
+    # label), and the control plane turns each T_cp's counts into the EMAs and writes the class EMAs the fusion reads
+    out.append("    /* occupancy counts, read by the control plane: one increment per packet at the centroid and the label */")
+    out += [_reg("reg_centroid_hits", 32, s.centroids),
+            _ra("reg_centroid_hits", "centroid_hit", 32, "v = v + 1; rv = v;"),
+            _reg("reg_class_hits", 32, s.classes),
+            _ra("reg_class_hits", "class_hit", 32, "v = v + 1; rv = v;")]
+    out.append("    /* the class EMAs the fusion reads, written by the control plane from the counts */")
     for y in range(s.classes):
         out += [_reg(f"reg_class_ema_{y}", 32, 1),
-                _ra(f"reg_class_ema_{y}", f"class_ema_{y}_read", 32, "rv = v;"),
-                _ra(f"reg_class_ema_{y}", f"class_ema_{y}_step", 32,
-                    _ema_body(f"meta.label == {y}"))]
+                _ra(f"reg_class_ema_{y}", f"class_ema_{y}_read", 32, "rv = v;")]
     out.append("    /* counters: evictions, new flows, parsed, unparsed, samples; the clock; the token sample */")
     for name in ("evictions", "new_flows", "parsed", "unparsed", "samples"):
         out += [_reg(f"reg_{name}", 32, 1), _ra(f"reg_{name}", f"count_{name}", 32, "rv = v; v = v + 1;")]
@@ -404,11 +402,9 @@ def apply_block(s: Sizes) -> str:
                 meta.score = 0xFFFFFFFF;
                 meta.vflags = meta.vflags | CHIMERA_VFLAG_HARD_VETO;
             }
-            /* 8. two timescales: every centroid's EMA, then every class's */""")
-    for k in range(s.centroids):
-        a(f"            ema_{k}_step.execute(0);")
-    for y in range(s.classes):
-        a(f"            class_ema_{y}_step.execute(0);")
+            /* 8. two timescales: the occupancy counts the control plane averages (Tofino-shaped) */
+            centroid_hit.execute((bit<32>)meta.c);
+            class_hit.execute((bit<32>)meta.label);""")
     a("""            /* 9. token sample for the slow control loop */
             if ((tna.n_parsed & ((32w1 << CHIMERA_SAMPLE_SHIFT) - 1)) == 0) {
                 tna.sample = ((bit<32>)meta.ip_len) << 16 | ((bit<32>)meta.iat_b) << 12 | ((bit<32>)meta.dir) << 11
