@@ -103,12 +103,14 @@ for a in attempts:
 out = pathlib.Path(sys.argv[3])
 out.parent.mkdir(parents=True, exist_ok=True)
 def version(tool):
+    # p4c-bm2-ss and p4c-barefoot print their own path first, then "Version ..."
+    path = out.parent.parent / "bin" / tool
     try:
-        r = subprocess.run([str(out.parent.parent / "bin" / tool), "--version"], capture_output=True, text=True,
-                           timeout=60)
-        return ((r.stdout or r.stderr).strip().splitlines() or [None])[0]
+        r = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
+    said = [ln.strip() for ln in (r.stdout or r.stderr).splitlines() if ln.strip() and ln.strip() != str(path)]
+    return said[0] if said else None
 out.write_text(json.dumps({"sources": versions, "steps": list(totals.values()), "attempts": attempts,
                            "tools": {tool: version(tool) for tool in sys.argv[4:]}}, indent=2) + "\n")
 print(out.read_text())
