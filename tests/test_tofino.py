@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chimera.compile.header import render as render_header
 from chimera.errors import ToolMissingError
@@ -64,21 +66,29 @@ def test_the_tables_are_the_v1model_contract(program: tuple[Sizes, str]) -> None
 
 
 def test_registers_are_sized_by_the_artifact(program: tuple[Sizes, str]) -> None:
+    """Every array at the artifact's own size, indexed by a field of exactly its index width (Tofino refuses a
+    wider index, or an expression, as "too complex for the primitive")."""
     s, text = program
-    regs = dict((n, (int(w), int(size))) for w, size, n in
-                re.findall(r"Register<bit<(\d+)>, bit<32>>\((\d+)\) (\w+);", text))
+    regs = {n: (int(w), int(i), int(size)) for w, i, size, n in
+            re.findall(r"Register<bit<(\d+)>, bit<(\d+)>>\((\d+)\) (\w+);", text)}
     assert {f"reg_s_{j}_{e}" for j in range(s.m) for e in range(s.d_v)} <= set(regs)
     assert f"reg_s_{s.m}_0" not in regs and f"reg_s_0_{s.d_v}" not in regs
-    assert regs["reg_centroid_hits"] == (32, s.centroids) and regs["reg_class_hits"] == (32, s.classes)
+    assert regs["reg_centroid_hits"] == (32, 32, s.centroids) and regs["reg_class_hits"] == (32, 32, s.classes)
     assert {f"reg_class_ema_{y}" for y in range(s.classes)} <= set(regs) and f"reg_class_ema_{s.classes}" not in regs
-    assert regs["reg_sig"] == (32, s.flow_slots) and regs["reg_ring_a"] == (32, s.flow_slots * s.window)
-    assert all(w <= 32 for w, _ in regs.values()), "a Tofino register holds at most 32 bits"
+    assert 2 ** s.slot_bits == s.flow_slots
+    assert regs["reg_sig"] == (32, s.slot_bits, s.flow_slots) and regs["reg_s_0_0"][1:] == (s.slot_bits, s.flow_slots)
+    assert regs["reg_ring_a"] == (32, s.ring_bits, s.flow_slots * s.window) and 2 ** s.ring_bits == s.flow_slots * s.window
+    assert all(w <= 32 for w, _, _ in regs.values()), "a Tofino register holds at most 32 bits"
+    assert all(size <= 2 ** i for _, i, size in regs.values())
+    actions = re.findall(r"RegisterAction<bit<\d+>, bit<(\d+)>, bit<\d+>>\((\w+)\)", text)
+    assert actions and all(int(i) == regs[r][1] for i, r in actions), "an action's index type is its array's"
     assert "register<" not in text, "a v1model register is left in the TNA program"
+    assert "execute(meta.slot)" not in text and "execute(meta.ring_idx)" not in text
 
 
 def test_each_register_action_is_applied_once(program: tuple[Sizes, str]) -> None:
     _, text = program
-    actions = re.findall(r"RegisterAction<[^>]*>, bit<32>, bit<\d+>>\((\w+)\) (\w+) =", text)
+    actions = re.findall(r"RegisterAction<[^>]*>, bit<\d+>, bit<\d+>>\((\w+)\) (\w+) =", text)
     body = text[text.index(" apply { port_map.apply();"):]
     assert actions
     for _, name in actions:
@@ -357,9 +367,12 @@ def test_leos_program_holds_its_tables_and_a_shift_chain_per_lagged_field(tmp_pa
             assert len(re.findall(rf"\b{f}_lag{k}_shift\.execute\(", text)) == 1, (f, k)
         assert f"reg_{f}_lag{lag + 1}" not in text
     for i, name in enumerate(rt.inputs):
-        k = RangeTree.field_lag(name)[1]
+        f, k = RangeTree.field_lag(name)
         if k:
-            assert f"leo.x{i} = 0; if (meta.pkts >= {k}) {{ leo.x{i} = (bit<32>)leo." in text, name
+            assert f"leo.x{i} = 0; if (meta.pkts >= {k}) {{ leo.x{i} = leo.{f}_{k} + 1; }}" in text, name
+        # a key one bit wider than its value (0 is "missing"), and the field it is computed from as wide
+        width = leo.CURRENT[f][1] + 1
+        assert f"bit<{width}> x{i};" in text and f"bit<{width}> {f}_{k};" in text, name
     assert "register<" not in text and "meta.label = label;" in text
 
 
@@ -460,3 +473,21 @@ def test_a_refusal_says_each_distinct_error_once_with_how_often_and_where() -> N
         "source of modify_field invalid (x6) at chimera_tna.p4(100), chimera_tna.p4(101), chimera_tna.p4(102), "
         "chimera_tna.p4(103) and 2 more",
         "You can only have one operator at chimera_tna.p4(7)"]
+
+
+def _bitlen_entries() -> list[tuple[int, int, int]]:
+    from chimera.targets.tofino.program import bitlen_table
+    return [(int(v, 16), int(m, 16), int(n)) for v, m, n in
+            re.findall(r"32w0x([0-9A-F]+) &&& 32w0x([0-9A-F]+) : t_set\((\d+)\);",
+                       bitlen_table("t").replace("32w0 &&&", "32w0x0 &&&"))]
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.one_of(st.integers(0, 2 ** 32 - 1), st.integers(0, 31).map(lambda k: 2 ** k),
+                 st.integers(1, 32).map(lambda k: 2 ** k - 1)))
+def test_the_bit_length_table_is_v1models_bit_length(x: int) -> None:
+    """The IAT and packet-index buckets' table gives what BIT_LENGTH32 gives: exactly one entry matches every
+    32-bit value, and its number is the value's bit length (0 for 0)."""
+    entries = _bitlen_entries()
+    assert len(entries) == 33
+    assert [n for v, m, n in entries if x & m == v] == [x.bit_length()]

@@ -27,12 +27,27 @@ from chimera.targets.tofino.program import (ELEMENTS, EMIT, PARSE_STATES, PARSED
 #: the file the compiler gets
 PROGRAM = "leo_tna.p4"
 
-#: the P4 expression of each input field for the packet itself, after the shared front (its width in bits)
+#: the P4 field holding each input for the packet itself, after the shared front, and its width in bits
 CURRENT: dict[str, tuple[str, int]] = {
-    "ip_len": ("meta.ip_len", 16), "iat_bucket": ("(bit<16>)meta.iat_b", 8), "direction": ("(bit<16>)meta.dir", 8),
-    "tcp_flags": ("(bit<16>)meta.tflags", 8), "proto": ("(bit<16>)meta.proto", 8), "sport": ("meta.sport", 16),
+    "ip_len": ("meta.ip_len", 16), "iat_bucket": ("meta.iat_b", 8), "direction": ("meta.dir", 8),
+    "tcp_flags": ("meta.tflags", 8), "proto": ("meta.proto", 8), "sport": ("meta.sport", 16),
     "dport": ("meta.dport", 16), "lo_port": ("leo.lo_port", 16), "hi_port": ("leo.hi_port", 16),
     "responder_port": ("leo.responder_port", 16), "pkt_index": ("leo.pkt_index", 8)}
+
+
+def _key_bits(field: str) -> int:
+    """An input's range key width: its value plus 1 (0 is "missing") needs one bit more than the value. A field
+    and its key have the same width, so the + 1 is one add within a container (a 16-bit value added into a 32-bit
+    key spans two container sizes, which Tofino's PHV cannot pack; 32-bit keys for all overflow the PHV)."""
+    return CURRENT[field][1] + 1
+
+
+def _current(field: str) -> str:
+    """The assignment of ``field``'s value for the packet itself to its lag-0 field (the 1-bit direction through a
+    condition: an XOR of two 1-bit fields widened in one move is an action Tofino cannot synthesise)."""
+    if field == "direction":
+        return "leo.direction_0 = 0;\n            if (meta.dir == 1) { leo.direction_0 = 1; }"
+    return f"leo.{field}_0 = (bit<{_key_bits(field)}>){CURRENT[field][0]};"
 
 
 def _code_bits(thresholds: tuple[int, ...]) -> int:
@@ -42,22 +57,23 @@ def _code_bits(thresholds: tuple[int, ...]) -> int:
 def _meta(tree: RangeTree) -> str:
     fields = ["bit<16> lo_port;", "bit<16> hi_port;", "bit<16> responder_port;", "bit<16> pkt_index;"]
     for f, lag in tree.lags().items():
-        fields += [f"bit<16> {f}_0;"] + [f"bit<16> {f}_{k};" for k in range(1, lag + 1)]
-    fields += [f"bit<32> x{i};" for i in range(len(tree.inputs))]
+        fields += [f"bit<{_key_bits(f)}> {f}_{k};" for k in range(lag + 1)]
+    fields += [f"bit<{_key_bits(RangeTree.field_lag(name)[0])}> x{i};" for i, name in enumerate(tree.inputs)]
     fields += [f"bit<{_code_bits(t)}> c{i};" for i, t in enumerate(tree.thresholds)]
     return "struct leo_meta_t {\n" + "\n".join("    " + f for f in fields) + "\n}"
 
 
 def _state(tree: RangeTree, s: Sizes) -> str:
+    b = s.slot_bits
     out = ["    /* flow state shared with the pipeline's program: signature, packet count, last arrival, orientation */",
            *flow_registers(s),
            "    /* the lagged inputs: per field, a shift chain of its earlier packets' values */"]
     for f, lag in tree.lags().items():
         width = CURRENT[f][1]
         for k in range(1, lag + 1):
-            out += [_reg(f"reg_{f}_lag{k}", width, s.flow_slots),
+            out += [_reg(f"reg_{f}_lag{k}", width, s.flow_slots, index=b),
                     _ra(f"reg_{f}_lag{k}", f"{f}_lag{k}_shift", width,
-                        f"rv = v; v = (bit<{width}>)leo.{f}_{k - 1};")]
+                        f"rv = v; v = (bit<{width}>)leo.{f}_{k - 1};", b)]
     return "\n".join(out)
 
 
@@ -90,14 +106,14 @@ def _tables(tree: RangeTree) -> str:
     return "\n".join(out)
 
 
-def _apply(tree: RangeTree) -> str:
+def _apply(tree: RangeTree, s: Sizes) -> str:
     w = ["    apply {\n" + SHIM_AND_CLOCK + """        meta.map_version = 0;
         meta.hard_hit = 0;
         meta.score = 0;
         meta.c = 0;
         meta.label = 0;
 """ + PARSED + """        if (meta.parsed == 1) {
-""" + flow_front("leo_ne.ne", counters=False) + """            /* Leo's inputs, as chimera.baselines.features defines them */
+""" + flow_front("leo_ne", counters=False, slot_bits=s.slot_bits) + """            /* Leo's inputs, as chimera.baselines.features defines them */
             leo.lo_port = meta.dport;
             leo.hi_port = meta.sport;
             if (meta.sport < meta.dport) { leo.lo_port = meta.sport; leo.hi_port = meta.dport; }
@@ -107,12 +123,12 @@ def _apply(tree: RangeTree) -> str:
             if (meta.pkts < 255) { leo.pkt_index = meta.pkts; }"""]
     a = w.append
     for f, lag in tree.lags().items():
-        a(f"            leo.{f}_0 = {CURRENT[f][0]};")
+        a(f"            {_current(f)}")
         for k in range(1, lag + 1):
-            a(f"            leo.{f}_{k} = (bit<16>){f}_lag{k}_shift.execute(meta.slot);")
+            a(f"            leo.{f}_{k} = (bit<{_key_bits(f)}>){f}_lag{k}_shift.execute(leo_ne.slot);")
     for i, name in enumerate(tree.inputs):
         f, k = RangeTree.field_lag(name)
-        value = f"(bit<32>)leo.{f}_{k} + 1"
+        value = f"leo.{f}_{k} + 1"
         a(f"            leo.x{i} = {value};" if k == 0 else
           f"            leo.x{i} = 0;\n            if (meta.pkts >= {k}) {{ leo.x{i} = {value}; }}")
     for i in range(len(tree.inputs)):
@@ -132,9 +148,9 @@ def render(tree: RangeTree, art: Artifact) -> str:
     s = Sizes.of(art)
     v1 = V1MODEL_SOURCE.read_text()
     control = ingress("    leo_meta_t leo;\n    leo_flag_t leo_ne;\n",
-                      f"{_state(tree, s)}\n\n{_tables(tree)}\n{_apply(tree)}\n{_tna(region(v1, EMIT))}\n")
+                      f"{_state(tree, s)}\n\n{_tables(tree)}\n{_apply(tree, s)}\n{_tna(region(v1, EMIT))}\n")
     head = (f"/* Generated by chimera.targets.tofino.leo: Leo's tree ({len(tree.inputs)} inputs, "
             f"{len(tree.leaf_class)} leaves) with the flow table of the artifact {art.sha256[:16]}: do not edit. */\n"
             "#include <core.p4>\n#include <tna.p4>\n\n")
     return "\n".join([head, region(v1, PRELUDE), PARSER + region(v1, PARSE_STATES), _meta(tree),
-                      "struct leo_flag_t {\n    bit<1> ne;\n}", region(v1, ELEMENTS), control, TAIL])
+                      f"struct leo_flag_t {{\n    bit<1> ne;\n    bit<{s.slot_bits}> slot;\n}}", region(v1, ELEMENTS), control, TAIL])

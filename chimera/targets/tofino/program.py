@@ -45,7 +45,13 @@ EMIT = ("        /* 10. emit:", "/* --------------------------------------------
 
 #: v1model names -> TNA's, in the reused actions and tables
 RENAMES = (("sm.ingress_port", "ig_intr_md.ingress_port"), ("sm.egress_spec", "ig_tm_md.ucast_egress_port"),
-           ("((bit<64>)sm.ingress_global_timestamp) * 1000", "(bit<64>)ig_intr_md.ingress_mac_tstamp"))
+           ("((bit<64>)sm.ingress_global_timestamp) * 1000", "(bit<64>)ig_intr_md.ingress_mac_tstamp"),
+           # an OR into the verdict's flags would be an ALU op on the whole container, which also holds the
+           # version: the same bits, ORed in metadata and moved
+           ("hdr.verdict.flags = meta.vflags | meta.clock_flag;",
+            "meta.vflags = meta.vflags | meta.clock_flag; hdr.verdict.flags = meta.vflags;"),
+           ("hdr.verdict.flags = CHIMERA_VFLAG_UNPARSED | meta.clock_flag;",
+            "meta.vflags = CHIMERA_VFLAG_UNPARSED | meta.clock_flag; hdr.verdict.flags = meta.vflags;"))
 
 
 class ProgramError(TargetError):
@@ -80,6 +86,17 @@ class Sizes:
     flow_slots: int
     sample_slots: int
 
+    @property
+    def slot_bits(self) -> int:
+        """The flow slot's width: a register index is a field of exactly its array's index width on Tofino (a
+        wider one, or an expression, is "too complex for the primitive")."""
+        return (self.flow_slots - 1).bit_length()
+
+    @property
+    def ring_bits(self) -> int:
+        """The ring slot's width: the flow slot, then the head (WINDOW is a power of two)."""
+        return self.slot_bits + (self.window - 1).bit_length()
+
     @staticmethod
     def of(art: Artifact) -> "Sizes":
         return Sizes(m=art.c("RF_FEATURES"), d_v=art.c("D_V"), classes=art.c("NUM_CLASSES"),
@@ -87,29 +104,30 @@ class Sizes:
                      sample_slots=art.c("SAMPLE_SLOTS"))
 
 
-def _reg(name: str, width: int, size: int, rid: int | None = None) -> str:
+def _reg(name: str, width: int, size: int, rid: int | None = None, index: int = 32) -> str:
     ann = f"@id(0x{rid:08X}) " if rid is not None else ""
-    return f"    {ann}Register<bit<{width}>, bit<32>>({size}) {name};"
+    return f"    {ann}Register<bit<{width}>, bit<{index}>>({size}) {name};"
 
 
-def _ra(reg: str, name: str, width: int, body: str) -> str:
-    return (f"    RegisterAction<bit<{width}>, bit<32>, bit<{width}>>({reg}) {name} = {{\n"
+def _ra(reg: str, name: str, width: int, body: str, index: int = 32) -> str:
+    return (f"    RegisterAction<bit<{width}>, bit<{index}>, bit<{width}>>({reg}) {name} = {{\n"
             f"        void apply(inout bit<{width}> v, out bit<{width}> rv) {{ {body} }}\n    }};")
 
 
 def flow_registers(s: Sizes) -> list[str]:
     """The flow state ``flow_front`` reads and writes (signature, packet count, last arrival, orientation), each with
-    the RegisterActions ``flow_front`` picks from (one per packet)."""
-    return [_reg("reg_sig", 32, s.flow_slots), _ra("reg_sig", "sig_swap", 32, "rv = v; v = meta.crc;"),
+    the RegisterActions ``flow_front`` picks from (one per packet), indexed by the slot's own width."""
+    b = s.slot_bits
+    return [_reg("reg_sig", 32, s.flow_slots, index=b), _ra("reg_sig", "sig_swap", 32, "rv = v; v = meta.crc;", b),
             # v1model's step, rv = v; if (v != 0 && mismatch) v = 1; else if (v != 0xFFFF) v = v + 1, needs three
             # comparisons and a stateful ALU has two. With a mismatch it always ends at 1 (v = 0 takes the second
             # branch: 0 + 1), so the apply block picks one of two actions by the mismatch: the same bits.
-            _reg("reg_pkts", 16, s.flow_slots),
-            _ra("reg_pkts", "pkts_step", 16, "rv = v; if (v != 0xFFFF) { v = v + 1; }"),
-            _ra("reg_pkts", "pkts_restart", 16, "rv = v; v = 1;"),
-            _reg("reg_last", 32, s.flow_slots), _ra("reg_last", "last_swap", 32, "rv = v; v = meta.tsu;"),
-            _reg("reg_orient", 8, s.flow_slots),
-            _ra("reg_orient", "orient_step", 8, "if (meta.fresh == 1) { v = (bit<8>)meta.swap; } rv = v;")]
+            _reg("reg_pkts", 16, s.flow_slots, index=b),
+            _ra("reg_pkts", "pkts_step", 16, "rv = v; if (v != 0xFFFF) { v = v + 1; }", b),
+            _ra("reg_pkts", "pkts_restart", 16, "rv = v; v = 1;", b),
+            _reg("reg_last", 32, s.flow_slots, index=b), _ra("reg_last", "last_swap", 32, "rv = v; v = meta.tsu;", b),
+            _reg("reg_orient", 8, s.flow_slots, index=b),
+            _ra("reg_orient", "orient_step", 8, "if (meta.fresh == 1) { v = (bit<8>)meta.swap; } rv = v;", b)]
 
 
 def ingress(locals_: str, body: str) -> str:
@@ -119,31 +137,49 @@ def ingress(locals_: str, body: str) -> str:
             "ig_intr_md,\n                       in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,\n"
             "                       inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,\n"
             "                       inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {\n"
-            f"{locals_}    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_hash;\n{body}")
+            f"{locals_}    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_hash;\n"
+            # the clock in IAT units is a 32-bit slice of the 64-bit clock at IAT_SHIFT: through the hash unit's
+            # crossbar, which reads any bits, rather than an action, where the slice would split the clock's
+            # containers at that bit and the verdict header's timestamp could no longer be written in one action
+            "    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) tsu_hash;\n"
+            f"{bitlen_table('iat_bitlen')}\n{body}")
+
+
+def bitlen_table(name: str) -> str:
+    """BIT_LENGTH32(meta.units, meta.bitlen) as a table: v1model's binary search shifts conditionally, five
+    dependent steps in one action, which no Tofino stage does; a ternary table on the highest set bit (one entry
+    per bit, and one for 0) gives the same number in one lookup. Its entries are constant, part of the program."""
+    entries = [f"            32w0 &&& 32w0xFFFFFFFF : {name}_set(0);"]
+    entries += [f"            32w0x{1 << k:X} &&& 32w0x{(0xFFFFFFFF << k) & 0xFFFFFFFF:X} : {name}_set({k + 1});"
+                for k in range(32)]
+    return (f"    action {name}_set(bit<8> n) {{ meta.bitlen = n; }}\n"
+            f"    table {name} {{\n        key = {{ meta.units: ternary; }}\n        actions = {{ {name}_set; }}\n"
+            "        const entries = {\n" + "\n".join(entries) + "\n        }\n        size = 33;\n    }")
 
 
 def registers(s: Sizes) -> str:
     """The state as TNA registers, each with the one RegisterAction a packet applies to it."""
+    b = s.slot_bits
     out = ["    /* flow state: one array per field, one read-and-write per packet */", *flow_registers(s)]
-    out += [_reg("reg_head", 8, s.flow_slots),
+    out += [_reg("reg_head", 8, s.flow_slots, index=b),
             # (v + 1) & (WINDOW - 1) is two operators in one statement, which a stateful ALU refuses; the head is
             # always below WINDOW (a power of two), so wrapping at WINDOW - 1 is the same bits
             _ra("reg_head", "head_step", 8,
                 "if (meta.fresh == 1) { rv = 0; v = 1 & (CHIMERA_WINDOW - 1); } "
-                "else if (v == CHIMERA_WINDOW - 1) { rv = v; v = 0; } else { rv = v; v = v + 1; }")]
+                "else if (v == CHIMERA_WINDOW - 1) { rv = v; v = 0; } else { rv = v; v = v + 1; }", b)]
     out.append("    /* the token ring: 56-bit tokens as two 32-bit halves; the slot leaving is the slot written */")
     for half in ("a", "b"):
-        out += [_reg(f"reg_ring_{half}", 32, s.flow_slots * s.window),
-                _ra(f"reg_ring_{half}", f"ring_{half}_swap", 32, f"rv = v; v = tna.tok_{half};")]
+        out += [_reg(f"reg_ring_{half}", 32, s.flow_slots * s.window, index=s.ring_bits),
+                _ra(f"reg_ring_{half}", f"ring_{half}_swap", 32, f"rv = v; v = tna.tok_{half};", s.ring_bits)]
     out.append("    /* S[j][e] and Z[j]: one array each, updated by the entering and the leaving token at once */")
     for j in range(s.m):
         for e in range(s.d_v):
-            out += [_reg(f"reg_s_{j}_{e}", 32, s.flow_slots),
+            out += [_reg(f"reg_s_{j}_{e}", 32, s.flow_slots, index=b),
                     _ra(f"reg_s_{j}_{e}", f"s_{j}_{e}_add", 32,
-                        f"if (meta.fresh == 1) {{ v = tna.ds_{j}_{e}; }} else {{ v = v + tna.ds_{j}_{e}; }} rv = v;")]
-        out += [_reg(f"reg_z_{j}", 32, s.flow_slots),
+                        f"if (meta.fresh == 1) {{ v = tna.ds_{j}_{e}; }} else {{ v = v + tna.ds_{j}_{e}; }} rv = v;", b)]
+        out += [_reg(f"reg_z_{j}", 32, s.flow_slots, index=b),
                 _ra(f"reg_z_{j}", f"z_{j}_add", 32,
-                    f"if (meta.fresh == 1) {{ v = tna.dz_{j}; }} else {{ v = v + tna.dz_{j}; }} rv = v;")]
+                    f"if (meta.fresh == 1) {{ v = tna.dz_{j}; }} else {{ v = v + tna.dz_{j}; }} rv = v;", b)]
     # Tofino-shaped (docs/pipeline.md, "Tofino"): v1model's EMA step v + ((u << EMA_FRAC) - v) >> k shifts a
     # difference with the register's own value, which a stateful ALU refuses ("expression too complex for register
     # action"), and the class EMAs are read by the fusion before the label that steps them exists, two accesses in
@@ -165,12 +201,14 @@ def registers(s: Sizes) -> str:
         out += [_reg(f"reg_clock_{half}", 32, 1), _ra(f"reg_clock_{half}", f"clock_{half}_set", 32,
                                                         f"v = tna.now_{half}; rv = v;")]
     out += [_reg("reg_sample", 32, s.sample_slots), _ra("reg_sample", "sample_set", 32, "v = tna.sample; rv = v;")]
+    out.append("    /* the packet index's bucket (the IAT bucket's table is the front's) */")
+    out.append(bitlen_table("npk_bitlen"))
     return "\n".join(out)
 
 
 def meta_extra(s: Sizes) -> str:
     """The TNA program's own metadata: RegisterAction inputs and the split values."""
-    fields = ["bit<1> sig_ne;", "bit<32> tok_a;", "bit<32> tok_b;", "bit<32> old_a;",
+    fields = ["bit<1> ne;", f"bit<{s.slot_bits}> slot;", f"bit<{s.ring_bits}> ring;", "bit<32> tok_a;", "bit<32> tok_b;", "bit<32> old_a;",
               "bit<32> old_b;", "bit<32> now_lo;", "bit<32> now_hi;", "bit<32> sample;", "bit<32> n_parsed;"]
     fields += [f"bit<32> ds_{j}_{e};" for j in range(s.m) for e in range(s.d_v)]
     fields += [f"bit<32> dz_{j};" for j in range(s.m)]
@@ -203,10 +241,12 @@ PARSED = """        meta.parsed = 0;
 """
 
 
-def flow_front(flag: str, counters: bool) -> str:
+def flow_front(local: str, counters: bool, slot_bits: int) -> str:
     """Steps 0-2 of v1model's apply block, shared by every TNA program here: the header fields, the flow slot and
-    its state (signature, packet count, last arrival, orientation), the IAT bucket and the direction. ``flag``: the
-    metadata bit the signature mismatch is held in; ``counters``: count evictions and new flows."""
+    its state (signature, packet count, last arrival, orientation), the IAT bucket and the direction. ``local``:
+    the program's own metadata instance, holding ``ne`` (the signature mismatch) and ``slot`` (the flow slot at
+    its index width, ``slot_bits``); ``counters``: count evictions and new flows."""
+    flag, slot = f"{local}.ne", f"{local}.slot"
     evictions = "                count_evictions.execute(0);\n" if counters else ""
     new_flows = "                count_new_flows.execute(0);\n" if counters else ""
     return f"""            meta.src = hdr.ipv4.srcAddr;
@@ -235,13 +275,14 @@ def flow_front(flag: str, counters: bool) -> str:
             }}
             meta.crc = flow_hash.get({{meta.lo_ip, meta.hi_ip, meta.lo_p, meta.hi_p, meta.proto}});
             meta.slot = meta.crc & (CHIMERA_FLOW_SLOTS - 1);
+            {slot} = meta.crc[{slot_bits - 1}:0];
             /* 1. flow state: the signature is always the CRC after this packet; the count restarts on eviction */
-            meta.sig = sig_swap.execute(meta.slot);
+            meta.sig = sig_swap.execute({slot});
             {flag} = 0;
             if (meta.sig != meta.crc) {{ {flag} = 1; }}
-            if ({flag} == 1) {{ meta.pkts = pkts_restart.execute(meta.slot); }}
-            else {{ meta.pkts = pkts_step.execute(meta.slot); }}
-            meta.last = last_swap.execute(meta.slot);
+            if ({flag} == 1) {{ meta.pkts = pkts_restart.execute({slot}); }}
+            else {{ meta.pkts = pkts_step.execute({slot}); }}
+            meta.last = last_swap.execute({slot});
             meta.vflags = 0;
             if (meta.pkts > 0 && {flag} == 1) {{
                 meta.vflags = meta.vflags | CHIMERA_VFLAG_EVICTED;
@@ -249,7 +290,7 @@ def flow_front(flag: str, counters: bool) -> str:
             }}
             /* 2. tokenize */
             meta.ts_ns = meta.now;
-            meta.tsu = (bit<32>)(meta.ts_ns >> CHIMERA_IAT_SHIFT);
+            meta.tsu = tsu_hash.get({{meta.ts_ns[CHIMERA_IAT_SHIFT + 31:CHIMERA_IAT_SHIFT]}});
             meta.fresh = 0;
             if (meta.pkts == 0) {{
                 meta.vflags = meta.vflags | CHIMERA_VFLAG_NEW_FLOW;
@@ -257,11 +298,11 @@ def flow_front(flag: str, counters: bool) -> str:
                 meta.iat_b = 0;
             }} else {{
                 meta.units = meta.tsu - meta.last;
-                BIT_LENGTH32(meta.units, meta.bitlen)
+                iat_bitlen.apply();
                 if (meta.bitlen > CHIMERA_IAT_BUCKETS - 2) {{ meta.bitlen = CHIMERA_IAT_BUCKETS - 2; }}
                 meta.iat_b = 1 + meta.bitlen;
             }}
-            meta.orient = (bit<1>)orient_step.execute(meta.slot);
+            meta.orient = (bit<1>)orient_step.execute({slot});
             meta.dir = meta.swap ^ meta.orient;
 """
 
@@ -278,7 +319,7 @@ def apply_block(s: Sizes) -> str:
             tna.now_hi = meta.now[63:32];
             clock_lo_set.execute(0);
             clock_hi_set.execute(0);
-""" + flow_front("tna.sig_ne", counters=True) + """            meta.head = head_step.execute(meta.slot);
+""" + flow_front("tna", counters=True, slot_bits=s.slot_bits) + """            meta.head = head_step.execute(tna.slot);
             meta.npk = 0xFFFF;
             if (meta.pkts < 0xFFFF) { meta.npk = meta.pkts + 1; }
             /* 3. partition and map */
@@ -301,7 +342,7 @@ def apply_block(s: Sizes) -> str:
             port_vocab_dport.apply();
             if (meta.pid == 0 || (meta.pid_d != 0 && meta.pid_d < meta.pid)) { meta.pid = meta.pid_d; }
             meta.units = (bit<32>)meta.npk;
-            BIT_LENGTH32(meta.units, meta.bitlen)
+            npk_bitlen.apply();
             if (meta.bitlen > 15) { meta.bitlen = 15; }
             meta.val_len_in = ((bit<16>)meta.fbin) * 2 + (bit<16>)meta.dir;
             meta.val_iat_in = meta.iat_b * 2 + (bit<8>)meta.dir;
@@ -312,9 +353,9 @@ def apply_block(s: Sizes) -> str:
             tna.tok_b = (bit<32>)meta.val_flags_in | ((bit<32>)meta.val_port_in) << 8
                         | ((bit<32>)meta.val_index_in) << 16;
             /* 4. window: the ring slot at head holds the token leaving once the window is full */
-            meta.ring_idx = meta.slot * CHIMERA_WINDOW + (bit<32>)meta.head;
-            tna.old_a = ring_a_swap.execute(meta.ring_idx);
-            tna.old_b = ring_b_swap.execute(meta.ring_idx);""")
+            tna.ring = tna.slot ++ meta.head[""" + str(s.ring_bits - s.slot_bits - 1) + """:0];
+            tna.old_a = ring_a_swap.execute(tna.ring);
+            tna.old_b = ring_b_swap.execute(tna.ring);""")
     for e in range(16):
         a(f"            meta.vin{e} = 0; meta.vout{e} = 0;")
     a("""            meta.has_old = 0;
@@ -351,11 +392,11 @@ def apply_block(s: Sizes) -> str:
         for e in range(s.d_v):
             a(f"            tna.ds_{j}_{e} = (bit<32>)(meta.pki * meta.vin{e});")
             a(f"            if (meta.has_old == 1) {{ tna.ds_{j}_{e} = tna.ds_{j}_{e} - (bit<32>)(meta.pko * meta.vout{e}); }}")
-            a(f"            meta.sv = (int<32>)s_{j}_{e}_add.execute(meta.slot);")
+            a(f"            meta.sv = (int<32>)s_{j}_{e}_add.execute(tna.slot);")
             a(f"            meta.h{e} = meta.h{e} + ((int<64>)meta.pqi) * ((int<64>)meta.sv);")
         a(f"            tna.dz_{j} = (bit<32>)meta.pki;")
         a(f"            if (meta.has_old == 1) {{ tna.dz_{j} = tna.dz_{j} - (bit<32>)meta.pko; }}")
-        a(f"            meta.zv = (int<32>)z_{j}_add.execute(meta.slot);")
+        a(f"            meta.zv = (int<32>)z_{j}_add.execute(tna.slot);")
         a("            meta.z = meta.z + ((int<64>)meta.pqi) * ((int<64>)meta.zv);")
     a("            meta.pkts = meta.npk;")
     a("            /* 5. attention and the global layer */")
