@@ -467,12 +467,15 @@ def test_a_refusal_says_each_distinct_error_once_with_how_often_and_where() -> N
     from chimera.targets.tofino.compiler import Compile
     log = "".join(f"chimera_tna.p4({n}): error: : source of modify_field invalid\n    code\n" for n in range(100, 106))
     log += ("chimera_tna.p4(7): [--Werror=unsupported] error: You can only have one operator\n"
-            "error: Number of errors exceeded set maximum of 20\n")
+            "error: Number of errors exceeded set maximum of 20\n"
+            "0 errors, 7 warnings generated.\n"
+            "out.tofino/pipe/leo_tna.bfa:3122: error: tofino supports up to 12 stages, using 24\n")
     c = Compile(Path("/b"), False, 1, log, "p4c")
     assert c.reason.splitlines() == [
         "source of modify_field invalid (x6) at chimera_tna.p4(100), chimera_tna.p4(101), chimera_tna.p4(102), "
         "chimera_tna.p4(103) and 2 more",
-        "You can only have one operator at chimera_tna.p4(7)"]
+        "You can only have one operator at chimera_tna.p4(7)",
+        "tofino supports up to 12 stages, using 24 at out.tofino/pipe/leo_tna.bfa:3122"]
 
 
 def _bitlen_entries() -> list[tuple[int, int, int]]:

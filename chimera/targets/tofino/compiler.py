@@ -88,8 +88,9 @@ class Compile:
         return "\n".join(_said(what, where) for what, where in said.items())
 
 
-#: one error line of the backend: ``FILE(LINE): [--Werror=KIND] error: : WHAT`` or a bare ``error: WHAT``
-ERROR_LINE = re.compile(r"^(?:(?P<where>\S+\(\d+\)): )?(?:\[--Werror=[\w-]+\] )?error: (?P<what>.*)$")
+#: one error line of the backend, ``FILE(LINE): [--Werror=KIND] error: : WHAT``, or of its assembler,
+#: ``FILE:LINE: error: WHAT``, or a bare ``error: WHAT``
+ERROR_LINE = re.compile(r"^(?:(?P<where>\S+\(\d+\)|\S+:\d+): )?(?:\[--Werror=[\w-]+\] )?error: (?P<what>.*)$")
 
 
 def _said(what: str, where: list[str]) -> str:
@@ -121,7 +122,8 @@ def compile_text(text: str, header: str, build_dir: Path, program: str, timeout_
     if missing is not None:
         raise ToolMissingError(f"the Tofino compiler cannot run: {missing}", INSTALL_HINT)
     driver = Path(shutil.which(DRIVER) or DRIVER).resolve()
-    options = ["--target", "tofino", "--arch", "tna", "-Xp4c", f"--maxErrorCount {MAX_ERRORS}"]
+    # -g: the backend writes its logs (pipe/logs/resources.json, mau.resources.log) only with debug information
+    options = ["--target", "tofino", "--arch", "tna", "-g", "-Xp4c", f"--maxErrorCount {MAX_ERRORS}"]
     key = hashlib.sha256(text.encode() + header.encode() + str(driver).encode() + " ".join(options).encode()
                          + str(driver.stat().st_mtime_ns).encode()).hexdigest()[:16]
     out = build_dir / f"tofino-{key}"

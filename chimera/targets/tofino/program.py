@@ -130,7 +130,7 @@ def flow_registers(s: Sizes) -> list[str]:
             _ra("reg_orient", "orient_step", 8, "if (meta.fresh == 1) { v = (bit<8>)meta.swap; } rv = v;", b)]
 
 
-def ingress(locals_: str, body: str) -> str:
+def ingress(locals_: str, body: str, local: str) -> str:
     """TNA's ingress control, with ``locals_`` (its metadata instances) and the CRC-32 flow hash declared, around
     ``body`` (state, tables, apply block)."""
     return ("control ChimeraIngress(inout headers_t hdr, inout meta_t meta, in ingress_intrinsic_metadata_t "
@@ -142,7 +142,7 @@ def ingress(locals_: str, body: str) -> str:
             # crossbar, which reads any bits, rather than an action, where the slice would split the clock's
             # containers at that bit and the verdict header's timestamp could no longer be written in one action
             "    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) tsu_hash;\n"
-            f"{bitlen_table('iat_bitlen')}\n{body}")
+            f"{bitlen_table('iat_bitlen')}\n{front_checks(local)}\n{body}")
 
 
 def bitlen_table(name: str) -> str:
@@ -208,7 +208,7 @@ def registers(s: Sizes) -> str:
 
 def meta_extra(s: Sizes) -> str:
     """The TNA program's own metadata: RegisterAction inputs and the split values."""
-    fields = ["bit<1> ne;", f"bit<{s.slot_bits}> slot;", f"bit<{s.ring_bits}> ring;", "bit<32> tok_a;", "bit<32> tok_b;", "bit<32> old_a;",
+    fields = [*FRONT_FIELDS, f"bit<{s.slot_bits}> slot;", f"bit<{s.ring_bits}> ring;", "bit<32> tok_a;", "bit<32> tok_b;", "bit<32> old_a;",
               "bit<32> old_b;", "bit<32> now_lo;", "bit<32> now_hi;", "bit<32> sample;", "bit<32> n_parsed;"]
     fields += [f"bit<32> ds_{j}_{e};" for j in range(s.m) for e in range(s.d_v)]
     fields += [f"bit<32> dz_{j};" for j in range(s.m)]
@@ -230,15 +230,48 @@ SHIM_AND_CLOCK = """        port_map.apply();
             hdr.shim.setInvalid();
         }
 """
-#: a frame is classified only where it parses as v1model's program parses it
-PARSED = """        meta.parsed = 0;
-        if (ig_prsr_md.parser_err == 0 && hdr.ipv4.isValid() && hdr.ipv4.version == 4 && hdr.ipv4.ihl >= 5
-                && hdr.ipv4.totalLen >= ((bit<16>)hdr.ipv4.ihl) * 4 && hdr.ipv4.flags[0:0] == 0
-                && hdr.ipv4.fragOffset == 0
-                && (hdr.ipv4.protocol != 6 || hdr.tcp.isValid()) && (hdr.ipv4.protocol != 17 || hdr.udp.isValid())) {
-            meta.parsed = 1;
-        }
+#: the fields a TNA program's own metadata instance holds for the front (``parsed`` and ``flow_front``): the flow
+#: signature's mismatch, the flow slot at its index width, and the 17-bit differences that order two 16-bit values
+FRONT_FIELDS = ("bit<1> ne;", "bit<16> hl;", "bit<16> len_d;", "bit<32> ip_gt;", "bit<32> ip_lt;", "bit<16> port_gt;",
+                "bit<16> port_lt;")
+
+
+def parsed(local: str) -> str:
+    """A frame is classified only where it parses as v1model's program parses it. One condition on every header
+    field is more PHV than a gateway reads (4 bytes and 12 bits), so the checks nest; and a gateway compares a
+    field with a constant only, so ``totalLen >= ihl * 4`` is a saturating subtraction, ``ihl * 4 |-| totalLen``,
+    which is 0 exactly where it holds (``front_checks``). The same frames parse."""
+    return f"""        meta.parsed = 0;
+        {local}.hl = ihl_hash.get({{10w0, hdr.ipv4.ihl, 2w0}});
+        len_check.apply();
+        if (ig_prsr_md.parser_err == 0 && hdr.ipv4.isValid()) {{
+            if (hdr.ipv4.version == 4 && hdr.ipv4.ihl >= 5 && {local}.len_d == 0) {{
+                if (hdr.ipv4.flags[0:0] == 0 && hdr.ipv4.fragOffset == 0) {{
+                    if ((hdr.ipv4.protocol != 6 || hdr.tcp.isValid()) && (hdr.ipv4.protocol != 17 || hdr.udp.isValid())) {{
+                        meta.parsed = 1;
+                    }}
+                }}
+            }}
+        }}
 """
+
+
+def front_checks(local: str) -> str:
+    """The comparisons of two fields the front needs, as saturating subtractions (``a |-| b`` is 0 exactly where
+    a <= b), each in an action of a keyless table of its own. In a plain statement the compiler folds the
+    subtraction into the condition that reads it, and a gateway cannot compute ("condition expression too
+    complex"); a table's action runs in a stage before the condition. ``ihl * 4`` comes from the hash unit, which
+    reads the 4 bits beside the version without splitting their byte (an action's shift would)."""
+    return f"""    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) ihl_hash;
+    action len_check_set() {{ {local}.len_d = {local}.hl |-| hdr.ipv4.totalLen; }}
+    table len_check {{ actions = {{ len_check_set; }} default_action = len_check_set(); size = 1; }}
+    action order_check_set() {{
+        {local}.ip_gt = meta.src |-| meta.dst;
+        {local}.ip_lt = meta.dst |-| meta.src;
+        {local}.port_gt = meta.sport |-| meta.dport;
+        {local}.port_lt = meta.dport |-| meta.sport;
+    }}
+    table order_check {{ actions = {{ order_check_set; }} default_action = order_check_set(); size = 1; }}"""
 
 
 def flow_front(local: str, counters: bool, slot_bits: int) -> str:
@@ -264,9 +297,13 @@ def flow_front(local: str, counters: bool, slot_bits: int) -> str:
                 meta.sport = hdr.udp.srcPort;
                 meta.dport = hdr.udp.dstPort;
             }}
+            /* swap where (src, sport) > (dst, dport), by the saturating differences of front_checks */
+            order_check.apply();
             meta.swap = 0;
-            if (meta.src > meta.dst || (meta.src == meta.dst && meta.sport > meta.dport)) {{
+            if ({local}.ip_gt != 0) {{
                 meta.swap = 1;
+            }} else if ({local}.ip_lt == 0) {{
+                if ({local}.port_gt != 0) {{ meta.swap = 1; }}
             }}
             if (meta.swap == 1) {{
                 meta.lo_ip = meta.dst; meta.hi_ip = meta.src; meta.lo_p = meta.dport; meta.hi_p = meta.sport;
@@ -313,7 +350,7 @@ def apply_block(s: Sizes) -> str:
     a = w.append
     a("    apply {\n" + SHIM_AND_CLOCK + """        active_version.apply();
         params.apply();
-""" + PARSED + """        if (meta.parsed == 1) {
+""" + parsed("tna") + """        if (meta.parsed == 1) {
             tna.n_parsed = count_parsed.execute(0);
             tna.now_lo = meta.now[31:0];
             tna.now_hi = meta.now[63:32];
@@ -549,7 +586,8 @@ def render(art: Artifact, source: Path = V1MODEL_SOURCE) -> str:
     s = Sizes.of(art)
     v1 = source.read_text()
     control = ingress("    tna_meta_t tna;\n",
-                      f"{registers(s)}\n\n{_tna(region(v1, TABLES))}\n{apply_block(s)}\n{_tna(region(v1, EMIT))}\n")
+                      f"{registers(s)}\n\n{_tna(region(v1, TABLES))}\n{apply_block(s)}\n{_tna(region(v1, EMIT))}\n",
+                      "tna")
     head = (f"/* Generated by chimera.targets.tofino.program from {source.name} and the artifact "
             f"{art.sha256[:16]}: do not edit. */\n#include <core.p4>\n#include <tna.p4>\n\n")
     return "\n".join([head, region(v1, PRELUDE), PARSER + region(v1, PARSE_STATES), meta_extra(s), region(v1, ELEMENTS),
