@@ -494,3 +494,17 @@ def test_the_bit_length_table_is_v1models_bit_length(x: int) -> None:
     entries = _bitlen_entries()
     assert len(entries) == 33
     assert [n for v, m, n in entries if x & m == v] == [x.bit_length()]
+
+
+@pytest.mark.parametrize("which", ["chimera", "leo"])
+def test_what_a_register_action_stores_is_computed_before_it(tmp_path: Path, which: str) -> None:
+    """A RegisterAction writes its input when it runs, where v1model writes at the end of the packet: the clock in
+    IAT units (last_swap's input) and the CRC (sig_swap's) are assigned before the actions that store them."""
+    from chimera.targets.tofino import leo
+    art = _artifact()
+    text = _preprocess(tmp_path, render(art) if which == "chimera" else leo.render(_tree()[0], art),
+                       render_header(art))
+    body = text[text.index(" apply { port_map.apply();"):]
+    assert "meta.tsu = tsu_hash.get(" in text   # in tsu_set's action
+    for field, action in (("tsu_set.apply()", "last_swap.execute("), ("meta.crc = ", "sig_swap.execute(")):
+        assert body.index(field) < body.index(action), (field, action)

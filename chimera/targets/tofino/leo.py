@@ -22,7 +22,7 @@ from chimera.formats.artifact import Artifact
 from chimera.formats.tree import RangeTree
 from chimera.targets.tofino.program import (ELEMENTS, EMIT, FRONT_FIELDS, PARSE_STATES, PARSER, PRELUDE, SHIM_AND_CLOCK,
                                             TAIL, V1MODEL_SOURCE, Sizes, _ra, _reg, _tna, flow_front, flow_registers,
-                                            ingress, parsed, region)
+                                            flow_keys, ingress, parsed, region)
 
 #: the file the compiler gets
 PROGRAM = "leo_tna.p4"
@@ -115,8 +115,8 @@ def _apply(tree: RangeTree, s: Sizes) -> str:
         meta.score = 0;
         meta.c = 0;
         meta.label = 0;
-""" + parsed("leo_ne") + """        if (meta.parsed == 1) {
-""" + flow_front("leo_ne", counters=False, slot_bits=s.slot_bits) + """            /* Leo's inputs, as chimera.baselines.features defines them */
+""" + flow_keys("leo_ne", s.slot_bits) + parsed("leo_ne") + """        if (meta.parsed == 1) {
+""" + flow_front("leo_ne", counters=False) + """            /* Leo's inputs, as chimera.baselines.features defines them */
             leo.lo_port = meta.dport;
             leo.hi_port = meta.sport;
             if (leo_ne.port_lt != 0) { leo.lo_port = meta.sport; leo.hi_port = meta.dport; }

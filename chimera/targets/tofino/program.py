@@ -118,7 +118,8 @@ def flow_registers(s: Sizes) -> list[str]:
     """The flow state ``flow_front`` reads and writes (signature, packet count, last arrival, orientation), each with
     the RegisterActions ``flow_front`` picks from (one per packet), indexed by the slot's own width."""
     b = s.slot_bits
-    return [_reg("reg_sig", 32, s.flow_slots, index=b), _ra("reg_sig", "sig_swap", 32, "rv = v; v = meta.crc;", b),
+    return [_reg("reg_sig", 32, s.flow_slots, index=b),
+            _ra("reg_sig", "sig_swap", 32, "rv = 0; if (v != meta.crc) { rv = 1; } v = meta.crc;", b),
             # v1model's step, rv = v; if (v != 0 && mismatch) v = 1; else if (v != 0xFFFF) v = v + 1, needs three
             # comparisons and a stateful ALU has two. With a mismatch it always ends at 1 (v = 0 takes the second
             # branch: 0 + 1), so the apply block picks one of two actions by the mismatch: the same bits.
@@ -138,6 +139,7 @@ def ingress(locals_: str, body: str, local: str) -> str:
             "                       inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,\n"
             "                       inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {\n"
             f"{locals_}    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_hash;\n"
+            "    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_hash_rev;\n"
             # the clock in IAT units is a 32-bit slice of the 64-bit clock at IAT_SHIFT: through the hash unit's
             # crossbar, which reads any bits, rather than an action, where the slice would split the clock's
             # containers at that bit and the verdict header's timestamp could no longer be written in one action
@@ -232,7 +234,7 @@ SHIM_AND_CLOCK = """        port_map.apply();
 """
 #: the fields a TNA program's own metadata instance holds for the front (``parsed`` and ``flow_front``): the flow
 #: signature's mismatch, the flow slot at its index width, and the 17-bit differences that order two 16-bit values
-FRONT_FIELDS = ("bit<1> ne;", "bit<16> hl;", "bit<16> len_d;", "bit<32> ip_gt;", "bit<32> ip_lt;", "bit<16> port_gt;",
+FRONT_FIELDS = ("bit<1> ne;", "bit<32> crc_rev;", "bit<16> hl;", "bit<16> len_d;", "bit<32> ip_gt;", "bit<32> ip_lt;", "bit<16> port_gt;",
                 "bit<16> port_lt;")
 
 
@@ -271,18 +273,24 @@ def front_checks(local: str) -> str:
         {local}.port_gt = meta.sport |-| meta.dport;
         {local}.port_lt = meta.dport |-| meta.sport;
     }}
-    table order_check {{ actions = {{ order_check_set; }} default_action = order_check_set(); size = 1; }}"""
+    table order_check {{ actions = {{ order_check_set; }} default_action = order_check_set(); size = 1; }}
+    /* an action moves at most 32 bits from the hash units: the reversed key's CRC in an action of its own */
+    action crc_rev_set() {{
+        {local}.crc_rev = flow_hash_rev.get({{meta.dst, meta.src, meta.dport, meta.sport, meta.proto}});
+    }}
+    table crc_rev {{ actions = {{ crc_rev_set; }} default_action = crc_rev_set(); size = 1; }}
+    action tsu_set_a() {{ meta.tsu = tsu_hash.get({{meta.ts_ns[CHIMERA_IAT_SHIFT + 31:CHIMERA_IAT_SHIFT]}}); }}
+    table tsu_set {{ actions = {{ tsu_set_a; }} default_action = tsu_set_a(); size = 1; }}"""
 
 
-def flow_front(local: str, counters: bool, slot_bits: int) -> str:
-    """Steps 0-2 of v1model's apply block, shared by every TNA program here: the header fields, the flow slot and
-    its state (signature, packet count, last arrival, orientation), the IAT bucket and the direction. ``local``:
-    the program's own metadata instance, holding ``ne`` (the signature mismatch) and ``slot`` (the flow slot at
-    its index width, ``slot_bits``); ``counters``: count evictions and new flows."""
-    flag, slot = f"{local}.ne", f"{local}.slot"
-    evictions = "                count_evictions.execute(0);\n" if counters else ""
-    new_flows = "                count_new_flows.execute(0);\n" if counters else ""
-    return f"""            meta.src = hdr.ipv4.srcAddr;
+def flow_keys(local: str, slot_bits: int) -> str:
+    """Step 0 of v1model's apply block, before its parse check: the header fields, the order of the flow key, its
+    CRC and slot, and the clock in IAT units. Nothing here touches state, so it runs for every frame, beside the
+    parse check rather than after it (the checks' conditions and these are independent chains of stages). The CRC
+    of the canonical key is the CRC of the key as it came or of the key reversed, both hashed at once and chosen
+    by the order, rather than hashed after the order is known."""
+    slot = f"{local}.slot"
+    return f"""        meta.src = hdr.ipv4.srcAddr;
             meta.dst = hdr.ipv4.dstAddr;
             meta.proto = hdr.ipv4.protocol;
             meta.ip_len = hdr.ipv4.totalLen;
@@ -310,32 +318,50 @@ def flow_front(local: str, counters: bool, slot_bits: int) -> str:
             }} else {{
                 meta.lo_ip = meta.src; meta.hi_ip = meta.dst; meta.lo_p = meta.sport; meta.hi_p = meta.dport;
             }}
-            meta.crc = flow_hash.get({{meta.lo_ip, meta.hi_ip, meta.lo_p, meta.hi_p, meta.proto}});
-            meta.slot = meta.crc & (CHIMERA_FLOW_SLOTS - 1);
+            meta.crc = flow_hash.get({{meta.src, meta.dst, meta.sport, meta.dport, meta.proto}});
+            crc_rev.apply();
+            if (meta.swap == 1) {{ meta.crc = {local}.crc_rev; }}
             {slot} = meta.crc[{slot_bits - 1}:0];
-            /* 1. flow state: the signature is always the CRC after this packet; the count restarts on eviction */
-            meta.sig = sig_swap.execute({slot});
-            {flag} = 0;
-            if (meta.sig != meta.crc) {{ {flag} = 1; }}
+            /* the clock in IAT units, before last_swap stores it (v1model writes it at the end of the packet) */
+            meta.ts_ns = meta.now;
+            tsu_set.apply();
+"""
+
+
+def flow_front(local: str, counters: bool) -> str:
+    """Steps 1-2 of v1model's apply block, shared by every TNA program here, for a frame that parsed: the flow
+    slot's state (signature, packet count, last arrival, orientation), the IAT bucket and the direction.
+    ``local``: the program's own metadata instance (``flow_keys``'), holding ``ne`` (the signature mismatch) and
+    ``slot``; ``counters``: count evictions and new flows."""
+    flag, slot = f"{local}.ne", f"{local}.slot"
+    evictions = "                count_evictions.execute(0);\n" if counters else ""
+    new_flows = "                count_new_flows.execute(0);\n" if counters else ""
+    return f"""            /* 1. flow state: the signature is always the CRC after this packet; the count restarts on eviction */
+            /* (the stateful ALU compares: the mismatch comes back, not the old signature) */
+            {flag} = (bit<1>)sig_swap.execute({slot});
             if ({flag} == 1) {{ meta.pkts = pkts_restart.execute({slot}); }}
             else {{ meta.pkts = pkts_step.execute({slot}); }}
             meta.last = last_swap.execute({slot});
+            /* the IAT bucket for every frame, beside the count (a new flow's is 0, chosen below): the same
+               number v1model computes for a flow it continues, without waiting for the count */
+            meta.units = meta.tsu - meta.last;
+            iat_bitlen.apply();
             meta.vflags = 0;
-            if (meta.pkts > 0 && {flag} == 1) {{
-                meta.vflags = meta.vflags | CHIMERA_VFLAG_EVICTED;
-{evictions}                meta.pkts = 0;
-            }}
-            /* 2. tokenize */
-            meta.ts_ns = meta.now;
-            meta.tsu = tsu_hash.get({{meta.ts_ns[CHIMERA_IAT_SHIFT + 31:CHIMERA_IAT_SHIFT]}});
             meta.fresh = 0;
-            if (meta.pkts == 0) {{
+            if ({flag} == 1) {{
+                meta.fresh = 1;
+                if (meta.pkts > 0) {{
+                    meta.vflags = CHIMERA_VFLAG_EVICTED;
+{evictions}                }}
+            }} else if (meta.pkts == 0) {{
+                meta.fresh = 1;
+            }}
+            /* 2. tokenize: a new flow, or one evicted, starts at 0 */
+            if (meta.fresh == 1) {{
+                meta.pkts = 0;
                 meta.vflags = meta.vflags | CHIMERA_VFLAG_NEW_FLOW;
-{new_flows}                meta.fresh = 1;
-                meta.iat_b = 0;
+{new_flows}                meta.iat_b = 0;
             }} else {{
-                meta.units = meta.tsu - meta.last;
-                iat_bitlen.apply();
                 if (meta.bitlen > CHIMERA_IAT_BUCKETS - 2) {{ meta.bitlen = CHIMERA_IAT_BUCKETS - 2; }}
                 meta.iat_b = 1 + meta.bitlen;
             }}
@@ -350,13 +376,13 @@ def apply_block(s: Sizes) -> str:
     a = w.append
     a("    apply {\n" + SHIM_AND_CLOCK + """        active_version.apply();
         params.apply();
-""" + parsed("tna") + """        if (meta.parsed == 1) {
+""" + flow_keys("tna", s.slot_bits) + parsed("tna") + """        if (meta.parsed == 1) {
             tna.n_parsed = count_parsed.execute(0);
             tna.now_lo = meta.now[31:0];
             tna.now_hi = meta.now[63:32];
             clock_lo_set.execute(0);
             clock_hi_set.execute(0);
-""" + flow_front("tna", counters=True, slot_bits=s.slot_bits) + """            meta.head = head_step.execute(tna.slot);
+""" + flow_front("tna", counters=True) + """            meta.head = head_step.execute(tna.slot);
             meta.npk = 0xFFFF;
             if (meta.pkts < 0xFFFF) { meta.npk = meta.pkts + 1; }
             /* 3. partition and map */
