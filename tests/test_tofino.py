@@ -369,11 +369,19 @@ def test_leos_program_holds_its_tables_and_a_shift_chain_per_lagged_field(tmp_pa
     for i, name in enumerate(rt.inputs):
         f, k = RangeTree.field_lag(name)
         if k:
-            assert f"leo.x{i} = 0; if (meta.pkts >= {k}) {{ leo.x{i} = leo.{f}_{k} + 1; }}" in text, name
+            assert f"leo.x{i} = 0; if (leo_ne.present[{k - 1}:{k - 1}] == 1) {{ leo.x{i} = leo.{f}_{k} + 1; }}" in text, name
         # a key one bit wider than its value (0 is "missing"), and the field it is computed from as wide
         width = leo.CURRENT[f][1] + 1
         assert f"bit<{width}> x{i};" in text and f"bit<{width}> {f}_{k};" in text, name
     assert "register<" not in text and "meta.label = label;" in text
+    # the lags present: bit k - 1 set where the flow has k earlier packets (count >= k), for every count
+    deepest = max(rt.lags().values())
+    entries = {int(n): int(m, 16) for n, m in re.findall(r"(\d+) : lag_present_set\(\d+w0x([0-9A-F]+)\);", text)}
+    default = int(re.search(r"default_action = lag_present_set\(\d+w0x([0-9A-F]+)\)", text).group(1), 16)
+    for count in range(deepest + 3):
+        mask = entries.get(count, default)
+        assert [bool(mask >> (k - 1) & 1) for k in range(1, deepest + 1)] == \
+            [count >= k for k in range(1, deepest + 1)], count
 
 
 def test_a_tree_reading_a_field_the_program_does_not_compute_is_refused() -> None:
