@@ -513,6 +513,6 @@ def test_what_a_register_action_stores_is_computed_before_it(tmp_path: Path, whi
     text = _preprocess(tmp_path, render(art) if which == "chimera" else leo.render(_tree()[0], art),
                        render_header(art))
     body = text[text.index(" apply { port_map.apply();"):]
-    assert "meta.tsu = tsu_hash.get(" in text   # in tsu_set's action
-    for field, action in (("tsu_set.apply()", "last_swap.execute("), ("meta.crc = ", "sig_swap.execute(")):
+    assert "meta.tsu = tsu_hash.get(" in text   # in tsu_units' action
+    for field, action in (("tsu_units.apply()", "last_swap.execute("), ("meta.crc = ", "sig_swap.execute(")):
         assert body.index(field) < body.index(action), (field, action)

@@ -79,15 +79,18 @@ def _state(tree: RangeTree, s: Sizes) -> str:
     return "\n".join(out)
 
 
-def _present_bits(deepest: int) -> int:
-    return max(1, deepest)
+def _deepest(tree: RangeTree) -> int:
+    """The deepest lag the tree reads (0: only the packets' own values)."""
+    return max(tree.lags().values(), default=0)
 
 
 def _lag_present(deepest: int) -> list[str]:
     """Which lags the flow has, as one table on its packet count: bit k - 1 is set where it has k earlier packets
     (count >= k). The conditions ``count >= k`` read the 16-bit count once per lagged input, more PHV than the
-    gateways of a stage read; a bit of this mask is one bit."""
-    w = _present_bits(deepest)
+    gateways of a stage read; a bit of this mask is one bit. None where the tree reads no earlier packet."""
+    if not deepest:
+        return []
+    w = deepest
     entries = [f"            {n} : lag_present_set({w}w0x{(1 << n) - 1:X});" for n in range(deepest)]
     return [f"    action lag_present_set(bit<{w}> m) {{ leo_ne.present = m; }}",
             "    table lag_present {",
@@ -95,13 +98,13 @@ def _lag_present(deepest: int) -> list[str]:
             "        actions = { lag_present_set; }",
             f"        default_action = lag_present_set({w}w0x{(1 << deepest) - 1:X});",
             "        const entries = {", *entries, "        }",
-            f"        size = {max(1, deepest)};",
+            f"        size = {deepest};",
             "    }"]
 
 
 def _tables(tree: RangeTree) -> str:
-    out = ["    Hash<bit<17>>(HashAlgorithm_t.IDENTITY) ip_len_hash;",
-           *(_lag_present(max(tree.lags().values())) if any(tree.lags().values()) else []),
+    out = [*(["    Hash<bit<17>>(HashAlgorithm_t.IDENTITY) ip_len_hash;"] if "ip_len" in tree.lags() else []),
+           *_lag_present(_deepest(tree)),
            "    action nop() { }",
            "    action set_egress(bit<9> port) { ig_tm_md.ucast_egress_port = port; }",
            "    table port_map {",
@@ -151,7 +154,7 @@ def _apply(tree: RangeTree, s: Sizes) -> str:
         a(f"            {_current(f)}")
         for k in range(1, lag + 1):
             a(f"            leo.{f}_{k} = (bit<{_key_bits(f)}>){f}_lag{k}_shift.execute(leo_ne.slot);")
-    if any(tree.lags().values()):
+    if _deepest(tree):
         a("            lag_present.apply();")
     for i, name in enumerate(tree.inputs):
         f, k = RangeTree.field_lag(name)
@@ -173,7 +176,6 @@ def render(tree: RangeTree, art: Artifact) -> str:
         raise ValueError(f"the tree reads {unknown}, which the Leo program does not compute "
                          f"(it computes {sorted(CURRENT)})")
     s = Sizes.of(art)
-    deepest = max(tree.lags().values(), default=0)
     v1 = V1MODEL_SOURCE.read_text()
     control = ingress("    leo_meta_t leo;\n    leo_flag_t leo_ne;\n",
                       f"{_state(tree, s)}\n\n{_tables(tree)}\n{_apply(tree, s)}\n{_tna(region(v1, EMIT))}\n",
@@ -183,4 +185,4 @@ def render(tree: RangeTree, art: Artifact) -> str:
             "#include <core.p4>\n#include <tna.p4>\n\n")
     return "\n".join([head, region(v1, PRELUDE), PARSER + region(v1, PARSE_STATES), _meta(tree),
                       "struct leo_flag_t {\n" + "".join(f"    {f}\n" for f in (*FRONT_FIELDS, f"bit<{s.slot_bits}> slot;",
-                                                                  f"bit<{_present_bits(deepest)}> present;")) + "}", region(v1, ELEMENTS), control, TAIL])
+                                                                  f"bit<{max(1, _deepest(tree))}> present;")) + "}", region(v1, ELEMENTS), control, TAIL])

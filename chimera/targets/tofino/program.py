@@ -132,19 +132,15 @@ def flow_registers(s: Sizes) -> list[str]:
 
 
 def ingress(locals_: str, body: str, local: str) -> str:
-    """TNA's ingress control, with ``locals_`` (its metadata instances) and the CRC-32 flow hash declared, around
-    ``body`` (state, tables, apply block)."""
+    """TNA's ingress control, with ``locals_`` (its metadata instances), the CRC-32 flow hash, the IAT bucket's
+    table and the front's tables (``front_tables``, on ``local``, the instance holding FRONT_FIELDS) declared,
+    around ``body`` (state, tables, apply block)."""
     return ("control ChimeraIngress(inout headers_t hdr, inout meta_t meta, in ingress_intrinsic_metadata_t "
             "ig_intr_md,\n                       in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,\n"
             "                       inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,\n"
             "                       inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {\n"
             f"{locals_}    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_hash;\n"
-            "    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_hash_rev;\n"
-            # the clock in IAT units is a 32-bit slice of the 64-bit clock at IAT_SHIFT: through the hash unit's
-            # crossbar, which reads any bits, rather than an action, where the slice would split the clock's
-            # containers at that bit and the verdict header's timestamp could no longer be written in one action
-            "    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) tsu_hash;\n"
-            f"{bitlen_table('iat_bitlen')}\n{front_checks(local)}\n{body}")
+            f"{bitlen_table('iat_bitlen')}\n{front_tables(local)}\n{body}")
 
 
 def bitlen_table(name: str) -> str:
@@ -210,8 +206,8 @@ def registers(s: Sizes) -> str:
 
 def meta_extra(s: Sizes) -> str:
     """The TNA program's own metadata: RegisterAction inputs and the split values."""
-    fields = [*FRONT_FIELDS, f"bit<{s.slot_bits}> slot;", f"bit<{s.ring_bits}> ring;", "bit<32> tok_a;", "bit<32> tok_b;", "bit<32> old_a;",
-              "bit<32> old_b;", "bit<32> now_lo;", "bit<32> now_hi;", "bit<32> sample;", "bit<32> n_parsed;"]
+    fields = [*FRONT_FIELDS, f"bit<{s.slot_bits}> slot;", f"bit<{s.ring_bits}> ring;", "bit<32> tok_a;",
+              "bit<32> tok_b;", "bit<32> old_a;", "bit<32> old_b;", "bit<32> now_lo;", "bit<32> now_hi;", "bit<32> sample;", "bit<32> n_parsed;"]
     fields += [f"bit<32> ds_{j}_{e};" for j in range(s.m) for e in range(s.d_v)]
     fields += [f"bit<32> dz_{j};" for j in range(s.m)]
     fields += [f"bit<32> ce_{y};" for y in range(s.classes)]
@@ -232,17 +228,18 @@ SHIM_AND_CLOCK = """        port_map.apply();
             hdr.shim.setInvalid();
         }
 """
-#: the fields a TNA program's own metadata instance holds for the front (``parsed`` and ``flow_front``): the flow
-#: signature's mismatch, the flow slot at its index width, and the 17-bit differences that order two 16-bit values
-FRONT_FIELDS = ("bit<1> ne;", "bit<32> crc_rev;", "bit<16> hl;", "bit<16> len_d;", "bit<32> ip_gt;", "bit<32> ip_lt;", "bit<16> port_gt;",
-                "bit<16> port_lt;")
+#: the fields a TNA program's own metadata instance holds for the front (``flow_keys``, ``parsed``, ``flow_front``,
+#: ``front_tables``): the signature's mismatch, the reversed key's CRC, ``ihl * 4`` and the saturating differences
+#: (the flow slot, at its index width, is declared beside them by each program)
+FRONT_FIELDS = ("bit<1> ne;", "bit<32> crc_rev;", "bit<16> hl;", "bit<16> len_d;", "bit<32> ip_gt;", "bit<32> ip_lt;",
+                "bit<16> port_gt;", "bit<16> port_lt;")
 
 
 def parsed(local: str) -> str:
     """A frame is classified only where it parses as v1model's program parses it. One condition on every header
     field is more PHV than a gateway reads (4 bytes and 12 bits), so the checks nest; and a gateway compares a
     field with a constant only, so ``totalLen >= ihl * 4`` is a saturating subtraction, ``ihl * 4 |-| totalLen``,
-    which is 0 exactly where it holds (``front_checks``). The same frames parse."""
+    which is 0 exactly where it holds (``front_tables``). The same frames parse."""
     return f"""        meta.parsed = 0;
         {local}.hl = ihl_hash.get({{10w0, hdr.ipv4.ihl, 2w0}});
         len_check.apply();
@@ -258,13 +255,20 @@ def parsed(local: str) -> str:
 """
 
 
-def front_checks(local: str) -> str:
-    """The comparisons of two fields the front needs, as saturating subtractions (``a |-| b`` is 0 exactly where
-    a <= b), each in an action of a keyless table of its own. In a plain statement the compiler folds the
-    subtraction into the condition that reads it, and a gateway cannot compute ("condition expression too
-    complex"); a table's action runs in a stage before the condition. ``ihl * 4`` comes from the hash unit, which
-    reads the 4 bits beside the version without splitting their byte (an action's shift would)."""
+def front_tables(local: str) -> str:
+    """The front's steps that run in an action of a keyless table of their own, with the hash units they read.
+    - The comparisons of two fields, as saturating subtractions (``a |-| b`` is 0 exactly where a <= b). In a
+      plain statement the compiler folds the subtraction into the condition that reads it, and a gateway cannot
+      compute ("condition expression too complex"); a table's action runs in a stage before the condition.
+    - ``ihl * 4`` from the hash unit, which reads the 4 bits beside the version without splitting their byte (an
+      action's shift would).
+    - The reversed key's CRC and the clock in IAT units: an action moves at most 32 bits from the hash units. The
+      clock in IAT units is a 32-bit slice of the 64-bit clock at IAT_SHIFT; through the hash unit's crossbar,
+      which reads any bits, rather than an action, where the slice would split the clock's containers at that bit
+      and the verdict header's timestamp could no longer be written in one action."""
     return f"""    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) ihl_hash;
+    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_hash_rev;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) tsu_hash;
     action len_check_set() {{ {local}.len_d = {local}.hl |-| hdr.ipv4.totalLen; }}
     table len_check {{ actions = {{ len_check_set; }} default_action = len_check_set(); size = 1; }}
     action order_check_set() {{
@@ -274,13 +278,12 @@ def front_checks(local: str) -> str:
         {local}.port_lt = meta.dport |-| meta.sport;
     }}
     table order_check {{ actions = {{ order_check_set; }} default_action = order_check_set(); size = 1; }}
-    /* an action moves at most 32 bits from the hash units: the reversed key's CRC in an action of its own */
     action crc_rev_set() {{
         {local}.crc_rev = flow_hash_rev.get({{meta.dst, meta.src, meta.dport, meta.sport, meta.proto}});
     }}
     table crc_rev {{ actions = {{ crc_rev_set; }} default_action = crc_rev_set(); size = 1; }}
-    action tsu_set_a() {{ meta.tsu = tsu_hash.get({{meta.ts_ns[CHIMERA_IAT_SHIFT + 31:CHIMERA_IAT_SHIFT]}}); }}
-    table tsu_set {{ actions = {{ tsu_set_a; }} default_action = tsu_set_a(); size = 1; }}"""
+    action tsu_units_set() {{ meta.tsu = tsu_hash.get({{meta.now[CHIMERA_IAT_SHIFT + 31:CHIMERA_IAT_SHIFT]}}); }}
+    table tsu_units {{ actions = {{ tsu_units_set; }} default_action = tsu_units_set(); size = 1; }}"""
 
 
 def flow_keys(local: str, slot_bits: int) -> str:
@@ -305,7 +308,7 @@ def flow_keys(local: str, slot_bits: int) -> str:
                 meta.sport = hdr.udp.srcPort;
                 meta.dport = hdr.udp.dstPort;
             }}
-            /* swap where (src, sport) > (dst, dport), by the saturating differences of front_checks */
+            /* swap where (src, sport) > (dst, dport), by the saturating differences of front_tables */
             order_check.apply();
             meta.swap = 0;
             if ({local}.ip_gt != 0) {{
@@ -313,18 +316,12 @@ def flow_keys(local: str, slot_bits: int) -> str:
             }} else if ({local}.ip_lt == 0) {{
                 if ({local}.port_gt != 0) {{ meta.swap = 1; }}
             }}
-            if (meta.swap == 1) {{
-                meta.lo_ip = meta.dst; meta.hi_ip = meta.src; meta.lo_p = meta.dport; meta.hi_p = meta.sport;
-            }} else {{
-                meta.lo_ip = meta.src; meta.hi_ip = meta.dst; meta.lo_p = meta.sport; meta.hi_p = meta.dport;
-            }}
             meta.crc = flow_hash.get({{meta.src, meta.dst, meta.sport, meta.dport, meta.proto}});
             crc_rev.apply();
             if (meta.swap == 1) {{ meta.crc = {local}.crc_rev; }}
             {slot} = meta.crc[{slot_bits - 1}:0];
             /* the clock in IAT units, before last_swap stores it (v1model writes it at the end of the packet) */
-            meta.ts_ns = meta.now;
-            tsu_set.apply();
+            tsu_units.apply();
 """
 
 
