@@ -8,6 +8,7 @@ compiler itself runs in the resources experiment where it is installed.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -336,6 +337,40 @@ def _tree() -> Any:
     return range_tree(tree), tree
 
 
+def test_the_resources_kind_keeps_the_tree_leos_row_compiled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Leo's row compiles the tree the run chose, fitted again, and keeps it in the run's artifacts as the
+    format's fields, from which the same tree reads back."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from chimera.baselines.features import fair_inputs
+    from chimera.baselines.leo import fit_leo
+    from chimera.experiments.kinds.resources import run as K
+    from chimera.formats.tree import RangeTree
+    rng = np.random.default_rng(3)
+    spec = fair_inputs(4)
+    x = rng.integers(0, 60, (400, spec.n_features))
+    y = (x[:, 0] > 30).astype(np.int64)
+    _, tree = fit_leo(x, y, spec, 4, 1)
+    seen: list[RangeTree] = []
+
+    class Tree(_Reporter):
+        def report_tree(self, tree: Any, art: Any, build_dir: Path) -> ResourceReport:
+            seen.append(tree)
+            return ResourceReport(False, "error: too big", "fake 1.0", {})
+
+    monkeypatch.setattr(K, "spec_of", lambda name, st: spec)
+    ctx = SimpleNamespace(target=Tree(), cfg=SimpleNamespace(seed=1), run=SimpleNamespace(path=tmp_path))
+    r = SimpleNamespace(extra={"depth": 4}, pred=tree.predict(x))
+    row = K.leo_report(ctx, r, None, {spec: SimpleNamespace(x_tr=x, y_tr=y, x_te=x)}, None)  # type: ignore[arg-type]
+    assert row["variant"] == "Leo" and not row["fits"] and seen == [K.range_tree(tree)]
+    kept = json.loads((tmp_path / "artifacts" / "leo-tree.json").read_text())
+    back = RangeTree(**{k: tuple(tuple(x) if isinstance(x, list) else x for x in v) if isinstance(v, list) else v
+                        for k, v in kept.items()})
+    assert back == seen[0]
+
+
 def test_leos_tree_converts_to_the_range_tree_format() -> None:
     """The format's inputs are the features the tree tests, by name; its tables are the tree's."""
     from chimera.formats.tree import RangeTree
@@ -347,41 +382,119 @@ def test_leos_tree_converts_to_the_range_tree_format() -> None:
     assert any(RangeTree.field_lag(n)[1] > 0 for n in rt.inputs), "the fixture must read an earlier packet"
 
 
-def test_leos_program_holds_its_tables_and_a_shift_chain_per_lagged_field(tmp_path: Path) -> None:
-    """A range table per input sized by its thresholds (codes 0..T), a leaf table with a range key per code sized
-    by the leaves, a register per field and lag up to the deepest lag read, each shifted once per packet, and
-    every lagged input 0 (missing) until the flow has that many earlier packets."""
+def test_leos_program_holds_its_tables_and_a_ring_of_earlier_words(tmp_path: Path) -> None:
+    """Each input's thermometer code (one bit per threshold) comes from exactly one table: a range table on the
+    value (for a lag: the lag's present bit, then its word's slice), sized by its thresholds (codes 0..T), or the
+    exact table of its lag's narrow fields, keyed on the present bit and each narrow field's slice, sized by their
+    values. The leaf table has a ternary key per code and an entry per leaf. Each word the tree needs has a ring
+    of as many arrays as the deepest lag read, each put or got once per packet, and no deeper one."""
     from chimera.formats.tree import RangeTree
     from chimera.targets.tofino import leo
     rt, _ = _tree()
     art = _artifact()
     text = _preprocess(tmp_path, leo.render(rt, art), render_header(art))
-    for i, th in enumerate(rt.thresholds):
-        assert re.search(rf"table leo_range_{i} {{ key = {{ leo.x{i}: range @name\(\"x\"\); }} .*? "
-                         rf"size = {len(th) + 1}; }}", text), i
+    groups = leo.narrow_groups(rt)
+    assert groups, "the fixture must read a narrow field at an earlier packet"
+    for i, (name, th) in enumerate(zip(rt.inputs, rt.thresholds)):
+        f, k = RangeTree.field_lag(name)
+        assert f"bit<{len(th)}> c{i};" in text, name
+        writers = re.findall(rf"\bleo\.c{i} = ", text)
+        assert len(writers) == 1, name
+        if k and f in leo.NARROW:
+            assert i in groups[k] and f"table leo_range_{i} " not in text
+            continue
+        w = leo.word_of(f) if k else None
+        key = leo.CURRENT[f][0] if not k else \
+            f"leo_ne.present[{k - 1}:{k - 1}]: exact @name(\"present\"); leo.{w.name}_lag_{k}[%d:%d]" % w.slice(f)
+        assert re.search(rf"table leo_range_{i} {{ key = {{ {re.escape(key)}: range @name\(\"x\"\); }} .*? "
+                         rf"size = {len(th) + 1}; }}", text), name
+    for k, members in groups.items():
+        table = re.search(rf"table leo_narrow_{k} {{ key = {{ (.*?) }} .*? size = (\d+); }}", text)
+        assert table and table.group(1).startswith(f"leo_ne.present[{k - 1}:{k - 1}]: exact"), k
+        fields = {RangeTree.field_lag(rt.inputs[i])[0] for i in members}
+        assert int(table.group(2)) == 1 << sum(leo.LAG_BITS[f] for f in fields) == leo.narrow_size(rt, k)
+        for f in fields:
+            w = leo.word_of(f)
+            assert f"leo.{w.name}_lag_{k}[%d:%d]: exact" % w.slice(f) in table.group(1), (k, f)
+        action = re.search(rf"action narrow_{k}_set\((.*?)\) \{{(.*?)\}}", text)
+        assert action and sorted(map(int, re.findall(r"leo\.c(\d+) = ", action.group(2)))) == sorted(members)
     leaf = re.search(r"table leo_leaf \{ key = \{(.*?)\} .*? size = (\d+); \}", text)
     assert leaf and int(leaf.group(2)) == len(rt.leaf_class)
-    assert re.findall(r"leo.c(\d+): range", leaf.group(1)) == [str(i) for i in range(len(rt.inputs))]
-    for f, lag in rt.lags().items():
-        for k in range(1, lag + 1):
-            assert len(re.findall(rf"\b{f}_lag{k}_shift\.execute\(", text)) == 1, (f, k)
-        assert f"reg_{f}_lag{lag + 1}" not in text
-    for i, name in enumerate(rt.inputs):
-        f, k = RangeTree.field_lag(name)
-        if k:
-            assert f"leo.x{i} = 0; if (leo_ne.present[{k - 1}:{k - 1}] == 1) {{ leo.x{i} = leo.{f}_{k} + 1; }}" in text, name
-        # a key one bit wider than its value (0 is "missing"), and the field it is computed from as wide
-        width = leo.CURRENT[f][1] + 1
-        assert f"bit<{width}> x{i};" in text and f"bit<{width}> {f}_{k};" in text, name
+    assert re.findall(r"leo.c(\d+): ternary", leaf.group(1)) == [str(i) for i in range(len(rt.inputs))]
+    deepest = max(rt.lags().values())
+    for w in leo.words(rt):
+        for j in range(deepest):
+            assert len(re.findall(rf"\b{w.name}_{j}_put\.execute\(", text)) == 1 == \
+                len(re.findall(rf"\b{w.name}_{j}_get\.execute\(", text)), (w.name, j)
+        assert f"reg_{w.name}_{deepest}" not in text and f"bit<{w.width}> {w.name}_lag_{deepest};" in text
     assert "register<" not in text and "meta.label = label;" in text
     # the lags present: bit k - 1 set where the flow has k earlier packets (count >= k), for every count
-    deepest = max(rt.lags().values())
     entries = {int(n): int(m, 16) for n, m in re.findall(r"(\d+) : lag_present_set\(\d+w0x([0-9A-F]+)\);", text)}
     default = int(re.search(r"default_action = lag_present_set\(\d+w0x([0-9A-F]+)\)", text).group(1), 16)
     for count in range(deepest + 3):
         mask = entries.get(count, default)
         assert [bool(mask >> (k - 1) & 1) for k in range(1, deepest + 1)] == \
             [count >= k for k in range(1, deepest + 1)], count
+
+
+def test_the_lag_words_pack_each_value_at_its_own_width() -> None:
+    """The words hold each lagged field at the width its values take (the baselines' FIELD_BITS; the IAT bucket
+    below IAT_BUCKETS), without overlap, in the layout their writers give: the header word through the hash unit
+    ({8w0, ip_len, tcp_flags}), the flow word by the IAT bucket's table (bucket << 1 | direction)."""
+    from chimera.baselines.features import FIELD_BITS
+    from chimera.data.tokens import IAT_BUCKETS
+    from chimera.formats.tree import RangeTree
+    from chimera.targets.tofino import leo
+    from chimera.targets.tofino.program import iat_table
+    assert leo.LAG_BITS == {f: FIELD_BITS[f] for f in leo.LAG_BITS} and IAT_BUCKETS <= 1 << leo.LAG_BITS["iat_bucket"]
+    assert {f for w in leo.WORDS for f in w.fields} == set(leo.LAG_BITS) and set(leo.NARROW) < set(leo.LAG_BITS)
+    for w in leo.WORDS:
+        bits = [set(range(lo, hi + 1)) for hi, lo in map(w.slice, w.fields)]
+        assert sum(map(len, bits)) == len(set().union(*bits)) == sum(leo.LAG_BITS[f] for f in w.fields) <= w.width
+    hdr, flow = leo.word_of("ip_len"), leo.word_of("direction")
+    assert hdr.slice("ip_len") == (23, 8) and hdr.slice("tcp_flags") == (7, 0)
+    assert flow.slice("iat_bucket") == (4, 1) and flow.slice("direction") == (0, 0)
+    t = RangeTree(("direction[t-2]", "proto"), ((0,), (5,)), ((0, 0),), ((1, 1),), (0,), 2)
+    text = leo.render(t, _artifact())
+    assert leo.words(t) == (flow,) and "hdr_word" not in text and "leo.flow_word = l;" in text
+    for b, l in re.findall(r"iat_set\((\d+), (\d+)\);", iat_table("x", IAT_BUCKETS, "leo.flow_word")):
+        assert int(l) >> 1 == int(b) and int(l) & 1 in (0, 1)
+    assert leo.words(RangeTree(("proto",), ((5,),), ((0,),), ((1,),), (0,), 2)) == ()
+
+
+@settings(max_examples=60, deadline=None)
+@given(deepest=st.integers(1, 8), words=st.lists(st.integers(0, (1 << 32) - 1), min_size=1, max_size=40),
+       start=st.integers(0, 7))
+def test_the_ring_and_its_order_table_give_each_lag_the_word_of_that_many_packets_ago(
+        deepest: int, words: list[int], start: int) -> None:
+    """Run the generated program's ring as a Tofino would, per packet: the head's RegisterAction (returns the
+    head, steps it, wrapping at the deepest lag), each array's put (at the head, read from the program's text) or
+    get, then the order table's action for the head, also read from the text. Lag k is then the word of k packets
+    before, wherever the head started (a slot's head carries over from the flow before)."""
+    from chimera.formats.tree import RangeTree
+    from chimera.targets.tofino import leo
+    t = RangeTree((f"ip_len[t-{deepest}]",), ((1,),), ((0,),), ((1,),), (0,), 2)
+    text = leo.render(t, _artifact())
+    step = re.search(r"lag_head_step = \{.*?\{ rv = v; if \(v == (\d+)\) \{ v = 0; \} else \{ v = v \+ 1; \} \}",
+                     text, re.S)
+    assert step and int(step.group(1)) == deepest - 1
+    puts = {int(h): int(j) for h, j, j2 in
+            re.findall(r"if \(leo\.head == (\d+)\) \{ leo\.hdr_word_ring_(\d+) = hdr_word_(\d+)_put\.execute", text)
+            if j == j2}
+    assert sorted(puts) == list(range(deepest)) and all(puts[h] == h for h in puts)
+    moved = r"leo\.hdr_word_lag_(\d+) = leo\.hdr_word_ring_(\d+);"
+    order = {int(h): dict((int(k), int(j)) for k, j in re.findall(moved, moves))
+             for h, moves in re.findall(r"action lag_order_(\d+)\(\) \{(.*?)\}", text)}
+    entries = {int(h): int(a) for h, a in re.findall(r"(\d+) : lag_order_(\d+)\(\);", text)}
+    head, ring = start % deepest, [0] * deepest
+    for n, word in enumerate(words):
+        h, head = head, 0 if head == deepest - 1 else head + 1
+        got = list(ring)                   # each array returns what it held; the one at the head stores the word
+        ring[puts[h]] = word
+        lags = order[entries[h]]
+        assert sorted(lags) == list(range(1, deepest + 1))
+        for k in range(1, min(n, deepest) + 1):
+            assert got[lags[k]] == words[n - k], (n, k)
 
 
 def test_a_tree_reading_a_field_the_program_does_not_compute_is_refused() -> None:
@@ -394,16 +507,21 @@ def test_a_tree_reading_a_field_the_program_does_not_compute_is_refused() -> Non
 
 def test_leos_report_counts_its_range_and_leaf_entries_in_tcam(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import chimera.targets.tofino as tofino
+    from chimera.targets.tofino import leo
     rt, _ = _tree()
+    entries = leo.table_entries(rt)
+    some = next(n for n in entries if n.startswith("leo_range_"))
     rep_json = _report()
     for st in rep_json["resources"]["mau"]["mau_stages"][:1]:
         st["tcams"]["tcams"] = [{"row": 0, "column": 0, "usages": [{"used_by": "ChimeraIngress.leo_leaf"}]},
-                                {"row": 1, "column": 0, "usages": [{"used_by": "ChimeraIngress.leo_range_0"}]}]
+                                {"row": 1, "column": 0, "usages": [{"used_by": f"ChimeraIngress.{some}"}]}]
     monkeypatch.setattr(TofinoTarget, "unavailable_reason", classmethod(lambda cls: None))
     monkeypatch.setattr(tofino, "compile_text", lambda text, header, build_dir, program: _compiled(tmp_path, rep_json))
     rep = TofinoTarget().report_tree(rt, _artifact(), tmp_path)
-    assert rep.fits and rep.columns["tcam_tables"] == "leo_leaf leo_range_0"
-    assert rep.columns["tcam_entries"] == len(rt.leaf_class) + len(rt.thresholds[0]) + 1
+    assert rep.fits and rep.columns["tcam_tables"] == " ".join(sorted(["leo_leaf", some]))
+    assert rep.columns["tcam_entries"] == len(rt.leaf_class) + entries[some]
+    i = int(some.rsplit("_", 1)[1])
+    assert entries[some] == len(rt.thresholds[i]) + 1
 
 
 def test_the_quickstart_program_fits_where_the_compiler_is(tmp_path: Path) -> None:
@@ -502,6 +620,41 @@ def test_the_bit_length_table_is_v1models_bit_length(x: int) -> None:
     entries = _bitlen_entries()
     assert len(entries) == 33
     assert [n for v, m, n in entries if x & m == v] == [x.bit_length()]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(ne=st.integers(0, 1), pkts=st.one_of(st.just(0), st.integers(0, 0xFFFF)),
+       units=st.one_of(st.integers(0, 2 ** 32 - 1), st.integers(0, 31).map(lambda k: 2 ** k),
+                       st.integers(1, 32).map(lambda k: 2 ** k - 1)))
+def test_the_iat_bucket_table_is_v1models_step_2(ne: int, pkts: int, units: int) -> None:
+    """The first entry of the IAT bucket's table that matches (a ternary table's priority is its order) gives what
+    v1model's step 2 and the reference give: 0 for a new flow (a new signature, or a count of 0), otherwise
+    1 + the gap's bit length, at most IAT_BUCKETS - 1."""
+    from chimera.data.tokens import IAT_BUCKETS
+    from chimera.targets.tofino.program import iat_entries
+    want = 0 if ne or pkts == 0 else 1 + min(units.bit_length(), IAT_BUCKETS - 2)
+    got = next(b for a, am, c, cm, u, um, b in iat_entries(IAT_BUCKETS)
+               if ne & am == a and pkts & cm == c and units & um == u)
+    assert got == want
+
+
+@settings(max_examples=1500, deadline=None)
+@given(src=st.integers(0, 3), dst=st.integers(0, 3), sport=st.integers(0, 3), dport=st.integers(0, 3),
+       hi=st.sampled_from([0, 1 << 31, 0xFFFF0000]))
+def test_the_key_order_table_swaps_where_v1model_does(src: int, dst: int, sport: int, dport: int, hi: int) -> None:
+    """The key order's ternary entries, read from the program, on the saturating differences: the key is
+    reversed exactly where (src, sport) > (dst, dport), as v1model's condition and the reference say."""
+    from chimera.targets.tofino.program import swap_table
+    text = swap_table("l", 10)
+    entries = [(*[tuple(int(x, 0) for x in re.findall(r"\d+w(0x[0-9A-F]+|\d+)", part)) for part in key.split(",")], act)
+               for key, act in re.findall(r"\((\d+w.*?)\) : (\w+)\(\);", text)]
+    assert len(entries) == 3
+    default = re.search(r"default_action = (\w+)\(\);", text).group(1)
+    src, dst = src | hi, dst | hi      # addresses differing, or not, in their high bits
+    sat = lambda a, b: max(a - b, 0)   # noqa: E731  (a |-| b)
+    key = (sat(src, dst), sat(dst, src), sat(sport, dport))
+    act = next((e[3] for e in entries if all(k & m == v for k, (v, m) in zip(key, e[:3]))), default)
+    assert (act == "key_reversed") == ((src, sport) > (dst, dport))
 
 
 @pytest.mark.parametrize("which", ["chimera", "leo"])

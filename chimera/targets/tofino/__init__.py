@@ -93,8 +93,7 @@ class TofinoTarget(CompileOnlyTarget):
     def report_tree(self, tree: RangeTree, art: Artifact, build_dir: Path) -> ResourceReport:
         """The backend's verdict on Leo's TNA program for ``tree`` (chimera.targets.tofino.leo)."""
         self.require_available()
-        entries = {f"leo_range_{i}": len(t) + 1 for i, t in enumerate(tree.thresholds)}
-        entries["leo_leaf"] = len(tree.leaf_class)
+        entries = leo.table_entries(tree)
         return _report(compile_text(leo.render(tree, art), render_header(art), build_dir, leo.PROGRAM), entries)
 
     def run(self, art: Artifact, table: PacketTable, run_dir: Path, slug: str, *, replay: ReplayConfig,

@@ -58,6 +58,29 @@ class ProgramError(TargetError):
     """The v1model program no longer has the marker lines the TNA program is cut along."""
 
 
+#: (the line of v1model's parser after which, what TNA's parser also does there): the header fields the flow key
+#: reads, set where the parser extracts them rather than copied in the first stage of the apply block (a stage the
+#: chain to the flow state would wait for). The fields a frame does not carry stay 0, as v1model's copies leave
+#: them.
+PARSER_SETS = (
+    ("        pkt.extract(hdr.ipv4);", "meta.src = hdr.ipv4.srcAddr; meta.dst = hdr.ipv4.dstAddr; "
+                                       "meta.proto = hdr.ipv4.protocol; meta.ip_len = hdr.ipv4.totalLen;"),
+    ("        pkt.extract(hdr.tcp);", "meta.sport = hdr.tcp.srcPort; meta.dport = hdr.tcp.dstPort; "
+                                      "meta.tflags = hdr.tcp.flags;"),
+    ("        pkt.extract(hdr.udp);", "meta.sport = hdr.udp.srcPort; meta.dport = hdr.udp.dstPort;"))
+
+
+def parse_states(v1: str) -> str:
+    """v1model's parser states, each extract of a header the flow key reads followed by ``PARSER_SETS``' fields."""
+    text = region(v1, PARSE_STATES)
+    for line, sets in PARSER_SETS:
+        if text.count(line + "\n") != 1:
+            raise ProgramError(f"{V1MODEL_SOURCE.name}'s parser has no single line {line.strip()!r}",
+                               "update chimera/targets/tofino/program.py's PARSER_SETS with the v1model parser")
+        text = text.replace(line + "\n", f"{line}\n        {sets}\n")
+    return text
+
+
 def region(text: str, bounds: tuple[str, str]) -> str:
     """The lines of ``text`` from the first starting with ``bounds[0]`` up to (not including) the first after it
     starting with ``bounds[1]``."""
@@ -85,6 +108,7 @@ class Sizes:
     window: int
     flow_slots: int
     sample_slots: int
+    iat_buckets: int
 
     @property
     def slot_bits(self) -> int:
@@ -101,7 +125,7 @@ class Sizes:
     def of(art: Artifact) -> "Sizes":
         return Sizes(m=art.c("RF_FEATURES"), d_v=art.c("D_V"), classes=art.c("NUM_CLASSES"),
                      centroids=art.c("NUM_CENTROIDS"), window=art.c("WINDOW"), flow_slots=art.c("FLOW_SLOTS"),
-                     sample_slots=art.c("SAMPLE_SLOTS"))
+                     sample_slots=art.c("SAMPLE_SLOTS"), iat_buckets=art.c("IAT_BUCKETS"))
 
 
 def _reg(name: str, width: int, size: int, rid: int | None = None, index: int = 32) -> str:
@@ -127,11 +151,18 @@ def flow_registers(s: Sizes) -> list[str]:
             _ra("reg_pkts", "pkts_step", 16, "rv = v; if (v != 0xFFFF) { v = v + 1; }", b),
             _ra("reg_pkts", "pkts_restart", 16, "rv = v; v = 1;", b),
             _reg("reg_last", 32, s.flow_slots, index=b), _ra("reg_last", "last_swap", 32, "rv = v; v = meta.tsu;", b),
-            _reg("reg_orient", 8, s.flow_slots, index=b),
-            _ra("reg_orient", "orient_step", 8, "if (meta.fresh == 1) { v = (bit<8>)meta.swap; } rv = v;", b)]
+            # the orientation is the first packet's swap, and the direction swap ^ orientation. The stateful ALU
+            # returns the direction, 0 where the flow starts, and tells the start itself (as the count's step: a new
+            # signature picks dir_restart; otherwise a count of 0 is meta.fresh's condition), so that neither it nor
+            # the flow's start waits a stage for the other. 16 bits wide: a stateful ALU reads fields of its
+            # register's width, and the count is 16 bits.
+            _reg("reg_orient", 16, s.flow_slots, index=b),
+            _ra("reg_orient", "dir_step", 16, "if (meta.pkts == 0) { v = (bit<16>)meta.swap; rv = 0; } "
+                "else { rv = v ^ (bit<16>)meta.swap; }", b),
+            _ra("reg_orient", "dir_restart", 16, "v = (bit<16>)meta.swap; rv = 0;", b)]
 
 
-def ingress(locals_: str, body: str, local: str) -> str:
+def ingress(locals_: str, body: str, local: str, s: Sizes, late: str | None = None) -> str:
     """TNA's ingress control, with ``locals_`` (its metadata instances), the CRC-32 flow hash, the IAT bucket's
     table and the front's tables (``front_tables``, on ``local``, the instance holding FRONT_FIELDS) declared,
     around ``body`` (state, tables, apply block)."""
@@ -140,7 +171,7 @@ def ingress(locals_: str, body: str, local: str) -> str:
             "                       inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,\n"
             "                       inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {\n"
             f"{locals_}    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_hash;\n"
-            f"{bitlen_table('iat_bitlen')}\n{front_tables(local)}\n{body}")
+            f"{front_tables(local, s, late)}\n{body}")
 
 
 def bitlen_table(name: str) -> str:
@@ -255,7 +286,59 @@ def parsed(local: str) -> str:
 """
 
 
-def front_tables(local: str) -> str:
+def iat_entries(iat_buckets: int) -> list[tuple[int, int, int, int, int, int, int]]:
+    """The IAT bucket's entries, in priority order, as (signature mismatch, its mask, count, its mask, units, their
+    mask, bucket): v1model's step 2 in one lookup. A new flow (a new signature, or a count of 0) is bucket 0;
+    otherwise the bucket is 1 + the bit length of the gap in IAT units, at most IAT_BUCKETS - 1 (BIT_LENGTH32's
+    binary search shifts conditionally, five dependent steps, and the clamp and the add two more: no Tofino stage
+    does them, and each costs a stage; an entry per highest set bit gives the number at once)."""
+    top = iat_buckets - 2
+    out = [(1, 1, 0, 0, 0, 0, 0), (0, 0, 0, 0xFFFF, 0, 0, 0), (0, 0, 0, 0, 0, 0xFFFFFFFF, 1)]
+    out += [(0, 0, 0, 0, 1 << k, (0xFFFFFFFF << k) & 0xFFFFFFFF, 1 + min(k + 1, top)) for k in range(32)]
+    return out
+
+
+def iat_table(local: str, iat_buckets: int, late: str | None = None) -> str:
+    """``iat_entries`` as a ternary table on the signature's mismatch, the count and the gap (``meta.units``).
+    ``late``: a field that also gets the bucket and the direction as one value, ``bucket << 1 | direction`` (Leo
+    keeps it for earlier packets; the direction is then a key too, each entry once per direction)."""
+    if late is None:
+        entries = [f"            (1w{a} &&& 1w{am}, 16w{c} &&& 16w0x{cm:X}, 32w0x{u:X} &&& 32w0x{um:X}) : iat_set({b});"
+                   for a, am, c, cm, u, um, b in iat_entries(iat_buckets)]
+        action, dir_key = "    action iat_set(bit<8> b) { meta.iat_b = b; }\n", ""
+    else:
+        entries = [f"            (1w{a} &&& 1w{am}, 16w{c} &&& 16w0x{cm:X}, 32w0x{u:X} &&& 32w0x{um:X}, 1w{d}) : "
+                   f"iat_set({b}, {b << 1 | d});"
+                   for a, am, c, cm, u, um, b in iat_entries(iat_buckets) for d in (0, 1)]
+        action = f"    action iat_set(bit<8> b, bit<8> l) {{ meta.iat_b = b; {late} = l; }}\n"
+        dir_key = " meta.dir: exact;"
+    return (action + "    table iat_bucket {\n"
+            f"        key = {{ {local}.ne: ternary; meta.pkts: ternary; meta.units: ternary;{dir_key} }}\n"
+            "        actions = { iat_set; }\n        const entries = {\n" + "\n".join(entries) +
+            f"\n        }}\n        size = {len(entries)};\n    }}")
+
+
+def swap_table(local: str, slot_bits: int) -> str:
+    """Whether the flow key is reversed, ``(src, sport) > (dst, dport)``, from the saturating differences
+    (``ip_gt`` is not 0 exactly where src > dst), as one ternary lookup whose action also picks the CRC of the
+    canonical key and its slot: nested conditions and the choice after them would cost two stages more."""
+    slot = f"{local}.slot"
+    return f"""    action key_as_is() {{ meta.swap = 0; {slot} = meta.crc[{slot_bits - 1}:0]; }}
+    action key_reversed() {{ meta.swap = 1; meta.crc = {local}.crc_rev; {slot} = {local}.crc_rev[{slot_bits - 1}:0]; }}
+    table key_order {{
+        key = {{ {local}.ip_gt: ternary; {local}.ip_lt: ternary; {local}.port_gt: ternary; }}
+        actions = {{ key_as_is; key_reversed; }}
+        const entries = {{
+            (32w0 &&& 32w0xFFFFFFFF, 32w0 &&& 32w0xFFFFFFFF, 16w0 &&& 16w0xFFFF) : key_as_is();
+            (32w0 &&& 32w0xFFFFFFFF, 32w0 &&& 32w0xFFFFFFFF, 16w0 &&& 16w0) : key_reversed();
+            (32w0 &&& 32w0xFFFFFFFF, 32w0 &&& 32w0, 16w0 &&& 16w0) : key_as_is();
+        }}
+        default_action = key_reversed();
+        size = 3;
+    }}"""
+
+
+def front_tables(local: str, s: Sizes, late: str | None = None) -> str:
     """The front's steps that run in an action of a keyless table of their own, with the hash units they read.
     - The comparisons of two fields, as saturating subtractions (``a |-| b`` is 0 exactly where a <= b). In a
       plain statement the compiler folds the subtraction into the condition that reads it, and a gateway cannot
@@ -283,7 +366,9 @@ def front_tables(local: str) -> str:
     }}
     table crc_rev {{ actions = {{ crc_rev_set; }} default_action = crc_rev_set(); size = 1; }}
     action tsu_units_set() {{ meta.tsu = tsu_hash.get({{meta.now[CHIMERA_IAT_SHIFT + 31:CHIMERA_IAT_SHIFT]}}); }}
-    table tsu_units {{ actions = {{ tsu_units_set; }} default_action = tsu_units_set(); size = 1; }}"""
+    table tsu_units {{ actions = {{ tsu_units_set; }} default_action = tsu_units_set(); size = 1; }}
+{swap_table(local, s.slot_bits)}
+{iat_table(local, s.iat_buckets, late)}"""
 
 
 def flow_keys(local: str, slot_bits: int) -> str:
@@ -292,34 +377,13 @@ def flow_keys(local: str, slot_bits: int) -> str:
     parse check rather than after it (the checks' conditions and these are independent chains of stages). The CRC
     of the canonical key is the CRC of the key as it came or of the key reversed, both hashed at once and chosen
     by the order, rather than hashed after the order is known."""
-    slot = f"{local}.slot"
-    return f"""        meta.src = hdr.ipv4.srcAddr;
-            meta.dst = hdr.ipv4.dstAddr;
-            meta.proto = hdr.ipv4.protocol;
-            meta.ip_len = hdr.ipv4.totalLen;
-            meta.sport = 0;
-            meta.dport = 0;
-            meta.tflags = 0;
-            if (hdr.tcp.isValid()) {{
-                meta.sport = hdr.tcp.srcPort;
-                meta.dport = hdr.tcp.dstPort;
-                meta.tflags = hdr.tcp.flags;
-            }} else if (hdr.udp.isValid()) {{
-                meta.sport = hdr.udp.srcPort;
-                meta.dport = hdr.udp.dstPort;
-            }}
-            /* swap where (src, sport) > (dst, dport), by the saturating differences of front_tables */
+    return f"""        /* the header fields are the parser's (PARSER_SETS) */
+            /* swap where (src, sport) > (dst, dport), by the saturating differences of front_tables; the CRC of
+               the canonical key and its slot with it */
             order_check.apply();
-            meta.swap = 0;
-            if ({local}.ip_gt != 0) {{
-                meta.swap = 1;
-            }} else if ({local}.ip_lt == 0) {{
-                if ({local}.port_gt != 0) {{ meta.swap = 1; }}
-            }}
             meta.crc = flow_hash.get({{meta.src, meta.dst, meta.sport, meta.dport, meta.proto}});
             crc_rev.apply();
-            if (meta.swap == 1) {{ meta.crc = {local}.crc_rev; }}
-            {slot} = meta.crc[{slot_bits - 1}:0];
+            key_order.apply();
             /* the clock in IAT units, before last_swap stores it (v1model writes it at the end of the packet) */
             tsu_units.apply();
 """
@@ -339,10 +403,12 @@ def flow_front(local: str, counters: bool) -> str:
             if ({flag} == 1) {{ meta.pkts = pkts_restart.execute({slot}); }}
             else {{ meta.pkts = pkts_step.execute({slot}); }}
             meta.last = last_swap.execute({slot});
-            /* the IAT bucket for every frame, beside the count (a new flow's is 0, chosen below): the same
-               number v1model computes for a flow it continues, without waiting for the count */
+            /* the direction, beside the flow's start (dir_step tests the count itself) */
+            if ({flag} == 1) {{ meta.dir = (bit<1>)dir_restart.execute({slot}); }}
+            else {{ meta.dir = (bit<1>)dir_step.execute({slot}); }}
+            /* 2. tokenize: the IAT bucket, 0 for a new flow, in one lookup on the mismatch, the count and the gap */
             meta.units = meta.tsu - meta.last;
-            iat_bitlen.apply();
+            iat_bucket.apply();
             meta.vflags = 0;
             meta.fresh = 0;
             if ({flag} == 1) {{
@@ -353,17 +419,11 @@ def flow_front(local: str, counters: bool) -> str:
             }} else if (meta.pkts == 0) {{
                 meta.fresh = 1;
             }}
-            /* 2. tokenize: a new flow, or one evicted, starts at 0 */
+            /* a new flow, or one evicted, starts at 0 */
             if (meta.fresh == 1) {{
                 meta.pkts = 0;
                 meta.vflags = meta.vflags | CHIMERA_VFLAG_NEW_FLOW;
-{new_flows}                meta.iat_b = 0;
-            }} else {{
-                if (meta.bitlen > CHIMERA_IAT_BUCKETS - 2) {{ meta.bitlen = CHIMERA_IAT_BUCKETS - 2; }}
-                meta.iat_b = 1 + meta.bitlen;
-            }}
-            meta.orient = (bit<1>)orient_step.execute({slot});
-            meta.dir = meta.swap ^ meta.orient;
+{new_flows}            }}
 """
 
 
@@ -526,6 +586,7 @@ parser ChimeraIngressParser(packet_in pkt, out headers_t hdr, out meta_t meta,
         pkt.extract(ig_intr_md);
         pkt.advance(PORT_METADATA_SIZE);
         pkt.extract(hdr.ethernet);
+        meta.src = 0; meta.dst = 0; meta.proto = 0; meta.ip_len = 0; meta.sport = 0; meta.dport = 0; meta.tflags = 0;
         transition select(hdr.ethernet.etherType) {
             0x0800: parse_ipv4;
             CHIMERA_SHIM_ETHERTYPE: parse_shim;
@@ -610,8 +671,8 @@ def render(art: Artifact, source: Path = V1MODEL_SOURCE) -> str:
     v1 = source.read_text()
     control = ingress("    tna_meta_t tna;\n",
                       f"{registers(s)}\n\n{_tna(region(v1, TABLES))}\n{apply_block(s)}\n{_tna(region(v1, EMIT))}\n",
-                      "tna")
+                      "tna", s)
     head = (f"/* Generated by chimera.targets.tofino.program from {source.name} and the artifact "
             f"{art.sha256[:16]}: do not edit. */\n#include <core.p4>\n#include <tna.p4>\n\n")
-    return "\n".join([head, region(v1, PRELUDE), PARSER + region(v1, PARSE_STATES), meta_extra(s), region(v1, ELEMENTS),
+    return "\n".join([head, region(v1, PRELUDE), PARSER + parse_states(v1), meta_extra(s), region(v1, ELEMENTS),
                       control, TAIL])

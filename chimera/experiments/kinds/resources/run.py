@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 from typing import Any
 
@@ -85,7 +87,11 @@ def leo_report(ctx: RunContext[ResourcesExperiment], r: BaselineResult, st: Base
     if not np.array_equal(tree.predict(sf.x_te), r.pred):
         raise ChimeraError("Leo's tree fitted again differs from the one the run chose", "report this as a bug: "
                            "the fit was meant to be deterministic (chimera.baselines.leo.fit_leo)")
-    return _report_row(target, "Leo", "Baseline", target.report_tree(range_tree(tree), art, paths.BUILD))
+    rt = range_tree(tree)
+    # the tree the row measured, beside the run's artifacts: a reviewer can compile it again without refitting
+    (ctx.run.path / "artifacts").mkdir(parents=True, exist_ok=True)
+    (ctx.run.path / "artifacts" / "leo-tree.json").write_text(json.dumps(dataclasses.asdict(rt)))
+    return _report_row(target, "Leo", "Baseline", target.report_tree(rt, art, paths.BUILD))
 
 
 def run(ctx: RunContext[ResourcesExperiment]) -> None:
