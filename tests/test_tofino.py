@@ -669,3 +669,45 @@ def test_what_a_register_action_stores_is_computed_before_it(tmp_path: Path, whi
     assert "meta.tsu = tsu_hash.get(" in text   # in tsu_units' action
     for field, action in (("tsu_units.apply()", "last_swap.execute("), ("meta.crc = ", "sig_swap.execute(")):
         assert body.index(field) < body.index(action), (field, action)
+
+
+def _run_register_action(body: str, v: int, env: dict[str, int]) -> tuple[int, int]:
+    """A RegisterAction's body as this module's programs write them, run on the register value ``v``: statements
+    ``x = e;``, at most one ``if (c) { ... } else { ... }``, and P4's ``==``, ``!=``, ``||``, ``^`` and casts."""
+    def py(e: str) -> str:
+        e = re.sub(r"\(bit<\d+>\)", "", e).replace("||", " or ").replace("&&", " and ")
+        return re.sub(r"\bmeta\.(\w+)|\b\w+\.(ne)\b", lambda m: m.group(1) or m.group(2), e)
+
+    def run(stmts: str, state: dict[str, int]) -> None:
+        for s in filter(None, (x.strip() for x in stmts.split(";"))):
+            name, expr = (x.strip() for x in s.split("=", 1))
+            state[name] = int(eval(py(expr), {}, {**env, **state}))   # noqa: S307 (the test's own program text)
+
+    state = {"v": v, "rv": 0}
+    m = re.fullmatch(r"\s*if \((.*?)\) \{(.*?)\} else \{(.*?)\}\s*", body)
+    if m:
+        run(m.group(2) if eval(py(m.group(1)), {}, {**env, **state}) else m.group(3), state)   # noqa: S307
+    else:
+        run(body, state)
+    return state["v"], state["rv"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 1)), min_size=1, max_size=30))
+def test_the_direction_step_is_v1models_swap_xor_orientation(packets: list[tuple[bool, int]]) -> None:
+    """The direction's two RegisterActions, read from the program and run packet by packet on one flow slot, as
+    the apply block picks them (dir_restart on a new signature, else dir_step on the count before this packet):
+    the direction is v1model's swap ^ orientation, where the orientation is the swap of the flow's first packet."""
+    from chimera.targets.tofino.program import flow_registers
+    action = r"RegisterAction<[^(]*>\(reg_orient\) (\w+) = \{\s*void apply\(inout bit<16> v, out bit<16> rv\) "
+    bodies = dict(re.findall(action + r"\{ (.*?) \}\s*\};", "\n".join(flow_registers(Sizes.of(_artifact()))), re.S))
+    assert sorted(bodies) == ["dir_restart", "dir_step"]
+    v, pkts, orient = 0, 0, 0
+    for new_flow, swap in packets:
+        if new_flow or pkts == 0:
+            orient = swap                     # v1model: the orientation is set where the flow starts
+        want = swap ^ orient
+        v, got = _run_register_action(bodies["dir_restart" if new_flow else "dir_step"], v,
+                                      {"pkts": pkts, "swap": swap, "ne": int(new_flow)})
+        assert got == want
+        pkts = 1 if new_flow else pkts + 1
