@@ -404,7 +404,7 @@ def test_leos_program_holds_its_tables_and_a_ring_of_earlier_words(tmp_path: Pat
             assert i in groups[k] and f"table leo_range_{i} " not in text
             continue
         w = leo.word_of(f) if k else None
-        key = leo.CURRENT[f][0] if not k else \
+        key = leo.CURRENT[f] if not k else \
             f"leo_ne.present[{k - 1}:{k - 1}]: exact @name(\"present\"); leo.{w.name}_lag_{k}[%d:%d]" % w.slice(f)
         assert re.search(rf"table leo_range_{i} {{ key = {{ {re.escape(key)}: range @name\(\"x\"\); }} .*? "
                          rf"size = {len(th) + 1}; }}", text), name

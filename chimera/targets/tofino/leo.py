@@ -40,12 +40,11 @@ from chimera.targets.tofino.program import (ELEMENTS, EMIT, FRONT_FIELDS, PARSER
 #: the file the compiler gets
 PROGRAM = "leo_tna.p4"
 
-#: the P4 field holding each input for the packet itself, after the shared front, and its width in bits
-CURRENT: dict[str, tuple[str, int]] = {
-    "ip_len": ("meta.ip_len", 16), "iat_bucket": ("meta.iat_b", 8), "direction": ("meta.dir", 1),
-    "tcp_flags": ("meta.tflags", 8), "proto": ("meta.proto", 8), "sport": ("meta.sport", 16),
-    "dport": ("meta.dport", 16), "lo_port": ("leo.lo_port", 16), "hi_port": ("leo.hi_port", 16),
-    "responder_port": ("leo.responder_port", 16), "pkt_index": ("leo.pkt_index", 16)}
+#: the P4 field holding each input for the packet itself, after the shared front
+CURRENT: dict[str, str] = {
+    "ip_len": "meta.ip_len", "iat_bucket": "meta.iat_b", "direction": "meta.dir", "tcp_flags": "meta.tflags",
+    "proto": "meta.proto", "sport": "meta.sport", "dport": "meta.dport", "lo_port": "leo.lo_port",
+    "hi_port": "leo.hi_port", "responder_port": "leo.responder_port", "pkt_index": "leo.pkt_index"}
 
 #: the bits each field an earlier packet's word holds takes: the values' own widths
 #: (``chimera.baselines.features.FIELD_BITS``; the IAT bucket is below IAT_BUCKETS, 16; tests check both)
@@ -129,7 +128,8 @@ def narrow_groups(tree: RangeTree) -> dict[int, list[int]]:
 
 
 def _narrow_key(tree: RangeTree, k: int) -> list[tuple[str, int]]:
-    """The lag ``k`` narrow table's value keys, (field slice, bits), one per narrow field read at that lag."""
+    """The lag ``k`` narrow table's value keys, (field slice, bits), one per narrow field read at that lag (the
+    key's name is the field's)."""
     fields = sorted({RangeTree.field_lag(tree.inputs[i])[0] for i in narrow_groups(tree)[k]}, key=NARROW.index)
     out = []
     for f in fields:
@@ -232,7 +232,7 @@ def range_key(tree: RangeTree, i: int) -> str:
     bit)."""
     f, k = RangeTree.field_lag(tree.inputs[i])
     if not k:
-        return f"{CURRENT[f][0]}: range @name(\"x\");"
+        return f"{CURRENT[f]}: range @name(\"x\");"
     w = word_of(f)
     hi, lo = w.slice(f)
     return f"{_present(k)}: exact @name(\"present\"); leo.{w.name}_lag_{k}[{hi}:{lo}]: range @name(\"x\");"
@@ -243,7 +243,7 @@ def _tables(tree: RangeTree) -> str:
     out: list[str] = []
     if any(w.name == "hdr_word" for w in ws):
         hdr = word_of("ip_len")
-        parts = ", ".join(CURRENT[f][0] for f in hdr.fields)
+        parts = ", ".join(CURRENT[f] for f in hdr.fields)
         out += [f"    Hash<bit<{hdr.width}>>(HashAlgorithm_t.IDENTITY) hdr_word_hash;",
                 f"    action hdr_word_set() {{ leo.hdr_word = hdr_word_hash.get({{8w0, {parts}}}); }}",
                 "    table hdr_word_pack { actions = { hdr_word_set; } default_action = hdr_word_set(); size = 1; }"]
@@ -273,8 +273,8 @@ def _tables(tree: RangeTree) -> str:
     for k, members in sorted(groups.items()):
         params = ", ".join(f"bit<{_code_bits(tree.thresholds[i])}> c{i}" for i in members)
         sets = " ".join(f"leo.c{i} = c{i};" for i in members)
-        keys = " ".join(f"{key}: exact @name(\"{key.split('[')[0].split('.')[-1]}_{n}\");"
-                        for n, (key, _) in enumerate(_narrow_key(tree, k)))
+        names = sorted({RangeTree.field_lag(tree.inputs[i])[0] for i in members}, key=NARROW.index)
+        keys = " ".join(f"{key}: exact @name(\"{f}\");" for f, (key, _) in zip(names, _narrow_key(tree, k)))
         zeros = ", ".join("0" for _ in members)
         out += [f"    /* the narrow fields at lag {k}: {', '.join(tree.inputs[i] for i in members)} */",
                 f"    action narrow_{k}_set({params}) {{ {sets} }}",
@@ -301,7 +301,7 @@ def _apply(tree: RangeTree, s: Sizes) -> str:
         meta.score = 0;
         meta.c = 0;
         meta.label = 0;
-""" + flow_keys("leo_ne", s.slot_bits) + parsed("leo_ne") + """        if (meta.parsed == 1) {
+""" + flow_keys("leo_ne") + parsed("leo_ne") + """        if (meta.parsed == 1) {
 """ + flow_front("leo_ne", counters=False) + """            /* Leo's inputs, as chimera.baselines.features defines them */
             leo.lo_port = meta.dport;
             leo.hi_port = meta.sport;

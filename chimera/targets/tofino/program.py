@@ -302,16 +302,13 @@ def iat_table(local: str, iat_buckets: int, late: str | None = None) -> str:
     """``iat_entries`` as a ternary table on the signature's mismatch, the count and the gap (``meta.units``).
     ``late``: a field that also gets the bucket and the direction as one value, ``bucket << 1 | direction`` (Leo
     keeps it for earlier packets; the direction is then a key too, each entry once per direction)."""
-    if late is None:
-        entries = [f"            (1w{a} &&& 1w{am}, 16w{c} &&& 16w0x{cm:X}, 32w0x{u:X} &&& 32w0x{um:X}) : iat_set({b});"
-                   for a, am, c, cm, u, um, b in iat_entries(iat_buckets)]
-        action, dir_key = "    action iat_set(bit<8> b) { meta.iat_b = b; }\n", ""
-    else:
-        entries = [f"            (1w{a} &&& 1w{am}, 16w{c} &&& 16w0x{cm:X}, 32w0x{u:X} &&& 32w0x{um:X}, 1w{d}) : "
-                   f"iat_set({b}, {b << 1 | d});"
-                   for a, am, c, cm, u, um, b in iat_entries(iat_buckets) for d in (0, 1)]
-        action = f"    action iat_set(bit<8> b, bit<8> l) {{ meta.iat_b = b; {late} = l; }}\n"
-        dir_key = " meta.dir: exact;"
+    dirs: tuple[int | None, ...] = (None,) if late is None else (0, 1)
+    entries = [f"            (1w{a} &&& 1w{am}, 16w{c} &&& 16w0x{cm:X}, 32w0x{u:X} &&& 32w0x{um:X}"
+               + (f") : iat_set({b});" if d is None else f", 1w{d}) : iat_set({b}, {b << 1 | d});")
+               for a, am, c, cm, u, um, b in iat_entries(iat_buckets) for d in dirs]
+    action = ("    action iat_set(bit<8> b) { meta.iat_b = b; }\n" if late is None else
+              f"    action iat_set(bit<8> b, bit<8> l) {{ meta.iat_b = b; {late} = l; }}\n")
+    dir_key = "" if late is None else " meta.dir: exact;"
     return (action + "    table iat_bucket {\n"
             f"        key = {{ {local}.ne: ternary; meta.pkts: ternary; meta.units: ternary;{dir_key} }}\n"
             "        actions = { iat_set; }\n        const entries = {\n" + "\n".join(entries) +
@@ -371,7 +368,7 @@ def front_tables(local: str, s: Sizes, late: str | None = None) -> str:
 {iat_table(local, s.iat_buckets, late)}"""
 
 
-def flow_keys(local: str, slot_bits: int) -> str:
+def flow_keys(local: str) -> str:
     """Step 0 of v1model's apply block, before its parse check: the header fields, the order of the flow key, its
     CRC and slot, and the clock in IAT units. Nothing here touches state, so it runs for every frame, beside the
     parse check rather than after it (the checks' conditions and these are independent chains of stages). The CRC
@@ -433,7 +430,7 @@ def apply_block(s: Sizes) -> str:
     a = w.append
     a("    apply {\n" + SHIM_AND_CLOCK + """        active_version.apply();
         params.apply();
-""" + flow_keys("tna", s.slot_bits) + parsed("tna") + """        if (meta.parsed == 1) {
+""" + flow_keys("tna") + parsed("tna") + """        if (meta.parsed == 1) {
             tna.n_parsed = count_parsed.execute(0);
             tna.now_lo = meta.now[31:0];
             tna.now_hi = meta.now[63:32];
