@@ -1123,6 +1123,34 @@ def test_table2_shares_come_from_the_compilers_report(fits: bool) -> None:
     assert all(c.verdict == C.UNTESTABLE and "--target tofino" in c.why for c in none)
 
 
+def test_leos_shares_are_the_tree_it_sizes_to_the_switch_where_the_chosen_one_does_not_fit() -> None:
+    """Where the compiler refused the tree the run chose for Leo, Leo's shares are judged on the deepest tree of its
+    search that fits (the run's next row that fits, not a refused one), and the claim says the chosen depth, why it
+    was refused and what the smaller tree costs on validation; with no row that fits, the refusal stands."""
+    from chimera.book.paper import load
+    t2 = load()["table2_resources"]
+    res = pd.DataFrame([{"method": "Leo", "where": "reference integer"}])
+    base = {"group": "Baseline", "target": "tofino", "compiler": "p4c 1.2.5.16", "stages_available": 12,
+            "action_bus_bytes_share": 0.04, "sram_share": 0.1, "tcam_share": 0.2}
+    chosen = {**base, "variant": "Leo", "fits": False, "reason": "leo_tna.p4(881): crossbar\nmore", "depth": 20,
+              "val_f1": 0.81, "sized_by": "validation"}
+    d16 = {**chosen, "variant": "Leo (depth 16)", "depth": 16, "val_f1": 0.8, "sized_by": "the compiler"}
+    d12 = {**d16, "variant": "Leo (depth 12)", "depth": 12, "val_f1": 0.78, "fits": True, "reason": "",
+           "stages_used": 11, "sram_share": 0.03}
+
+    def run(rows: list[dict[str, Any]]) -> SimpleNamespace:
+        return SimpleNamespace(table=lambda schema: pd.DataFrame(rows), cite=lambda: "`results/published/x`",
+                               rel="results/published/x",
+                               manifest=SimpleNamespace(git=SimpleNamespace(commit="abc1234")))
+    leo = {c.claim: c for c in C.pipe_shares("Leo", t2, res, run([chosen, d16, d12]))}  # type: ignore[arg-type]
+    sram = leo["Leo SRAM %"]
+    assert sram.verdict != C.UNTESTABLE and sram.value == pytest.approx(3.0)
+    assert "depth 12, 11 of 12 stages" in sram.ours and sram.measurement.endswith("Leo (depth 12)|sram_share")
+    assert "depth 20, validation macro-F1 0.8100" in sram.why and "crossbar" in sram.why and "0.7800" in sram.why
+    refused = C.pipe_shares("Leo", t2, res, run([chosen, d16]))  # type: ignore[arg-type]
+    assert all(c.verdict == C.UNTESTABLE and c.why.endswith("crossbar") for c in refused)
+
+
 @pytest.mark.parametrize(("paper_row", "ours", "want"), [
     ("Linearized (Chimera)", 300, C.REPRODUCED),   # 256 in the paper: within a factor 2
     ("Linearized (Chimera)", 17_690, C.NOT),       # every entry of every kind would be far off

@@ -363,12 +363,63 @@ def test_the_resources_kind_keeps_the_tree_leos_row_compiled(tmp_path: Path, mon
     monkeypatch.setattr(K, "spec_of", lambda name, st: spec)
     ctx = SimpleNamespace(target=Tree(), cfg=SimpleNamespace(seed=1), run=SimpleNamespace(path=tmp_path))
     r = SimpleNamespace(extra={"depth": 4}, pred=tree.predict(x))
-    row = K.leo_report(ctx, r, None, {spec: SimpleNamespace(x_tr=x, y_tr=y, x_te=x)}, None)  # type: ignore[arg-type]
-    assert row["variant"] == "Leo" and not row["fits"] and seen == [K.range_tree(tree)]
+    st = SimpleNamespace(tuning="full")   # Leo's search has no depth below 4: the refusal is the only row
+    rows = K.leo_report(ctx, r, st, {spec: SimpleNamespace(x_tr=x, y_tr=y, x_te=x, y_va=y, x_va=x)},  # type: ignore[arg-type]
+                        None)
+    assert [(w["variant"], w["fits"]) for w in rows] == [("Leo", False)] and seen == [K.range_tree(tree)]
     kept = json.loads((tmp_path / "artifacts" / "leo-tree.json").read_text())
     back = RangeTree(**{k: tuple(tuple(x) if isinstance(x, list) else x for x in v) if isinstance(v, list) else v
                         for k, v in kept.items()})
     assert back == seen[0]
+
+
+def test_where_leos_chosen_tree_is_refused_the_shallower_depths_of_its_search_follow_until_one_fits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refused chosen tree is followed by the shallower depths of Leo's search, deepest first, each fitted on the
+    same rows, compiled and kept, until the first that fits; each row says its depth, its validation macro-F1 and
+    what sized it, and no shallower depth is compiled after one fits."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from chimera.baselines.features import fair_inputs
+    from chimera.baselines.leo import fit_leo
+    from chimera.experiments.kinds.resources import run as K
+    from chimera.metrics.classification import macro_f1
+    rng = np.random.default_rng(5)
+    spec = fair_inputs(4)
+    x = rng.integers(0, 1000, (3000, spec.n_features))
+    y = rng.integers(0, 4, 3000)      # labels no shallow tree fits: every depth is a different tree
+    seen: list[Any] = []
+
+    class Refuses(_Reporter):   # refuses the first two trees it is given
+        def report_tree(self, tree: Any, art: Any, build_dir: Path) -> ResourceReport:
+            seen.append(tree)
+            ok = len(seen) > 2
+            return ResourceReport(ok, "" if ok else "error: crossbar", "fake 1.0",
+                                  {"program": "leo_tna.p4", "stages_used": 9, "stages_available": 12} if ok else {})
+
+    monkeypatch.setattr(K, "spec_of", lambda name, st: spec)
+    ctx = SimpleNamespace(target=Refuses(), cfg=SimpleNamespace(seed=1), run=SimpleNamespace(path=tmp_path))
+    _, chosen = fit_leo(x, y, spec, 20, 1)
+    r = SimpleNamespace(extra={"depth": 20}, pred=chosen.predict(x))
+    sf = SimpleNamespace(x_tr=x, y_tr=y, x_te=x, x_va=x[:500], y_va=y[:500])
+    rows = K.leo_report(ctx, r, SimpleNamespace(tuning="full"), {spec: sf}, None)  # type: ignore[arg-type]
+    assert [(w["variant"], w["depth"], w["fits"]) for w in rows] == \
+        [("Leo", 20, False), ("Leo (depth 16)", 16, False), ("Leo (depth 12)", 12, True)]
+    assert [w["sized_by"] for w in rows] == [K.LEO_CHOSEN, K.LEO_FITTED, K.LEO_FITTED]
+    for w, depth, tree in zip(rows, (20, 16, 12), seen):
+        _, t = fit_leo(x, y, spec, depth, 1)
+        assert tree == K.range_tree(t) and w["val_f1"] == pytest.approx(macro_f1(sf.y_va, t.predict(sf.x_va)))
+    assert len({len(t.leaf_class) for t in seen}) == 3, "three different trees"
+    assert sorted(p.name for p in (tmp_path / "artifacts").iterdir()) == \
+        ["leo-tree-depth12.json", "leo-tree-depth16.json", "leo-tree.json"]
+    import pandas as pd
+
+    from chimera.experiments.kinds.resources import render as R, tables as T
+    T.COMPILES.write(pd.DataFrame(rows).assign(group="Baseline", target="tofino"), tmp_path)
+    text = "\n".join(R.compiles_section(T.COMPILES.read(tmp_path)))
+    assert "| Leo (depth 12) |" in text and f"{rows[2]['val_f1']:.4f}" in text and K.LEO_FITTED in text
 
 
 def test_leos_tree_converts_to_the_range_tree_format() -> None:

@@ -585,6 +585,25 @@ def input_windows(b: Book, p: Paper, r: Run | None) -> Claim:
 PIPE_SHARES = {"sram_pct": "sram_share", "tcam_pct": "tcam_share", "bus_pct": "action_bus_bytes_share"}
 
 
+def switch_row(comp: pd.DataFrame, name: str) -> tuple[pd.DataFrame, str]:
+    """The compile row (none, or one) Table 2's shares of ``name`` are judged on, and what the claim says of it:
+    Chimera's full variant; a method's own row; where the compiler refused a method's own row and the run went on
+    to the tree the method sizes to the switch (Leo: the deepest depth of its search that fits, compiles.csv's
+    ``sized_by``), that row, with what its depth costs on validation."""
+    if name == "Chimera":
+        return comp[comp["group"] == "Full"].iloc[:1], ""
+    own = comp[comp["variant"] == name]
+    if len(own) and not bool(own.iloc[0]["fits"]) and "sized_by" in comp:
+        fitted = comp[comp["variant"].astype(str).str.startswith(f"{name} (") & comp["fits"].astype(bool)]
+        if len(fitted):
+            o, x = own.iloc[0], fitted.iloc[0]
+            return fitted.iloc[:1], (
+                f". The tree validation chose (depth {int(o['depth'])}, validation macro-F1 {o['val_f1']:.4f}) does "
+                f"not fit ({str(o['reason']).splitlines()[0]}); {name} sizes its tree to the switch, and depth "
+                f"{int(x['depth'])}, the deepest of its search that fits, scores {x['val_f1']:.4f} on validation")
+    return own.iloc[:1], ""
+
+
 def pipe_shares(name: str, t2: PaperTable, res: pd.DataFrame, rt: Run | None) -> list[Claim]:
     """``name``'s SRAM, TCAM and bus shares of one Tofino pipe, from a compile-only target's published resources
     run: Chimera's full variant, or the method's own row (Leo's tables), as the compiler allocated it, by the value
@@ -592,7 +611,7 @@ def pipe_shares(name: str, t2: PaperTable, res: pd.DataFrame, rt: Run | None) ->
     here, why."""
     T = "table2_resources"
     comp = rt.table(COMPILES) if rt is not None else pd.DataFrame(columns=["variant", "group", "fits"])
-    full = comp[comp["group"] == "Full"] if name == "Chimera" else comp[comp["variant"] == name]
+    full, sized = switch_row(comp, name)
     where = set(res.loc[res["method"] == name, "where"]) if len(res) else set()
     out = []
     for col, ours_col in PIPE_SHARES.items():
@@ -608,9 +627,10 @@ def pipe_shares(name: str, t2: PaperTable, res: pd.DataFrame, rt: Run | None) ->
             ours = 100 * float(x[ours_col])
             v, why = factor(paper, ours)
             bus = " (the action data bus: the paper does not say which bus)" if col == "bus_pct" else ""
-            out.append(Claim("Table 2", label, f(paper, 2), f"{ours:.2f} ({target}, {int(x['stages_used'])} of "
+            depth = f"depth {int(x['depth'])}, " if sized else ""
+            out.append(Claim("Table 2", label, f(paper, 2), f"{ours:.2f} ({target}, {depth}{int(x['stages_used'])} of "
                              f"{int(x['stages_available'])} stages)", _cite(rt), v,
-                             f"{why}; a share of one pipe as {x['compiler']} reports it{bus}", ours, src,
+                             f"{why}; a share of one pipe as {x['compiler']} reports it{bus}{sized}", ours, src,
                              _m(rt, "compiles", x["variant"], ours_col), _commit(rt)))
         elif where and all("software" in w for w in where):
             out.append(Claim("Table 2", label, f(paper, 2), "—", "—", UNTESTABLE, f"{name} is a software baseline "

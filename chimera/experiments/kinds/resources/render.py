@@ -36,7 +36,13 @@ def compiles_section(df: pd.DataFrame) -> list[str]:
     t["stages"] = [f"{int(u)} of {int(a)}" if ok else "" for ok, u, a in
                    zip(t["fits"], t.get("stages_used", t["fits"]), t.get("stages_available", t["fits"]))]
     t["reason"] = t["reason"].fillna("").map(lambda r: str(r).splitlines()[0][:160] if r else "")
-    cols = ["group", "variant", "fits", "stages", *shares, *(["tcam_entries"] if "tcam_entries" in t else []), "reason"]
+    leo = [c for c in ("depth", "val_f1", "sized_by") if c in t]
+    if "depth" in t:
+        t["depth"] = t["depth"].map(lambda x: "" if pd.isna(x) else str(int(x)))
+        t["val_f1"] = t["val_f1"].map(lambda x: "" if pd.isna(x) else f"{x:.4f}")
+        t["sized_by"] = t["sized_by"].fillna("")
+    cols = ["group", "variant", "fits", "stages", *shares, *(["tcam_entries"] if "tcam_entries" in t else []), *leo,
+            "reason"]
     compilers = ", ".join(sorted(set(df["compiler"].dropna().astype(str))))
     return [f"## The {target} compiler's verdict per variant (Table 3's resource columns)", "",
             table(t[cols], ["tcam_entries"]), "",
@@ -44,7 +50,10 @@ def compiles_section(df: pd.DataFrame) -> list[str]:
             "pipe has x the units per stage), both read from the compiler's resource report, not from a datasheet. "
             "tcam_entries: the entries one version of the variant installs in the tables the compiler put in TCAM. "
             "A refusal is the compiler's first error line; the run's build directory keeps its whole log. † variants "
-            "have no switch program and no row.", ""]
+            "have no switch program and no row."
+            + (" Leo's rows: the tree the run chose on validation, and where the compiler refuses it, the shallower "
+               "depths of Leo's search, deepest first, until one fits (Leo sizes its tree to the switch it runs on); "
+               "val_f1 is each tree's validation macro-F1, what its depth costs." if leo else ""), ""]
 
 
 def render(run: RunView) -> list[str]:

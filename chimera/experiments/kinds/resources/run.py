@@ -13,6 +13,7 @@ from tqdm import tqdm
 
 from chimera import paths
 from chimera.baselines.leo import IntegerTree, fit_leo
+from chimera.baselines.budget import search_of
 from chimera.baselines.zoo import BASELINES, BaselineResult, BaselineSettings, SplitFeatures, run_baseline, spec_of
 from chimera.errors import ChimeraError
 from chimera.experiments.kinds.resources import tables as T
@@ -24,6 +25,7 @@ from chimera.experiments.stages.train import train_variant
 from chimera.formats.artifact import Artifact
 from chimera.formats.rows import Cells
 from chimera.formats.tree import RangeTree
+from chimera.metrics.classification import macro_f1
 from chimera.targets.allocation import ebpf_allocation, p4_allocation, p4_tables
 from chimera.targets.compile_only import CompileOnlyTarget, ResourceReport
 
@@ -75,23 +77,50 @@ def range_tree(t: IntegerTree) -> RangeTree:
                      tuple(int(y) for y in t.leaf_class), t.n_classes)
 
 
+def leo_depths(st: BaselineSettings, chosen: int) -> list[int]:
+    """The depths of Leo's search (the one the run tuned it with) below ``chosen``, deepest first: the trees tried
+    where the chosen one does not fit."""
+    search, _ = search_of("Leo", st.tuning)
+    depths = [c["depth"] for c in search.configs("full")]
+    return sorted({d for d in depths if isinstance(d, int) and d < chosen}, reverse=True)
+
+
 def leo_report(ctx: RunContext[ResourcesExperiment], r: BaselineResult, st: BaselineSettings,
-               feats: dict[Any, SplitFeatures], art: Artifact) -> Cells:
+               feats: dict[Any, SplitFeatures], art: Artifact) -> list[Cells]:
     """Leo's tables through the compile-only target's compiler: the tree the run chose, fitted again on the same
-    rows with the chosen depth and seed (sklearn's fit is deterministic), checked to be it by its test verdicts."""
+    rows with the chosen depth and seed (sklearn's fit is deterministic), checked to be it by its test verdicts.
+
+    Where the compiler refuses that tree, the shallower depths of Leo's search follow, deepest first, until one
+    fits: Leo sizes its tree to the switch it runs on, so the deepest tree of its search that the pipeline holds is
+    Leo's program for that switch. Each tree tried is a row (``depth``, its validation macro-F1 ``val_f1``, what
+    sized it: ``sized_by``) and is kept in the run's artifacts (a reviewer can compile it again without refitting)."""
     target = ctx.target
     assert isinstance(target, CompileOnlyTarget)
     spec = spec_of("Leo", st)
     sf = feats[spec]
-    _, tree = fit_leo(sf.x_tr, sf.y_tr, spec, int(r.extra["depth"]), ctx.cfg.seed)   # type: ignore[arg-type]
-    if not np.array_equal(tree.predict(sf.x_te), r.pred):
-        raise ChimeraError("Leo's tree fitted again differs from the one the run chose", "report this as a bug: "
-                           "the fit was meant to be deterministic (chimera.baselines.leo.fit_leo)")
-    rt = range_tree(tree)
-    # the tree the row measured, beside the run's artifacts: a reviewer can compile it again without refitting
-    (ctx.run.path / "artifacts").mkdir(parents=True, exist_ok=True)
-    (ctx.run.path / "artifacts" / "leo-tree.json").write_text(json.dumps(dataclasses.asdict(rt)))
-    return _report_row(target, "Leo", "Baseline", target.report_tree(rt, art, paths.BUILD))
+    chosen = int(r.extra["depth"])   # type: ignore[arg-type]
+    rows: list[Cells] = []
+    for depth in (chosen, *leo_depths(st, chosen)):
+        _, tree = fit_leo(sf.x_tr, sf.y_tr, spec, depth, ctx.cfg.seed)
+        if depth == chosen and not np.array_equal(tree.predict(sf.x_te), r.pred):
+            raise ChimeraError("Leo's tree fitted again differs from the one the run chose", "report this as a bug: "
+                               "the fit was meant to be deterministic (chimera.baselines.leo.fit_leo)")
+        rt = range_tree(tree)
+        name = "Leo" if depth == chosen else f"Leo (depth {depth})"
+        (ctx.run.path / "artifacts").mkdir(parents=True, exist_ok=True)
+        kept = "leo-tree.json" if depth == chosen else f"leo-tree-depth{depth}.json"
+        (ctx.run.path / "artifacts" / kept).write_text(json.dumps(dataclasses.asdict(rt)))
+        row = _report_row(target, name, "Baseline", target.report_tree(rt, art, paths.BUILD))
+        rows.append({**row, "depth": depth, "val_f1": macro_f1(sf.y_va, tree.predict(sf.x_va)),
+                     "sized_by": LEO_CHOSEN if depth == chosen else LEO_FITTED})
+        if row["fits"]:
+            break
+    return rows
+
+
+#: what sized each of Leo's rows: the run's tuning, or the switch (the deepest tree of the search that fits)
+LEO_CHOSEN = "validation (the run's choice)"
+LEO_FITTED = "the compiler (deepest of Leo's search below the choice)"
 
 
 def run(ctx: RunContext[ResourcesExperiment]) -> None:
@@ -123,7 +152,7 @@ def run(ctx: RunContext[ResourcesExperiment]) -> None:
                  "per_flow_source": p["source"] + ": " + ", ".join(p["per_flow_registers"]), **common})
     st = baseline_settings(ctx)
     feats: dict[Any, SplitFeatures] = {}
-    leo_row: Cells | None = None
+    leo_rows: list[Cells] = []
     d = nd.data
     att = nd.attack_classes()
     for name in ctx.cfg.baselines.methods:
@@ -139,14 +168,14 @@ def run(ctx: RunContext[ResourcesExperiment]) -> None:
                      "ternary_range_bits": res.get("ternary_range_bits"),
                      "action_data_bits": res.get("action_data_bits"), "model_kbits": r.model_bits / 1000})
         if name == "Leo" and isinstance(ctx.target, CompileOnlyTarget):
-            leo_row = leo_report(ctx, r, st, feats, art)
+            leo_rows = leo_report(ctx, r, st, feats, art)
     out = pd.DataFrame(rows)
     out["budget_bits"] = budget
     out["budget_ratio"] = out["per_flow_bits"] / budget
     T.RESOURCES.write(out, ctx.run.path)
     if isinstance(ctx.target, CompileOnlyTarget):
         compiles = compile_reports(ctx, nd, art)
-        if leo_row is not None:
-            compiles = pd.concat([compiles, pd.DataFrame([leo_row])], ignore_index=True)
+        if leo_rows:
+            compiles = pd.concat([compiles, pd.DataFrame(leo_rows)], ignore_index=True)
         T.COMPILES.write(compiles, ctx.run.path)
     ctx.record(ResourcesSection(budget_bits=budget, p4_source=p["source"]))
