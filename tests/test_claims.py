@@ -1123,6 +1123,17 @@ def test_table2_shares_come_from_the_compilers_report(fits: bool) -> None:
     assert all(c.verdict == C.UNTESTABLE and "--target tofino" in c.why for c in none)
 
 
+def test_a_fitting_programs_latency_is_shown_in_the_compilers_cycles_and_never_judged() -> None:
+    """Table 3's latency row names the compiler's cycle estimate for a variant whose program fits, as a cycle count;
+    a refused program, or a row without one, adds nothing."""
+    row = pd.Series({"fits": True, "compiler": "p4c 1.2.5.16", "target": "tofino", "ingress_latency_cycles": 264.0})
+    said = C.compiler_cycles(row)
+    assert "264 clock cycles" in said and "not a time" in said and "tofino" in said
+    assert C.compiler_cycles(row.copy().replace({True: False})) == ""
+    assert C.compiler_cycles(row.drop("ingress_latency_cycles")) == "" and C.compiler_cycles(None) == ""
+    assert C.compiler_cycles(pd.Series({**row, "ingress_latency_cycles": float("nan")})) == ""
+
+
 def test_leos_shares_are_the_tree_it_sizes_to_the_switch_where_the_chosen_one_does_not_fit() -> None:
     """Where the compiler refused the tree the run chose for Leo, Leo's shares are judged on the deepest tree of its
     search that fits (the run's next row that fits, not a refused one), and the claim says the chosen depth, why it

@@ -209,6 +209,79 @@ def test_the_resource_report_reads_into_shares_of_the_whole_pipe() -> None:
     assert a.xbar_bytes.used == 6 and abs(a.tcam.fraction - 2 / 288) < 1e-12 and a.row()["tcam_share"] == a.tcam.fraction
 
 
+#: a real compile's reports (tests/fixtures/tofino/README.md): Leo's program for the tests' small tree
+REAL = Path(__file__).parent / "fixtures" / "tofino"
+
+
+def _real_out(tmp_path: Path) -> Path:
+    """A compile's output folder holding the real reports, where the backend writes them."""
+    import gzip
+    logs = tmp_path / "out.tofino" / "pipe" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "resources.json").write_bytes(gzip.decompress((REAL / "resources.json.gz").read_bytes()))
+    shutil.copy(REAL / "metrics.json", logs / "metrics.json")
+    return tmp_path / "out.tofino"
+
+
+def test_a_real_compiles_report_reads_into_the_allocation_its_raw_sums_give(tmp_path: Path) -> None:
+    """The reader on a report the pinned compiler wrote: each unit count is the raw file's sum over its stages, each
+    capacity nStages x the stage's units, the PHV the metrics' occupancy over every container resources.json lists,
+    the latency the metrics' cycles; the tables it names are the program's."""
+    import json
+
+    from chimera.targets.tofino import leo
+    from chimera.targets.tofino.resources import p4_name, read
+    out = _real_out(tmp_path)
+    a = read(out)
+    raw = json.loads((out / "pipe" / "logs" / "resources.json").read_text())["resources"]
+    met = json.loads((out / "pipe" / "logs" / "metrics.json").read_text())
+    stages = raw["mau"]["mau_stages"]
+    n = raw["mau"]["nStages"]
+    assert a.program == "leo_tna.p4" and a.stages_available == n == 12 and 0 < a.stages_used <= n
+    assert (a.sram.used, a.sram.capacity) == (sum(len(s["rams"]["srams"]) for s in stages),
+                                              n * stages[0]["rams"]["nRows"] * stages[0]["rams"]["nColumns"])
+    assert (a.tcam.used, a.tcam.capacity) == (sum(len(s["tcams"]["tcams"]) for s in stages),
+                                              n * stages[0]["tcams"]["nRows"] * stages[0]["tcams"]["nColumns"])
+    assert a.stateful_alu.used == sum(len(s["meter_alus"]["meters"]) for s in stages) > 0
+    pc = raw["phv_containers"]
+    held = met["phv"]["normal"] + met["phv"]["tagalong"]
+    assert a.phv_bits is not None and a.phv_containers is not None
+    assert (a.phv_bits.used, a.phv_bits.capacity) == (sum(x["bits_occupied"] for x in held),
+                                                      sum(c["units"] * c["width"] for k in pc for c in pc[k]))
+    assert a.phv_containers.used == sum(x["containers_occupied"] for x in held) > 0
+    assert a.latency_cycles == {x["gress"]: x["cycles"] for x in met["mau"]["latency"]} and \
+        a.latency_cycles["ingress"] > 0
+    row = a.row()
+    assert all(0 < float(v) <= 1 for k, v in row.items() if k.endswith("_share"))
+    assert row["ingress_latency_cycles"] == a.latency_cycles["ingress"]
+    rt, _ = _tree()
+    program = leo.render(rt, _artifact())
+    for name in {p4_name(t) for t in [*a.sram_by_table, *a.tcam_by_table]}:
+        assert re.search(rf"\b{re.escape(name)}\b", program), f"{name}: not a table or register of the program"
+
+
+def test_the_real_report_is_the_format_the_pinned_compiler_writes() -> None:
+    """The fixture's schemas are the majors the reader follows, and the compiler that wrote it is the p4c commit
+    scripts/build-tofino-compiler pins; where the compiler is built here, it is that one (a rebuilt compiler of
+    another commit needs a fixture of its own)."""
+    import gzip
+    import json
+
+    from chimera.targets.tofino.compiler import DRIVER, compiler_missing, driver_version
+    from chimera.targets.tofino.resources import METRICS_MAJOR, SCHEMA_MAJOR
+    res = json.loads(gzip.decompress((REAL / "resources.json.gz").read_bytes()))
+    met = json.loads((REAL / "metrics.json").read_text())
+    assert res["schema_version"].split(".")[0] == str(SCHEMA_MAJOR)
+    assert met["schema_version"].split(".")[0] == str(METRICS_MAJOR)
+    assert res["compiler_version"] == met["compiler_version"]
+    said = (REAL / "compiler.txt").read_text().strip()
+    script = (Path(__file__).parents[1] / "scripts" / "build-tofino-compiler").read_text()
+    pin = re.search(r"^p4c\s+\S+\s+(\w+)\s*$", script, re.M)
+    assert pin is not None and f"SHA: {pin.group(1)}" in said
+    if compiler_missing() is None:
+        assert driver_version(Path(shutil.which(DRIVER) or DRIVER).resolve()) == said
+
+
 @pytest.mark.parametrize(("text", "why"), [("{", "not JSON"), ('{"schema_version": "3.0.0"}', "schema 3.0.0"),
                                            ('{"schema_version": "2.4.2"}', "does not hold")])
 def test_a_report_it_cannot_read_is_refused_with_the_reason(text: str, why: str) -> None:
@@ -407,6 +480,9 @@ def test_where_leos_chosen_tree_is_refused_the_shallower_depths_of_its_search_fo
     rows = K.leo_report(ctx, r, SimpleNamespace(tuning="full"), {spec: sf}, None)  # type: ignore[arg-type]
     assert [(w["variant"], w["depth"], w["fits"]) for w in rows] == \
         [("Leo", 20, False), ("Leo (depth 16)", 16, False), ("Leo (depth 12)", 12, True)]
+    # the budget's grid below the choice, then the widened search's depths below the grid's shallowest
+    assert K.leo_depths(SimpleNamespace(tuning="full"), 20) == [16, 12, 8, 6, 4]   # type: ignore[arg-type]
+    assert K.leo_depths(SimpleNamespace(tuning="full"), 8) == [6, 4]   # type: ignore[arg-type]
     assert [w["sized_by"] for w in rows] == [K.LEO_CHOSEN, K.LEO_FITTED, K.LEO_FITTED]
     for w, depth, tree in zip(rows, (20, 16, 12), seen):
         _, t = fit_leo(x, y, spec, depth, 1)

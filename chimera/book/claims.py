@@ -750,6 +750,17 @@ def tcam_entries_claim(name: str, t3: PaperTable, rt: Run | None, x: pd.Series |
                  _m(rt, "compiles", x.name, "tcam_entries"), _commit(rt))
 
 
+def compiler_cycles(x: pd.Series | None) -> str:
+    """What a compile-only target's row says of a variant's pipeline latency, as what it is: the compiler's estimate
+    of the ingress MAU's latency in clock cycles, where the program fits and the compiler wrote one ("" otherwise)."""
+    if x is None or not bool(x.get("fits")) or "ingress_latency_cycles" not in x or \
+            x["ingress_latency_cycles"] != x["ingress_latency_cycles"]:
+        return ""
+    return (f"; {x['compiler']} estimates its {x['target']} program's ingress pipeline at "
+            f"{int(x['ingress_latency_cycles'])} clock cycles (a cycle count, not a time: no clock rate is measured "
+            "here)")
+
+
 def table3(b: Book, p: Paper) -> list[Claim]:
     out = []
     r = b.runs.latest("ablation", on_testbed) or b.runs.latest("ablation")
@@ -827,7 +838,8 @@ def table3(b: Book, p: Paper) -> list[Claim]:
                          (f(ours_lat, 3) + f" ({r.target} p50)") if ours_lat == ours_lat else "—", _cite(r),
                          UNTESTABLE, "a Tofino latency, as the figure's sub-µs median: one rule for both, its "
                          "testable form judged once, in the latency figure (what the pipeline adds over the bare "
-                         "path, by the timing rule)", source=f"{src}/latency_us"))
+                         "path, by the timing rule)" + compiler_cycles(comp.loc[v] if v in comp.index else None),
+                         source=f"{src}/latency_us"))
         out.append(Claim("Table 3", f"{name}: throughput Gbps", f(t3.number(name, "throughput_gbps"), 1),
                          (n(x["switch_pps"]) + " pps") if x["switch_pps"] == x["switch_pps"] else "—", _cite(r),
                          UNTESTABLE, "Tofino line rate; our software switches share the sender's cores",

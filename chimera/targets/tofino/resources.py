@@ -10,6 +10,11 @@ version of the schema still reads; a different major version is refused, naming 
 Table 2 reports shares: what the program uses over what the pipeline has. The pipeline has ``nStages`` stages,
 each with the capacity the stage's own record states, so every share here is computed from the file, not from a
 constant copied from a datasheet.
+
+Beside it the backend writes ``metrics.json`` (its metrics schema, version 1.x): the PHV containers and bits each
+container class holds, and the MAU's latency per gress in clock cycles. The PHV share is those over the containers
+resources.json lists (``phv_containers``: every class's units and width); the latency is kept as the compiler states
+it, a cycle count, not a time.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -27,6 +33,10 @@ from chimera.errors import ResultsError
 SCHEMA_MAJOR = 2
 #: where a compile's output directory keeps the report
 REPORT = Path("pipe") / "logs" / "resources.json"
+#: the schema major version of the backend's metrics.json this reader follows (its metrics_schema.py)
+METRICS_MAJOR = 1
+#: where a compile's output directory keeps its metrics (PHV occupancy, MAU latency)
+METRICS = Path("pipe") / "logs" / "metrics.json"
 
 
 class _Model(BaseModel):
@@ -104,8 +114,23 @@ class Mau(_Model):
     mau_stages: tuple[Stage, ...]
 
 
+class ContainerClass(_Model):
+    """A PHV container class's size: ``units`` containers of ``width`` bits."""
+    width: int
+    units: int
+
+
+class PhvContainers(_Model):
+    normal: tuple[ContainerClass, ...] = ()
+    tagalong: tuple[ContainerClass, ...] = ()
+
+    def classes(self) -> tuple[ContainerClass, ...]:
+        return self.normal + self.tagalong
+
+
 class Resources(_Model):
     mau: Mau
+    phv_containers: PhvContainers | None = None
 
 
 class Report(_Model):
@@ -113,6 +138,33 @@ class Report(_Model):
     compiler_version: str
     schema_version: str
     resources: Resources
+
+
+class Occupied(_Model):
+    """What one width of a PHV container class holds (metrics.json)."""
+    bit_width: int
+    containers_occupied: int
+    bits_occupied: int
+
+
+class MetricsPhv(_Model):
+    normal: tuple[Occupied, ...] = ()
+    tagalong: tuple[Occupied, ...] = ()
+
+
+class Latency(_Model):
+    gress: str
+    cycles: int
+
+
+class MetricsMau(_Model):
+    latency: tuple[Latency, ...] = ()
+
+
+class Metrics(_Model):
+    schema_version: str
+    phv: MetricsPhv
+    mau: MetricsMau
 
 
 @dataclass(frozen=True)
@@ -128,6 +180,8 @@ class Share:
 
 #: the resources an allocation reports as shares of the pipe, in the order a table shows them
 SHARES = ("sram", "tcam", "map_ram", "stateful_alu", "logical_tables", "xbar_bytes", "action_bus_bytes")
+#: the PHV's shares, from metrics.json where the compile wrote one
+PHV_SHARES = ("phv_containers", "phv_bits")
 
 
 @dataclass(frozen=True)
@@ -148,15 +202,24 @@ class Allocation:
     action_bus_bytes: Share
     sram_by_table: dict[str, int]
     tcam_by_table: dict[str, int]
+    #: the PHV containers and bits the program occupies, of every container the pipe has (None: no metrics.json)
+    phv_containers: Share | None = None
+    phv_bits: Share | None = None
+    #: the MAU's latency per gress ("ingress", "egress") in clock cycles, as the compiler estimates it
+    latency_cycles: dict[str, int] | None = None
 
     def row(self) -> dict[str, float | int | str]:
-        """The flat columns a resources table carries (shares as fractions of the whole pipeline)."""
+        """The flat columns a resources table carries (shares as fractions of the whole pipeline; the latency in
+        cycles, as ``<gress>_latency_cycles``)."""
         out: dict[str, float | int | str] = {"program": self.program, "stages_used": self.stages_used,
                                              "stages_available": self.stages_available}
-        for name in SHARES:
-            s: Share = getattr(self, name)
-            out[f"{name}_used"] = s.used
-            out[f"{name}_share"] = s.fraction
+        for name in (*SHARES, *PHV_SHARES):
+            s: Share | None = getattr(self, name)
+            if s is not None:
+                out[f"{name}_used"] = s.used
+                out[f"{name}_share"] = s.fraction
+        for gress, cycles in (self.latency_cycles or {}).items():
+            out[f"{gress}_latency_cycles"] = cycles
         return out
 
 
@@ -164,22 +227,45 @@ def _by_table(units: tuple[Unit, ...]) -> Counter[str]:
     return Counter(name for u in units for name in {x.used_by for x in u.usages})
 
 
-def parse(text: str, source: str = "resources.json") -> Allocation:
-    """The allocation in a resources.json's text; a file of another schema major version, or one missing what
-    this reader needs, is refused with the reason."""
+M = TypeVar("M", bound=_Model)
+
+
+def _validated(text: str, source: str, model: type[M], major: int, what: str) -> M:
+    """``text`` read as ``model``; a file of another schema major version, or one missing what this reader needs,
+    is refused with the reason."""
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as e:
         raise ResultsError(f"{source} is not JSON ({e})", "compile again: the compiler writes it whole") from None
     version = str(raw.get("schema_version", "")) if isinstance(raw, dict) else ""
-    if version.split(".")[0] != str(SCHEMA_MAJOR):
-        raise ResultsError(f"{source} has resources schema {version or 'none'}; this reader follows "
-                           f"{SCHEMA_MAJOR}.x", "use the compiler scripts/build-tofino-compiler builds")
+    if version.split(".")[0] != str(major):
+        raise ResultsError(f"{source} has {what} schema {version or 'none'}; this reader follows "
+                           f"{major}.x", "use the compiler scripts/build-tofino-compiler builds")
     try:
-        rep = Report.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as e:
-        raise ResultsError(f"{source} does not hold what a resource report needs: {e.errors()[0]['loc']} "
+        raise ResultsError(f"{source} does not hold what a {what} report needs: {e.errors()[0]['loc']} "
                            f"{e.errors()[0]['msg']}", "compile again; a compile that failed leaves no report") from None
+
+
+def phv(containers: PhvContainers, metrics: Metrics) -> tuple[Share, Share]:
+    """The PHV containers and bits ``metrics`` says the program occupies, of every container ``containers`` lists
+    (normal and tagalong alike)."""
+    held = metrics.phv.normal + metrics.phv.tagalong
+    classes = containers.classes()
+    return (Share(sum(x.containers_occupied for x in held), sum(c.units for c in classes)),
+            Share(sum(x.bits_occupied for x in held), sum(c.units * c.width for c in classes)))
+
+
+def parse(text: str, source: str = "resources.json", metrics: str | None = None,
+          metrics_source: str = "metrics.json") -> Allocation:
+    """The allocation in a resources.json's text, with the PHV and latency of the compile's metrics.json text
+    where given; a file of another schema major version, or one missing what this reader needs, is refused with
+    the reason."""
+    rep = _validated(text, source, Report, SCHEMA_MAJOR, "resources")
+    met = _validated(metrics, metrics_source, Metrics, METRICS_MAJOR, "metrics") if metrics is not None else None
+    pc = rep.resources.phv_containers
+    phv_containers, phv_bits = phv(pc, met) if met is not None and pc is not None else (None, None)
     mau = rep.resources.mau
     n = mau.nStages
     stages = mau.mau_stages
@@ -208,6 +294,8 @@ def parse(text: str, source: str = "resources.json") -> Allocation:
                                per_stage(first.action_bus_bytes.size) if first and first.action_bus_bytes else 0),
         sram_by_table=dict(sum((_by_table(s.rams.srams) for s in stages), Counter())),
         tcam_by_table=dict(sum((_by_table(s.tcams.tcams) for s in stages), Counter())),
+        phv_containers=phv_containers, phv_bits=phv_bits,
+        latency_cycles={x.gress: x.cycles for x in met.mau.latency} if met is not None else None,
     )
 
 
@@ -219,9 +307,11 @@ def p4_name(used_by: str) -> str:
 
 
 def read(out_dir: Path) -> Allocation:
-    """The allocation of the compile whose output directory is ``out_dir``."""
+    """The allocation of the compile whose output directory is ``out_dir`` (its PHV and latency where the compile
+    wrote metrics.json)."""
     path = out_dir / REPORT
     if not path.is_file():
         raise ResultsError(f"no resource report at {path}", "the compile failed or did not finish: its log says "
                            "why (a refusal is a result: chimera.targets.tofino.compiler.try_compile)")
-    return parse(path.read_text(), str(path))
+    m = out_dir / METRICS
+    return parse(path.read_text(), str(path), m.read_text() if m.is_file() else None, str(m))

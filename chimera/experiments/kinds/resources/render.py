@@ -41,14 +41,20 @@ def compiles_section(df: pd.DataFrame) -> list[str]:
         t["depth"] = t["depth"].map(lambda x: "" if pd.isna(x) else str(int(x)))
         t["val_f1"] = t["val_f1"].map(lambda x: "" if pd.isna(x) else f"{x:.4f}")
         t["sized_by"] = t["sized_by"].fillna("")
-    cols = ["group", "variant", "fits", "stages", *shares, *(["tcam_entries"] if "tcam_entries" in t else []), *leo,
-            "reason"]
+    cycles = [c for c in t.columns if c.endswith("_latency_cycles")]
+    for c in cycles:
+        t[c] = t[c].map(lambda x: "" if pd.isna(x) else str(int(x)))
+    cols = ["group", "variant", "fits", "stages", *shares, *(["tcam_entries"] if "tcam_entries" in t else []),
+            *cycles, *leo, "reason"]
     compilers = ", ".join(sorted(set(df["compiler"].dropna().astype(str))))
     return [f"## The {target} compiler's verdict per variant (Table 3's resource columns)", "",
             table(t[cols], ["tcam_entries"]), "",
             f"Compiled by {compilers}. Each share is what the program uses over one pipe's capacity (the stages the "
             "pipe has x the units per stage), both read from the compiler's resource report, not from a datasheet. "
             "tcam_entries: the entries one version of the variant installs in the tables the compiler put in TCAM. "
+            "The PHV shares are the containers and bits the program occupies of every container the pipe has (normal "
+            "and tagalong); <gress>_latency_cycles is the compiler's estimate of the MAU's latency in clock cycles, "
+            "a count of cycles and not a time. "
             "A refusal is the compiler's first error line; the run's build directory keeps its whole log. † variants "
             "have no switch program and no row."
             + (" Leo's rows: the tree the run chose on validation, and where the compiler refuses it, the shallower "

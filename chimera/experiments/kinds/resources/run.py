@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from chimera import paths
 from chimera.baselines.leo import IntegerTree, fit_leo
-from chimera.baselines.budget import search_of
+from chimera.baselines.budget import Tuning, search_of
 from chimera.baselines.zoo import BASELINES, BaselineResult, BaselineSettings, SplitFeatures, run_baseline, spec_of
 from chimera.errors import ChimeraError
 from chimera.experiments.kinds.resources import tables as T
@@ -78,11 +78,15 @@ def range_tree(t: IntegerTree) -> RangeTree:
 
 
 def leo_depths(st: BaselineSettings, chosen: int) -> list[int]:
-    """The depths of Leo's search (the one the run tuned it with) below ``chosen``, deepest first: the trees tried
-    where the chosen one does not fit."""
-    search, _ = search_of("Leo", st.tuning)
-    depths = [c["depth"] for c in search.configs("full")]
-    return sorted({d for d in depths if isinstance(d, int) and d < chosen}, reverse=True)
+    """The trees tried where the chosen one does not fit, deepest first: the depths of Leo's search (the one the
+    run tuned it with) below ``chosen``, then those of its widened search below the shallowest of them (a switch
+    may hold no tree of the budget's grid; the widened search goes shallower)."""
+    def depths(tuning: Tuning) -> set[int]:
+        search, _ = search_of("Leo", tuning)
+        return {d for d in (c["depth"] for c in search.configs("full")) if isinstance(d, int) and d < chosen}
+    own = depths(st.tuning)
+    floor = min(own, default=chosen)
+    return sorted(own | {d for d in depths("wide") if d < floor}, reverse=True)
 
 
 def leo_report(ctx: RunContext[ResourcesExperiment], r: BaselineResult, st: BaselineSettings,
@@ -90,7 +94,7 @@ def leo_report(ctx: RunContext[ResourcesExperiment], r: BaselineResult, st: Base
     """Leo's tables through the compile-only target's compiler: the tree the run chose, fitted again on the same
     rows with the chosen depth and seed (sklearn's fit is deterministic), checked to be it by its test verdicts.
 
-    Where the compiler refuses that tree, the shallower depths of Leo's search follow, deepest first, until one
+    Where the compiler refuses that tree, shallower trees follow (``leo_depths``), deepest first, until one
     fits: Leo sizes its tree to the switch it runs on, so the deepest tree of its search that the pipeline holds is
     Leo's program for that switch. Each tree tried is a row (``depth``, its validation macro-F1 ``val_f1``, what
     sized it: ``sized_by``) and is kept in the run's artifacts (a reviewer can compile it again without refitting)."""
@@ -120,7 +124,7 @@ def leo_report(ctx: RunContext[ResourcesExperiment], r: BaselineResult, st: Base
 
 #: what sized each of Leo's rows: the run's tuning, or the switch (the deepest tree of the search that fits)
 LEO_CHOSEN = "validation (the run's choice)"
-LEO_FITTED = "the compiler (deepest of Leo's search below the choice)"
+LEO_FITTED = "the compiler (the deepest of Leo's depths below the choice that fits)"
 
 
 def run(ctx: RunContext[ResourcesExperiment]) -> None:
