@@ -1136,7 +1136,7 @@ def test_a_fitting_programs_latency_is_shown_in_the_compilers_cycles_and_never_j
 
 def test_leos_shares_are_the_tree_it_sizes_to_the_switch_where_the_chosen_one_does_not_fit() -> None:
     """Where the compiler refused the tree the run chose for Leo, Leo's shares are judged on the deepest tree of its
-    search that fits (the run's next row that fits, not a refused one), and the claim says the chosen depth, why it
+    depths that fits (not a refused one, nor a shallower one that fits), and the claim says the chosen depth, why it
     was refused and what the smaller tree costs on validation; with no row that fits, the refusal stands."""
     from chimera.book.paper import load
     t2 = load()["table2_resources"]
@@ -1153,7 +1153,8 @@ def test_leos_shares_are_the_tree_it_sizes_to_the_switch_where_the_chosen_one_do
         return SimpleNamespace(table=lambda schema: pd.DataFrame(rows), cite=lambda: "`results/published/x`",
                                rel="results/published/x",
                                manifest=SimpleNamespace(git=SimpleNamespace(commit="abc1234")))
-    leo = {c.claim: c for c in C.pipe_shares("Leo", t2, res, run([chosen, d16, d12]))}  # type: ignore[arg-type]
+    d4 = {**d12, "variant": "Leo (depth 4)", "depth": 4, "val_f1": 0.6, "sram_share": 0.01}
+    leo = {c.claim: c for c in C.pipe_shares("Leo", t2, res, run([chosen, d4, d16, d12]))}  # type: ignore[arg-type]
     sram = leo["Leo SRAM %"]
     assert sram.verdict != C.UNTESTABLE and sram.value == pytest.approx(3.0)
     assert "depth 12, 11 of 12 stages" in sram.ours and sram.measurement.endswith("Leo (depth 12)|sram_share")

@@ -446,11 +446,17 @@ def test_the_resources_kind_keeps_the_tree_leos_row_compiled(tmp_path: Path, mon
     assert back == seen[0]
 
 
-def test_where_leos_chosen_tree_is_refused_the_shallower_depths_of_its_search_follow_until_one_fits(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A refused chosen tree is followed by the shallower depths of Leo's search, deepest first, each fitted on the
-    same rows, compiled and kept, until the first that fits; each row says its depth, its validation macro-F1 and
-    what sized it, and no shallower depth is compiled after one fits."""
+@pytest.mark.parametrize(("holds", "compiled", "fitting"), [
+    (8, [20, 4, 16, 12, 8], [8, 4]),    # the shallowest fits: the rest from the deepest down, to the first fit
+    (2, [20, 4], []),                  # the shallowest is refused: no deeper tree is tried
+    (20, [20], [20]),                  # the chosen tree fits: its row is the only one
+])
+def test_where_leos_chosen_tree_is_refused_the_deepest_of_its_depths_that_fits_is_found(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, holds: int, compiled: list[int], fitting: list[int]) -> None:
+    """A refused chosen tree is followed by Leo's shallower depths: the shallowest first (refused: none deeper is
+    tried), then from the deepest down to the first that fits; each tree fitted on the same rows, compiled and kept,
+    its row saying its depth, its validation macro-F1 and what sized it, the rows deepest first. The fake compiler
+    holds a tree of at most as many leaves as the depth-``holds`` tree of these rows has."""
     from types import SimpleNamespace
 
     import numpy as np
@@ -463,39 +469,43 @@ def test_where_leos_chosen_tree_is_refused_the_shallower_depths_of_its_search_fo
     spec = fair_inputs(4)
     x = rng.integers(0, 1000, (3000, spec.n_features))
     y = rng.integers(0, 4, 3000)      # labels no shallow tree fits: every depth is a different tree
+    leaves = {d: len(fit_leo(x, y, spec, d, 1)[1].leaf_class) for d in (2, 4, 6, 8, 12, 16, 20)}
+    assert sorted(leaves.values()) == list(leaves.values()) and len(set(leaves.values())) == len(leaves)
     seen: list[Any] = []
 
-    class Refuses(_Reporter):   # refuses the first two trees it is given
+    class Holds(_Reporter):
         def report_tree(self, tree: Any, art: Any, build_dir: Path) -> ResourceReport:
             seen.append(tree)
-            ok = len(seen) > 2
+            ok = len(tree.leaf_class) <= leaves[holds]
             return ResourceReport(ok, "" if ok else "error: crossbar", "fake 1.0",
                                   {"program": "leo_tna.p4", "stages_used": 9, "stages_available": 12} if ok else {})
 
     monkeypatch.setattr(K, "spec_of", lambda name, st: spec)
-    ctx = SimpleNamespace(target=Refuses(), cfg=SimpleNamespace(seed=1), run=SimpleNamespace(path=tmp_path))
+    ctx = SimpleNamespace(target=Holds(), cfg=SimpleNamespace(seed=1), run=SimpleNamespace(path=tmp_path))
     _, chosen = fit_leo(x, y, spec, 20, 1)
     r = SimpleNamespace(extra={"depth": 20}, pred=chosen.predict(x))
     sf = SimpleNamespace(x_tr=x, y_tr=y, x_te=x, x_va=x[:500], y_va=y[:500])
     rows = K.leo_report(ctx, r, SimpleNamespace(tuning="full"), {spec: sf}, None)  # type: ignore[arg-type]
-    assert [(w["variant"], w["depth"], w["fits"]) for w in rows] == \
-        [("Leo", 20, False), ("Leo (depth 16)", 16, False), ("Leo (depth 12)", 12, True)]
+    assert [len(t.leaf_class) for t in seen] == [leaves[d] for d in compiled]
+    assert [w["depth"] for w in rows] == sorted(compiled, reverse=True)
+    assert [w["depth"] for w in rows if w["fits"]] == fitting
+    assert [w["variant"] for w in rows] == ["Leo" if d == 20 else f"Leo (depth {d})" for d in sorted(compiled)[::-1]]
+    assert [w["sized_by"] for w in rows] == [K.LEO_CHOSEN if d == 20 else K.LEO_FITTED for d in sorted(compiled)[::-1]]
+    for w in rows:
+        _, t = fit_leo(x, y, spec, int(w["depth"]), 1)
+        assert w["val_f1"] == pytest.approx(macro_f1(sf.y_va, t.predict(sf.x_va)))
+    assert sorted(p.name for p in (tmp_path / "artifacts").iterdir()) == \
+        sorted("leo-tree.json" if d == 20 else f"leo-tree-depth{d}.json" for d in compiled)
     # the budget's grid below the choice, then the widened search's depths below the grid's shallowest
     assert K.leo_depths(SimpleNamespace(tuning="full"), 20) == [16, 12, 8, 6, 4]   # type: ignore[arg-type]
     assert K.leo_depths(SimpleNamespace(tuning="full"), 8) == [6, 4]   # type: ignore[arg-type]
-    assert [w["sized_by"] for w in rows] == [K.LEO_CHOSEN, K.LEO_FITTED, K.LEO_FITTED]
-    for w, depth, tree in zip(rows, (20, 16, 12), seen):
-        _, t = fit_leo(x, y, spec, depth, 1)
-        assert tree == K.range_tree(t) and w["val_f1"] == pytest.approx(macro_f1(sf.y_va, t.predict(sf.x_va)))
-    assert len({len(t.leaf_class) for t in seen}) == 3, "three different trees"
-    assert sorted(p.name for p in (tmp_path / "artifacts").iterdir()) == \
-        ["leo-tree-depth12.json", "leo-tree-depth16.json", "leo-tree.json"]
     import pandas as pd
 
     from chimera.experiments.kinds.resources import render as R, tables as T
     T.COMPILES.write(pd.DataFrame(rows).assign(group="Baseline", target="tofino"), tmp_path)
     text = "\n".join(R.compiles_section(T.COMPILES.read(tmp_path)))
-    assert "| Leo (depth 12) |" in text and f"{rows[2]['val_f1']:.4f}" in text and K.LEO_FITTED in text
+    assert all(re.search(rf"\| {re.escape(str(w['variant']))} +\|", text) and f"{w['val_f1']:.4f}" in text
+               for w in rows)
 
 
 def test_leos_tree_converts_to_the_range_tree_format() -> None:

@@ -594,7 +594,8 @@ def switch_row(comp: pd.DataFrame, name: str) -> tuple[pd.DataFrame, str]:
         return comp[comp["group"] == "Full"].iloc[:1], ""
     own = comp[comp["variant"] == name]
     if len(own) and not bool(own.iloc[0]["fits"]) and "sized_by" in comp:
-        fitted = comp[comp["variant"].astype(str).str.startswith(f"{name} (") & comp["fits"].astype(bool)]
+        fitted = comp[comp["variant"].astype(str).str.startswith(f"{name} (") & comp["fits"].astype(bool)] \
+            .sort_values("depth", ascending=False)
         if len(fitted):
             o, x = own.iloc[0], fitted.iloc[0]
             return fitted.iloc[:1], (

@@ -35,12 +35,12 @@ def compiles_section(df: pd.DataFrame) -> list[str]:
         t[c] = t[c].map(lambda x: "" if pd.isna(x) else f"{100 * x:.1f}%")
     t["stages"] = [f"{int(u)} of {int(a)}" if ok else "" for ok, u, a in
                    zip(t["fits"], t.get("stages_used", t["fits"]), t.get("stages_available", t["fits"]))]
-    t["reason"] = t["reason"].fillna("").map(lambda r: str(r).splitlines()[0][:160] if r else "")
+    t["reason"] = t["reason"].map(lambda r: "" if pd.isna(r) or not r else str(r).splitlines()[0][:160])
     leo = [c for c in ("depth", "val_f1", "sized_by") if c in t]
     if "depth" in t:
         t["depth"] = t["depth"].map(lambda x: "" if pd.isna(x) else str(int(x)))
         t["val_f1"] = t["val_f1"].map(lambda x: "" if pd.isna(x) else f"{x:.4f}")
-        t["sized_by"] = t["sized_by"].fillna("")
+        t["sized_by"] = t["sized_by"].map(lambda x: "" if pd.isna(x) else str(x))
     cycles = [c for c in t.columns if c.endswith("_latency_cycles")]
     for c in cycles:
         t[c] = t[c].map(lambda x: "" if pd.isna(x) else str(int(x)))

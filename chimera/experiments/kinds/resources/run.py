@@ -89,22 +89,33 @@ def leo_depths(st: BaselineSettings, chosen: int) -> list[int]:
     return sorted(own | {d for d in depths("wide") if d < floor}, reverse=True)
 
 
+def leo_order(chosen: int, shallower: list[int]) -> list[int]:
+    """The order Leo's trees are compiled in: the chosen one; where it is refused, the shallowest of ``shallower``
+    (deepest first), and only where that one fits, the rest from the deepest down. Where the shallowest is refused
+    no deeper one is tried, on an assumption: a deeper tree of the same rows grows the shallower one's splits further
+    (up to sklearn's breaking of ties), so it needs at least as much of the pipe. ``leo_report`` stops at the first
+    fit after the shallowest."""
+    return [chosen, *shallower[-1:], *shallower[:-1]]
+
+
 def leo_report(ctx: RunContext[ResourcesExperiment], r: BaselineResult, st: BaselineSettings,
                feats: dict[Any, SplitFeatures], art: Artifact) -> list[Cells]:
     """Leo's tables through the compile-only target's compiler: the tree the run chose, fitted again on the same
     rows with the chosen depth and seed (sklearn's fit is deterministic), checked to be it by its test verdicts.
 
-    Where the compiler refuses that tree, shallower trees follow (``leo_depths``), deepest first, until one
-    fits: Leo sizes its tree to the switch it runs on, so the deepest tree of its search that the pipeline holds is
-    Leo's program for that switch. Each tree tried is a row (``depth``, its validation macro-F1 ``val_f1``, what
-    sized it: ``sized_by``) and is kept in the run's artifacts (a reviewer can compile it again without refitting)."""
+    Where the compiler refuses that tree, shallower trees follow (``leo_depths``, in ``leo_order``) until the
+    deepest that fits is known: Leo sizes its tree to the switch it runs on, so the deepest tree of its searches
+    that the pipeline holds is Leo's program for that switch. Each tree compiled is a row (``depth``, its
+    validation macro-F1 ``val_f1``, what sized it: ``sized_by``), the rows deepest first, and is kept in the run's
+    artifacts (a reviewer can compile it again without refitting)."""
     target = ctx.target
     assert isinstance(target, CompileOnlyTarget)
     spec = spec_of("Leo", st)
     sf = feats[spec]
     chosen = int(r.extra["depth"])   # type: ignore[arg-type]
-    rows: list[Cells] = []
-    for depth in (chosen, *leo_depths(st, chosen)):
+    shallower = leo_depths(st, chosen)
+    rows: dict[int, Cells] = {}
+    for depth in leo_order(chosen, shallower):
         _, tree = fit_leo(sf.x_tr, sf.y_tr, spec, depth, ctx.cfg.seed)
         if depth == chosen and not np.array_equal(tree.predict(sf.x_te), r.pred):
             raise ChimeraError("Leo's tree fitted again differs from the one the run chose", "report this as a bug: "
@@ -115,16 +126,19 @@ def leo_report(ctx: RunContext[ResourcesExperiment], r: BaselineResult, st: Base
         kept = "leo-tree.json" if depth == chosen else f"leo-tree-depth{depth}.json"
         (ctx.run.path / "artifacts" / kept).write_text(json.dumps(dataclasses.asdict(rt)))
         row = _report_row(target, name, "Baseline", target.report_tree(rt, art, paths.BUILD))
-        rows.append({**row, "depth": depth, "val_f1": macro_f1(sf.y_va, tree.predict(sf.x_va)),
-                     "sized_by": LEO_CHOSEN if depth == chosen else LEO_FITTED})
-        if row["fits"]:
+        rows[depth] = {**row, "depth": depth, "val_f1": macro_f1(sf.y_va, tree.predict(sf.x_va)),
+                       "sized_by": LEO_CHOSEN if depth == chosen else LEO_FITTED}
+        shallowest = bool(shallower) and depth == shallower[-1]
+        if (depth == chosen and row["fits"]) or (shallowest and not row["fits"]) or \
+                (row["fits"] and depth != chosen and not shallowest):
             break
-    return rows
+    return [rows[d] for d in sorted(rows, reverse=True)]
 
 
-#: what sized each of Leo's rows: the run's tuning, or the switch (the deepest tree of the search that fits)
+#: what sized each of Leo's rows: the run's tuning, or the switch (Leo's depths below the choice, for the deepest
+#: that fits)
 LEO_CHOSEN = "validation (the run's choice)"
-LEO_FITTED = "the compiler (the deepest of Leo's depths below the choice that fits)"
+LEO_FITTED = "the compiler (Leo's depths below the choice, for the deepest that fits)"
 
 
 def run(ctx: RunContext[ResourcesExperiment]) -> None:
