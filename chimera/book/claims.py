@@ -589,7 +589,8 @@ def switch_row(comp: pd.DataFrame, name: str) -> tuple[pd.DataFrame, str]:
     """The compile row (none, or one) Table 2's shares of ``name`` are judged on, and what the claim says of it:
     Chimera's full variant; a method's own row; where the compiler refused a method's own row and the run went on
     to the tree the method sizes to the switch (Leo: the deepest depth of its search that fits, compiles.csv's
-    ``sized_by``), that row, with what its depth costs on validation."""
+    ``sized_by``), that row, with what its depth costs on validation; where every tree tried was refused, the
+    method's own row, with the shallowest tree's refusal."""
     if name == "Chimera":
         return comp[comp["group"] == "Full"].iloc[:1], ""
     own = comp[comp["variant"] == name]
@@ -602,6 +603,12 @@ def switch_row(comp: pd.DataFrame, name: str) -> tuple[pd.DataFrame, str]:
                 f". The tree validation chose (depth {int(o['depth'])}, validation macro-F1 {o['val_f1']:.4f}) does "
                 f"not fit ({str(o['reason']).splitlines()[0]}); {name} sizes its tree to the switch, and depth "
                 f"{int(x['depth'])}, the deepest of its search that fits, scores {x['val_f1']:.4f} on validation")
+        tried = comp[comp["variant"].astype(str).str.startswith(f"{name} (")].sort_values("depth")
+        if len(tried):   # every shallower tree tried was refused too: say the shallowest's refusal
+            y = tried.iloc[0]
+            return own.iloc[:1], (f"; nor does any shallower tree of its depths: the shallowest, depth "
+                                  f"{int(y['depth'])} (validation macro-F1 {y['val_f1']:.4f}), is refused too: "
+                                  f"{str(y['reason']).splitlines()[0]}")
     return own.iloc[:1], ""
 
 
@@ -622,7 +629,8 @@ def pipe_shares(name: str, t2: PaperTable, res: pd.DataFrame, rt: Run | None) ->
             target = str(x["target"])
             if not bool(x["fits"]):
                 out.append(Claim("Table 2", label, f(paper, 2), "does not fit", _cite(rt), UNTESTABLE,
-                                 f"{x['compiler']} refused the program for {target}: {str(x['reason']).splitlines()[0]}",
+                                 f"{x['compiler']} refused the program for {target}: {str(x['reason']).splitlines()[0]}"
+                                 f"{sized}",
                                  source=src, commit=_commit(rt)))
                 continue
             ours = 100 * float(x[ours_col])
