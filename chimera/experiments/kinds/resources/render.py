@@ -57,8 +57,9 @@ def compiles_section(df: pd.DataFrame) -> list[str]:
             "a count of cycles and not a time. "
             "A refusal is the compiler's first error line; the run's build directory keeps its whole log. † variants "
             "have no switch program and no row."
-            + (" Leo's rows: the tree the run chose on validation, and where the compiler refuses it, the shallower "
-               "depths of Leo's search, deepest first, until one fits (Leo sizes its tree to the switch it runs on); "
+            + (" Leo's rows: the tree the run chose on validation, and where the compiler refuses it, shallower trees "
+               "of Leo's depths (Leo sizes its tree to the switch it runs on): the shallowest first, and only where it "
+               "fits, the others from the deepest down to the first that fits; the rows are shown deepest first. "
                "val_f1 is each tree's validation macro-F1, what its depth costs." if leo else ""), ""]
 
 
