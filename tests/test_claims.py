@@ -1159,10 +1159,12 @@ def test_leos_shares_are_the_tree_it_sizes_to_the_switch_where_the_chosen_one_do
     assert sram.verdict != C.UNTESTABLE and sram.value == pytest.approx(3.0)
     assert "depth 12, 11 of 12 stages" in sram.ours and sram.measurement.endswith("Leo (depth 12)|sram_share")
     assert "depth 20, validation macro-F1 0.8100" in sram.why and "crossbar" in sram.why and "0.7800" in sram.why
-    d4_refused = {**d16, "variant": "Leo (depth 4)", "depth": 4, "val_f1": 0.6, "reason": "using 13 stages\nmore"}
+    d4_refused = {**d16, "variant": "Leo (depth 4)", "depth": 4, "val_f1": 0.6, "reason": "using 13 stages\nmore",
+                  "critical_path_stages": 12}
     refused = C.pipe_shares("Leo", t2, res, run([chosen, d16, d4_refused]))  # type: ignore[arg-type]
     assert all(c.verdict == C.UNTESTABLE and "): crossbar; nor does any shallower" in c.why and
-               c.why.endswith("depth 4 (validation macro-F1 0.6000), is refused too: using 13 stages") for c in refused)
+               c.why.endswith("depth 4 (validation macro-F1 0.6000), is refused too: using 13 stages (its longest "
+                              "chain of dependent tables alone needs 12 stages)") for c in refused)
     alone = C.pipe_shares("Leo", t2, res, run([chosen]))  # type: ignore[arg-type]
     assert all(c.verdict == C.UNTESTABLE and c.why.endswith("crossbar") for c in alone)
 

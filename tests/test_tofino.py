@@ -325,6 +325,31 @@ def test_the_report_is_the_allocation_or_the_compilers_refusal(tmp_path: Path, m
         assert rep.reason == "reg_s_0_0: too many accesses to a register in one stage at chimera_tna.p4(210)"
 
 
+def test_a_refusal_keeps_the_critical_path_table_placement_found(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the compile got as far as table placement, its row says the stages the longest chain of dependent
+    tables needs, as the real summary states it (the most of its attempts), refusal or not: the least any placement
+    can take. A compile that stopped earlier has no such column."""
+    import chimera.targets.tofino as tofino
+    from chimera.targets.tofino.resources import critical_path
+    text = (REAL / "table_summary.log").read_text()
+    assert critical_path(tmp_path) is None
+    (tmp_path / "pipe" / "logs").mkdir(parents=True)
+    (tmp_path / "pipe" / "logs" / "table_summary.log").write_text(text)
+    said = [int(n) for n in re.findall(r"Critical path length through the table dependency graph: (\d+)", text)]
+    assert len(said) >= 2 and critical_path(tmp_path) == max(said) == 12
+    (tmp_path / "pipe" / "logs" / "table_summary.log").write_text(text.replace("graph: 12", "graph: 11", 1))
+    assert critical_path(tmp_path) == 12, "the most of the attempts"
+    out = tmp_path / "compile"
+    monkeypatch.setattr(TofinoTarget, "unavailable_reason", classmethod(lambda cls: None))
+    monkeypatch.setattr(tofino, "try_compile", lambda art, build_dir: _compiled(out, None, "error: using 13 stages"))
+    monkeypatch.setattr(tofino, "table_entries", lambda art: {})
+    (out / "out.tofino" / "pipe" / "logs").mkdir(parents=True)
+    (out / "out.tofino" / "pipe" / "logs" / "table_summary.log").write_text(text)
+    rep = TofinoTarget().report_resources(None, tmp_path)  # type: ignore[arg-type]
+    assert not rep.fits and rep.columns == {"critical_path_stages": 12}
+
+
 def test_a_reports_table_names_are_the_programs() -> None:
     from chimera.targets.tofino.resources import p4_name
     assert [p4_name(n) for n in ("ChimeraIngress.len_range", "len_range$tind", "ChimeraIngress.soft_3$tind",

@@ -585,6 +585,15 @@ def input_windows(b: Book, p: Paper, r: Run | None) -> Claim:
 PIPE_SHARES = {"sram_pct": "sram_share", "tcam_pct": "tcam_share", "bus_pct": "action_bus_bytes_share"}
 
 
+def refusal(x: pd.Series) -> str:
+    """A compile row's refusal as the ledger quotes it: the compiler's first error line, and where table placement
+    ran, the stages its longest chain of dependent tables needs (a floor no placement goes under)."""
+    cp = x.get("critical_path_stages")
+    floor = f" (its longest chain of dependent tables alone needs {int(cp)} stages)" if cp is not None and cp == cp \
+        else ""
+    return str(x["reason"]).splitlines()[0] + floor
+
+
 def switch_row(comp: pd.DataFrame, name: str) -> tuple[pd.DataFrame, str]:
     """The compile row (none, or one) Table 2's shares of ``name`` are judged on, and what the claim says of it:
     Chimera's full variant; a method's own row; where the compiler refused a method's own row and the run went on
@@ -601,14 +610,14 @@ def switch_row(comp: pd.DataFrame, name: str) -> tuple[pd.DataFrame, str]:
             o, x = own.iloc[0], fitted.iloc[0]
             return fitted.iloc[:1], (
                 f". The tree validation chose (depth {int(o['depth'])}, validation macro-F1 {o['val_f1']:.4f}) does "
-                f"not fit ({str(o['reason']).splitlines()[0]}); {name} sizes its tree to the switch, and depth "
+                f"not fit ({refusal(o)}); {name} sizes its tree to the switch, and depth "
                 f"{int(x['depth'])}, the deepest of its search that fits, scores {x['val_f1']:.4f} on validation")
         tried = comp[comp["variant"].astype(str).str.startswith(f"{name} (")].sort_values("depth")
         if len(tried):   # every shallower tree tried was refused too: say the shallowest's refusal
             y = tried.iloc[0]
             return own.iloc[:1], (f"; nor does any shallower tree of its depths: the shallowest, depth "
                                   f"{int(y['depth'])} (validation macro-F1 {y['val_f1']:.4f}), is refused too: "
-                                  f"{str(y['reason']).splitlines()[0]}")
+                                  f"{refusal(y)}")
     return own.iloc[:1], ""
 
 
@@ -629,8 +638,7 @@ def pipe_shares(name: str, t2: PaperTable, res: pd.DataFrame, rt: Run | None) ->
             target = str(x["target"])
             if not bool(x["fits"]):
                 out.append(Claim("Table 2", label, f(paper, 2), "does not fit", _cite(rt), UNTESTABLE,
-                                 f"{x['compiler']} refused the program for {target}: {str(x['reason']).splitlines()[0]}"
-                                 f"{sized}",
+                                 f"{x['compiler']} refused the program for {target}: {refusal(x)}{sized}",
                                  source=src, commit=_commit(rt)))
                 continue
             ours = 100 * float(x[ours_col])
@@ -748,7 +756,7 @@ def tcam_entries_claim(name: str, t3: PaperTable, rt: Run | None, x: pd.Series |
                      "row: `invoke run-experiment --name resources --target tofino`)", source=src)
     if not bool(x["fits"]):
         return Claim("Table 3", f"{name}: TCAM entries", n(paper), "does not fit", _cite(rt), UNTESTABLE,
-                     f"{x['compiler']} refused the program for {x['target']}: {str(x['reason']).splitlines()[0]}",
+                     f"{x['compiler']} refused the program for {x['target']}: {refusal(x)}",
                      source=src, commit=_commit(rt))
     ours = float(x["tcam_entries"])
     verdict, why = (REPRODUCED, "both none") if paper == 0 and ours == 0 else factor(paper, ours)

@@ -26,7 +26,7 @@ from chimera.targets.compile_only import CompileOnlyTarget, ResourceReport
 from chimera.targets.tofino import leo
 from chimera.targets.tofino.compiler import (INSTALL_HINT, OUTPUT, Compile, compile_tna, compile_text,
                                              compiler_missing, try_compile)
-from chimera.targets.tofino.resources import p4_name, read
+from chimera.targets.tofino.resources import critical_path, p4_name, read
 from chimera.testbed.nodes import BuildOptions
 from chimera.testbed.replay import ReplayConfig
 
@@ -50,12 +50,14 @@ def table_entries(art: Artifact) -> dict[str, int]:
 def _report(c: Compile, entries: dict[str, int]) -> ResourceReport:
     """A compile's report: the allocation, and the entries (of ``entries``, per table) in the tables placed in
     TCAM; or the compiler's refusal."""
+    cp = critical_path(c.out_dir / OUTPUT)
+    path: dict[str, float | int | str] = {"critical_path_stages": cp} if cp is not None else {}
     if not c.ok:
-        return ResourceReport(False, c.reason, c.version, {})
+        return ResourceReport(False, c.reason, c.version, path)
     a = read(c.out_dir / OUTPUT)
     tcam = {p4_name(t) for t in a.tcam_by_table}
     return ResourceReport(True, "", a.compiler_version,
-                          {**a.row(), "tcam_entries": sum(n for t, n in entries.items() if t in tcam),
+                          {**a.row(), **path, "tcam_entries": sum(n for t, n in entries.items() if t in tcam),
                            "tcam_tables": " ".join(sorted(tcam & set(entries)))})
 
 

@@ -20,6 +20,7 @@ it, a cycle count, not a time.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,19 @@ REPORT = Path("pipe") / "logs" / "resources.json"
 METRICS_MAJOR = 1
 #: where a compile's output directory keeps its metrics (PHV occupancy, MAU latency)
 METRICS = Path("pipe") / "logs" / "metrics.json"
+#: where a compile's output directory keeps table placement's summary (each attempt's stage count)
+PLACEMENT = Path("pipe") / "logs" / "table_summary.log"
+#: the summary's line giving the longest chain of dependent tables, in stages
+CRITICAL_PATH = re.compile(r"^Critical path length through the table dependency graph: (\d+)", re.M)
+
+
+def critical_path(out_dir: Path) -> int | None:
+    """The stages the longest chain of dependent tables needs, as table placement states it (the most of its
+    attempts): the least any placement of the program can take, whatever the resources. None where the compile
+    stopped before table placement."""
+    path = out_dir / PLACEMENT
+    found = [int(n) for n in CRITICAL_PATH.findall(path.read_text())] if path.is_file() else []
+    return max(found, default=None)
 
 
 class _Model(BaseModel):
