@@ -661,7 +661,9 @@ def pipe_shares(name: str, t2: PaperTable, res: pd.DataFrame, rt: Run | None) ->
 
 def table2(b: Book, p: Paper) -> list[Claim]:
     out = []
-    r = b.runs.latest("resources")
+    # the per-flow bits from a run any reviewer can make (a compile-only target's run carries the same table, but
+    # needs its compiler); a compile-only run only where it is the only one
+    r = b.runs.latest("resources", lambda x: not x.has_csv(COMPILES.name)) or b.runs.latest("resources")
     res = r.table(RESOURCES) if r is not None else pd.DataFrame(columns=["method", "where", "per_flow_bits",
                                                                           "per_flow_source"])
     t2 = p["table2_resources"]
