@@ -1194,3 +1194,37 @@ def test_table3_tcam_entries_are_the_compilers_tcam_tables(paper_row: str, ours:
     assert none.verdict == C.UNTESTABLE and "--target tofino" in none.why and none.ours == "17,690 (all entries)"
     dagger = C.tcam_entries_claim("Exact softmax (dagger)", t3, rt, None, "—", "`x`", software=True)  # type: ignore[arg-type]
     assert dagger.verdict == C.UNTESTABLE and "† configuration" in dagger.why
+
+
+def test_table2s_per_flow_bits_cite_a_run_a_reviewer_can_make_over_a_newer_compile_only_one() -> None:
+    """Table 2's per-flow bits come from the newest resources run without a compiler's report (any reviewer can
+    remake it), even where a compile-only target's run is newer; the compile-only run is cited only where it is the
+    only one, and its shares still come from it."""
+    from chimera.book.paper import load
+    from chimera.experiments.kinds.resources.tables import COMPILES
+
+    def run(rel: str, bits: int, compiles: bool) -> SimpleNamespace:
+        res = pd.DataFrame([{"method": "Chimera", "where": "eBPF dataplane", "per_flow_bits": bits,
+                             "per_flow_source": "chimera registers"},
+                            {"method": "Leo", "where": "switch", "per_flow_bits": 195, "per_flow_source": "leo"}])
+        comp = _compile_run(True)
+        return SimpleNamespace(rel=rel, cite=lambda: f"`{rel}`", has_csv=lambda name: compiles and name == COMPILES.name,
+                               manifest=SimpleNamespace(git=SimpleNamespace(commit=rel[-7:])),
+                               table=lambda schema: comp.table(schema) if schema is COMPILES else res)
+
+    class Runs:
+        def __init__(self, runs: list[SimpleNamespace]) -> None:
+            self.runs = runs
+
+        def latest(self, experiment: str, where: Any = lambda r: True) -> SimpleNamespace | None:
+            got = [r for r in self.runs if experiment == "resources" and where(r)]
+            return got[-1] if got else None
+
+    reviewers, tofino = run("results/published/resources/1-reference", 2944, False), \
+        run("results/published/resources/2-tofino", 1111, True)
+    for runs, want in (([reviewers, tofino], "1-reference"), ([tofino, reviewers], "1-reference"),
+                       ([tofino], "2-tofino")):
+        rows = {c.claim: c for c in C.table2(SimpleNamespace(runs=Runs(runs)), load())}  # type: ignore[arg-type]
+        bits = rows["Chimera stateful bits per flow (eBPF dataplane)"]
+        assert want in bits.run and bits.value == (2944 if want == "1-reference" else 1111), runs
+        assert "2-tofino" in rows["Chimera SRAM %"].run
