@@ -1212,19 +1212,15 @@ def test_table2s_per_flow_bits_cite_a_run_a_reviewer_can_make_over_a_newer_compi
                                manifest=SimpleNamespace(git=SimpleNamespace(commit=rel[-7:])),
                                table=lambda schema: comp.table(schema) if schema is COMPILES else res)
 
-    class Runs:
-        def __init__(self, runs: list[SimpleNamespace]) -> None:
-            self.runs = runs
-
-        def latest(self, experiment: str, where: Any = lambda r: True) -> SimpleNamespace | None:
-            got = [r for r in self.runs if experiment == "resources" and where(r)]
-            return got[-1] if got else None
+    def book(runs: list[SimpleNamespace]) -> Any:   # runs oldest first, as Runs.latest orders them
+        return SimpleNamespace(runs=SimpleNamespace(latest=lambda exp, where=lambda r: True: next(
+            (r for r in reversed(runs) if exp == "resources" and where(r)), None)))
 
     reviewers, tofino = run("results/published/resources/1-reference", 2944, False), \
         run("results/published/resources/2-tofino", 1111, True)
     for runs, want in (([reviewers, tofino], "1-reference"), ([tofino, reviewers], "1-reference"),
                        ([tofino], "2-tofino")):
-        rows = {c.claim: c for c in C.table2(SimpleNamespace(runs=Runs(runs)), load())}  # type: ignore[arg-type]
+        rows = {c.claim: c for c in C.table2(book(runs), load())}
         bits = rows["Chimera stateful bits per flow (eBPF dataplane)"]
         assert want in bits.run and bits.value == (2944 if want == "1-reference" else 1111), runs
         assert "2-tofino" in rows["Chimera SRAM %"].run
