@@ -27,9 +27,16 @@ import-linter, see pyproject.toml):
 Reproducibility across machines: float kernels that dispatch on the CPU's vector
 instruction set give different bits on AVX2 and AVX-512 machines (torch's
 vectorized sin and cos, which the random-Fourier-feature model trains through,
-did: issue 22; so does MKL's GEMM on a CPU with AMX and AVX512-FP16). Importing
-the package pins them to AVX2 where the CPU has it, before torch loads, so a fixed seed trains the same tables on any x86-64
-machine with AVX2. ``CHIMERA_CPU_ISA=native`` keeps the machine's own choice.
+did: issue 22; so does MKL's GEMM on a CPU with AMX and AVX512-FP16). numpy's and scipy's
+OpenBLAS pick a GEMM kernel by CPU (Haswell, Zen, SkylakeX, ...), and each kernel sums in its own order: on one
+machine a matrix product gave three different results under three OPENBLAS_CORETYPE values. numpy's own ufuncs
+(exp, log, ...) dispatch to AVX-512 code where the CPU has it. Two reference runs of the same days and seeds, one
+made on another machine, agreed in 101 of 120 rows (the rest within 1.1e-4 of F1) before these were pinned too.
+Importing the package pins them all to AVX2 where the CPU has it, before numpy and torch load, so a fixed seed
+trains the same tables on any x86-64 machine with AVX2: torch's kernels, MKL's path (its conditional numerical
+reproducibility mode, which makes Intel and AMD CPUs take one path), OpenBLAS's kernel, and numpy's dispatch
+(AVX-512 turned off). ``CHIMERA_CPU_ISA=native`` keeps the machine's own choice. The manifest's environment
+records the CPU and the pins a run ran under (chimera.formats.rundir).
 """
 
 import os as _os
@@ -48,7 +55,20 @@ def _cpu_flags() -> set[str]:
         return set()
 
 
+#: OpenBLAS's kernel family for each pinned instruction set (its OPENBLAS_CORETYPE names)
+OPENBLAS_CORES = {"avx2": "Haswell"}
+#: numpy's dispatch targets above AVX2 (numpy 2.x names; one the machine lacks is ignored)
+NUMPY_ABOVE_AVX2 = "X86_V4 AVX512_ICL AVX512_SPR"
+#: the environment variables that pin float kernels: the manifest records each one's value (chimera.formats.rundir)
+PIN_VARS = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "OPENBLAS_CORETYPE",
+            "NPY_DISABLE_CPU_FEATURES")
+
 if CPU_ISA != "native" and CPU_ISA in _cpu_flags():
     _os.environ.setdefault("ATEN_CPU_CAPABILITY", CPU_ISA)          # torch's own vectorized kernels
     _os.environ.setdefault("MKL_ENABLE_INSTRUCTIONS", CPU_ISA.upper())  # MKL's BLAS dispatch
+    _os.environ.setdefault("MKL_CBWR", CPU_ISA.upper())                 # and one path on Intel and AMD alike
     _os.environ.setdefault("ONEDNN_MAX_CPU_ISA", CPU_ISA.upper())       # oneDNN's
+    if CPU_ISA in OPENBLAS_CORES:                                       # numpy's and scipy's BLAS kernels
+        _os.environ.setdefault("OPENBLAS_CORETYPE", OPENBLAS_CORES[CPU_ISA])
+    if CPU_ISA == "avx2":                                               # numpy's ufuncs: nothing above AVX2
+        _os.environ.setdefault("NPY_DISABLE_CPU_FEATURES", NUMPY_ABOVE_AVX2)

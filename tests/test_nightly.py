@@ -132,8 +132,8 @@ def test_the_float_probe_is_stable_and_sees_the_vector_unit() -> None:
     if "avx512f" not in _cpu_flags():
         pytest.skip("an AVX2-only CPU: the pinned and the native dispatch are the same kernels")
     code = "from chimera.nightly.floats import float_probe; print(float_probe())"
-    env = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS",
-                                                            "ONEDNN_MAX_CPU_ISA", "CHIMERA_CPU_ISA")}
+    from chimera import PIN_VARS
+    env = {k: v for k, v in os.environ.items() if k not in (*PIN_VARS, "CHIMERA_CPU_ISA")}
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**env, **extra},
                            cwd=ROOT, timeout=300) for extra in ({}, {"CHIMERA_CPU_ISA": "native"})]
     pinned, native = (r.stdout.strip() for r in runs)

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from builders import ROOT
+from chimera import PIN_VARS
 
 #: the ablation's random-Fourier-feature row (m = 8, d_v = 8, 4 global tokens): the one that diverged. Four
 #: epochs, not forty: the tables' SHA-256 compares every bit of them, and differently rounded sin/cos show in them
@@ -33,8 +34,7 @@ print("SHA", b.art.sha256)
 
 def train_rff(**env: str) -> subprocess.Popen[str]:
     """One training in a process of its own, started (the three of a test run at once: each is one thread)."""
-    e = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS",
-                                                           "ONEDNN_MAX_CPU_ISA", "CHIMERA_CPU_ISA")}
+    e = {k: v for k, v in os.environ.items() if k not in (*PIN_VARS, "CHIMERA_CPU_ISA")}
     return subprocess.Popen([sys.executable, "-c", SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**e, **env})
 
@@ -85,3 +85,41 @@ def test_the_small_models_train_on_one_thread_and_give_the_callers_setting_back(
         assert torch.get_num_threads() == 1
         raise RuntimeError("inside")
     assert torch.get_num_threads() == 2
+
+
+#: a fresh process: import chimera (with numpy after it, as every entry point does), then report what ran
+PINS = """
+import json, chimera, numpy, torch
+from chimera.formats.rundir import cpu
+print(json.dumps({**cpu(), "torch": torch.backends.cpu.get_cpu_capability()}))
+"""
+
+
+@pytest.mark.skipif("avx2" not in _flags(), reason="the pin needs a CPU with AVX2")
+def test_the_float_pins_reach_every_library_and_the_manifest_records_them() -> None:
+    """Importing chimera pins torch, MKL, oneDNN, OpenBLAS and numpy's dispatch to AVX2 before they load (a
+    reference run made on another machine differed in 19 of 120 rows while only the first three were pinned):
+    each variable is set, OpenBLAS runs the pinned kernel family, and the manifest's cpu record says so."""
+    import json
+
+    from chimera import OPENBLAS_CORES
+    env = {k: v for k, v in os.environ.items() if k not in (*PIN_VARS, "CHIMERA_CPU_ISA")}
+    r = subprocess.run([sys.executable, "-c", PINS], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rec = json.loads(r.stdout.strip().splitlines()[-1])
+    assert rec["pinned"] == "avx2" and rec["torch"] == "AVX2" and "avx2" in rec["isa"] and rec["model"]
+    assert all(rec["pins"][v] for v in PIN_VARS), rec["pins"]
+    assert rec["blas"] and set(rec["blas"].values()) == {OPENBLAS_CORES["avx2"]}, rec["blas"]
+
+
+def test_the_float_probe_sees_openblas_kernel() -> None:
+    """The night's float probe covers numpy's matrix product: another OpenBLAS kernel family (Sandybridge's, which
+    any x86-64 CPU with AVX runs) changes the probe, so a golden taken under other BLAS kernels is told apart."""
+    code = "from chimera.nightly.floats import float_probe; print(float_probe())"
+    if "avx" not in _flags():
+        pytest.skip("Sandybridge's kernels need AVX")
+    env = {k: v for k, v in os.environ.items() if k not in (*PIN_VARS, "CHIMERA_CPU_ISA")}
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**env, **extra},
+                           cwd=ROOT, timeout=300) for extra in ({}, {"OPENBLAS_CORETYPE": "Sandybridge"})]
+    pinned, other = (r.stdout.strip() for r in runs)
+    assert pinned and other and pinned != other, [r.stderr[-500:] for r in runs]

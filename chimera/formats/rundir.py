@@ -69,7 +69,39 @@ def environment(tools: Mapping[str, Sequence[str]] | None = None) -> dict[str, A
         except metadata.PackageNotFoundError:
             pk[p] = None
     return {"python": sys.version.split()[0], "platform": platform.platform(), "kernel": platform.release(),
-            "packages": pk, "tools": {k: _first_line(v) for k, v in {**TOOLS, **(tools or {})}.items()}}
+            "cpu": cpu(), "packages": pk,
+            "tools": {k: _first_line(v) for k, v in {**TOOLS, **(tools or {})}.items()}}
+
+
+#: the CPU flags that decide which float kernels run (chimera's package docstring: the pins)
+ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512_fp16", "amx_tile")
+
+
+# dict[str, Any]: JSON out: the manifest's environment record
+def cpu() -> dict[str, Any]:
+    """The CPU and the float pins a run ran under: two runs whose floats differ can then be told apart by machine
+    (before this, a reference run made elsewhere differed in 19 of 120 rows and no record said what the CPUs were).
+    ``blas`` is each loaded BLAS's kernel family as threadpoolctl reads it: where it is not the pinned one, numpy
+    loaded before chimera and the pin came too late."""
+    from chimera import CPU_ISA, PIN_VARS
+    model, flags = "", set[str]()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and not model:
+                model = value.strip()
+            elif key.strip() == "flags" and not flags:
+                flags = set(value.split())
+    except OSError:
+        pass
+    blas: dict[str, str | None] = {}
+    try:
+        from threadpoolctl import threadpool_info
+        blas = {Path(i["filepath"]).name: i.get("architecture") for i in threadpool_info() if i["user_api"] == "blas"}
+    except Exception:  # noqa: BLE001  a missing or failing introspection leaves the record without it
+        pass
+    return {"model": model, "count": os.cpu_count(), "isa": [f for f in ISA_FLAGS if f in flags],
+            "pinned": CPU_ISA, "pins": {v: os.environ.get(v) for v in PIN_VARS}, "blas": blas}
 
 
 def git_state(root: Path) -> GitState:

@@ -89,8 +89,10 @@ def start_ray(address: str | None, num_cpus: int | None = None) -> Any:
     else:
         # address "local": a new instance of its own, never a cluster another process happens to run here. Its
         # workers run at this process's priority: Ray's default (nice 15) put every sweep task below anything else
-        # on the machine (a 2-core host running a test suite gave two tasks a few minutes of CPU in half an hour)
-        os.environ.setdefault("RAY_worker_niceness", str(os.getpriority(os.PRIO_PROCESS, 0)))
+        # on the machine (a 2-core host running a test suite gave two tasks a few minutes of CPU in half an hour).
+        # The raylet adds this value to the niceness its workers inherit from it (this process's), so 0 keeps them
+        # at ours: our own niceness here put a niced driver's workers at twice its value
+        os.environ.setdefault("RAY_worker_niceness", "0")
         ray.init(address="local", num_cpus=num_cpus or os.cpu_count(), resources={"testbed": 1}, **kw)
     log.info("ray: %d nodes, resources %s", len(ray.nodes()), ray.cluster_resources())
     return ray
