@@ -19,3 +19,14 @@ DOCS = ROOT / "docs"
 BUILD = ROOT / "build"
 RESULTS = ROOT / "results"
 PUBLISHED = RESULTS / "published"
+
+
+def portable(path: str | Path) -> str:
+    """A path as a record should keep it: relative to the checkout where it lies inside it, so the same file gives
+    the same record in every clone (an artifact once kept its rules file's absolute path, and so its sha256 differed
+    between two checkouts of one commit); a path outside the checkout stays as given."""
+    p = Path(path)
+    try:
+        return p.resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return str(path)

@@ -48,3 +48,15 @@ def test_an_accumulator_over_its_width_is_refused_by_name(built) -> None:  # typ
 
 def test_bound_records_say_whether_they_hold() -> None:
     assert Bound("x", 5, 5).holds and not Bound("x", 6, 5).holds
+
+
+def test_an_artifact_records_its_rules_file_relative_to_the_checkout() -> None:
+    """Two checkouts of one commit build the same artifact, sha256 included: it once kept its rules file's absolute
+    path, so two hyper_dim runs made in two clones differed in all 36 artifact hashes while all 36 F1s agreed."""
+    from pathlib import Path
+
+    from chimera.paths import ROOT, portable
+    rules_file = quickstart_artifact().art.provenance["rules_file"]
+    assert not Path(rules_file).is_absolute() and (ROOT / rules_file).is_file(), rules_file
+    assert portable(ROOT / "rules" / ".." / "rules" / "default.yaml") == "rules/default.yaml"
+    assert portable("/elsewhere/rules.yaml") == "/elsewhere/rules.yaml"

@@ -39,6 +39,7 @@ from chimera.model.config import FusionConfig
 from chimera.model.tokenizer import (FLAG_CLASSES, FLAG_TERNARY, IDX_BUCKETS, LEN_BINS, MAP_KEYS, PORT_IDS_MAX,
                                      SUB_TOKENS)
 from chimera.model.train import TrainedModel
+from chimera.paths import portable
 from chimera.rules.spec import FLOW_PKTS_SATURATION, KEY_FIELDS, Rules, compile_match
 
 log = logging.getLogger(__name__)
@@ -358,7 +359,7 @@ def compile_model(model: TrainedModel, rules: Rules, soft_w: np.ndarray, ccfg: C
         provenance={"model": model.config.model_dump(), "compile": ccfg.model_dump(), "fusion": fusion.model_dump(),
                     "beta_used": beta, "ema_eta_effective": ema_eta_effective(ema_a, ema_b),
                     "scales": {k: float(f"{v:.6g}") for k, v in q.scales.items()},
-                    "rules_file": rules.path, "skipped_hard_rules": q.skipped_hard_rules,
+                    "rules_file": portable(rules.path), "skipped_hard_rules": q.skipped_hard_rules,
                     **({"prior_rule": {"rule": len(rules.soft) - 1, "logits": ccfg.prior_logits,
                                        "weight_per_logit": q.scales["prior"]}}
                        if ccfg.prior_logits > 0 else {}), **(provenance or {})},
