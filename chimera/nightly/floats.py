@@ -2,10 +2,11 @@
 
 Same code, data and seed trained different bits on two of this project's hosts (session 26: one ablation row kept
 another learning rate on a validation margin of 0.0001), although the package pins torch's, MKL's and oneDNN's
-vector dispatch (chimera/__init__.py; since then OpenBLAS's and numpy's too). So a golden's bit-identical F1 holds only on the floats it was taken on. The
-night records this probe beside the golden; where the golden's differs from tonight's, the bit-identical checks say
-so instead of reporting a regression the code did not make (the F1 tolerance check still judges). Equal probes do
-not prove equal floats for every kernel a run uses; different probes prove different floats.
+vector dispatch (chimera/__init__.py; since then OpenBLAS's and numpy's too). So a golden's bit-identical F1 holds
+only on the floats it was taken on. The night records this probe beside the golden; where the golden's differs
+from tonight's, the bit-identical checks say so instead of reporting a regression the code did not make (the F1
+tolerance check still judges). Equal probes do not prove equal floats for every kernel a run uses; different probes
+prove different floats.
 """
 
 from __future__ import annotations
