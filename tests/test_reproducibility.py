@@ -112,12 +112,11 @@ def test_the_float_pins_reach_every_library_and_the_manifest_records_them() -> N
     assert rec["blas"] and set(rec["blas"].values()) == {OPENBLAS_CORES["avx2"]}, rec["blas"]
 
 
+@pytest.mark.skipif("avx" not in _flags(), reason="Sandybridge's kernels need a CPU with AVX")
 def test_the_float_probe_sees_openblas_kernel() -> None:
     """The night's float probe covers numpy's matrix product: another OpenBLAS kernel family (Sandybridge's, which
     any x86-64 CPU with AVX runs) changes the probe, so a golden taken under other BLAS kernels is told apart."""
     code = "from chimera.nightly.floats import float_probe; print(float_probe())"
-    if "avx" not in _flags():
-        pytest.skip("Sandybridge's kernels need AVX")
     env = {k: v for k, v in os.environ.items() if k not in (*PIN_VARS, "CHIMERA_CPU_ISA")}
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**env, **extra},
                            cwd=ROOT, timeout=300) for extra in ({}, {"OPENBLAS_CORETYPE": "Sandybridge"})]
