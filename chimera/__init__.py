@@ -47,28 +47,42 @@ __version__ = "0.1.0"
 CPU_ISA = _os.environ.get("CHIMERA_CPU_ISA", "avx2").lower()
 
 
-def _cpu_flags() -> set[str]:
+def cpuinfo() -> tuple[str, set[str]]:
+    """The CPU's model name and its ISA flags, from /proc/cpuinfo (empty where it cannot be read): the pins below
+    and the manifest's CPU record (chimera.formats.rundir) read the same lines."""
+    model, flags = "", set[str]()
     try:
         with open("/proc/cpuinfo") as f:
-            return next((set(line.split(":", 1)[1].split()) for line in f if line.startswith("flags")), set())
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and not model:
+                    model = value.strip()
+                elif key.strip() == "flags" and not flags:
+                    flags = set(value.split())
+                if model and flags:
+                    break
     except OSError:
-        return set()
+        pass
+    return model, flags
 
 
-#: OpenBLAS's kernel family for each pinned instruction set (its OPENBLAS_CORETYPE names)
-OPENBLAS_CORES = {"avx2": "Haswell"}
-#: numpy's dispatch targets above AVX2 (numpy 2.x names; one the machine lacks is ignored)
-NUMPY_ABOVE_AVX2 = "X86_V4 AVX512_ICL AVX512_SPR"
-#: the environment variables that pin float kernels: the manifest records each one's value (chimera.formats.rundir)
-PIN_VARS = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "OPENBLAS_CORETYPE",
-            "NPY_DISABLE_CPU_FEATURES")
+def _cpu_flags() -> set[str]:
+    return cpuinfo()[1]
+
+
+#: the environment variables that pin float kernels, for each instruction set they can be pinned to. torch's own
+#: vectorized kernels, MKL's BLAS dispatch and its one path on Intel and AMD alike, oneDNN's, numpy's and scipy's
+#: OpenBLAS kernel family, numpy's ufunc dispatch (nothing above AVX2; numpy 2.x names, one the machine lacks is
+#: ignored). The manifest records each one's value (chimera.formats.rundir).
+ISA_PINS: dict[str, dict[str, str]] = {
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "MKL_CBWR": "AVX2",
+             "ONEDNN_MAX_CPU_ISA": "AVX2", "OPENBLAS_CORETYPE": "Haswell",
+             "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR"},
+}
+PIN_VARS = tuple(dict.fromkeys(v for pins in ISA_PINS.values() for v in pins))
 
 if CPU_ISA != "native" and CPU_ISA in _cpu_flags():
-    _os.environ.setdefault("ATEN_CPU_CAPABILITY", CPU_ISA)          # torch's own vectorized kernels
-    _os.environ.setdefault("MKL_ENABLE_INSTRUCTIONS", CPU_ISA.upper())  # MKL's BLAS dispatch
-    _os.environ.setdefault("MKL_CBWR", CPU_ISA.upper())                 # and one path on Intel and AMD alike
-    _os.environ.setdefault("ONEDNN_MAX_CPU_ISA", CPU_ISA.upper())       # oneDNN's
-    if CPU_ISA in OPENBLAS_CORES:                                       # numpy's and scipy's BLAS kernels
-        _os.environ.setdefault("OPENBLAS_CORETYPE", OPENBLAS_CORES[CPU_ISA])
-    if CPU_ISA == "avx2":                                               # numpy's ufuncs: nothing above AVX2
-        _os.environ.setdefault("NPY_DISABLE_CPU_FEATURES", NUMPY_ABOVE_AVX2)
+    if CPU_ISA not in ISA_PINS:
+        raise ImportError(f"CHIMERA_CPU_ISA={CPU_ISA!r} has no pins; set one of {sorted(ISA_PINS)} or 'native'")
+    for _var, _value in ISA_PINS[CPU_ISA].items():
+        _os.environ.setdefault(_var, _value)

@@ -102,14 +102,14 @@ def test_the_float_pins_reach_every_library_and_the_manifest_records_them() -> N
     each variable is set, OpenBLAS runs the pinned kernel family, and the manifest's cpu record says so."""
     import json
 
-    from chimera import OPENBLAS_CORES
+    from chimera import ISA_PINS
     env = {k: v for k, v in os.environ.items() if k not in (*PIN_VARS, "CHIMERA_CPU_ISA")}
     r = subprocess.run([sys.executable, "-c", PINS], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     rec = json.loads(r.stdout.strip().splitlines()[-1])
     assert rec["pinned"] == "avx2" and rec["torch"] == "AVX2" and "avx2" in rec["isa"] and rec["model"]
     assert all(rec["pins"][v] for v in PIN_VARS), rec["pins"]
-    assert rec["blas"] and set(rec["blas"].values()) == {OPENBLAS_CORES["avx2"]}, rec["blas"]
+    assert rec["blas"] and set(rec["blas"].values()) == {ISA_PINS["avx2"]["OPENBLAS_CORETYPE"]}, rec["blas"]
 
 
 @pytest.mark.skipif("avx" not in _flags(), reason="Sandybridge's kernels need a CPU with AVX")
@@ -122,3 +122,14 @@ def test_the_float_probe_sees_openblas_kernel() -> None:
                            cwd=ROOT, timeout=300) for extra in ({}, {"OPENBLAS_CORETYPE": "Sandybridge"})]
     pinned, other = (r.stdout.strip() for r in runs)
     assert pinned and other and pinned != other, [r.stderr[-500:] for r in runs]
+
+
+@pytest.mark.skipif("avx" not in _flags(), reason="needs a CPU with AVX: an instruction set it has but no pins name")
+def test_an_instruction_set_without_pins_is_a_clear_error() -> None:
+    """CHIMERA_CPU_ISA naming an instruction set the CPU has but the pin table lacks stops the import with the
+    choices, rather than pinning torch to a capability it rejects and MKL to another: half-pinned floats would
+    differ from a pinned run's with nothing to say why."""
+    env = {k: v for k, v in os.environ.items() if k not in (*PIN_VARS, "CHIMERA_CPU_ISA")}
+    r = subprocess.run([sys.executable, "-c", "import chimera"], capture_output=True, text=True,
+                       env={**env, "CHIMERA_CPU_ISA": "avx"}, cwd=ROOT, timeout=120)
+    assert r.returncode != 0 and "CHIMERA_CPU_ISA='avx' has no pins" in r.stderr and "native" in r.stderr, r.stderr

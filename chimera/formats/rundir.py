@@ -83,17 +83,8 @@ def cpu() -> dict[str, Any]:
     (before this, a reference run made elsewhere differed in 19 of 120 rows and no record said what the CPUs were).
     ``blas`` is each loaded BLAS's kernel family as threadpoolctl reads it: where it is not the pinned one, numpy
     loaded before chimera and the pin came too late."""
-    from chimera import CPU_ISA, PIN_VARS
-    model, flags = "", set[str]()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name" and not model:
-                model = value.strip()
-            elif key.strip() == "flags" and not flags:
-                flags = set(value.split())
-    except OSError:
-        pass
+    from chimera import CPU_ISA, PIN_VARS, cpuinfo
+    model, flags = cpuinfo()
     blas: dict[str, str | None] = {}
     try:
         from threadpoolctl import threadpool_info
