@@ -18,7 +18,10 @@ def publish(c: Context, run_dir: str, verbose: bool = False) -> None:
     from chimera.book.scope import run_scope
     from chimera.report.archive import prune
     from chimera.report.publish import publish as run
-    logging.getLogger("tasks").info("published: %s", run(Path(run_dir), scope=run_scope(Path(run_dir))))
+    from chimera.report.provenance import EVERYTHING
+    rd = Path(run_dir)
+    scope = run_scope(rd) if (rd / "manifest.json").is_file() else EVERYTHING  # publish names a missing manifest
+    logging.getLogger("tasks").info("published: %s", run(rd, scope=scope))
     prune()  # the archive rule: older runs of the same experiment, target and data leave the tree
 
 

@@ -183,3 +183,24 @@ def test_the_held_out_default_cell_is_checked_row_for_row_against_the_days_own_r
         {"configuration": "Static-Map", "day": 1, "seed": 11, **base},
         {"configuration": "Pseudo-Label", "day": 1, "seed": 11, **{**base, "f1_last": 0.5 + 1e-12}}])
     assert same_rows(units, day) == (1, 3)
+
+
+def test_the_row_check_names_each_runs_cpu_and_calls_it_across_machines_only_where_they_differ() -> None:
+    """The held-out block's row check is the pins' evidence across machines only when the two runs' CPUs differ;
+    a run made before the CPU record is said to lack it (seen failing with the two CPUs' words swapped for one)."""
+    from types import SimpleNamespace as NS
+
+    from chimera.experiments.kinds.pseudo_grid.blocks import _machines, cpu_words
+
+    def run(cpu: dict | None) -> NS:
+        return NS(manifest=NS(environment={} if cpu is None else {"cpu": cpu}))
+    wide = run({"model": "AMD EPYC", "isa": ["avx2", "fma", "avx512f"], "pinned": "avx2"})
+    narrow = run({"model": "AMD EPYC", "isa": ["avx2", "fma"], "pinned": "avx2"})
+    native = run({"model": "AMD EPYC", "isa": ["avx2", "fma", "avx512f"], "pinned": "native"})
+    assert cpu_words(wide) == "AMD EPYC (avx2, fma, avx512f; pinned to AVX2)"
+    assert cpu_words(native) == "AMD EPYC (avx2, fma, avx512f; unpinned)"
+    assert cpu_words(run(None)) is None
+    assert _machines(wide, narrow) == (" (the held-out run made on AMD EPYC (avx2, fma, avx512f; pinned to AVX2); "
+                                       "the day's run on AMD EPYC (avx2, fma; pinned to AVX2))")
+    assert _machines(narrow, narrow).startswith(" (both made on AMD EPYC (avx2, fma;")
+    assert "records no CPU" in _machines(run(None), narrow)

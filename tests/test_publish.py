@@ -219,3 +219,13 @@ def test_a_nights_overridden_run_never_stands_for_the_experiment() -> None:
     rs._runs = [full, run("quickstart", "20261128-000000-bmv2"), night]  # type: ignore[list-item]
     assert rs.freshest("stability24h") is full
     assert rs.freshest("quickstart") is quick      # a run the night made at the experiment's own size still counts
+
+
+def test_the_publish_task_names_a_path_that_is_no_run(tmp_path: Path) -> None:
+    """`invoke publish WRONG_PATH` says the path is no run directory and exits 2 (it raised a traceback from the
+    scope lookup before publish's own check; seen failing with the task's check removed)."""
+    import sys
+    out = subprocess.run([sys.executable, "-m", "invoke", "publish", str(tmp_path / "nowhere")], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert "is not a run directory (no manifest.json)" in out.stderr and "Traceback" not in out.stderr

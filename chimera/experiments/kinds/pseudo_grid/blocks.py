@@ -29,6 +29,26 @@ def same_rows(units: pd.DataFrame, day: pd.DataFrame) -> tuple[int, int]:
     return equal, compared
 
 
+def cpu_words(r: Run) -> str | None:
+    """The CPU a run was made on and the float pins it ran under, from its manifest (None: a run made before the
+    record existed)."""
+    c = r.manifest.environment.get("cpu")
+    if not isinstance(c, dict):
+        return None
+    isa = [str(f) for f in c.get("isa") or []]
+    pin = c.get("pinned")
+    pinned = "unpinned" if pin in (None, "native") else f"pinned to {str(pin).upper()}"
+    return f"{c.get('model') or 'an unnamed CPU'} ({', '.join(isa) or 'no vector flags read'}; {pinned})"
+
+
+def _machines(h: Run, d: Run) -> str:
+    """Which CPUs the two runs of the row check were made on: where they differ, the check is across machines."""
+    hc, dc = cpu_words(h), cpu_words(d)
+    if hc is None or dc is None:
+        return " (one of the two runs records no CPU)"
+    return f" (both made on {hc})" if hc == dc else f" (the held-out run made on {hc}; the day's run on {dc})"
+
+
 def _key(r: pd.Series) -> tuple[str, float, int]:
     return str(r["arm"]), float(r["gate_quantile"]), int(r["max_entries"])
 
@@ -74,7 +94,8 @@ def pseudo_grid(b: Book) -> str:
     if d is not None and h.has_csv(UNITS.name):
         eq, n = same_rows(h.table(UNITS), d.table(STABILITY_SEEDS))
         same = (f" The held-out run's controls and default cell replay the day's own rows: {eq} of {n} "
-                f"(configuration, day, seed) rows equal to {d.cite()} in {', '.join(SAME_ON_BOTH)}.")
+                f"(configuration, day, seed) rows equal to {d.cite()} in {', '.join(SAME_ON_BOTH)}"
+                f"{_machines(h, d)}.")
     out.append(f"On the held-out days ({_days(h)}), nothing chosen on them.{same}")
     items = []
     for _, r in hg.iterrows():
@@ -84,3 +105,20 @@ def pseudo_grid(b: Book) -> str:
                      f"{fmt.n(int(r['churn_total']))} table entries changed over "
                      f"{fmt.n(int(r['installs']))} installs.")
     return "\n\n".join([*out, "\n".join(items)])
+
+
+@BLOCKS("floats-machines")
+def floats_machines(b: Book) -> str:
+    """The pins' evidence across machines: the held-out run's default cell replays the stability day's own rows,
+    so two such runs made on different CPUs must agree bit for bit where the pins hold."""
+    h, d = b.runs.latest(HELD_OUT), b.runs.latest(DAY)
+    if h is None or d is None or not h.has_csv(UNITS.name):
+        return (f"No pair of {HELD_OUT} and {DAY} runs is published: the check of the pins across machines has not "
+                "run.")
+    eq, n = same_rows(h.table(UNITS), d.table(STABILITY_SEEDS))
+    hc, dc = cpu_words(h), cpu_words(d)
+    where = (f"{h.cite()} was made on {hc}, {d.cite()} on {dc}" if hc and dc and hc != dc else
+             f"{h.cite()} and {d.cite()} were made on one kind of CPU ({hc or 'not recorded'}): this pair checks "
+             "the pins on that CPU only, not across machines")
+    return (f"The pins across machines: {where}. Of the {fmt.n(n)} (configuration, day, seed) rows the held-out "
+            f"run's default cell shares with the day's run, {fmt.n(eq)} are equal in {', '.join(SAME_ON_BOTH)}.")
