@@ -1224,3 +1224,25 @@ def test_table2s_per_flow_bits_cite_a_run_a_reviewer_can_make_over_a_newer_compi
         bits = rows["Chimera stateful bits per flow (eBPF dataplane)"]
         assert want in bits.run and bits.value == (2944 if want == "1-reference" else 1111), runs
         assert "2-tofino" in rows["Chimera SRAM %"].run
+
+
+def test_a_resumed_sweeps_remake_is_expected_to_run_every_task_not_only_those_it_ran() -> None:
+    """A sweep that resumed a stopped one ran 2 of its 6 tasks in its own wall time: its remake runs all 6, so the
+    plan says 3 times its minutes (it said 31 minutes for a ciciot sweep that takes about 90; seen failing with the
+    reused tasks counted as run)."""
+    from typing import cast
+    from chimera.book import remake as E
+    from chimera.report.runs import Run
+    from chimera.sweep.driver import SweepRecord
+    from chimera.sweep.task import TaskOutcome
+
+    def sweep(reused: int, tasks: int = 6) -> Run:
+        rec = SweepRecord(experiment="accuracy", seeds=list(range(11, 11 + tasks)), target="reference",
+                          executor="ray", tasks=[TaskOutcome(task=f"t{i}", reused="x" if i < reused else None)
+                                                 for i in range(tasks)])
+        return cast(Run, SimpleNamespace(minutes=lambda: 30.0, manifest=SimpleNamespace(
+            kind="sweep", get=lambda name, model: rec if name == "sweep" else None)))
+    est = E.expected(sweep(4))
+    assert est.minutes == pytest.approx(90.0) and est.note() == "its own 30.0 min x 6/2 tasks"
+    assert E.expected(sweep(0)).note() == "its own 30.0 min"
+    assert E.expected(sweep(6)).minutes == 30.0   # nothing ran: no rate to scale (its own time stands)

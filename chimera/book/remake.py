@@ -68,6 +68,7 @@ class Expected:
     took_min: float          # the published run's own wall time (nan: it has no finish time)
     then: int | None         # units of work of the config it was made with (None: that config no longer loads)
     now: int | None          # units of work of the experiment as committed now (None: it does not load)
+    unit: str = "units of work now"   # what then and now count (a sweep: its tasks run, of all it remakes)
 
     @property
     def scale(self) -> float:
@@ -85,7 +86,7 @@ class Expected:
             return f"its own {self.took_min:.1f} min, unscaled: its config cannot be compared with the experiment now"
         if self.then == self.now:
             return f"its own {self.took_min:.1f} min"
-        return f"its own {self.took_min:.1f} min x {self.now}/{self.then} units of work now"
+        return f"its own {self.took_min:.1f} min x {self.now}/{self.then} {self.unit}"
 
 
 def expected(run: Run, overrides: dict[str, Any] | None = None  # YAML overlay: validated by load_experiment
@@ -94,7 +95,11 @@ def expected(run: Run, overrides: dict[str, Any] | None = None  # YAML overlay: 
     them) against the work of the config it was made with."""
     took = run.minutes()
     if run.manifest.kind == "sweep":   # remade from its own record (its seeds and datasets), not the YAML's lists
-        return Expected(took, 1, 1)
+        # a sweep that resumed a stopped one ran only the tasks it did not reuse in its wall time: the remake runs
+        # every task (the ciciot sweep's 31 minutes were 2 of its 6 tasks)
+        sw = run.manifest.get("sweep", SweepRecord)
+        ran = sum(1 for t in sw.tasks if not t.reused) if sw is not None else 0
+        return Expected(took, ran, len(sw.tasks), "tasks") if sw is not None and ran else Expected(took, 1, 1)
     try:
         then: int | None = work(validate_experiment(dict(run.manifest.config), run.rel))
     except ConfigError:
