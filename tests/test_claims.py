@@ -1244,5 +1244,6 @@ def test_a_resumed_sweeps_remake_is_expected_to_run_every_task_not_only_those_it
             kind="sweep", get=lambda name, model: rec if name == "sweep" else None)))
     est = E.expected(sweep(4))
     assert est.minutes == pytest.approx(90.0) and est.note() == "its own 30.0 min x 6/2 tasks"
+    assert est.why_scaled() == "it ran 2 of its 6 tasks, resuming a stopped sweep"
     assert E.expected(sweep(0)).note() == "its own 30.0 min"
     assert E.expected(sweep(6)).minutes == 30.0   # nothing ran: no rate to scale (its own time stands)

@@ -195,4 +195,4 @@ def _expected(r: Run) -> str:
     e = expected(r)
     if e.scale == 1.0:
         return _minutes(r)
-    return f"~{e.minutes:.0f} min (its run took {_minutes(r)}; the experiment now does {e.scale:.1f}x its work)"
+    return f"~{e.minutes:.0f} min (its run took {_minutes(r)}; {e.why_scaled()})"

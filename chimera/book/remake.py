@@ -78,6 +78,12 @@ class Expected:
     def minutes(self) -> float:
         return self.took_min * self.scale
 
+    def why_scaled(self) -> str:
+        """Why the estimate is not the run's own minutes, in words for a reader."""
+        if self.unit == "tasks":
+            return f"it ran {self.then} of its {self.now} tasks, resuming a stopped sweep"
+        return f"the experiment now does {self.scale:.1f}x its work"
+
     def note(self) -> str:
         """What the estimate rests on, for the plan's line."""
         if math.isnan(self.took_min):
