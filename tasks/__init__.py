@@ -18,7 +18,7 @@ if _CHECKOUT not in sys.path:
 
 from invoke import Collection  # noqa: E402
 
-from tasks.book import book, prune_, publish, reproduce, republish  # noqa: E402
+from tasks.book import book, carry, prune_, publish, reproduce, republish  # noqa: E402
 from tasks.checks import bench, dashboard, fuzz, mutate, nightly, test  # noqa: E402
 from tasks.data import dataset  # noqa: E402
 from tasks.dataplane import build, clean, p4header, p4info, topo  # noqa: E402
@@ -26,7 +26,7 @@ from tasks.run import compare, join_sweep, replay, report, run_experiment, sweep
 from tasks.setup import setup  # noqa: E402
 
 ns = Collection(setup, dataset, run_experiment, sweep, join_sweep, nightly, dashboard, fuzz, mutate, publish, prune_,
-                republish, book, reproduce, report, compare, replay, topo, build, p4info, p4header, bench, test, clean,
+                republish, carry, book, reproduce, report, compare, replay, topo, build, p4info, p4header, bench, test, clean,
                 targets)
 # No task reads the terminal (apt-get runs with -y), so invoke does not mirror stdin into the commands it runs. Its
 # stdin mirroring asks the terminal for its foreground process group, which fails (ENOTTY) where stdin is a

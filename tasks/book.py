@@ -21,8 +21,35 @@ def publish(c: Context, run_dir: str, verbose: bool = False) -> None:
     from chimera.report.provenance import EVERYTHING
     rd = Path(run_dir)
     scope = run_scope(rd) if (rd / "manifest.json").is_file() else EVERYTHING  # publish names a missing manifest
-    logging.getLogger("tasks").info("published: %s", run(rd, scope=scope))
+    dest = run(rd, scope=scope)
+    logging.getLogger("tasks").info("published: %s", dest)
     prune()  # the archive rule: older runs of the same experiment, target and data leave the tree
+    from chimera.book.carry import drop_resumed
+    drop_resumed(dest)  # the carried work it resumed is in it now
+
+
+@task(help={"path": "a stopped or running run's or sweep's folder (results/<name>/.<run>.partial or "
+                    ".failed/<run>); default: every one under results/ that finished a part",
+            "dry_run": "say what would be carried, copy nothing"})
+@cli
+def carry(c: Context, path: str = "", dry_run: bool = False, verbose: bool = False) -> None:
+    """Keep the finished parts of a stopped run or sweep for the next machine: copy them into results/carried/
+    (commit it); `invoke republish` there resumes them (chimera/book/carry.py)."""
+    from chimera.book.carry import carry as keep, tree_bytes, unfinished_here
+    from chimera.paths import RESULTS
+    log = logging.getLogger("tasks")
+    todo = [Path(path)] if path else unfinished_here(RESULTS)
+    if not todo:
+        log.info("nothing to carry: no run or sweep under results/ finished a part and stopped short")
+    for p in todo:
+        if dry_run:
+            log.info("would carry %s", p)
+            continue
+        got = keep(p)
+        log.info("carried %s: %d finished part(s), %.1f KiB", got.path, len(got.parts), got.bytes / 1024)
+    if todo and not dry_run:
+        log.info("results/carried: %.1f MiB; commit it (git add results/carried) for the next machine",
+                 tree_bytes() / 2**20)
 
 
 @task(name="prune", help={"dry_run": "say what the rule would retire, change nothing"})
@@ -37,7 +64,9 @@ def prune_(c: Context, dry_run: bool = False, verbose: bool = False) -> None:
             log.info("would retire %s (%s)", r.path.name, policy(r.manifest.experiment).why)
         log.info("results/published: %.1f MiB of a %.0f MiB budget", tree_bytes() / 2**20, BUDGET_BYTES / 2**20)
         return
+    from chimera.book.carry import prune_carried
     gone = prune()
+    prune_carried()   # carried work whose code moved on can never be resumed
     log.info("retired %d run(s); results/published: %.1f MiB of a %.0f MiB budget", len(gone), tree_bytes() / 2**20,
              BUDGET_BYTES / 2**20)
 

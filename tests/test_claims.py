@@ -320,6 +320,7 @@ def test_republish_jobs_runs_the_testbed_free_reruns_in_worker_processes_and_the
     monkeypatch.setattr(RP, "run_scope", lambda d: None)
     made: list[Path] = []
     monkeypatch.setattr(publish, "publish", lambda d, scope: made.append(d) or d)
+    monkeypatch.setattr(RP, "drop_resumed", lambda d: [])
     monkeypatch.setattr(archive, "prune", lambda: None)
     monkeypatch.setattr(render, "write", lambda: [])
     with pytest.raises(ResultsError, match="b: b broke"):

@@ -314,3 +314,70 @@ def test_a_sweep_is_resumed_only_on_the_code_it_started_on(tmp_path: Path) -> No
         same_code(old)
     with pytest.raises(ResultsError, match="no manifest"):
         same_code(tmp_path)
+
+
+def test_a_stopped_sweep_carried_to_the_next_machine_resumes_there(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The end of a session takes the machine, and a stopped sweep's .partial folder with it (an 8-hour iscxvpn
+    sweep never fitted a 3-hour session). `invoke carry` keeps its finished tasks under results/carried/ (committed):
+    their manifests and tables only, the copy naming no process (the next machine may reuse the host name and the
+    pid). There the resume finds it, runs only the task left, merges the tables of a sweep that ran through, and
+    publishing that sweep drops the carried copy. Refused: a complete sweep, one that finished no task."""
+    import shutil
+    import socket
+
+    import chimera.book.carry as C
+    import chimera.book.resume as R
+    import chimera.sweep.driver as D
+    from chimera.errors import ResultsError
+    from chimera.formats.rundir import Manifest
+    checked: list[Path] = []
+    monkeypatch.setattr(C, "same_code", lambda p: checked.append(Path(p)))   # test_a_sweep_is_resumed_only_on_...
+    monkeypatch.setattr(R, "same_code", lambda p: None)
+    exp = _yaml(tmp_path, TINY)
+    whole = sweep(exp, [1, 2], results_root=tmp_path / "a", data_root=ROOT / "data", executor="sequential")
+    with pytest.raises(ResultsError, match="complete"):
+        C.carry(whole, tmp_path / "carried")
+    stopped = whole.parent / f".{whole.name}.partial"     # still running when the session ends: one task left
+    shutil.copytree(whole, stopped)
+    m = Manifest.read(stopped / "manifest.json")
+    m.record(status="running", pid=os.getpid(), host=socket.gethostname())
+    (stopped / "manifest.json").write_text(json.dumps(m.to_json(), default=str))
+    planned = [t["task"] for t in m.sections["sweep"]["planned_tasks"]]
+    shutil.rmtree(stopped / "work" / planned[-1] / "results")
+    first_run = next((stopped / "work" / planned[0] / "results").glob("*/*/manifest.json")).parent
+    (first_run / "model.pt").write_bytes(b"\0" * 4096)   # heavy: a resume does not read it
+    assert C.unfinished_here(tmp_path / "a") == [stopped]
+    checked.clear()
+    got = C.carry(stopped, tmp_path / "carried")
+    assert checked == [stopped.resolve()]
+    assert got.path == tmp_path / "carried" / whole.parent.name / stopped.name and got.parts == planned[:-1]
+    kept = {p.relative_to(got.path).as_posix() for p in got.path.rglob("*") if p.is_file()}
+    assert "manifest.json" in kept and all(k.endswith((".csv", "manifest.json")) for k in kept), kept
+    assert len([k for k in kept if k.endswith("manifest.json")]) == len(planned)   # the sweep's and its tasks'
+    carried = Manifest.read(got.path / "manifest.json")
+    assert carried.pid == 0 and carried.sections[C.SECTION]["pid"] == os.getpid()
+
+    # the next machine: no results/ of its own, the carried folder from git
+    found = R.stopped_runs(tmp_path / "b" / whole.parent.name, lambda m, p: True, carried=tmp_path / "carried")
+    assert found == [got.path]
+    ran: list[str] = []
+    real = D.run_task
+
+    def counted(t, *a):  # type: ignore[no-untyped-def]
+        ran.append(t.name)
+        return real(t, *a)
+    monkeypatch.setattr(D, "run_task", counted)
+    again = sweep(exp, [1, 2], results_root=tmp_path / "b", data_root=ROOT / "data", executor="sequential",
+                  resume=found[0])
+    assert ran == [planned[-1]]
+    a, b = pd.read_csv(whole / "hyper_dim.csv"), pd.read_csv(again / "hyper_dim.csv")
+    pd.testing.assert_frame_equal(a.drop(columns=[c for c in a if "seconds" in c]),
+                                  b.drop(columns=[c for c in b if "seconds" in c]))
+    assert C.drop_resumed(again, tmp_path / "carried") == [got.path]
+    assert not any((tmp_path / "carried").iterdir())
+    for task in planned[:-1]:
+        shutil.rmtree(stopped / "work" / task / "results")
+    with pytest.raises(ResultsError, match="finished no task"):
+        C.carry(stopped, tmp_path / "carried")
+    assert C.tree_bytes() <= C.BUDGET_BYTES     # what this checkout carries (committed)

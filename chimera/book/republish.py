@@ -28,6 +28,7 @@ from chimera.book.claims import rules_fixed_before
 from chimera.report.runs import Run
 from chimera.book.scope import run_scope
 from chimera.errors import ChimeraError, ResultsError
+from chimera.book.carry import drop_resumed
 from chimera.book.resume import run_resuming, stopped_runs
 from chimera.formats.rundir import Manifest, git_state
 from chimera.report.provenance import ROOT
@@ -215,6 +216,7 @@ def republish(only: tuple[str, ...] = (), dry_run: bool = False, results_root: P
         try:
             if o.made is not None:
                 out.append(publish(o.made, scope=run_scope(o.made)))
+                drop_resumed(out[-1])   # the carried work it resumed is in it now
                 return
         except ChimeraError as e:
             o = Outcome(None, str(e))

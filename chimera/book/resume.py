@@ -2,8 +2,9 @@
 taken up again from its finished parts, never from parts made by other code.
 
 ``same_code`` is the check (the stopped folder's scope, as the book judges a published run, at its commit against
-the working tree); ``stopped_runs`` finds the stopped runs of an experiment that pass it; ``run_resuming`` runs an
-experiment, resuming the newest of them (``invoke republish``, ``invoke reproduce --resume``).
+the working tree); ``stopped_runs`` finds the stopped runs of an experiment that pass it, on this machine or carried to it from
+another (chimera.book.carry); ``run_resuming`` runs an experiment, resuming the newest of them (``invoke
+republish``, ``invoke reproduce --resume``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from chimera.formats.rundir import Manifest
 from chimera.report.provenance import ROOT
 
 log = logging.getLogger(__name__)
+#: the finished parts of stopped runs carried from other machines (committed; chimera.book.carry)
+CARRIED = ROOT / "results" / "carried"
 
 
 def same_code(partial: Path, root: Path = ROOT) -> None:
@@ -47,11 +50,14 @@ def same_code(partial: Path, root: Path = ROOT) -> None:
                            "of the code")
 
 
-def stopped_runs(folder: Path, fits: Callable[[Manifest, Path], bool]) -> list[Path]:
+def stopped_runs(folder: Path, fits: Callable[[Manifest, Path], bool],
+                 carried: Path | None = CARRIED) -> list[Path]:
     """The stopped runs under an experiment's (or a sweep's) results folder that ``fits`` and that were made from
     the code the working tree holds now (``same_code``), newest first: a killed run's ``.<id>.partial`` whose
-    process is gone, a failed one's ``.failed/<id>``."""
-    found = [*folder.glob(".*.partial"), *(folder / ".failed").glob("*")]
+    process is gone, a failed one's ``.failed/<id>``; also those carried from another machine under ``carried``
+    (``results/carried/<the folder's name>``, chimera.book.carry)."""
+    where = [folder] + ([carried / folder.name] if carried is not None else [])
+    found = [p for f in where for p in (*f.glob(".*.partial"), *(f / ".failed").glob("*"))]
     out = []
     for p in sorted(found, key=lambda q: q.name.lstrip("."), reverse=True):
         try:
