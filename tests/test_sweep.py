@@ -355,6 +355,9 @@ def test_a_stopped_sweep_carried_to_the_next_machine_resumes_there(tmp_path: Pat
     kept = {p.relative_to(got.path).as_posix() for p in got.path.rglob("*") if p.is_file()}
     assert "manifest.json" in kept and all(k.endswith((".csv", "manifest.json")) for k in kept), kept
     assert len([k for k in kept if k.endswith("manifest.json")]) == len(planned)   # the sweep's and its tasks'
+    # carried while it ran, and then finished here: publishing it drops the carried copy
+    twin = C.carry(stopped, tmp_path / "twin")
+    assert C.drop_resumed(whole, tmp_path / "twin") == [twin.path] and not any((tmp_path / "twin").iterdir())
     carried = Manifest.read(got.path / "manifest.json")
     assert carried.pid == 0 and carried.sections[C.SECTION]["pid"] == os.getpid()
 

@@ -181,8 +181,18 @@ def _remove(p: Path, base: Path) -> None:
 
 def drop_resumed(run_dir: Path, base: Path = HERE) -> list[Path]:
     """Remove the carried folder the run or sweep at ``run_dir`` (just published) resumed (its ``resumed_from``,
-    on whichever machine and checkout it ran): its parts are now in the published run."""
+    on whichever machine and checkout it ran), or that was carried from it while it ran on (the same run id): its
+    parts are now in the published run."""
     published = Manifest.read(run_dir / "manifest.json")
+    folder = base / published.experiment
+    same = [p for p in (folder / f".{published.run_id}.partial", folder / ".failed" / published.run_id) if p.is_dir()]
+    for p in same:
+        _remove(p, base)
+        log.info("carry: dropped %s, carried while it ran: %s is published", p, published.run_id)
+    return same + _drop_resumed_from(published, base)
+
+
+def _drop_resumed_from(published: Manifest, base: Path) -> list[Path]:
     sw = published.sections.get("sweep") or {}
     came = published.resumed_from or (sw.get("resumed_from") if isinstance(sw, dict) else None)
     if not came:
