@@ -45,8 +45,7 @@ def carry(c: Context, path: str = "", dry_run: bool = False, verbose: bool = Fal
         if dry_run:
             log.info("would carry %s", p)
             continue
-        got = keep(p)
-        log.info("carried %s: %d finished part(s), %.1f KiB", got.path, len(got.parts), got.bytes / 1024)
+        keep(p)   # it says what it carried
     if todo and not dry_run:
         log.info("results/carried: %.1f MiB; commit it (git add results/carried) for the next machine",
                  tree_bytes() / 2**20)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from chimera.book.resume import CARRIED as HERE, same_code
+from chimera.book.resume import CARRIED as HERE, same_code, stopped_runs, unfinished_folders
 from chimera.errors import ResultsError
 from chimera.formats.checkpoints import TAKEN, Checkpoints
 from chimera.formats.rundir import Manifest
@@ -98,6 +98,11 @@ def _run_files(stopped: Path) -> tuple[list[Path], list[str]]:
     return files, Checkpoints(stopped).keys()
 
 
+def _finished(m: Manifest, stopped: Path) -> tuple[list[Path], list[str]]:
+    """The files a resume of ``stopped`` reads, and its finished parts (tasks or units)."""
+    return (_sweep_files if m.kind == "sweep" else _run_files)(stopped)
+
+
 def carry(stopped: Path, base: Path = HERE) -> Carried:
     """Copy the finished parts of the stopped run or sweep at ``stopped`` into ``results/carried/`` (replacing an
     earlier carry of it; ``base``: the carried folder). Refused: a run that is complete (publish it), one with nothing finished, one from
@@ -112,7 +117,7 @@ def carry(stopped: Path, base: Path = HERE) -> Carried:
         raise ResultsError(f"{stopped} is complete: there is nothing to carry",
                            f"publish it: invoke publish {stopped}")
     same_code(stopped)
-    files, parts = (_sweep_files if m.kind == "sweep" else _run_files)(stopped)
+    files, parts = _finished(m, stopped)
     if not parts:
         raise ResultsError(f"{stopped} finished no {'task' if m.kind == 'sweep' else 'unit'} yet: there is nothing "
                            "to carry", "let it run until a task or unit finishes, or start it on the next machine")
@@ -122,6 +127,11 @@ def carry(stopped: Path, base: Path = HERE) -> Carried:
                            " MiB a carried run may hold (it is committed)", "finish it on one machine")
     folder, rel = _results_folder(stopped)
     dest = base / folder.name / rel
+    total = tree_bytes(base) - tree_bytes(dest) + size    # an earlier carry of it is replaced
+    if total > BUDGET_BYTES:
+        raise ResultsError(f"results/carried would hold {total / 2**20:.1f} MiB, over its "
+                           f"{BUDGET_BYTES / 2**20:.0f} MiB budget", "resume and publish what is carried first, "
+                           "or drop the carried folders that are not needed (invoke prune drops the stale ones)")
     if dest.exists():
         shutil.rmtree(dest)
     for f in files:
@@ -133,12 +143,6 @@ def carry(stopped: Path, base: Path = HERE) -> Carried:
                                carried=dt.datetime.now().isoformat(timespec="seconds")))
     m.record(pid=0)
     (dest / "manifest.json").write_text(json.dumps(m.to_json(), indent=2, default=str))
-    total = tree_bytes(base)
-    if total > BUDGET_BYTES:
-        shutil.rmtree(dest)
-        raise ResultsError(f"results/carried would hold {total / 2**20:.1f} MiB, over its "
-                           f"{BUDGET_BYTES / 2**20:.0f} MiB budget", "resume and publish what is carried first, "
-                           "or drop the carried folders that are not needed (invoke prune drops the stale ones)")
     log.info("carried %s -> %s: %d finished %s (%.1f KiB)", stopped, dest, len(parts),
              "task(s)" if m.kind == "sweep" else "unit(s)", size / 1024)
     return Carried(dest, parts, size)
@@ -148,19 +152,8 @@ def unfinished_here(results: Path) -> list[Path]:
     """The runs and sweeps under ``results`` (this machine's results/, not the carried, published or archived
     ones) that have not completed, stopped or still running, that finished a part, and whose code is the tree's
     (``same_code``): what the end of a session would lose."""
-    out: list[Path] = []
-    for folder in sorted(p for p in results.iterdir() if p.is_dir() and p.name not in KEPT):
-        for p in [*folder.glob(".*.partial"), *(folder / ".failed").glob("*")]:
-            try:
-                m = Manifest.read(p / "manifest.json")
-                if m.status == "complete" or not (_sweep_files if m.kind == "sweep" else _run_files)(p)[1]:
-                    continue
-                same_code(p)
-            except (ResultsError, OSError) as e:
-                log.debug("carry: %s is not carried: %s", p, e)
-                continue
-            out.append(p)
-    return out
+    return [p for folder in sorted(f for f in results.iterdir() if f.is_dir() and f.name not in KEPT)
+            for p in stopped_runs(folder, lambda m, p: bool(_finished(m, p)[1]), carried=None, running=True)]
 
 
 def tree_bytes(base: Path = HERE) -> int:
@@ -168,8 +161,8 @@ def tree_bytes(base: Path = HERE) -> int:
 
 
 def _carried_runs(base: Path) -> list[Path]:
-    return sorted(mf.parent for mf in base.glob("*/.*.partial/manifest.json")) + \
-        sorted(mf.parent for mf in base.glob("*/.failed/*/manifest.json")) if base.is_dir() else []
+    return [p for f in sorted(base.iterdir()) if f.is_dir() for p in sorted(unfinished_folders(f))] \
+        if base.is_dir() else []
 
 
 def _remove(p: Path, base: Path) -> None:

@@ -50,19 +50,25 @@ def same_code(partial: Path, root: Path = ROOT) -> None:
                            "of the code")
 
 
+def unfinished_folders(folder: Path) -> list[Path]:
+    """The folders a results folder keeps for runs that did not complete: ``.<id>.partial`` (killed, or still
+    going) and ``.failed/<id>``."""
+    return [*folder.glob(".*.partial"), *(folder / ".failed").glob("*")]
+
+
 def stopped_runs(folder: Path, fits: Callable[[Manifest, Path], bool],
-                 carried: Path | None = CARRIED) -> list[Path]:
+                 carried: Path | None = CARRIED, running: bool = False) -> list[Path]:
     """The stopped runs under an experiment's (or a sweep's) results folder that ``fits`` and that were made from
     the code the working tree holds now (``same_code``), newest first: a killed run's ``.<id>.partial`` whose
     process is gone, a failed one's ``.failed/<id>``; also those carried from another machine under ``carried``
-    (``results/carried/<the folder's name>``, chimera.book.carry)."""
+    (``results/carried/<the folder's name>``, chimera.book.carry); ``running``: also those still going here."""
     where = [folder] + ([carried / folder.name] if carried is not None else [])
-    found = [p for f in where for p in (*f.glob(".*.partial"), *(f / ".failed").glob("*"))]
+    found = [p for f in where for p in unfinished_folders(f)]
     out = []
     for p in sorted(found, key=lambda q: q.name.lstrip("."), reverse=True):
         try:
             m = Manifest.read(p / "manifest.json")
-            if m.status == "complete" or still_running(m, socket.gethostname()) or not fits(m, p):
+            if m.status == "complete" or (not running and still_running(m, socket.gethostname())) or not fits(m, p):
                 continue
             same_code(p)
         except (ResultsError, OSError) as e:
