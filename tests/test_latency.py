@@ -40,10 +40,18 @@ def test_latency_interleaves_every_path_and_keeps_every_packet(tmp_path: Path) -
     assert len(summ) == 4 * 2 * 2
     # every repeat runs every path once at each load, in an order of its own
     assert (summ.groupby(["load", "repeat"])["order"].apply(sorted).map(tuple) == (0, 1, 2, 3)).all()
-    marked = per[per["program"].isin(["chimera", "mark_only"])]
-    assert (marked["switch_us"].dropna() > 0).all() and marked["switch_us"].notna().mean() > 0.99
-    assert per[per["program"] == "bare"]["switch_us"].isna().all()   # no header: no in-switch time
-    assert (per["host_us"].dropna() > 0).all() and per["host_us"].notna().mean() > 0.99
+    # every delivered, captured packet of a marked path has its in-switch time; a host time needs h1's capture of
+    # its send too, which a busy machine's capture may drop: the summary says how many packets each trial's
+    # percentiles rest on, and that count is the per-packet table's
+    delivered = summ["packets"] - summ["lost"] - summ["not_sent"] - summ["dropped_by_capture"]
+    marked = summ["program"] != "bare"   # the software host marks the header too
+    assert (summ[marked]["switch_timed"] == delivered[marked]).all()
+    assert (summ[~marked]["switch_timed"] == 0).all()   # bare: no header, no in-switch time
+    assert ((summ["host_timed"] > 0) & (summ["host_timed"] <= delivered)).all()
+    trial = ["program", "load", "repeat"]
+    counted = per.groupby(trial)[["switch_us", "host_us"]].count().rename(columns=lambda c: c.replace("_us", "_timed"))
+    assert counted.equals(summ.set_index(trial).loc[counted.index, ["switch_timed", "host_timed"]])
+    assert (per["switch_us"].dropna() > 0).all() and (per["host_us"].dropna() > 0).all()
     assert (summ["lost"] == 0).all()
     assert (summ[summ["program"] == "chimera"]["reference_mismatches"] == 0).all()
     # the kernel counted every switch program's runs: at least one per packet it carried

@@ -188,7 +188,7 @@ def test_invoke_lists_the_documented_commands_at_the_top_level() -> None:
     out = subprocess.run([sys.executable, "-m", "invoke", "--list"], cwd=ROOT, capture_output=True, text=True,
                          check=True).stdout
     listed = set(re.findall(r"^  ([a-z0-9-]+)\s", out, re.M))
-    assert listed == {"bench", "book", "build", "clean", "compare", "dashboard", "dataset", "fuzz", "join-sweep",
+    assert listed == {"bench", "book", "build", "carry", "clean", "compare", "dashboard", "dataset", "fuzz", "join-sweep",
                       "mutate", "nightly", "p4header", "p4info", "prune", "publish", "replay", "report", "reproduce",
                       "republish", "run-experiment",
                       "setup", "sweep", "targets", "test", "topo"}

@@ -55,7 +55,9 @@ def _trial(program: str, path: str, load: str, pps: int, repeat: int, order: int
     row: Cells = {"program": program, "path": path, "load": load, "pps": pps, "repeat": repeat,
                            "order": order, "packets": len(hh), "lost": d.lost, "not_sent": d.not_sent,
                            "dropped_by_capture": d.dropped_by_capture, "reference_mismatches": d.reference_mismatches,
-                           "sent_pps": d.sent_pps, "switch_pps": d.switch_pps, **_percentiles(per),
+                           "sent_pps": d.sent_pps, "switch_pps": d.switch_pps,
+                           "switch_timed": int(per["switch_us"].notna().sum()),
+                           "host_timed": int(per["host_us"].notna().sum()), **_percentiles(per),
                            "program_ns": ptime.ns_per_run if ptime is not None else None,
                            "program_runs": ptime.runs if ptime is not None else None}
     return per, row
