@@ -52,6 +52,7 @@ def test_latency_interleaves_every_path_and_keeps_every_packet(tmp_path: Path) -
     counted = per.groupby(trial)[["switch_us", "host_us"]].count().rename(columns=lambda c: c.replace("_us", "_timed"))
     assert counted.equals(summ.set_index(trial).loc[counted.index, ["switch_timed", "host_timed"]])
     assert (per["switch_us"].dropna() > 0).all() and (per["host_us"].dropna() > 0).all()
+    assert summ["steal_share"].between(0, 1).all()   # every trial says how much CPU the hypervisor took
     assert (summ["lost"] == 0).all()
     assert (summ[summ["program"] == "chimera"]["reference_mismatches"] == 0).all()
     # the kernel counted every switch program's runs: at least one per packet it carried

@@ -1266,10 +1266,14 @@ def figures(b: Book, p: Paper) -> list[Claim]:
     else:
         add("throughput", 1, "", "—", None, UNTESTABLE, "no throughput run")
     if lat is not None:
-        tm = timing_intervals(lat.table(LATENCY_SUMMARY))
+        ls = lat.table(LATENCY_SUMMARY)
+        tm = timing_intervals(ls)
+        # runs since chimera.testbed.steal say how much CPU the hypervisor took: it slows every path alike
+        steal = ls["steal_share"].dropna() if "steal_share" in ls else pd.Series(dtype=float)
+        stolen = f"; hypervisor steal {steal.median():.1%} of CPU time (median trial)" if len(steal) else ""
         est, lo, hi, k = tm["added"]
         add("latency", 0, "sub-µs median", f"the pipeline adds {f(est, 3)} µs [{f(lo, 3)}, {f(hi, 3)}] to the "
-            f"host-to-host p50 over the bare redirect ({k} repeats)", lat,
+            f"host-to-host p50 over the bare redirect ({k} repeats{stolen})", lat,
             *bound_verdict(est, lo, hi, k, ADDED_US, below=True, unit=" µs"), est, "added", interval=True)
         est, lo, hi, k = tm["tail"]
         add("latency", 1, "tight tails", f"in-switch p99 / p50 {est:.3g} [{lo:.3g}, {hi:.3g}] ({k} repeats)", lat,

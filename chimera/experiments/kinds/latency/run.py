@@ -23,6 +23,7 @@ from chimera.formats.rows import Cells
 from chimera.metrics.intervals import bootstrap_mean
 from chimera.targets.base import Capability
 from chimera.testbed.outcome import Delivery, PerPacketLatency, ProgramTime
+from chimera.testbed.steal import cpu_times, steal_share
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ def _percentiles(per: pd.DataFrame) -> dict[str, float]:
 
 
 def _trial(program: str, path: str, load: str, pps: int, repeat: int, order: int, lat: PerPacketLatency | None,
-           d: Delivery, ptime: ProgramTime | None) -> tuple[pd.DataFrame, Cells]:
+           d: Delivery, ptime: ProgramTime | None, steal: float | None) -> tuple[pd.DataFrame, Cells]:
     hh = lat.host_us if lat is not None else np.array([])
     sw = lat.switch_us if lat is not None else np.array([])
     per = pd.DataFrame({"program": program, "path": path, "load": load, "pps": pps, "repeat": repeat,
@@ -59,7 +60,7 @@ def _trial(program: str, path: str, load: str, pps: int, repeat: int, order: int
                            "switch_timed": int(per["switch_us"].notna().sum()),
                            "host_timed": int(per["host_us"].notna().sum()), **_percentiles(per),
                            "program_ns": ptime.ns_per_run if ptime is not None else None,
-                           "program_runs": ptime.runs if ptime is not None else None}
+                           "program_runs": ptime.runs if ptime is not None else None, "steal_share": steal}
     return per, row
 
 
@@ -118,21 +119,22 @@ def run(ctx: RunContext[LatencyExperiment]) -> None:
         for order, i in enumerate(rng.permutation(len(programs))):
             prog = programs[i]
             slug = f"latency-{prog.replace(' ', '-')}-{load}-r{r}"
+            t0 = cpu_times()   # the hypervisor's steal over this trial (chimera.testbed.steal)
             with ctx.timed(f"{prog}:{load}"):
                 if prog == PIPELINE:
                     res = target.run(art, table, ctx.run.path, slug, replay=replay)
                     p, s = _trial(prog, f"{target.name} switch", load, pps, r, order, res.latency,
-                                  Delivery.of(res.outcome), res.program_time)
+                                  Delivery.of(res.outcome), res.program_time, steal_share(t0, cpu_times()))
                 elif prog == SOFTWARE:
                     sw = target.run_software(model_json, table, ctx.run.path, slug, replay=replay)
                     p, s = _trial(prog, "software classifier host †", load, pps, r, order, sw.latency,
-                                  Delivery.of(sw.outcome), None)
+                                  Delivery.of(sw.outcome), None, steal_share(t0, cpu_times()))
                 else:
                     base = target.run_baseline(art, table, ctx.run.path, slug, replay=replay, program=prog)
                     a = base.accounting
                     p, s = _trial(prog, f"{target.name} switch, {prog}", load, pps, r, order, base.latency,
                                   Delivery(a.replayed, a.verdicts, a.not_sent, a.dropped_by_capture, a.lost),
-                                  base.program_time)
+                                  base.program_time, steal_share(t0, cpu_times()))
             per.append(p)
             summ.append(s)
         log.debug("[latency] repeat %d at %s done", r, load)
