@@ -2,8 +2,9 @@
 
 A timing run records it for every trial: on a shared host steal slows every path alike, the bare redirect too,
 so an interleaved, paired design cancels its drift within a run but not the larger absolute costs of a slower
-machine. Two published latency runs of the same code differed tenfold on the bare path; the second ran while
-vmstat showed 27-32% steal. A reader can only weigh such a run if the run says so.
+machine. A reader can only weigh a timing run against another if each says how much of its machine it had (it
+is one cause of a slower machine, not the only one: two runs of the same code once differed tenfold on the bare
+path at about 1% steal each).
 """
 
 from __future__ import annotations
