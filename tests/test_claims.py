@@ -1248,3 +1248,17 @@ def test_a_resumed_sweeps_remake_is_expected_to_run_every_task_not_only_those_it
     assert est.why_scaled() == "it ran 2 of its 6 tasks, resuming a stopped sweep"
     assert E.expected(sweep(0)).note() == "its own 30.0 min"
     assert E.expected(sweep(6)).minutes == 30.0   # nothing ran: no rate to scale (its own time stands)
+
+
+def test_the_timing_evidence_names_the_steal_of_the_trials_its_intervals_read() -> None:
+    """The ledger's latency evidence says how much CPU the hypervisor took over the high-load trials (the ones
+    timing_intervals reads), and says nothing for a run made before the column existed (seen failing with the
+    median taken over every load's trials)."""
+    def trials(**cols: list[object]) -> pd.DataFrame:
+        return pd.DataFrame({"load": ["low", "low", "low", "high", "high", "high"], **cols})
+
+    ls = trials(steal_share=[0.5, 0.5, 0.5, 0.01, 0.03, None])
+    assert C.steal_note(ls) == "; hypervisor steal 2.0% of CPU time (median trial)"
+    assert C.steal_note(ls, load="low") == "; hypervisor steal 50.0% of CPU time (median trial)"
+    assert C.steal_note(trials(host_p50_us=[1.0] * 6)) == ""   # a run from before chimera.testbed.steal
+    assert C.steal_note(trials(steal_share=[None] * 6)) == ""   # no tick passed in any trial

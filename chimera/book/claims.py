@@ -1149,6 +1149,16 @@ def timing_intervals(ls: pd.DataFrame, load: str = "high") -> dict[str, tuple[fl
     return out
 
 
+def steal_note(ls: pd.DataFrame, load: str = "high") -> str:
+    """The hypervisor's share of CPU time over the trials ``timing_intervals`` reads at ``load`` (their median), as
+    the ledger's timing evidence says it; "" for a run made before chimera.testbed.steal recorded it. A reader
+    comparing two machines' intervals needs it, though steal alone did not explain the shift seen between them."""
+    if "steal_share" not in ls:
+        return ""
+    steal = ls.loc[ls["load"] == load, "steal_share"].dropna().astype(float)
+    return f"; hypervisor steal {steal.median():.1%} of CPU time (median trial)" if len(steal) else ""
+
+
 def pareto_swept(b: Book, p: Paper) -> list[Claim] | None:
     """The Pareto figure's two claims from the held-out sweep of the accuracy experiment on the ciciot stand-in
     (issue 53: the F1 of Table 1's rows over seeds, not one development seed), None where no sweep holds it.
@@ -1268,9 +1278,7 @@ def figures(b: Book, p: Paper) -> list[Claim]:
     if lat is not None:
         ls = lat.table(LATENCY_SUMMARY)
         tm = timing_intervals(ls)
-        # runs since chimera.testbed.steal say how much CPU the hypervisor took: it slows every path alike
-        steal = ls["steal_share"].dropna() if "steal_share" in ls else pd.Series(dtype=float)
-        stolen = f"; hypervisor steal {steal.median():.1%} of CPU time (median trial)" if len(steal) else ""
+        stolen = steal_note(ls)
         est, lo, hi, k = tm["added"]
         add("latency", 0, "sub-µs median", f"the pipeline adds {f(est, 3)} µs [{f(lo, 3)}, {f(hi, 3)}] to the "
             f"host-to-host p50 over the bare redirect ({k} repeats{stolen})", lat,
