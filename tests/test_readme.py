@@ -214,3 +214,27 @@ def test_a_time_goal_is_read_from_the_median_of_three_records_of_one_code_on_one
     assert said == (" The median of the 3 records of this code on this host: set-up 130 s, the test suite 296 s "
                     "(pytest's own time; its command 305 s).")
     assert same_code_median(cast(Any, [*other, *same[:2]]), same[-1]) == ""
+
+
+def test_the_scale_goal_is_a_verdict_only_from_the_median_of_three_runs_of_one_code_on_one_host() -> None:
+    """The scale bench's time goal: one run is one draw, so fewer than three runs of the same code fingerprint on
+    the same kernel give no verdict, and three give the verdict of their median time (not of the newest draw)."""
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from chimera.bench.blocks import scale_goal
+    from chimera.bench.scale import GOAL_S, ScaleResult
+
+    def rec(fp: str, kernel: str, total: float, rid: str) -> Any:
+        res = ScaleResult(stages=[], sizes=[10, 100], total_s=total, peak_rss_gib=1.0, goal_met=total <= GOAL_S,
+                          projected_s=0.0, projected_gib=0.0, superlinear=[])
+        return SimpleNamespace(manifest=SimpleNamespace(
+            environment={"kernel": kernel}, code_fingerprint=fp, get=lambda key, cls: res),
+            cite=lambda: rid, result=res)
+    slow, fast = GOAL_S + 100, GOAL_S - 100
+    same = [rec("f", "k", slow, "r1"), rec("f", "k", slow, "r2"), rec("f", "k", fast, "r3")]
+    other = [rec("g", "k", fast, "o1"), rec("f", "k2", fast, "o2")]
+    two = scale_goal(cast(Any, [*other, *same[1:]]), same[-1], same[-1].result)
+    assert "no verdict yet, 2 of the 3 runs" in two and "met on this one run" in two
+    three = scale_goal(cast(Any, [*other, *same]), same[-1], same[-1].result)
+    assert ": not met, median" in three and "(r1, r2 and r3)" in three, three

@@ -7,6 +7,8 @@ editing it stales no run.
 
 from __future__ import annotations
 
+import statistics
+
 import pandas as pd
 
 from chimera.bench import BENCHES
@@ -191,6 +193,7 @@ def scale(b: Book) -> str:
     res = r.manifest.get("result", ScaleResult) if r is not None else None
     if r is None or res is None:
         return "No scale run is published."
+    goal = scale_goal(b.runs.all("bench-scale"), r, res)
     t = r.csv("scale.csv")
     per = t.groupby("packets").agg(seconds=("seconds", "sum"), peak=("peak_rss_gib", "max"))
     stages = t.pivot(index="stage", columns="packets", values="seconds").reindex(t["stage"].drop_duplicates())
@@ -208,8 +211,8 @@ def scale(b: Book) -> str:
             f"{fmt.words([n(s) for s in res.sizes])} packets, each size in a process of its own ({r.cite()}); "
             f"seconds per stage, on this project's 2-core machine:\n\n"
             + fmt.table(["stage", *(n(s) for s in per.index)], rows) +
-            f"\n\n{n(top)} packets took {n(res.total_s)} s and {f(res.peak_rss_gib, 2)} GiB at the peak (goal "
-            f"<= {n(GOAL_S)} s and <= {f(GOAL_GIB, 0)} GiB: {'met' if res.goal_met else 'not met'}). Growth from "
+            f"\n\n{n(top)} packets took {n(res.total_s)} s and {f(res.peak_rss_gib, 2)} GiB at the peak. {goal} "
+            f"Growth from "
             f"{n(int(last['from_packets'].iloc[0]))} to {n(top)} packets (time ~ packets^b, 1 is linear): {exps}; "
             f"{'above ' + f(SUPERLINEAR, 2) + ', so faster than linear beyond the noise of one run: ' + fmt.words(res.superlinear) if res.superlinear else 'no stage grows faster than linearly (no exponent above ' + f(SUPERLINEAR, 2) + ')'}. "
             f"Training reads a seeded sample of whole flows (at most {cap} packets), so its cost stops growing past it. Carried to {n(PROJECT_TO)} packets (each stage by its last "
@@ -217,6 +220,30 @@ def scale(b: Book) -> str:
             f"{f(res.projected_gib, 1)} GiB, which {'fits' if res.projected_gib <= MACHINE_GIB else 'does not fit'} "
             f"this machine's {n(MACHINE_GIB)} GiB."
             f"\n\n![time per stage and peak memory against dataset size]({fig})")
+
+
+def scale_goal(records: list[Run], r: Run, res: ScaleResult) -> str:
+    """The scale goal's verdict: a wall-time goal is judged by the median of MEDIAN_OF runs of one code (the run's
+    own fingerprint) on one host (its kernel build), memory by the largest peak among them; with fewer such runs
+    the sentence reports the draws and gives no verdict."""
+    from chimera.book.front import MEDIAN_OF
+    kernel = r.manifest.environment.get("kernel")
+    same = [(x, x.manifest.get("result", ScaleResult)) for x in records
+            if kernel and x.manifest.environment.get("kernel") == kernel
+            and x.manifest.code_fingerprint == r.manifest.code_fingerprint]
+    draws = [(x, s) for x, s in same if s is not None and max(s.sizes) == max(res.sizes)]
+    rule = (f"goal <= {n(GOAL_S)} s and <= {f(GOAL_GIB, 0)} GiB at {n(max(res.sizes))} packets, judged by the "
+            f"median time of {MEDIAN_OF} runs of one code on one host and the largest peak among them")
+    if len(draws) < MEDIAN_OF:
+        return (f"The {rule}: no verdict yet, {len(draws)} of the {MEDIAN_OF} runs are published"
+                f" ({'met' if res.goal_met else 'not met'} on this one run).")
+    draws = draws[-MEDIAN_OF:]
+    med = statistics.median(s.total_s for _, s in draws)
+    peak = max(s.peak_rss_gib for _, s in draws)
+    met = med <= GOAL_S and peak <= GOAL_GIB
+    return (f"The {rule}: {'met' if met else 'not met'}, median {n(med)} s of "
+            f"{fmt.words([n(s.total_s) + ' s' for _, s in draws])} ({fmt.words([x.cite() for x, _ in draws])}), "
+            f"largest peak {f(peak, 2)} GiB.")
 
 
 @BLOCKS("shards")

@@ -58,6 +58,7 @@ POLICY: dict[str, Keep] = {
     "ablation": Keep(2, "the ablation block compares the † rows with a run made from the same code"),
     "latency": Keep(2, "two interleaved runs on one machine show whether the timing verdicts reproduce"),
     "fresh-check": Keep(3, "set-up and suite times are read as the median of the newest three on one host"),
+    "bench-scale": Keep(3, "the scale goal is judged by the median time of the newest three of one code on one host"),
     "mutate": Keep(None, "the mutation block counts every mutant the published runs drew (a few KB each)"),
     "fuzz": Keep(None, "the fuzz block cites the longest run beside the newest (a few KB each)"),
     "bench-fidelity": Keep(None, "a run made for some kinds of data leaves the others to an older run, and the "
