@@ -19,6 +19,7 @@ from chimera.bench.scale import GOAL_GIB, GOAL_S, MACHINE_GIB, PROJECT_TO, SUPER
 from chimera.bench.suite import SuiteResult
 from chimera.errors import ResultsError
 from chimera.report import fmt
+from chimera.report.archive import MEDIAN_OF
 from chimera.report.book import Blocks, Book
 from chimera.report.fmt import f, n, signed
 from chimera.report.runs import Run
@@ -226,7 +227,6 @@ def scale_goal(records: list[Run], r: Run, res: ScaleResult) -> str:
     """The scale goal's verdict: a wall-time goal is judged by the median of MEDIAN_OF runs of one code (the run's
     own fingerprint) on one host (its kernel build), memory by the largest peak among them; with fewer such runs
     the sentence reports the draws and gives no verdict."""
-    from chimera.book.front import MEDIAN_OF
     kernel = r.manifest.environment.get("kernel")
     same = [(x, x.manifest.get("result", ScaleResult)) for x in records
             if kernel and x.manifest.environment.get("kernel") == kernel

@@ -14,6 +14,7 @@ from pathlib import Path
 from chimera.book import claims as C
 from chimera.book.remake import expected, sweep_command
 from chimera.report import fmt
+from chimera.report.archive import MEDIAN_OF
 from chimera.report.book import CHIMERA, Blocks, Book
 
 BLOCKS = Blocks()
@@ -39,10 +40,6 @@ def fresh_check_newest(b: Book) -> str:
     text = (f"On this project's 2-core machine, from a clean clone on a pristine Debian 12 ({r.cite()}): set-up "
             f"{n(t.get('command_1'))} s, the test suite's command {n(t.get('command_2'))} s.")
     return text + same_code_median(b.runs.all("fresh-check"), r)
-
-
-#: how many records of one code on one host a time goal is judged by (the median of three: the guide's rule)
-MEDIAN_OF = 3
 
 
 def same_code_median(records: list[Run], r: Run) -> str:
