@@ -1,4 +1,4 @@
-"""What `invoke setup` installs and where from: the system packages and the pinned torch build.
+"""What `invoke setup` installs and where from: the system packages, the pinned torch build and the lock.
 
 Planning only (which packages are missing, which torch source to use); the task runs the commands. Nothing here
 imports beyond the standard library: it runs before the project's own dependencies are installed.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import urllib.request
 from collections.abc import Callable
@@ -27,6 +28,30 @@ TORCH = "torch==2.13.0"  # the pin in pyproject.toml
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 #: local | cpu-index | index | an index URL: overrides where `invoke setup` takes torch from
 TORCH_ENV = "CHIMERA_TORCH"
+#: every Python distribution the project needs, at one version each (`pip install -c`): pyproject.toml states
+#: ranges, and a newer Python would take newer numbers (numpy 2.5 and scipy 1.18 on 3.12 where 3.11 has 2.4 and
+#: 1.17): the floats behind every F1 agree across machines only where the libraries computing them do.
+#: scripts/check-wheels writes it from .venv and checks each pin has a wheel for every supported Python.
+LOCK_FILE = "constraints.txt"
+
+
+def lock_pins(text: str) -> dict[str, str]:
+    """The lock's ``name==version`` lines (comments and blank lines skipped), by normalized name."""
+    out = {}
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, sep, version = line.partition("==")
+            if not sep:
+                raise ConfigError(f"{LOCK_FILE}: {line!r} is not name==version",
+                                  "regenerate it: .venv/bin/python scripts/check-wheels --lock")
+            out[normalized(name)] = version.strip()
+    return out
+
+
+def normalized(name: str) -> str:
+    """A distribution's name as pip compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def installed(package: str) -> bool:

@@ -9,7 +9,7 @@ from invoke import Context, Exit, task
 
 from tasks._common import python
 from chimera.paths import ROOT
-from chimera.provision import OPTIONAL_PACKAGES, installed, missing_packages, torch_install
+from chimera.provision import LOCK_FILE, OPTIONAL_PACKAGES, installed, missing_packages, torch_install
 
 
 @task
@@ -34,5 +34,6 @@ def setup(c: Context) -> None:
         torch_install(c.run, py)
     except ChimeraError as e:
         raise Exit(f"error: {e}", code=2) from None
-    c.run(f"{py} -m pip install -q --disable-pip-version-check -e '{ROOT}[test]'")
+    # under the lock: the versions the published runs computed with, on every supported Python
+    c.run(f"{py} -m pip install -q --disable-pip-version-check -c '{ROOT / LOCK_FILE}' -e '{ROOT}[test]'")
     c.run(f"{py} -c 'import mininet.net, torch, numba; print(\"setup ok: torch\", torch.__version__)'")

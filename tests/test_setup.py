@@ -286,3 +286,27 @@ def test_a_toolchain_step_records_its_cpu_and_a_stopped_step_what_it_took(tmp_pa
     rows = [line.split("\t") for line in log.read_text().splitlines()]
     assert [(r[0], r[2]) for r in rows] == [("busy", "ok"), ("long", "stopped")]
     assert int(rows[0][3]) >= 1 and int(rows[1][1]) >= 1 and int(rows[1][3]) == 0
+
+
+def test_the_installed_libraries_are_the_locks_and_the_lock_pins_every_library_a_run_records() -> None:
+    """Floats agree across machines only where the libraries computing them do: pyproject.toml states ranges, and
+    Python 3.12 alone would take numpy 2.5 and scipy 1.18 where 3.11 has 2.4 and 1.17. `invoke setup` installs under
+    constraints.txt, so every distribution the lock names is installed at the lock's version, and the lock names
+    every package a run's manifest records plus the numeric libraries under them."""
+    from importlib import metadata
+
+    from chimera.formats.rundir import PACKAGES
+    from chimera.provision import LOCK_FILE, lock_pins, normalized
+    pins = lock_pins((ROOT / LOCK_FILE).read_text())
+    needed = {normalized(p) for p in (*PACKAGES, "scipy", "llvmlite", "threadpoolctl")}
+    assert needed <= set(pins), sorted(needed - set(pins))
+    off = {}
+    for name, version in pins.items():
+        try:
+            have = metadata.version(name).split("+")[0]   # torch 2.13.0+cpu is the lock's torch 2.13.0
+        except metadata.PackageNotFoundError:
+            continue   # needed by another Python only (the lock is the union over the supported ones)
+        if have != version:
+            off[name] = f"{have} installed, {version} locked"
+    assert not off, off
+    assert f"-c '{{ROOT / LOCK_FILE}}'" in (ROOT / "tasks" / "setup.py").read_text()

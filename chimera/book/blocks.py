@@ -83,7 +83,8 @@ def wheels(b: Book) -> str:
         have = int(g["wheel"].fillna("").str.endswith(".whl").sum())
         per.append(f"{have} of {len(g)} have a wheel for Python {py}")
     return (f"`scripts/check-wheels` asked pip, without installing, for a binary wheel of every dependency (the "
-            f"pins and all they pull in, at the versions installed here): {'; '.join(per)} (`docs/wheels.csv`).")
+            f"pins and all they pull in, at the versions of the lock, `constraints.txt`, which `invoke setup` "
+            f"installs under): {'; '.join(per)} (`docs/wheels.csv`).")
 
 
 @BLOCKS("published-runs")

@@ -43,7 +43,7 @@ ROOT = paths.ROOT
 #: where code and the data it loads live (git pathspecs, also for `git log`)
 SOURCES = ("chimera", "p4", "rules", "experiments", "tests", "scripts")
 #: files at the top of the repository that can change a number: the pins (a record of the whole suite reads them)
-TOP_FILES = ("pyproject.toml", "Vagrantfile")
+TOP_FILES = ("pyproject.toml", "constraints.txt", "Vagrantfile")
 
 #: modules reached by an import but never followed: they only present or read results back (a scope that
 #: starts inside one still counts it: ``Scope.modules`` are never excluded)
