@@ -19,7 +19,7 @@ def test_the_published_tree_follows_the_rule_within_its_budget() -> None:
     assert A.plan() == [], "run `invoke prune` (the archive rule) and commit what it moved"
     assert A.tree_bytes() <= A.BUDGET_BYTES, f"results/published is {A.tree_bytes() / 2**20:.1f} MiB"
     for exp, keep in A.POLICY.items():   # every exception (how many stay, or how targets are keyed) says why
-        assert keep.why and (keep.newest is None or keep.newest > 1 or keep.target is not None), exp
+        assert keep.why and (keep.newest is None or keep.newest > 1 or keep.target is not None or keep.per_python), exp
 
 
 def _two_runs(tmp: Path, experiment: str, data: str | None = None) -> tuple[Path, list[Path]]:
@@ -104,6 +104,21 @@ def test_a_kernel_release_rebuilt_replaces_its_verifier_column(tmp_path: Path) -
     assert [r.path for r in A.plan(pub)] == [old]
     m = Manifest.read(new / "manifest.json")
     m.target = "k6.12.118-deb13-amd64"
+    (new / "manifest.json").write_text(m.model_dump_json(indent=2))
+    assert A.plan(pub) == []
+
+
+def test_a_suite_record_on_another_python_keeps_the_first_ones_place(tmp_path: Path) -> None:
+    """The suite block states the newest record on each Python: a run on 3.12 leaves 3.11's in the tree, and a
+    newer run on the same Python (another patch release) retires the older."""
+    pub, (old, new) = _two_runs(tmp_path, "bench-suite")
+    for d, py in ((old, "3.11.2"), (new, "3.11.7")):
+        m = Manifest.read(d / "manifest.json")
+        m.environment["python"] = py
+        (d / "manifest.json").write_text(m.model_dump_json(indent=2))
+    assert [r.path for r in A.plan(pub)] == [old]
+    m = Manifest.read(new / "manifest.json")
+    m.environment["python"] = "3.12.1"
     (new / "manifest.json").write_text(m.model_dump_json(indent=2))
     assert A.plan(pub) == []
 

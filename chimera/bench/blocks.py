@@ -40,19 +40,27 @@ def not_run_here(r: Run) -> str:
 
 @BLOCKS("suite-here")
 def suite_here(b: Book) -> str:
-    """The test command timed on this machine with every tool it has (BMv2 included where built)."""
-    r = b.runs.latest("bench-suite")
-    if r is None:
+    """The test command timed on this machine with every tool it has (BMv2 included where built): the newest
+    record on each Python it was run on, the project's own (3.11) first."""
+    from chimera.report.archive import python_of
+    newest: dict[str, Run] = {}
+    for r in b.runs.all("bench-suite"):
+        newest[python_of(r.manifest)] = r
+    if not newest:
         return "No suite bench is published (`invoke bench --what suite` times the test command here)."
-    res = r.manifest.get("result", SuiteResult)
-    assert res is not None, f"{r.rel}: a suite bench without its result"
-    skips = r.csv("skips.csv")
-    absent = not_run_here(r)
-    return (f"On the same machine with every tool it has (targets that could run: {fmt.words(res.targets)}), "
-            f"`{res.command}` took {n(res.wall_s)} s at `{(r.manifest.git.commit or '')[:7]}` ({r.cite()}): "
-            f"{n(res.passed)} passed, {n(res.skipped)} skipped" + (" (each with its reason in `skips.csv`)"
-                                                                    if len(skips) else "")
-            + "." + (f" Absent here: {absent}." if absent else ""))
+    out = []
+    for py in sorted(newest, key=lambda v: [int(x) if x.isdigit() else 0 for x in v.split(".")]):
+        r = newest[py]
+        res = r.manifest.get("result", SuiteResult)
+        assert res is not None, f"{r.rel}: a suite bench without its result"
+        skips = r.csv("skips.csv")
+        absent = not_run_here(r)
+        out.append(f"On Python {r.manifest.environment.get('python', py)}, on the same machine with every tool it has "
+                   f"(targets that could run: {fmt.words(res.targets)}), `{res.command}` took {n(res.wall_s)} s at "
+                   f"`{(r.manifest.git.commit or '')[:7]}` ({r.cite()}): {n(res.passed)} passed, {n(res.skipped)} "
+                   f"skipped" + (" (each with its reason in `skips.csv`)" if len(skips) else "") + "."
+                   + (f" Absent here: {absent}." if absent else ""))
+    return " ".join(out)
 
 
 def fidelity_summary(r: Run) -> pd.DataFrame:

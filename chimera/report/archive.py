@@ -43,6 +43,8 @@ class Keep:
     newest: int | None
     why: str
     target: Callable[[str], str] | None = None
+    #: one key per Python (major.minor) the run ran on: a record of the suite on 3.12 does not retire 3.11's
+    per_python: bool = False
 
 
 def kernel_release(label: str) -> str:
@@ -72,6 +74,7 @@ POLICY: dict[str, Keep] = {
     "bench-bmv2files": Keep(None, "the BMv2 rate history block shows every run (a few KB each)"),
     "bench-zeroloss": Keep(None, "the BMv2 rate history block shows every run (a few KB each)"),
     "bench-bmv2ratio": Keep(None, "the BMv2 rate history block shows every run (a few KB each)"),
+    "bench-suite": Keep(1, "the suite block states the newest record on each supported Python", per_python=True),
     "bench-verifier": Keep(1, "the kernel matrix has one column per kernel release: this machine's kernel rebuilt "
                               "(6.18.44-fc-v657 after -v782), or Debian's next build of 6.1, replaces its column",
                            target=kernel_release),
@@ -103,14 +106,22 @@ def target_of(m: Manifest) -> str:
     sweep left on its experiment's own target names its folder ``default``; its tasks record the target they ran
     on, so a sweep of the same experiment and data asked for that target by name is the same measurement (the
     newer retires the older)."""
-    named = policy(m.experiment).target
-    if named is not None:
-        return named(m.target)
+    rule = policy(m.experiment)
+    if rule.per_python:
+        return f"{rule.target(m.target) if rule.target else m.target} (Python {python_of(m)})"
+    if rule.target is not None:
+        return rule.target(m.target)
     sweep = m.sections.get("sweep")
     if m.target != "default" or not isinstance(sweep, dict):
         return m.target
     ran = {str(t.get("manifest", {}).get("target")) for t in sweep.get("tasks", []) if isinstance(t, dict)}
     return ran.pop() if len(ran) == 1 and "None" not in ran else m.target
+
+
+def python_of(m: Manifest) -> str:
+    """The Python (major.minor) a run ran on, from its manifest's environment ("?" where it recorded none)."""
+    full = str(m.environment.get("python") or "?")
+    return ".".join(full.split(".")[:2])
 
 
 def data_of(m: Manifest) -> str:
