@@ -63,6 +63,29 @@ def suite_here(b: Book) -> str:
     return " ".join(out)
 
 
+@BLOCKS("suite-newer-python")
+def suite_newer_python(b: Book) -> str:
+    """Whether the test suite has run on a Python newer than the project's own (3.11), and on what: the Python,
+    the platform (its C library names the distribution) and the torch build the record's manifest names."""
+    from chimera.report.archive import python_of
+    newer = [r for r in b.runs.all("bench-suite") if python_of(r.manifest) not in ("3.11", "?")]
+    if not newer:
+        return "The test suite has not been run on Python 3.12."
+    r = newer[-1]
+    res = r.manifest.get("result", SuiteResult)
+    env = r.manifest.environment
+    torch = (env.get("packages") or {}).get("torch", "?")
+    return (f"The test suite has run on Python {env.get('python')} only on this project's machine ({env.get('platform')}"
+            f", torch {torch}; {r.cite()}: {n(res.passed) if res else '?'} passed), not on Ubuntu 24.04 with its own "
+            f"Python and packages, which this machine cannot reach.")
+
+
+@BLOCKS("suite-newer-python-limit")
+def suite_newer_python_limit(b: Book) -> str:
+    """The same sentence as a line of the README's limits list."""
+    return "- " + suite_newer_python(b)
+
+
 def fidelity_summary(r: Run) -> pd.DataFrame:
     from chimera.bench.fidelity import summary_sets
     return summary_sets(r.csv("summary.csv"))
