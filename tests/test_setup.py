@@ -269,8 +269,11 @@ def test_a_toolchain_step_records_its_cpu_and_a_stopped_step_what_it_took(tmp_pa
     import time
     lib = ROOT / "scripts" / "toolchain-lib.sh"
     log = tmp_path / "steps.tsv"
+    # the busy step spins until it has used 2 CPU seconds by its own clock: the log keeps whole seconds, so a step
+    # of a fixed amount of work (it was sum(range(10**8))) recorded 0 on a machine that did it in under one
+    busy = "import time\nwhile time.process_time() < 2: pass"
     script = (f'set -euo pipefail; TOOL=t WORK={tmp_path} SOURCES="" LOG={log}; . {lib}; '
-              f'step busy python3 -c "sum(range(100_000_000))"; step long sleep 60')
+              f'step busy python3 -c "{busy}"; step long sleep 60')
     p = subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert p.stdout is not None
