@@ -109,3 +109,13 @@ def test_two_testbeds_at_once_give_the_sharded_reference(name: str, prior_on, tm
                                                                           pps=cls.conformance_pps or 1))
     _check(res, art, table, 2)
     assert {p.name for p in tmp_path.glob("shard-*")} == {"shard-1-of-2", "shard-2-of-2"}  # a run dir each
+
+
+def test_an_efficiency_from_a_lower_bound_rate_is_shown_as_a_bound() -> None:
+    """A rate whose every ladder step held is only a lower bound (the senders', not the switches'): the efficiency
+    agg(K) / (K x agg(1)) is then at most (agg(1) a bound), at least (agg(K) a bound) or unknown (both)."""
+    from chimera.bench.blocks import efficiency_bound
+    assert efficiency_bound(0.68, k_lower=True, one_lower=True).startswith("unknown")
+    assert efficiency_bound(0.21, k_lower=False, one_lower=True) == "at most 0.21"
+    assert efficiency_bound(0.21, k_lower=True, one_lower=False) == "at least 0.21"
+    assert efficiency_bound(0.21, k_lower=False, one_lower=False) == "0.21"

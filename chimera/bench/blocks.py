@@ -284,15 +284,28 @@ def shards(b: Book) -> str:
     if r is None:
         return "No shards bench is published."
     t = r.csv("shards.csv")
+    one = {x.target: bool(x.lower_bound) for x in t.itertuples() if int(x.shards) == 1}
     rows = [[x.target, n(x.shards), f"{'at least ' if bool(x.lower_bound) else ''}{n(x.aggregate_zero_loss_pps)}",
-             f(x.efficiency, 2)] for x in t.itertuples()]
+             efficiency_bound(float(x.efficiency), int(x.shards) > 1 and bool(x.lower_bound),
+                             int(x.shards) > 1 and one.get(x.target, False))]
+            for x in t.itertuples()]
     missing = not_run_here(r)
     return (f"`invoke bench --what shards` ({r.cite()}): the rate the senders of K testbeds put on the wire together "
             "with 0 frames lost and every verdict the sharded reference's, on this project's 2-core machine:\n\n"
             + fmt.table(["target", "K", "aggregate 0-loss rate (pps)", "efficiency"], rows) +
             "\n\nEfficiency is agg(K) / (K x agg(1)); \"at least\": every step of the ladder held, so the limit lies "
-            "above it (the senders' own rate, not the switches')."
+            "above it (the senders' own rate, not the switches'). An efficiency from a rate that is only a lower bound "
+            "is a bound itself (at most, where agg(1) is one; at least, where agg(K) is), and unknown where both are."
             + (f" Not measured here: {missing}." if missing else ""))
+
+
+def efficiency_bound(eff: float, k_lower: bool, one_lower: bool) -> str:
+    """agg(K) / (K x agg(1)) where either rate may be only a lower bound (every step of its ladder held)."""
+    if eff != eff:
+        return "n/a"
+    if k_lower and one_lower:
+        return f"unknown (both rates lower bounds; {f(eff, 2)} as measured)"
+    return f"{'at most ' if one_lower else 'at least ' if k_lower else ''}{f(eff, 2)}"
 
 
 @BLOCKS("fidelity-seeds")
