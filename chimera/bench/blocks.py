@@ -19,7 +19,7 @@ from chimera.bench.scale import GOAL_GIB, GOAL_S, MACHINE_GIB, PROJECT_TO, SUPER
 from chimera.bench.suite import SuiteResult
 from chimera.errors import ResultsError
 from chimera.report import fmt
-from chimera.report.archive import MEDIAN_OF
+from chimera.report.archive import MEDIAN_OF, python_of
 from chimera.report.book import Blocks, Book
 from chimera.report.fmt import f, n, signed
 from chimera.report.runs import Run
@@ -42,7 +42,6 @@ def not_run_here(r: Run) -> str:
 def suite_here(b: Book) -> str:
     """The test command timed on this machine with every tool it has (BMv2 included where built): the newest
     record on each Python it was run on, the project's own (3.11) first."""
-    from chimera.report.archive import python_of
     newest: dict[str, Run] = {}
     for r in b.runs.all("bench-suite"):
         newest[python_of(r.manifest)] = r
@@ -67,7 +66,6 @@ def suite_here(b: Book) -> str:
 def suite_newer_python(b: Book) -> str:
     """Whether the test suite has run on a Python newer than the project's own (3.11), and on what: the Python,
     the platform (its C library names the distribution) and the torch build the record's manifest names."""
-    from chimera.report.archive import python_of
     newer = [r for r in b.runs.all("bench-suite") if python_of(r.manifest) not in ("3.11", "?")]
     if not newer:
         return "The test suite has not been run on Python 3.12."
@@ -259,10 +257,10 @@ def scale_goal(records: list[Run], r: Run, res: ScaleResult) -> str:
     own fingerprint) on one host (its kernel build), memory by the largest peak among them; with fewer such runs
     the sentence reports the draws and gives no verdict."""
     kernel = r.manifest.environment.get("kernel")
-    same = [(x, x.manifest.get("result", ScaleResult)) for x in records
-            if kernel and x.manifest.environment.get("kernel") == kernel
+    same = [x for x in records if kernel and x.manifest.environment.get("kernel") == kernel
             and x.manifest.code_fingerprint == r.manifest.code_fingerprint]
-    draws = [(x, s) for x, s in same if s is not None and max(s.sizes) == max(res.sizes)]
+    draws = [(x, s) for x in same if (s := x.manifest.get("result", ScaleResult)) is not None
+             and max(s.sizes) == max(res.sizes)]
     rule = (f"goal <= {n(GOAL_S)} s and <= {f(GOAL_GIB, 0)} GiB at {n(max(res.sizes))} packets, judged by the "
             f"median time of {MEDIAN_OF} runs of one code on one host and the largest peak among them")
     if len(draws) < MEDIAN_OF:
