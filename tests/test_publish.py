@@ -229,3 +229,28 @@ def test_the_publish_task_names_a_path_that_is_no_run(tmp_path: Path) -> None:
                          capture_output=True, text=True)
     assert out.returncode == 2, out.stderr[-2000:]
     assert "is not a run directory (no manifest.json)" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_published_run_published_again_keeps_every_sealed_file(tmp_path: Path) -> None:
+    """A run already published in another clone (``invoke republish`` leaves it in that clone's
+    ``results/published/``), published here: every file its seal lists comes along, its gzipped tables included
+    (seen dropped: they look like a run's per-packet ``*.csv.gz``), under a seal that still holds; a tampered one
+    is refused, and so is publishing it onto itself."""
+    import pandas as pd
+
+    from chimera.experiments.kinds.stability.tables import CONTROL
+    from chimera.report.publish import GZIP_FROM_BYTES, seal_of
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    run = _run(tmp_path, head)
+    rows = max(1, GZIP_FROM_BYTES // 40)
+    pd.DataFrame({k: range(rows) for k in CONTROL.keys} | {"note": ["x" * 30] * rows}).to_csv(
+        run / CONTROL.name, index=False)
+    there = publish(run, tmp_path / "clone" / "published")
+    here = publish(there, tmp_path / "published")
+    assert seal_of(here).files == seal_of(there).files and f"{CONTROL.name}.gz" in seal_of(here).files
+    assert not (here / "packets.csv.gz").exists()
+    with pytest.raises(ResultsError, match="already published"):
+        publish(here, tmp_path / "published")
+    (there / "ablation.csv").write_text("variant,macro_f1\nChimera,0.9999\n")
+    with pytest.raises(ResultsError, match="differ from what was published"):
+        publish(there, tmp_path / "again")

@@ -126,12 +126,16 @@ def _nested_figure(rel: Path) -> bool:
     return "figures" in dirs and NESTED in dirs[:dirs.index("figures")]
 
 
-def light_files(run: Path, sweep: bool = False) -> list[Path]:
+def light_files(run: Path, sweep: bool = False, sealed: frozenset[str] = frozenset()) -> list[Path]:
     """The files of ``run`` a reader needs (relative paths), in a stable order; ``sweep``: a sweep's run, whose
-    ``tasks/`` stays behind (``SWEEP_TASKS``)."""
+    ``tasks/`` stays behind (``SWEEP_TASKS``); ``sealed``: the files an already published run's seal lists (its
+    tables gzipped by ``publish`` are kept, though a run's own ``*.csv.gz`` are per-packet files left behind)."""
     out = []
     for p in sorted(run.rglob("*")):
         rel = p.relative_to(run)
+        if rel.as_posix() in sealed and p.is_file():
+            out.append(rel)
+            continue
         if sweep and rel.parts[0] == SWEEP_TASKS:
             continue
         if not p.is_file() or HEAVY_DIRS.intersection(rel.parts[:-1]) or \
@@ -216,10 +220,17 @@ def publish(run_dir: Path, dest_root: Path = PUBLISHED, root: Path = ROOT, scope
     if bad:
         raise ResultsError(f"{run_dir}: {len(bad)} nested run(s) are not from the run's clean code: " +
                            "; ".join(bad[:5]), "re-run the whole run from one committed tree, then publish it")
+    # an already published run (another clone's results/published/, as invoke republish leaves it): its seal
+    # must hold, and every file it lists is published again as it is (seen: its gzipped tables were dropped)
+    check_seal(run_dir, m)
+    raw = m.sections.get(SEAL)
+    sealed = frozenset(Seal.model_validate(raw).files) if raw is not None else frozenset()
     dest = dest_root / m.experiment / m.run_id
+    if dest.resolve() == run_dir.resolve():
+        raise ResultsError(f"{run_dir} is already published there", "publish a run into another results tree")
     if dest.exists():
         shutil.rmtree(dest)
-    for rel in light_files(run_dir, sweep=m.kind == "sweep"):
+    for rel in light_files(run_dir, sweep=m.kind == "sweep", sealed=sealed):
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         if rel.suffix == ".csv" and (run_dir / rel).stat().st_size > GZIP_FROM_BYTES:
             gzip_file(run_dir / rel, dest / f"{rel}.gz")
