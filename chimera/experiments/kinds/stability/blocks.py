@@ -160,6 +160,23 @@ def switch_check(day: pd.DataFrame, switch: pd.DataFrame) -> tuple[int, int, lis
     return len(switch) - len(differ), len(switch), differ
 
 
+def cpu_of(r: Run) -> str | None:
+    """The CPU model a run's manifest records (None: made before runs recorded it)."""
+    cpu = r.manifest.environment.get("cpu")
+    return str(cpu.get("model")) if isinstance(cpu, dict) and cpu.get("model") else None
+
+
+def cpu_note(sw: Run, day: Run) -> str | None:
+    """Where a switch run's rows differ from the day's reference run: the two CPUs, when they are not one model.
+    Each run trains its own models (float training), and the switch's verdicts are checked against the reference
+    on its own machine; the integer pipeline is the same on both."""
+    a, b = cpu_of(sw), cpu_of(day)
+    if a is None or b is None or a == b:
+        return None
+    return (f"made on two CPUs: the switch run on {a}, the reference run on {b}; each run trains its own models in "
+            "floating point")
+
+
 @BLOCKS("drift-switch")
 def drift_switch(b: Book) -> str:
     """Each generated day on a switch: its ``<day>_switch`` run (every switch configuration, one training seed,
@@ -182,7 +199,8 @@ def drift_switch(b: Book) -> str:
             ref = day.table(STABILITY_SEEDS)
             k, total, differ = switch_check(ref, t)
             same = (f"{k} of {total} equal to {day.cite()}" +
-                    (f"; differ: {', '.join(differ[:6])}{' …' if len(differ) > 6 else ''}" if differ else ""))
+                    (f"; differ: {', '.join(differ[:6])}{' …' if len(differ) > 6 else ''}" if differ else "") +
+                    (f" ({cpus})" if differ and (cpus := cpu_note(sw, day)) else ""))
             full = f"{per * int(ref['configuration'].isin(set(t['configuration'])).sum()) / 3600:.1f} h"
         rows.append([what, f"{sw.target} ({sw.cite()})", n(t["configuration"].nunique()),
                      n(t["day"].nunique() if "day" in t else 1), n(t["seed"].nunique()), n(len(t)),
