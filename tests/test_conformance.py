@@ -279,6 +279,21 @@ def test_conformance_across_live_prior_installs(case: tuple[Target, ReplayConfig
 SOFTWARE_HOSTS = [n for n in TARGETS if target_class(n).can(Capability.SOFTWARE_HOST)]
 
 
+def software_model(name: str, tmp_path: Path) -> tuple[type[Target], Any, Path]:
+    """The target class of ``name`` (skipped where it cannot run here), the quickstart data and a † model file
+    (exact softmax) for its software classifier host."""
+    cls = target_class(name)
+    why = cls.unavailable_reason()
+    if why is not None:
+        pytest.skip(f"{name} cannot run here: {why}")
+    from chimera.targets.software.classifier import export_model
+
+    from builders import quickstart_trained
+    data, rules, v, trained = quickstart_trained(attention="softmax")
+    mj = export_model(trained.model, rules.rules, rules.weights, v.fusion, trained.beta, tmp_path / "sw.json")
+    return cls, data, mj
+
+
 @pytest.mark.parametrize("clock", ["switch", "trace"])
 @pytest.mark.parametrize("name", SOFTWARE_HOSTS)
 def test_software_classifier_host(name: str, clock: str, tmp_path: Path) -> None:
@@ -288,18 +303,11 @@ def test_software_classifier_host(name: str, clock: str, tmp_path: Path) -> None
     trace clock that clock is the trace's own (the shim), so the verdicts equal the classifier run offline on
     the capture's timestamps: a † row does not move between runs. Afterwards the switch runs chimera.p4 again,
     conformant."""
-    cls = target_class(name)
-    why = cls.unavailable_reason()
-    if why is not None:
-        pytest.skip(f"{name} cannot run here: {why}")
+    cls, data, mj = software_model(name, tmp_path)
     import json
 
     from chimera.data.pcapwrite import normalized_frames
-    from chimera.targets.software.classifier import SoftwareClassifier, export_model
-
-    from builders import quickstart_trained
-    data, rules, v, trained = quickstart_trained(attention="softmax")
-    mj = export_model(trained.model, rules.rules, rules.weights, v.fusion, trained.beta, tmp_path / "sw.json")
+    from chimera.targets.software.classifier import SoftwareClassifier
     n = min(600, cls.conformance_frames or 600)
     replay = ReplayConfig(clock=clock, mode="pps", pps=cls.conformance_pps or 1)
     with cls(build=mutant_build(name), build_dir=tmp_path / "build") as t:
@@ -324,20 +332,12 @@ def test_a_late_software_classifier_loses_nothing(name: str, tmp_path: Path, mon
     """A loaded machine runs the classifier host late (CI lost 329 of 600 frames so): here the daemon is stopped
     as the replay starts and continued 3 s later, three times the replay's fixed drain. The replay waits for its
     last answer, its socket holds the backlog meanwhile, and nothing is lost."""
-    cls = target_class(name)
-    why = cls.unavailable_reason()
-    if why is not None:
-        pytest.skip(f"{name} cannot run here: {why}")
+    cls, data, mj = software_model(name, tmp_path)
     import signal
     import subprocess
     import threading
 
     from chimera.targets.software import host
-    from chimera.targets.software.classifier import export_model
-
-    from builders import quickstart_trained
-    data, rules, v, trained = quickstart_trained(attention="softmax")
-    mj = export_model(trained.model, rules.rules, rules.weights, v.fusion, trained.beta, tmp_path / "sw.json")
     stopped: list[int] = []
 
     class LateSession(host.ReplaySession):
