@@ -153,6 +153,47 @@ def test_conformance_first_and_last_flow_slot(case: tuple[Target, ReplayConfig],
         assert int(np.sum(res.verdicts.score == SCORE_MAX)) < len(table) // 2
 
 
+def test_conformance_fragment_bits(case: tuple[Target, ReplayConfig], tmp_path: Path) -> None:
+    """Every fragment-bit pattern of the flags/offset word, each in a flow of its own: a packet is unparsed exactly
+    where MF or the 13-bit offset is set (DF alone is a whole packet). An eBPF mutant that masked 0x3FFE (the
+    offset's lowest bit dropped) survived the night's fuzz, which draws an offset of 1 only by chance."""
+    from dataclasses import replace
+
+    from chimera.fuzz.frames import MF, FrameSpec
+    from chimera.fuzz.sequence import Batch, Event, Sequence
+    from chimera.fuzz.strategies import UNIT_NS
+    t, replay = case
+    art = quickstart_artifact().art
+    base = FrameSpec(src=0x0A000001, dst=0x0A000002, proto=6, sport=40000, dport=443, tcp_flags=0x18, payload=100)
+    words = (0, 1, 2, MF, MF | 1, 0x1000, 0x1FFF, 0x4000, 0x4001, 0x4000 | MF)
+    events = [Event(replace(base, sport=40000 + i, frag=w), UNIT_NS, f"frag {w:#06x}")
+              for _ in range(3) for i, w in enumerate(words)]
+    table = Batch(art, [Sequence(tuple(events))]).write(tmp_path / "frag.pcap")
+    res = t.run(art, table, tmp_path, "frag", replay=replay)
+    check(t, res, art, table)
+    fragment = np.array([(e.frame.frag & 0x3FFF) != 0 for e in events])
+    assert np.array_equal(res.verdicts.flags & VerdictFlag.UNPARSED > 0, fragment)
+
+
+def test_conformance_packet_count_saturates(case: tuple[Target, ReplayConfig], tmp_path: Path) -> None:
+    """One flow of 65,600 packets (the fuzz's directed corpus): the per-flow packet count stops at 65,535 and the
+    flow goes on in its slot (an eBPF mutant whose count passed 65,535 wrapped the 16-bit register to 0 and
+    restarted the flow; only a flow this long shows it). On one clock: the count does not depend on it."""
+    from chimera.fuzz.run import LONG_FLOW, long_flow
+    from chimera.fuzz.sequence import Batch
+    t, replay = case
+    if t.conformance_frames and t.conformance_frames < LONG_FLOW:
+        pytest.skip(f"{t.name} replays at most {t.conformance_frames:,} frames in a test (its rate is low); the "
+                    f"night's fuzz sends this flow to it as its directed corpus")
+    if replay.clock != t.clocks[0]:
+        pytest.skip("the packet count does not depend on the clock: run on the first clock only")
+    art = quickstart_artifact().art
+    table = Batch(art, [long_flow()]).write(tmp_path / "long.pcap")
+    res = t.run(art, table, tmp_path, "long", replay=replay)
+    check(t, res, art, table)
+    assert int(np.sum(res.verdicts.flags & VerdictFlag.NEW_FLOW > 0)) == 1 and len(table) == LONG_FLOW > 65_536
+
+
 def test_conformance_stress_collisions_and_malformed(case: tuple[Target, ReplayConfig], tmp_path: Path) -> None:
     t, replay = case
     art = quickstart_artifact(flow_slots=64).art  # 64 slots for ~400 flows: constant evictions
