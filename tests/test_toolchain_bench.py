@@ -125,3 +125,29 @@ def test_no_tofino_backend_beside_p4c_is_no_tofino_row(tmp_path: Path) -> None:
     assert T.tofino_line(None) == ""
     refused = T.TofinoCheck(backend="b", version="v", fits=False, reason="\nerror: too complex\nmore")
     assert T.tofino_line(refused) == "- the Tofino backend (v): the TNA program does not fit: `error: too complex`\n"
+
+
+def test_the_tests_run_under_the_testbed_lock_taken_before_pytest(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wait for another run's testbed happens before pytest starts, not inside a test's timeout: the child pytest
+    is started with this process named as the lock's owner (so its testbeds nest), and the lock is dropped after."""
+    import os
+    import subprocess
+
+    from chimera.testbed import topology
+    monkeypatch.setattr(topology, "STATE_DIR", tmp_path / "state")  # a private lock file: no wait on this machine
+    monkeypatch.setattr(topology, "PROCESS_LOCK", topology.ProcessLock())  # not this process's real hold
+    monkeypatch.delenv(topology.LOCK_OWNER_ENV, raising=False)
+    seen: dict[str, object] = {}
+
+    def fake_run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[bytes]:
+        env = kw["env"]
+        assert isinstance(env, dict)
+        seen["owner"], seen["path"] = env.get(topology.LOCK_OWNER_ENV), env["PATH"]
+        seen["held"] = topology.PROCESS_LOCK._holders
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(T.subprocess, "run", fake_run)
+    T.run_tests("/opt/p4c/bin", tmp_path / "j.xml", tmp_path / "tests.log")
+    assert seen == {"owner": str(os.getpid()), "path": "/opt/p4c/bin", "held": 1}
+    assert topology.PROCESS_LOCK._holders == 0 and topology.LOCK_OWNER_ENV not in os.environ
